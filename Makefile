@@ -1,0 +1,42 @@
+# The two commands a user needs: `make preview` (offline, on stacks/Pulumi.$(STACK).yaml) and
+# `make test`. Both create .venv and install the pinned requirements on first use.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := venv
+PY := $(VENV)/bin/python
+STACK ?= dev
+STAMP := $(VENV)/.installed
+
+.PHONY: help preview render test lint typecheck unit bench clean
+
+help:
+	@echo "make preview [STACK=dev]  offline preview: resource tree, rendered/<stack>/ YAML, policy findings"
+	@echo "make test                 ruff, mypy and pytest"
+	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
+
+# Reinstall whenever a requirements file or the package metadata changes.
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $(STAMP)
+
+preview: $(STAMP)
+	$(PY) -m tools.preview --stack $(STACK)
+
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest
+
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) policies/.venv .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,353 @@
+"""ResourceClaim specs: unwrap, parse and validate them like the resource.k8s.io/v1 API server does.
+
+Input is the Kubernetes JSON form (camelCase): a ResourceClaimSpec ``{"devices": {...}}``, a
+ResourceClaim (``spec``) or a ResourceClaimTemplate (``spec.spec``). Validation follows
+``pkg/apis/resource/validation``: at most 32 requests, 32 constraints, 32 config entries, 32 selectors
+per request and 8 subrequests; request names are DNS labels and unique; each request has exactly one
+of ``exactly`` and ``firstAvailable``; a device class name is required (DNS subdomain);
+``allocationMode`` is ExactCount (default, ``count`` >= 1, default 1) or All (no ``count``); a CEL
+expression is at most 10 Ki characters and must compile; a constraint needs ``matchAttribute``, a fully
+qualified name ``domain/name``, and its ``requests`` must name requests (or ``request/subrequest``)
+of the claim. Every problem gets one message naming the request or constraint.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from oke_gpu_rdma.device_cel import compile_selector
+from oke_gpu_rdma.errors import ClaimValidationError, SelectorError
+
+MAX_REQUESTS = 32
+MAX_CONSTRAINTS = 32
+MAX_CONFIG = 32
+MAX_SELECTORS = 32
+MAX_SUBREQUESTS = 8
+MAX_CEL_LENGTH = 10 * 1024
+MAX_DEVICES_PER_CLAIM = 32  # AllocationResultsMaxSize, enforced by the allocator
+
+AllocationMode = Literal["ExactCount", "All"]
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class DeviceSelection:
+    """What one request (``exactly``) or one subrequest asks for. ``name`` is ``req`` or ``req/sub``."""
+
+    name: str
+    device_class: str
+    selectors: tuple[str, ...]
+    mode: AllocationMode
+    count: int  # 0 for All
+
+    @property
+    def request(self) -> str:
+        return self.name.split("/")[0]
+
+    @property
+    def subrequest(self) -> str | None:
+        return self.name.split("/")[1] if "/" in self.name else None
+
+
+@dataclass(frozen=True)
+class DeviceRequest:
+    """A request: one selection for ``exactly``, the alternatives in order for ``firstAvailable``."""
+
+    name: str
+    alternatives: tuple[DeviceSelection, ...]
+    first_available: bool = False
+
+
+@dataclass(frozen=True)
+class MatchAttribute:
+    """A matchAttribute constraint; empty ``requests`` means all requests of the claim."""
+
+    index: int
+    requests: tuple[str, ...]
+    attribute: str
+
+    def applies_to(self, selection: DeviceSelection) -> bool:
+        return not self.requests or selection.request in self.requests or selection.name in self.requests
+
+    @property
+    def label(self) -> str:
+        target = "[" + ", ".join(self.requests) + "]" if self.requests else "all requests"
+        return f"constraint #{self.index} ({target}, matchAttribute {self.attribute})"
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """A validated claim spec."""
+
+    name: str
+    requests: tuple[DeviceRequest, ...]
+    constraints: tuple[MatchAttribute, ...]
+
+    @property
+    def request_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.requests)
+
+
+def unwrap_claim(obj: Mapping[str, Any], name: str | None = None) -> tuple[str, Mapping[str, Any]]:
+    """The claim name and its ResourceClaimSpec from a spec, a ResourceClaim or a template."""
+    if not isinstance(obj, Mapping):
+        raise ClaimValidationError([f"claim: expected a mapping, got {type(obj).__name__}"])
+    meta = obj.get("metadata")
+    found = meta.get("name") if isinstance(meta, Mapping) else None
+    claim_name = name or (found if isinstance(found, str) else None) or "claim"
+    spec: Any = obj
+    if "devices" not in obj and "spec" in obj:
+        spec = obj["spec"]
+        if isinstance(spec, Mapping) and "devices" not in spec and "spec" in spec:
+            spec = spec["spec"]  # ResourceClaimTemplate: spec.spec
+    if not isinstance(spec, Mapping):
+        raise ClaimValidationError([f"claim {claim_name}: spec must be a mapping"])
+    return claim_name, spec
+
+
+def parse_claim(obj: Mapping[str, Any], name: str | None = None) -> ClaimSpec:
+    """Validate and parse; :class:`ClaimValidationError` lists every problem."""
+    claim_name, spec = unwrap_claim(obj, name)
+    problems: list[str] = []
+    parsed = _parse_spec(claim_name, spec, problems)
+    if problems:
+        raise ClaimValidationError(problems)
+    return parsed
+
+
+def claim_problems(obj: Mapping[str, Any]) -> list[str]:
+    """Every validation problem of a claim (empty when valid)."""
+    try:
+        parse_claim(obj)
+    except ClaimValidationError as exc:
+        return list(exc.problems)
+    return []
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _list(value: Any, where: str, problems: list[str]) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        problems.append(f"{where} must be a list")
+        return []
+    return value
+
+
+def _check_label(value: Any, where: str, problems: list[str]) -> str:
+    if not isinstance(value, str) or not value:
+        problems.append(f"{where}: name is required")
+        return ""
+    if len(value) > 63 or not _DNS_LABEL.match(value):
+        problems.append(
+            f"{where}: name {value!r} must be a DNS label (lower-case letters, digits and '-', at most 63)"
+        )
+    return value
+
+
+def _parse_spec(claim: str, spec: Mapping[str, Any], problems: list[str]) -> ClaimSpec:
+    devices = spec.get("devices", {})
+    if not isinstance(devices, Mapping):
+        problems.append(f"claim {claim}: spec.devices must be a mapping")
+        return ClaimSpec(claim, (), ())
+    raw_requests = _list(devices.get("requests"), f"claim {claim}: devices.requests", problems)
+    if len(raw_requests) > MAX_REQUESTS:
+        problems.append(f"claim {claim}: {len(raw_requests)} requests; the limit is {MAX_REQUESTS}")
+    requests: list[DeviceRequest] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(raw_requests):
+        req = _parse_request(claim, i, raw, problems)
+        if req is None:
+            continue
+        if req.name in seen:
+            problems.append(f"claim {claim}: request {req.name}: duplicate request name")
+        seen.add(req.name)
+        requests.append(req)
+    names = {r.name: {a.subrequest for a in r.alternatives if a.subrequest} for r in requests}
+
+    raw_constraints = _list(devices.get("constraints"), f"claim {claim}: devices.constraints", problems)
+    if len(raw_constraints) > MAX_CONSTRAINTS:
+        problems.append(f"claim {claim}: {len(raw_constraints)} constraints; the limit is {MAX_CONSTRAINTS}")
+    constraints: list[MatchAttribute] = []
+    for i, raw in enumerate(raw_constraints):
+        c = _parse_constraint(claim, i, raw, names, problems)
+        if c is not None:
+            constraints.append(c)
+
+    raw_config = _list(devices.get("config"), f"claim {claim}: devices.config", problems)
+    if len(raw_config) > MAX_CONFIG:
+        problems.append(f"claim {claim}: {len(raw_config)} config entries; the limit is {MAX_CONFIG}")
+    for i, raw in enumerate(raw_config):
+        where = f"claim {claim}: config #{i}"
+        if not isinstance(raw, Mapping):
+            problems.append(f"{where} must be a mapping")
+            continue
+        for ref in _list(raw.get("requests"), f"{where}: requests", problems):
+            _check_ref(ref, where, names, problems)
+        if not isinstance(raw.get("opaque"), Mapping):
+            problems.append(f"{where}: opaque is required (driver and parameters)")
+    return ClaimSpec(claim, tuple(requests), tuple(constraints))
+
+
+def _parse_request(claim: str, i: int, raw: Any, problems: list[str]) -> DeviceRequest | None:
+    if not isinstance(raw, Mapping):
+        problems.append(f"claim {claim}: request #{i} must be a mapping")
+        return None
+    name = _check_label(raw.get("name"), f"claim {claim}: request #{i}", problems) or f"#{i}"
+    where = f"claim {claim}: request {name}"
+    exactly, first = raw.get("exactly"), raw.get("firstAvailable")
+    legacy = [k for k in ("deviceClassName", "selectors", "count", "allocationMode") if k in raw]
+    if legacy:
+        problems.append(f"{where}: {', '.join(legacy)} belong under 'exactly' in resource.k8s.io/v1")
+    if exactly is not None and first:
+        problems.append(
+            f"{where}: exactly one of `exactly` or `firstAvailable` is required, but both are set"
+        )
+        return None
+    if exactly is None and not first:
+        problems.append(f"{where}: exactly one of `exactly` or `firstAvailable` is required")
+        return None
+    if exactly is not None:
+        sel = _parse_selection(name, exactly, where, problems)
+        return DeviceRequest(name, (sel,) if sel else ())
+    subs = _list(first, f"{where}: firstAvailable", problems)
+    if len(subs) > MAX_SUBREQUESTS:
+        problems.append(f"{where}: {len(subs)} subrequests in firstAvailable; the limit is {MAX_SUBREQUESTS}")
+    alternatives: list[DeviceSelection] = []
+    seen: set[str] = set()
+    for j, sub in enumerate(subs):
+        if not isinstance(sub, Mapping):
+            problems.append(f"{where}: subrequest #{j} must be a mapping")
+            continue
+        sname = _check_label(sub.get("name"), f"{where}: subrequest #{j}", problems) or f"#{j}"
+        if sname in seen:
+            problems.append(f"{where}: subrequest {sname}: duplicate subrequest name")
+        seen.add(sname)
+        sel = _parse_selection(f"{name}/{sname}", sub, f"{where}/{sname}", problems)
+        if sel:
+            alternatives.append(sel)
+    return DeviceRequest(name, tuple(alternatives), first_available=True)
+
+
+def _parse_selection(full: str, raw: Any, where: str, problems: list[str]) -> DeviceSelection | None:
+    if not isinstance(raw, Mapping):
+        problems.append(f"{where}: must be a mapping")
+        return None
+    cls = raw.get("deviceClassName")
+    if not isinstance(cls, str) or not cls:
+        problems.append(f"{where}: deviceClassName is required")
+        cls = ""
+    elif len(cls) > 253 or not _DNS_SUBDOMAIN.match(cls):
+        problems.append(f"{where}: deviceClassName {cls!r} must be a DNS subdomain")
+    selectors: list[str] = []
+    raw_selectors = _list(raw.get("selectors"), f"{where}: selectors", problems)
+    if len(raw_selectors) > MAX_SELECTORS:
+        problems.append(f"{where}: {len(raw_selectors)} selectors; the limit is {MAX_SELECTORS}")
+    for k, s in enumerate(raw_selectors):
+        cel_part = s.get("cel") if isinstance(s, Mapping) else None
+        expr = cel_part.get("expression") if isinstance(cel_part, Mapping) else None
+        if not isinstance(expr, str) or not expr:
+            problems.append(f"{where}: selector #{k}: cel.expression is required")
+            continue
+        if len(expr) > MAX_CEL_LENGTH:
+            problems.append(
+                f"{where}: selector #{k}: CEL expression is {len(expr)} characters; "
+                f"the limit is {MAX_CEL_LENGTH} (10 Ki)"
+            )
+            continue
+        try:
+            compile_selector(expr)
+        except SelectorError as exc:
+            problems.append(f"{where}: selector #{k}: {exc}")
+            continue
+        selectors.append(expr)
+    mode = raw.get("allocationMode", "ExactCount")
+    count = raw.get("count")
+    if mode == "All":
+        if count is not None:
+            problems.append(
+                f"{where}: count must not be specified when allocationMode is 'All' (got {count!r})"
+            )
+        return DeviceSelection(full, cls, tuple(selectors), "All", 0)
+    if mode != "ExactCount":
+        problems.append(f"{where}: allocationMode {mode!r} is not supported; use ExactCount or All")
+        return None
+    if count is None:
+        count = 1
+    if not _is_int(count) or count <= 0:
+        problems.append(f"{where}: count must be greater than zero (got {count!r})")
+        return None
+    return DeviceSelection(full, cls, tuple(selectors), "ExactCount", count)
+
+
+def _check_ref(ref: Any, where: str, names: Mapping[str, set[str]], problems: list[str]) -> None:
+    if not isinstance(ref, str):
+        problems.append(f"{where}: request reference {ref!r} must be a string")
+        return
+    parts = ref.split("/")
+    ok = len(parts) <= 2 and parts[0] in names and (len(parts) == 1 or parts[1] in names[parts[0]])
+    if not ok:
+        known = ", ".join(names) or "none"
+        problems.append(
+            f"{where}: {ref!r} must be the name of a request in the claim or request/subrequest "
+            f"(requests: {known})"
+        )
+
+
+def _parse_constraint(
+    claim: str, i: int, raw: Any, names: Mapping[str, set[str]], problems: list[str]
+) -> MatchAttribute | None:
+    where = f"claim {claim}: constraint #{i}"
+    if not isinstance(raw, Mapping):
+        problems.append(f"{where} must be a mapping")
+        return None
+    refs = _list(raw.get("requests"), f"{where}: requests", problems)
+    if len(set(map(str, refs))) != len(refs):
+        problems.append(f"{where}: requests lists a request twice")
+    for ref in refs:
+        _check_ref(ref, where, names, problems)
+    if "distinctAttribute" in raw:
+        problems.append(
+            f"{where}: distinctAttribute is not supported by this model (it is alpha); use matchAttribute"
+        )
+        return None
+    attribute = raw.get("matchAttribute")
+    if not isinstance(attribute, str) or not attribute:
+        problems.append(f"{where}: matchAttribute is required")
+        return None
+    domain, sep, ident = attribute.partition("/")
+    if not sep:
+        problems.append(
+            f"{where}: matchAttribute {attribute!r} must be fully qualified as domain/name, "
+            f"e.g. resource.kubernetes.io/{attribute}"
+        )
+        return None
+    if not domain or len(domain) > 63 or not _DNS_SUBDOMAIN.match(domain):
+        problems.append(
+            f"{where}: matchAttribute {attribute!r}: domain {domain!r} must be a DNS subdomain "
+            "of at most 63 characters"
+        )
+    if not ident or len(ident) > 32 or not _C_IDENTIFIER.match(ident):
+        problems.append(
+            f"{where}: matchAttribute {attribute!r}: name {ident!r} must be a C identifier "
+            "of at most 32 characters"
+        )
+    return MatchAttribute(i, tuple(str(r) for r in refs), attribute)
+
+
+def request_counts(spec: ClaimSpec) -> dict[str, int]:
+    """Devices each single-alternative ExactCount request asks for (for messages)."""
+    return {r.name: r.alternatives[0].count for r in spec.requests if len(r.alternatives) == 1}
+
+
+def selections(spec: ClaimSpec) -> Sequence[DeviceSelection]:
+    return [a for r in spec.requests for a in r.alternatives]

@@ -1,0 +1,130 @@
+"""Address-plan rules for RDMA GPU clusters on OKE, on top of :mod:`ipaddress`.
+
+The facts come from the DRANET OKE provider page (seed 003) and the seed cluster's plan
+(`shared/domain.md` section 7). Both the stack config and the policy pack check the DRANET child
+range with :func:`child_range_problems`, so a plan is judged the same way before and after it
+becomes Pulumi resources.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+
+# DRANET's OKE provider: default child range, and the RDMA network Oracle Cloud Agent configures
+# on the rails when its own config file is not mounted (seed 003).
+DEFAULT_CHILD_RANGE = IPv4Network("10.208.0.0/12")
+DEFAULT_OCA_RDMA_NETWORK = IPv4Network("10.224.0.0/12")
+# OKE's defaults when a cluster is created without explicit CIDRs.
+OKE_DEFAULT_PODS_CIDR = IPv4Network("10.244.0.0/16")
+OKE_DEFAULT_SERVICES_CIDR = IPv4Network("10.96.0.0/16")
+
+# DRANET refuses a rail index above 15, so a child range never needs to hold more than 16 rails.
+MAX_RAILS = 16
+CHILD_PREFIX_MIN = 8
+CHILD_PREFIX_MAX = 30
+# OCI accepts VCN and subnet blocks from /16 to /30.
+OCI_PREFIX_MIN = 16
+OCI_PREFIX_MAX = 30
+
+# The IPv4 ranges the OKE provider refuses to overlap (seed 003: "this-network, loopback,
+# link-local, multicast, or reserved").
+SPECIAL_RANGES: tuple[tuple[str, IPv4Network], ...] = (
+    ("this-network 0.0.0.0/8", IPv4Network("0.0.0.0/8")),
+    ("loopback 127.0.0.0/8", IPv4Network("127.0.0.0/8")),
+    ("link-local 169.254.0.0/16", IPv4Network("169.254.0.0/16")),
+    ("multicast 224.0.0.0/4", IPv4Network("224.0.0.0/4")),
+    ("reserved 240.0.0.0/4", IPv4Network("240.0.0.0/4")),
+)
+
+
+class CidrError(ValueError):
+    """A CIDR string that is not a masked IPv4 prefix; the message says how to fix it."""
+
+
+def parse_ipv4_network(value: object) -> IPv4Network:
+    """Parse `a.b.c.d/n` strictly: IPv4 only, prefix length present, no host bits set."""
+    if isinstance(value, IPv4Network):
+        return value
+    if not isinstance(value, str):
+        raise CidrError(f"expected an IPv4 CIDR string like 10.208.0.0/12, got {type(value).__name__}")
+    text = value.strip()
+    if "/" not in text:
+        raise CidrError(f"{value!r} has no prefix length; write it as a CIDR like {text}/16")
+    try:
+        network = ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        raise CidrError(f"{value!r} is not an IPv4 CIDR (expected a.b.c.d/n, n from 0 to 32)") from None
+    if not isinstance(network, IPv4Network):
+        raise CidrError(f"{value!r} is IPv6; this plan needs an IPv4 CIDR")
+    if str(network) != text:
+        raise CidrError(f"{value!r} is not a network address (host bits set); did you mean {network}?")
+    return network
+
+
+@dataclass(frozen=True)
+class NamedRange:
+    """A CIDR in the address plan and where it comes from, for messages."""
+
+    label: str
+    network: IPv4Network
+
+
+def rail_bits(rails: int = MAX_RAILS) -> int:
+    """How many more prefix bits a child range needs than the worker subnet to hold `rails` rails."""
+    return math.ceil(math.log2(rails)) if rails > 1 else 0
+
+
+def required_child_prefix(worker_subnet: IPv4Network, rails: int = MAX_RAILS) -> int:
+    """The longest child-range prefix that still holds `rails` rails for nodes in `worker_subnet`."""
+    return worker_subnet.prefixlen - rail_bits(rails)
+
+
+def overlapping(network: IPv4Network, ranges: Iterable[NamedRange]) -> list[NamedRange]:
+    """The ranges of `ranges` that share at least one address with `network`."""
+    return [r for r in ranges if r.network.overlaps(network)]
+
+
+def child_range_problems(
+    child: IPv4Network,
+    plan: Iterable[NamedRange] = (),
+    worker_subnets: Iterable[NamedRange] = (),
+    rails: int = MAX_RAILS,
+) -> list[str]:
+    """Every reason the DRANET child range `child` is unusable in this address plan.
+
+    `plan` holds every range the child range must not touch (VCNs, subnets, pod and service CIDRs,
+    the OCA RDMA network); `worker_subnets` the primary VNIC subnets of the RDMA nodes, whose size
+    decides how large the child range must be. An empty list means the range is fine.
+    """
+    problems: list[str] = []
+    if not CHILD_PREFIX_MIN <= child.prefixlen <= CHILD_PREFIX_MAX:
+        problems.append(
+            f"child range {child} has prefix /{child.prefixlen}; DRANET accepts /{CHILD_PREFIX_MIN} "
+            f"to /{CHILD_PREFIX_MAX}"
+        )
+    for label, special in SPECIAL_RANGES:
+        if special.overlaps(child):
+            problems.append(f"child range {child} overlaps {label}, which DRANET refuses")
+    for hit in overlapping(child, plan):
+        problems.append(
+            f"child range {child} overlaps {hit.label} {hit.network}; every pod gets an on-link route "
+            f"for the whole child range, so traffic to {hit.network} would go out of the rails"
+        )
+    for subnet in worker_subnets:
+        needed = required_child_prefix(subnet.network, rails)
+        if child.prefixlen > needed:
+            problems.append(
+                f"child range {child} is too small for {rails} rails on {subnet.label} "
+                f"{subnet.network}: it needs /{needed} or larger ({rail_bits(rails)} bits more "
+                f"than the subnet), e.g. {IPv4Network((int(child.network_address), needed), strict=False)}"
+            )
+    return problems
+
+
+def within(inner: IPv4Network, outer: Iterable[IPv4Network]) -> bool:
+    """Whether `inner` lies entirely inside one of `outer`."""
+    return any(inner.subnet_of(o) for o in outer)

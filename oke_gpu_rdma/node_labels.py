@@ -1,0 +1,14 @@
+"""Node labels the GPU pools carry and the Kubernetes side selects on."""
+
+from __future__ import annotations
+
+# The GPU Operator's device-plugin DaemonSet runs only where this label is "true"; "false" leaves the
+# node's GPUs to the NVIDIA DRA driver (the nodes then show 0 allocatable nvidia.com/gpu; seed 000).
+DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+DEVICE_PLUGIN_OFF = "false"
+
+# Set by the kubelet from the instance shape; DRANET and the GPU DRA driver select nodes on it.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+# Which of this stack's node pools a node belongs to.
+POOL_LABEL = "oke-gpu-rdma/node-pool"

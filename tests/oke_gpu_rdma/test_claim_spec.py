@@ -1,0 +1,158 @@
+"""API validation of claims: each v1 limit and rule gives a message naming the request or constraint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import seed_claims
+
+from oke_gpu_rdma.claim_spec import claim_problems, parse_claim, unwrap_claim
+from oke_gpu_rdma.errors import ClaimValidationError
+
+
+def req(name: str, cls: str = "dra.net", **exactly: Any) -> dict[str, Any]:
+    return {"name": name, "exactly": {"deviceClassName": cls, **exactly}}
+
+
+def spec(*requests: dict[str, Any], constraints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    devices: dict[str, Any] = {"requests": list(requests)}
+    if constraints is not None:
+        devices["constraints"] = constraints
+    return {"devices": devices}
+
+
+def one_problem(claim: dict[str, Any]) -> str:
+    problems = claim_problems(claim)
+    assert len(problems) == 1, problems
+    return problems[0]
+
+
+def test_seed_claims_are_valid_and_unwrapped() -> None:
+    for name, claim in seed_claims.ALL.items():
+        parsed = parse_claim(claim)
+        assert parsed.name == name
+    assert unwrap_claim(seed_claims.all_rails)[1] == seed_claims.all_rails["spec"]["spec"]
+    assert unwrap_claim(seed_claims.pair_check)[1] == seed_claims.pair_check["spec"]
+    assert parse_claim(seed_claims.pair_check["spec"]).name == "claim"
+
+
+def test_defaults_count_one_and_exact_count() -> None:
+    parsed = parse_claim(spec(req("rails")))
+    sel = parsed.requests[0].alternatives[0]
+    assert (sel.mode, sel.count) == ("ExactCount", 1)
+
+
+def test_request_limit() -> None:
+    assert (
+        one_problem(spec(*[req(f"r{i}") for i in range(33)])) == "claim claim: 33 requests; the limit is 32"
+    )
+
+
+def test_constraint_limit() -> None:
+    cons = [{"matchAttribute": "resource.kubernetes.io/pcieRoot"}] * 33
+    assert "33 constraints; the limit is 32" in one_problem(spec(req("rails"), constraints=cons))
+
+
+def test_selector_limit() -> None:
+    sels = [{"cel": {"expression": "true"}}] * 33
+    assert (
+        one_problem(spec(req("rails", selectors=sels)))
+        == "claim claim: request rails: 33 selectors; the limit is 32"
+    )
+
+
+def test_subrequest_limit() -> None:
+    subs = [{"name": f"s{i}", "deviceClassName": "dra.net"} for i in range(9)]
+    message = one_problem(spec({"name": "rails", "firstAvailable": subs}))
+    assert message == "claim claim: request rails: 9 subrequests in firstAvailable; the limit is 8"
+
+
+def test_cel_length_limit() -> None:
+    long = "true && " * 1300 + "true"
+    message = one_problem(spec(req("rails", selectors=[{"cel": {"expression": long}}])))
+    assert message.startswith("claim claim: request rails: selector #0: CEL expression is 10404 characters")
+    assert "10240 (10 Ki)" in message
+
+
+def test_cel_compile_error_is_invalid_and_quotes_the_expression() -> None:
+    message = one_problem(spec(req("rails", selectors=[{"cel": {"expression": "device.driver =="}}])))
+    assert "request rails: selector #0: CEL compile error in selector 'device.driver =='" in message
+
+
+@pytest.mark.parametrize("name", ["Rails", "rails_1", "-rails", "r" * 64])
+def test_request_names_are_dns_labels(name: str) -> None:
+    assert "must be a DNS label" in one_problem(spec(req(name)))
+
+
+def test_duplicate_request_names() -> None:
+    assert (
+        one_problem(spec(req("rails"), req("rails"))) == "claim claim: request rails: duplicate request name"
+    )
+
+
+def test_exactly_xor_first_available() -> None:
+    assert "exactly one of `exactly` or `firstAvailable` is required" in one_problem(spec({"name": "rails"}))
+    both = {
+        "name": "rails",
+        "exactly": {"deviceClassName": "dra.net"},
+        "firstAvailable": [{"name": "a", "deviceClassName": "dra.net"}],
+    }
+    assert "but both are set" in one_problem(spec(both))
+
+
+def test_device_class_required() -> None:
+    assert (
+        one_problem(spec({"name": "rails", "exactly": {}}))
+        == "claim claim: request rails: deviceClassName is required"
+    )
+
+
+def test_count_rules() -> None:
+    assert "count must be greater than zero (got 0)" in one_problem(spec(req("rails", count=0)))
+    assert "count must not be specified when allocationMode is 'All'" in one_problem(
+        spec(req("rails", allocationMode="All", count=2))
+    )
+    assert "allocationMode 'Some' is not supported" in one_problem(spec(req("rails", allocationMode="Some")))
+
+
+def test_match_attribute_needs_a_domain() -> None:
+    message = one_problem(
+        spec(req("gpus", "gpu.nvidia.com"), req("rails"), constraints=[{"matchAttribute": "pcieRoot"}])
+    )
+    assert message == (
+        "claim claim: constraint #0: matchAttribute 'pcieRoot' must be fully qualified as domain/name, "
+        "e.g. resource.kubernetes.io/pcieRoot"
+    )
+
+
+def test_match_attribute_required() -> None:
+    assert one_problem(spec(req("rails"), constraints=[{"requests": ["rails"]}])) == (
+        "claim claim: constraint #0: matchAttribute is required"
+    )
+
+
+def test_constraint_request_names_must_exist() -> None:
+    message = one_problem(
+        spec(
+            req("gpus"), req("rails"), constraints=[{"requests": ["gpus", "nics"], "matchAttribute": "a.b/c"}]
+        )
+    )
+    assert message == (
+        "claim claim: constraint #0: 'nics' must be the name of a request in the claim or request/subrequest "
+        "(requests: gpus, rails)"
+    )
+
+
+def test_constraint_may_name_a_subrequest() -> None:
+    first = {"name": "rails", "firstAvailable": [{"name": "four", "deviceClassName": "dra.net", "count": 4}]}
+    parsed = parse_claim(spec(first, constraints=[{"requests": ["rails/four"], "matchAttribute": "a.b/c"}]))
+    assert parsed.constraints[0].requests == ("rails/four",)
+
+
+def test_all_problems_are_reported_and_the_exception_is_one_line() -> None:
+    with pytest.raises(ClaimValidationError) as info:
+        parse_claim(spec(req("Bad", count=0), constraints=[{"matchAttribute": "x"}]))
+    assert len(info.value.problems) == 3
+    assert "\n" not in str(info.value)
+    assert isinstance(info.value, ValueError)

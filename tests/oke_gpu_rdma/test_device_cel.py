@@ -1,0 +1,136 @@
+"""CEL selectors evaluated with the semantics of Kubernetes DRA (real outcomes on the modelled node)."""
+
+from __future__ import annotations
+
+import pytest
+
+from oke_gpu_rdma import attributes as attr
+from oke_gpu_rdma.allocator import Allocator
+from oke_gpu_rdma.claim_spec import parse_claim
+from oke_gpu_rdma.device_cel import cache_size, compile_selector, selector_matches
+from oke_gpu_rdma.errors import SelectorError
+from oke_gpu_rdma.inventory import Device, ResourceSlice, node_inventory
+from oke_gpu_rdma.topology import get_topology
+
+B4 = get_topology("BM.GPU.B4.8")
+INV = node_inventory(B4)
+RDMA0 = INV.device("rdma0")
+ETH1 = INV.device("eth1")
+GPU0 = INV.device("gpu-0")
+CARELESS = 'device.attributes["dra.net"].ifName.startsWith("rdma")'
+# An IB-only device (RDMA without a netdev): DRANET publishes it with rdmaDevice but no ifName.
+IB_ONLY = Device(
+    "dra.net",
+    "node-1",
+    "pci-0000-e1-00-0",
+    {"dra.net/rdma": True, "dra.net/rdmaDevice": "mlx5_20", "dra.net/pciAddress": "0000:e1:00.0"},
+    label="IB-only mlx5_20",
+)
+
+
+def test_driver_and_attributes_by_domain() -> None:
+    assert selector_matches(attr.DRANET_CLASS_SELECTOR, RDMA0)
+    assert not selector_matches(attr.DRANET_CLASS_SELECTOR, GPU0)
+    assert selector_matches(attr.NVIDIA_GPU_CLASS_SELECTOR, GPU0)
+    assert selector_matches('device.attributes["resource.kubernetes.io"].pcieRoot == "pci0000:3e"', GPU0)
+    assert selector_matches('device.capacity["gpu.nvidia.com"].memory >= 40 * 1024 * 1024 * 1024', GPU0)
+
+
+def test_rail_selector_matches_rails_only() -> None:
+    matched = [d.display for d in INV.devices() if selector_matches(attr.RAIL_SELECTOR, d)]
+    assert matched == [f"rdma{i}" for i in range(16)]
+
+
+def test_unknown_domain_is_an_empty_map() -> None:
+    assert not selector_matches('has(device.attributes["nope"].x)', RDMA0)
+    assert not selector_matches('"x" in device.attributes["nope"]', RDMA0)
+    assert not selector_matches("has(device.capacity['nope'].memory)", GPU0)
+
+
+def test_missing_key_is_a_runtime_error_that_quotes_the_expression() -> None:
+    with pytest.raises(SelectorError) as info:
+        selector_matches('device.attributes["dra.net"].ifName == "rdma0"', GPU0)
+    message = str(info.value)
+    assert 'device.attributes["dra.net"].ifName == "rdma0"' in message
+    assert "runtime error" in message and "gpu-0" in message
+    assert info.value.expression == 'device.attributes["dra.net"].ifName == "rdma0"'
+
+
+def test_compile_error_quotes_the_expression() -> None:
+    with pytest.raises(SelectorError, match=r"CEL compile error in selector 'device\.driver ==='"):
+        compile_selector("device.driver ===")
+
+
+def test_non_bool_result_aborts() -> None:
+    with pytest.raises(SelectorError, match="could not be converted to bool"):
+        selector_matches("device.driver", RDMA0)
+
+
+def test_careless_selector_on_the_modelled_node_does_not_match_eth1() -> None:
+    # Every DRANET device on the modelled node has an ifName, so the missing has() does not bite here,
+    # and eth1 fails startsWith("rdma"). It still lacks the rdma check the seed selector has.
+    assert not selector_matches(CARELESS, ETH1)
+    assert [d.display for d in INV.devices() if d.driver == "dra.net" and selector_matches(CARELESS, d)] == [
+        f"rdma{i}" for i in range(16)
+    ]
+
+
+def test_careless_selector_errors_on_a_device_without_if_name_and_aborts_allocation() -> None:
+    with pytest.raises(SelectorError, match="ifName"):
+        selector_matches(CARELESS, IB_ONLY)
+    assert not selector_matches(attr.RAIL_SELECTOR, IB_ONLY)  # has() guards it
+    node = INV.with_slices(ResourceSlice("dra.net", "node-1-ib", "node-1", (IB_ONLY,)))
+    claim = parse_claim(
+        {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "rails",
+                        "exactly": {
+                            "deviceClassName": "dra.net",
+                            "count": 1,
+                            "selectors": [{"cel": {"expression": CARELESS}}],
+                        },
+                    }
+                ]
+            }
+        }
+    )
+    with pytest.raises(SelectorError) as info:
+        Allocator(node).allocate(claim)
+    assert CARELESS in str(info.value)
+
+
+def test_class_selector_short_circuits_request_selector() -> None:
+    # The careless selector is never evaluated on GPUs: the dra.net class selector is false first.
+    claim = parse_claim(
+        {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "rails",
+                        "exactly": {
+                            "deviceClassName": "dra.net",
+                            "count": 2,
+                            "selectors": [{"cel": {"expression": CARELESS}}],
+                        },
+                    }
+                ]
+            }
+        }
+    )
+    result = Allocator(INV).allocate(claim)
+    assert result.devices is not None
+    assert [a.device.display for a in result.devices] == ["rdma0", "rdma1"]
+
+
+def test_compiled_expressions_are_cached() -> None:
+    first = compile_selector('device.driver == "cache-test"')
+    before = cache_size()
+    assert compile_selector('device.driver == "cache-test"') is first
+    assert cache_size() == before
+
+
+def test_string_extensions_and_bind_are_available() -> None:
+    assert selector_matches('device.attributes["dra.net"].ifName.lowerAscii() == "rdma0"', RDMA0)
+    assert selector_matches('cel.bind(d, device.attributes["dra.net"], d.rdma && d.numaNode == 3)', RDMA0)

@@ -1,0 +1,184 @@
+"""Verdicts on the seed claims, and their independence from device order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import seed_claims
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_allocator import claims
+
+from oke_gpu_rdma import attributes as attr
+from oke_gpu_rdma.allocator import Allocator
+from oke_gpu_rdma.claim_spec import parse_claim
+from oke_gpu_rdma.claims import judge_claim
+from oke_gpu_rdma.inventory import node_inventory
+from oke_gpu_rdma.topology import get_topology
+from oke_gpu_rdma.verdicts import judge
+
+B4 = get_topology("BM.GPU.B4.8")
+INV = node_inventory(B4)
+
+
+def test_pair_check_is_aligned_with_its_rails_on_the_gpus_root() -> None:
+    v = judge_claim(seed_claims.pair_check, "BM.GPU.B4.8")
+    assert v.kind == "aligned" and v.ok
+    assert v.roots == ("pci0000:3e",)
+    assert [d.label for d in v.devices if d.kind == "rail"] == ["rdma4", "rdma5", "rdma6", "rdma7"]
+    assert {d.root for d in v.devices} == {"pci0000:3e"}
+    assert "pair-check is aligned on BM.GPU.B4.8" in v.message
+
+
+def test_aligned_8gpu_16rails_is_aligned_on_all_four_roots() -> None:
+    v = judge_claim(seed_claims.aligned_8gpu_16rails, B4)
+    assert v.kind == "aligned"
+    assert v.roots == B4.root_names
+    assert len(v.devices) == 24
+
+
+def test_aligned_4gpu_8rails_is_aligned() -> None:
+    v = judge_claim(seed_claims.aligned_4gpu_8rails_a, B4)
+    assert v.kind == "aligned"
+    assert len(v.roots) == 2
+
+
+def test_shape_root_is_unsatisfiable_no_root_has_4_gpus_and_16_rails() -> None:
+    v = judge_claim(seed_claims.shape_root, B4)
+    assert v.kind == "unsatisfiable" and not v.allocatable
+    assert "no PCIe root has 4 GPUs and 16 rails" in v.message
+    assert "each root of BM.GPU.B4.8 has 2 GPUs and 4 rails" in v.message
+    assert "stay Pending" in v.message
+    assert v.requests == ("gpus", "rails")
+    assert v.nodes_visited == 1
+
+
+def test_shape_any_is_unaligned_with_a_counterexample_and_a_fix() -> None:
+    v = judge_claim(seed_claims.shape_any, B4)
+    assert v.kind == "unaligned"
+    assert len(v.devices) == 20
+    assert v.misplaced and all(d in v.devices for d in v.misplaced)
+    for d in v.misplaced:
+        own = {x.root for x in v.devices if x.kind != d.kind}
+        assert d.root not in own
+    assert v.fix is not None and "4 per-root pairs" in v.fix and attr.PCIE_ROOT in v.fix
+    assert "Fix:" in v.message
+
+
+def test_two_request_claim_without_constraint_gets_the_add_a_constraint_fix() -> None:
+    claim = {"devices": {"requests": seed_claims.pair_check["spec"]["devices"]["requests"]}}
+    v = judge_claim(claim, B4, name="pair-loose")
+    assert v.kind == "unaligned"
+    assert v.fix == f"add a constraint {{requests: [gpus, rails], matchAttribute: {attr.PCIE_ROOT}}}"
+
+
+def test_rails_only_claims_are_not_applicable_and_allocatable() -> None:
+    for claim in (seed_claims.all_rails, seed_claims.rails_8_a):
+        v = judge_claim(claim, B4)
+        assert v.kind == "not applicable"
+        assert v.allocatable is True
+        assert "asks only for rails" in v.message
+    assert len(judge_claim(seed_claims.all_rails, B4).devices) == 16
+
+
+def test_gpus_only_claim_is_not_applicable() -> None:
+    v = judge_claim(
+        {
+            "devices": {
+                "requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 8}}]
+            }
+        },
+        B4,
+    )
+    assert v.kind == "not applicable" and "only for GPUs" in v.message
+
+
+def test_invalid_claim_verdict_lists_problems() -> None:
+    v = judge_claim(
+        {"devices": {"requests": [{"name": "Rails", "exactly": {"deviceClassName": "dra.net", "count": 0}}]}},
+        B4,
+    )
+    assert v.kind == "invalid"
+    assert len(v.problems) == 2
+    assert v.message.startswith("claim claim would be rejected by the API server")
+
+
+def test_cel_error_makes_the_claim_unsatisfiable_and_quotes_the_expression() -> None:
+    expr = 'device.attributes["gpu.nvidia.com"].type == "gpu"'
+    claim = {
+        "devices": {
+            "requests": [
+                {
+                    "name": "nics",
+                    "exactly": {"deviceClassName": "dra.net", "selectors": [{"cel": {"expression": expr}}]},
+                }
+            ]
+        }
+    }
+    v = judge_claim(claim, B4)
+    assert v.kind == "unsatisfiable"
+    assert expr in v.message and "runtime error" in v.message
+
+
+def test_careless_rail_request_gets_a_warning() -> None:
+    requests = [
+        {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
+        {"name": "nics", "exactly": {"deviceClassName": "dra.net", "count": 4}},
+    ]
+    v = judge_claim({"devices": {"requests": requests}}, B4)
+    assert v.kind == "unaligned"
+    assert v.warnings and "cni0, eth1, flannel.1" in v.warnings[0]
+    # A pcieRoot constraint keeps devices without that attribute (eth1, virtual interfaces) out.
+    constrained = judge_claim(
+        {"devices": {"requests": requests, "constraints": [{"matchAttribute": attr.PCIE_ROOT}]}}, B4
+    )
+    assert constrained.kind == "aligned" and constrained.warnings == ()
+
+
+def test_unverified_shape_needs_a_topology() -> None:
+    import pytest
+
+    from oke_gpu_rdma.errors import UnverifiedTopologyError
+
+    with pytest.raises(UnverifiedTopologyError):
+        judge_claim(seed_claims.pair_check, "BM.GPU.H100.8")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(sorted(seed_claims.ALL)),
+    st.permutations(list(range(8))),
+    st.permutations(list(range(19))),
+    st.booleans(),
+)
+def test_verdict_is_invariant_under_slice_and_device_order(
+    name: str, gpu_order: list[int], dranet_order: list[int], flip: bool
+) -> None:
+    shuffled = INV.reordered(
+        slice_order=[1, 0] if flip else [0, 1], device_orders={0: gpu_order, 1: dranet_order}
+    )
+    claim: dict[str, Any] = seed_claims.ALL[name]
+    assert judge(claim, B4, inventory=shuffled).kind == judge(claim, B4).kind
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(claims(), st.permutations(list(range(8))), st.permutations(list(range(19))), st.booleans())
+def test_random_claims_verdict_is_order_free_and_sound(
+    claim: dict[str, Any], gpu_order: list[int], dranet_order: list[int], flip: bool
+) -> None:
+    shuffled = INV.reordered(
+        slice_order=[1, 0] if flip else [0, 1], device_orders={0: gpu_order, 1: dranet_order}
+    )
+    verdict = judge(claim, B4)
+    assert judge(claim, B4, inventory=shuffled).kind == verdict.kind
+    first_fit = Allocator(shuffled).allocate(parse_claim(claim))
+    if verdict.kind == "aligned":
+        # Whatever order the scheduler sees, its first fit is aligned.
+        assert first_fit.devices is not None
+        gpu_roots = {a.device.root for a in first_fit.devices if a.device.kind == "gpu"}
+        rail_roots = {a.device.root for a in first_fit.devices if a.device.kind == "rail"}
+        assert gpu_roots == rail_roots
+    if verdict.kind == "unaligned":
+        assert verdict.misplaced
+    if verdict.kind == "unsatisfiable":
+        assert first_fit.devices is None
