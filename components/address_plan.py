@@ -1,0 +1,166 @@
+"""Checks across stack config values: subnets inside the VCN, CIDRs that must not meet, the child range.
+
+Each check yields a :class:`ConfigProblem` naming the key path to change, so the loader can print
+one message per problem. The rules themselves live in :mod:`oke_gpu_rdma.network`, shared with the
+policy pack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+
+from oke_gpu_rdma import network as net
+
+from .config import StackConfig
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One thing wrong with the stack config: where, the value found, and what to do."""
+
+    path: str
+    value: object
+    message: str
+
+
+@dataclass(frozen=True)
+class PlannedRange:
+    """A CIDR of the plan with the config key it comes from."""
+
+    path: str
+    role: str
+    network: IPv4Network
+
+    def named(self) -> net.NamedRange:
+        return net.NamedRange(f"{self.role} ({self.path})", self.network)
+
+
+def vcn_ranges(config: StackConfig) -> list[PlannedRange]:
+    """The VCN blocks."""
+    if config.network.create is not None:
+        return [PlannedRange("network.create.vcnCidr", "VCN", config.network.create.vcn_cidr)]
+    assert config.network.existing is not None
+    return [
+        PlannedRange(f"network.existing.vcnCidrs[{i}]", "VCN", cidr)
+        for i, cidr in enumerate(config.network.existing.vcn_cidrs)
+    ]
+
+
+def subnet_ranges(config: StackConfig) -> list[PlannedRange]:
+    """Every subnet the stack creates or names, with its role."""
+    native = config.cluster.spec.cni_type == "OCI_VCN_IP_NATIVE"
+    new = config.network.create
+    if new is not None:
+        ranges = [
+            PlannedRange(
+                "network.create.apiEndpointSubnetCidr", "API endpoint subnet", new.api_endpoint_subnet_cidr
+            ),
+            PlannedRange(
+                "network.create.loadBalancerSubnetCidr", "load balancer subnet", new.load_balancer_subnet_cidr
+            ),
+            PlannedRange("network.create.workerSubnetCidr", "worker subnet", new.worker_subnet_cidr),
+        ]
+        if native:
+            ranges.append(PlannedRange("network.create.podSubnetCidr", "pod subnet", new.pod_subnet_cidr))
+        return ranges
+    existing = config.network.existing
+    assert existing is not None
+    named = [
+        ("apiEndpointSubnet", "API endpoint subnet", existing.api_endpoint_subnet),
+        ("loadBalancerSubnet", "load balancer subnet", existing.load_balancer_subnet),
+        ("workerSubnet", "worker subnet", existing.worker_subnet),
+        ("podSubnet", "pod subnet", existing.pod_subnet),
+    ]
+    return [
+        PlannedRange(f"network.existing.{key}.cidr", role, ref.cidr)
+        for key, role, ref in named
+        if ref is not None
+    ]
+
+
+def worker_range(config: StackConfig) -> PlannedRange:
+    """The primary VNIC subnet of the GPU nodes."""
+    return next(r for r in subnet_ranges(config) if r.role == "worker subnet")
+
+
+def cluster_ranges(config: StackConfig) -> list[PlannedRange]:
+    """The cluster's pod and service CIDRs."""
+    kind = "create" if config.cluster.create is not None else "existing"
+    spec = config.cluster.spec
+    ranges = [PlannedRange(f"cluster.{kind}.servicesCidr", "services CIDR", spec.services_cidr)]
+    if spec.cni_type == "FLANNEL_OVERLAY":
+        ranges.insert(0, PlannedRange(f"cluster.{kind}.podsCidr", "pods CIDR", spec.pods_cidr))
+    return ranges
+
+
+def plan_ranges(config: StackConfig) -> list[PlannedRange]:
+    """Every range the DRANET child range must stay clear of."""
+    rdma = PlannedRange("network.rdmaCidr", "OCA RDMA network", config.network.rdma_cidr)
+    return [*vcn_ranges(config), *subnet_ranges(config), *cluster_ranges(config), rdma]
+
+
+def problems(config: StackConfig) -> list[ConfigProblem]:
+    """Every cross-value problem of the config, in key order."""
+    return list(_structure(config)) + list(_subnets(config)) + list(_cluster(config)) + list(_child(config))
+
+
+def _structure(config: StackConfig) -> Iterator[ConfigProblem]:
+    existing = config.network.existing
+    if existing is None:
+        return
+    if config.cluster.create is not None and existing.api_endpoint_subnet is None:
+        yield ConfigProblem(
+            "network.existing.apiEndpointSubnet",
+            None,
+            "is required when the stack creates the cluster (cluster.create); add {id, cidr} of the endpoint subnet",
+        )
+    if config.cluster.spec.cni_type == "OCI_VCN_IP_NATIVE" and existing.pod_subnet is None:
+        yield ConfigProblem(
+            "network.existing.podSubnet",
+            None,
+            "is required with cniType OCI_VCN_IP_NATIVE; add {id, cidr} of the pod subnet",
+        )
+
+
+def _subnets(config: StackConfig) -> Iterator[ConfigProblem]:
+    vcns = [r.network for r in vcn_ranges(config)]
+    subnets = subnet_ranges(config)
+    for i, subnet in enumerate(subnets):
+        if not net.within(subnet.network, vcns):
+            yield ConfigProblem(
+                subnet.path,
+                str(subnet.network),
+                f"lies outside the VCN ({', '.join(map(str, vcns))}); pick a block inside it",
+            )
+        for other in subnets[:i]:
+            if other.network.overlaps(subnet.network):
+                yield ConfigProblem(
+                    subnet.path,
+                    str(subnet.network),
+                    f"overlaps the {other.role} {other.network} ({other.path}); subnets of a VCN must not overlap",
+                )
+
+
+def _cluster(config: StackConfig) -> Iterator[ConfigProblem]:
+    vcns = vcn_ranges(config)
+    subnets = subnet_ranges(config)
+    for cidr in cluster_ranges(config):
+        # OKE: the pods CIDR must not overlap a VCN subnet, the services CIDR not the VCN itself.
+        against = subnets if cidr.role == "pods CIDR" else vcns
+        for hit in against:
+            if hit.network.overlaps(cidr.network):
+                yield ConfigProblem(
+                    cidr.path,
+                    str(cidr.network),
+                    f"overlaps the {hit.role} {hit.network} ({hit.path}); OKE needs them disjoint",
+                )
+
+
+def _child(config: StackConfig) -> Iterator[ConfigProblem]:
+    child = config.dranet.child_range
+    plan = [r.named() for r in plan_ranges(config)]
+    worker = worker_range(config)
+    for message in net.child_range_problems(child, plan, [worker.named()]):
+        yield ConfigProblem("dranet.childRange", str(child), message)

@@ -1,0 +1,104 @@
+"""The cloud-init a custom-image RDMA GPU node boots with (plain text, no Pulumi).
+
+A node pool with a custom image gets no default cloud-init from OKE, so this document both
+prepares the node for the DRA path and joins it to the cluster. What each file does and why is in
+`shared/domain.md` section 2: CRI-O NRI for DRANET, unlimited memlock so pods need no IPC_LOCK,
+ib_core in shared namespace mode for the oke-rdma profile, and systemd-networkd leaving the Oracle
+Cloud Agent's per-rail policy routes alone.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from .yamltext import dump
+
+NRI_CONF = """\
+# DRANET changes containers through NRI; moving RDMA devices can exceed the 2 s default timeout.
+[crio.nri]
+enable_nri = true
+nri_listen = "/var/run/nri/nri.sock"
+nri_plugin_request_timeout = "30s"
+"""
+
+MEMLOCK_CONF = """\
+# RDMA pins memory (ibv_reg_mr); with no limit, pods need no IPC_LOCK and Pod Security baseline admits them.
+[crio.runtime]
+default_ulimits = [
+  "memlock=-1:-1",
+]
+"""
+
+IB_CORE_CONF = """\
+# Shared RDMA namespace mode: DRANET's oke-rdma profile fails claims with "use shared RDMA mode" otherwise.
+options ib_core netns_mode=1
+"""
+
+NETWORKD_CONF = """\
+# Keep the Oracle Cloud Agent's per-rail routes and rules when systemd-networkd reconfigures links.
+[Network]
+ManageForeignRoutes=no
+ManageForeignRoutingPolicyRules=no
+"""
+
+# Joins the node to OKE: images with the `oke` node client bootstrap with it, others run the init
+# script OKE publishes in the instance metadata (as OKE's own default cloud-init does).
+BOOTSTRAP_SH = """\
+#!/usr/bin/env bash
+set -euo pipefail
+kubelet_args="${1-}"
+if [ -n "$kubelet_args" ]; then set -- --kubelet-extra-args "$kubelet_args"; else set --; fi
+if command -v oke >/dev/null 2>&1; then
+  oke bootstrap "$@"
+else
+  curl --fail -H "Authorization: Bearer Oracle" -L0 \\
+    http://169.254.169.254/opc/v2/instance/metadata/oke_init_script | base64 --decode >/var/run/oke-init.sh
+  bash /var/run/oke-init.sh "$@"
+fi
+"""
+
+# Paths on the node; tests and docs refer to them by these names.
+NRI_PATH = "/etc/crio/crio.conf.d/60-dranet-nri.conf"
+MEMLOCK_PATH = "/etc/crio/crio.conf.d/61-memlock.conf"
+IB_CORE_PATH = "/etc/modprobe.d/ib_core.conf"
+NETWORKD_PATH = "/etc/systemd/networkd.conf.d/60-foreign-routes.conf"
+BOOTSTRAP_PATH = "/usr/local/sbin/oke-gpu-rdma-bootstrap.sh"
+
+
+@dataclass(frozen=True)
+class NodeBootstrap:
+    """What differs between pools: the taints the kubelet registers the node with."""
+
+    taints: tuple[str, ...]
+
+    def kubelet_extra_args(self) -> str:
+        return f"--register-with-taints={','.join(self.taints)}" if self.taints else ""
+
+
+@functools.lru_cache(maxsize=64)
+def render_cloud_init(bootstrap: NodeBootstrap) -> str:
+    """The `#cloud-config` document for one node pool, stable text for reviewable diffs."""
+    files = [
+        (NRI_PATH, NRI_CONF, "0644"),
+        (MEMLOCK_PATH, MEMLOCK_CONF, "0644"),
+        (IB_CORE_PATH, IB_CORE_CONF, "0644"),
+        (NETWORKD_PATH, NETWORKD_CONF, "0644"),
+        (BOOTSTRAP_PATH, BOOTSTRAP_SH, "0755"),
+    ]
+    document = {
+        "write_files": [
+            {"path": path, "permissions": mode, "owner": "root:root", "content": content}
+            for path, content, mode in files
+        ],
+        "runcmd": [
+            # Persist netns_mode in the initramfs (ib_core loads early) and apply it to this boot too,
+            # before the kubelet creates any pod namespace.
+            ["update-initramfs", "-u"],
+            ["sh", "-c", "rdma system set netns shared || true"],
+            ["systemctl", "restart", "systemd-networkd"],
+            # List form: cloud-init runs it without a shell, so the taint list needs no quoting.
+            [BOOTSTRAP_PATH, bootstrap.kubelet_extra_args()],
+        ],
+    }
+    return "#cloud-config\n" + dump(document)

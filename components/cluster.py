@@ -1,0 +1,82 @@
+"""The OKE cluster (an ENHANCED cluster created here, or an existing one) and its Kubernetes provider."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_oci as oci
+
+from .config import ClusterConfig
+
+TYPE = "oke-gpu-rdma:index:OkeCluster"
+# Compute-cluster node pools and DRA need the ENHANCED cluster type.
+CLUSTER_TYPE = "ENHANCED_CLUSTER"
+
+
+@dataclass
+class OkeClusterArgs:
+    compartment_id: str
+    """Compartment of the cluster."""
+    cluster: ClusterConfig
+    """Validated cluster config: `create` or `existing`."""
+    vcn_id: pulumi.Input[str]
+    """VCN of the cluster (used only when creating it)."""
+    api_endpoint_subnet_id: pulumi.Input[str] | None
+    """Subnet of the API endpoint (used only when creating it)."""
+    load_balancer_subnet_id: pulumi.Input[str] | None
+    """Subnet for service load balancers (used only when creating it)."""
+    api_endpoint_public: bool = False
+    """Whether the created endpoint gets a public IP."""
+
+
+class OkeCluster(pulumi.ComponentResource):
+    """The cluster's OCID, its kubeconfig (secret) and a Kubernetes provider built from it."""
+
+    cluster_id: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(self, name: str, args: OkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        new = args.cluster.create
+        if new is not None:
+            if args.api_endpoint_subnet_id is None:
+                raise ValueError("creating a cluster needs an API endpoint subnet")
+            cluster = oci.containerengine.Cluster(
+                f"{name}-cluster",
+                compartment_id=args.compartment_id,
+                name=new.name,
+                kubernetes_version=new.kubernetes_version,
+                type=CLUSTER_TYPE,
+                vcn_id=args.vcn_id,
+                cluster_pod_network_options=[
+                    oci.containerengine.ClusterClusterPodNetworkOptionArgs(cni_type=new.cni_type)
+                ],
+                endpoint_config=oci.containerengine.ClusterEndpointConfigArgs(
+                    subnet_id=args.api_endpoint_subnet_id, is_public_ip_enabled=args.api_endpoint_public
+                ),
+                options=oci.containerengine.ClusterOptionsArgs(
+                    kubernetes_network_config=oci.containerengine.ClusterOptionsKubernetesNetworkConfigArgs(
+                        pods_cidr=str(new.pods_cidr), services_cidr=str(new.services_cidr)
+                    ),
+                    service_lb_subnet_ids=[args.load_balancer_subnet_id]
+                    if args.load_balancer_subnet_id
+                    else None,
+                ),
+                opts=child,
+            )
+            self.cluster_id = cluster.id
+        else:
+            assert args.cluster.existing is not None  # ClusterConfig guarantees one of the two
+            self.cluster_id = pulumi.Output.from_input(args.cluster.existing.id)
+
+        # The same call for a new and an existing cluster: OCI generates the kubeconfig on request.
+        kubeconfig = oci.containerengine.get_cluster_kube_config_output(
+            cluster_id=self.cluster_id, token_version="2.0.0", opts=pulumi.InvokeOutputOptions(parent=self)
+        )
+        self.kubeconfig = pulumi.Output.secret(kubeconfig.content)
+        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
+        self.register_outputs({"clusterId": self.cluster_id, "kubeconfig": self.kubeconfig})

@@ -1,0 +1,356 @@
+"""The stack configuration: one pydantic model for the whole stack, with the seed cluster's defaults.
+
+Every key a user writes under `oke-gpu-rdma:` in `stacks/Pulumi.<stack>.yaml` is a field here, in
+camelCase as in the YAML. The model checks each value alone; :mod:`components.address_plan` then
+checks the values against each other (the DRANET child range against every other range).
+Components receive the validated objects, never raw dictionaries.
+"""
+
+from __future__ import annotations
+
+import re
+from ipaddress import IPv4Network
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from oke_gpu_rdma import network as net
+from oke_gpu_rdma.topology import SHAPES
+
+PROJECT = "oke-gpu-rdma"
+
+_OCID = re.compile(r"^ocid1\.[a-z0-9]+\.[a-z0-9-]+\.[a-z0-9-]*\.[a-z0-9]+$")
+_K8S_VERSION = re.compile(r"^v1\.\d+\.\d+$")
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+def _ocid(value: str) -> str:
+    if not _OCID.match(value):
+        raise ValueError("is not an OCI OCID (expected ocid1.<type>.<realm>.<region>.<unique id>)")
+    return value
+
+
+def _k8s_version(value: str) -> str:
+    if not _K8S_VERSION.match(value):
+        raise ValueError("is not a Kubernetes version of the form v1.X.Y (for example v1.34.1)")
+    return value
+
+
+def _dns_label(value: str) -> str:
+    if len(value) > 40 or not _DNS_LABEL.match(value):
+        raise ValueError(
+            "must be lowercase letters, digits and '-', start with a letter, at most 40 characters"
+        )
+    return value
+
+
+def _cidr(value: Any) -> IPv4Network:
+    try:
+        return net.parse_ipv4_network(value)
+    except net.CidrError as err:
+        raise ValueError(str(err)) from None
+
+
+def _oci_block(value: IPv4Network) -> IPv4Network:
+    if not net.OCI_PREFIX_MIN <= value.prefixlen <= net.OCI_PREFIX_MAX:
+        raise ValueError(
+            f"OCI accepts VCN and subnet blocks from /{net.OCI_PREFIX_MIN} to /{net.OCI_PREFIX_MAX}"
+        )
+    return value
+
+
+def _child_prefix(value: IPv4Network) -> IPv4Network:
+    if not net.CHILD_PREFIX_MIN <= value.prefixlen <= net.CHILD_PREFIX_MAX:
+        raise ValueError(
+            f"has prefix /{value.prefixlen}; DRANET accepts child ranges from /{net.CHILD_PREFIX_MIN} "
+            f"to /{net.CHILD_PREFIX_MAX}"
+        )
+    return value
+
+
+def _shape(value: str) -> str:
+    names = SHAPES.keys()
+    if value not in names:
+        raise ValueError(f"is not a known RDMA GPU shape; known shapes: {', '.join(sorted(names))}")
+    return value
+
+
+Ocid = Annotated[str, AfterValidator(_ocid)]
+KubernetesVersion = Annotated[str, AfterValidator(_k8s_version)]
+Cidr = Annotated[IPv4Network, BeforeValidator(_cidr)]
+OciBlock = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_oci_block)]
+ChildRange = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_child_prefix)]
+DnsLabel = Annotated[str, AfterValidator(_dns_label)]
+ShapeName = Annotated[str, AfterValidator(_shape)]
+CniType = Literal["FLANNEL_OVERLAY", "OCI_VCN_IP_NATIVE"]
+
+
+class _Model(BaseModel):
+    """Strict about unknown keys, so a misspelt key is an error and not a silent default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
+
+
+class SubnetRef(_Model):
+    """An existing subnet: its OCID for the resources, its CIDR for the address-plan checks."""
+
+    id: Ocid = Field(description="Subnet OCID.")
+    cidr: OciBlock = Field(description="The subnet's IPv4 CIDR, as OCI shows it.")
+
+
+class NewNetwork(_Model):
+    """A VCN this stack creates, with one regional subnet per role."""
+
+    vcn_cidr: OciBlock = Field(IPv4Network("10.140.0.0/16"), alias="vcnCidr", description="VCN CIDR block.")
+    api_endpoint_subnet_cidr: OciBlock = Field(
+        IPv4Network("10.140.0.0/28"),
+        alias="apiEndpointSubnetCidr",
+        description="Kubernetes API endpoint subnet.",
+    )
+    load_balancer_subnet_cidr: OciBlock = Field(
+        IPv4Network("10.140.1.0/24"),
+        alias="loadBalancerSubnetCidr",
+        description="Service load balancer subnet.",
+    )
+    worker_subnet_cidr: OciBlock = Field(
+        IPv4Network("10.140.64.0/19"),
+        alias="workerSubnetCidr",
+        description="Worker (primary VNIC) subnet. Its size decides the DRANET child range size.",
+    )
+    pod_subnet_cidr: OciBlock = Field(
+        IPv4Network("10.140.128.0/18"),
+        alias="podSubnetCidr",
+        description="Pod subnet; created only when the cluster's CNI is OCI_VCN_IP_NATIVE.",
+    )
+    api_endpoint_public: bool = Field(
+        False,
+        alias="apiEndpointPublic",
+        description="Give the API endpoint a public IP (in a public subnet).",
+    )
+    api_allowed_cidrs: list[Cidr] = Field(
+        default_factory=list,
+        alias="apiAllowedCidrs",
+        description="Extra CIDRs allowed to reach the API endpoint on 6443 (the VCN always is).",
+    )
+    dns_label: DnsLabel = Field("okegpu", alias="dnsLabel", description="VCN DNS label.")
+
+
+class ExistingNetwork(_Model):
+    """Subnets that already exist; their CIDRs feed the address-plan checks and the policy pack."""
+
+    vcn_id: Ocid = Field(alias="vcnId", description="VCN OCID.")
+    vcn_cidrs: list[OciBlock] = Field(
+        alias="vcnCidrs", min_length=1, description="All CIDR blocks of the VCN."
+    )
+    worker_subnet: SubnetRef = Field(
+        alias="workerSubnet", description="Subnet of the GPU nodes' primary VNICs."
+    )
+    api_endpoint_subnet: SubnetRef | None = Field(
+        None, alias="apiEndpointSubnet", description="Needed only when this stack creates the cluster."
+    )
+    load_balancer_subnet: SubnetRef | None = Field(None, alias="loadBalancerSubnet")
+    pod_subnet: SubnetRef | None = Field(
+        None, alias="podSubnet", description="Needed when the CNI is OCI_VCN_IP_NATIVE."
+    )
+
+
+class NetworkConfig(_Model):
+    """Either `create` a VCN or name `existing` subnets; plus the RDMA network of the rails."""
+
+    create: NewNetwork | None = Field(None, description="Create a VCN and its subnets.")
+    existing: ExistingNetwork | None = Field(None, description="Use existing subnets.")
+    rdma_cidr: Cidr = Field(
+        net.DEFAULT_OCA_RDMA_NETWORK,
+        alias="rdmaCidr",
+        description="The RDMA network Oracle Cloud Agent puts on the rails (OCA default 10.224.0.0/12).",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> NetworkConfig:
+        if (self.create is None) == (self.existing is None):
+            raise ValueError("set exactly one of network.create or network.existing")
+        return self
+
+
+class NewCluster(_Model):
+    """An ENHANCED OKE cluster this stack creates."""
+
+    name: DnsLabel = Field("oke-gpu-rdma", description="Cluster name.")
+    kubernetes_version: KubernetesVersion = Field(
+        alias="kubernetesVersion", description="For example v1.34.1."
+    )
+    cni_type: CniType = Field("FLANNEL_OVERLAY", alias="cniType", description="Pod networking.")
+    pods_cidr: Cidr = Field(IPv4Network("10.240.0.0/12"), alias="podsCidr", description="Pod CIDR (flannel).")
+    services_cidr: Cidr = Field(
+        IPv4Network("10.96.0.0/16"), alias="servicesCidr", description="Service CIDR."
+    )
+
+
+class ExistingCluster(_Model):
+    """An existing ENHANCED cluster; its CIDRs feed the address-plan checks."""
+
+    id: Ocid = Field(description="Cluster OCID.")
+    kubernetes_version: KubernetesVersion = Field(
+        alias="kubernetesVersion", description="The node pools' Kubernetes version."
+    )
+    cni_type: CniType = Field("FLANNEL_OVERLAY", alias="cniType")
+    pods_cidr: Cidr = Field(IPv4Network("10.240.0.0/12"), alias="podsCidr")
+    services_cidr: Cidr = Field(IPv4Network("10.96.0.0/16"), alias="servicesCidr")
+
+
+class ClusterConfig(_Model):
+    """Either `create` an OKE cluster or use an `existing` one."""
+
+    create: NewCluster | None = None
+    existing: ExistingCluster | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ClusterConfig:
+        if (self.create is None) == (self.existing is None):
+            raise ValueError("set exactly one of cluster.create or cluster.existing")
+        return self
+
+    @property
+    def spec(self) -> NewCluster | ExistingCluster:
+        """The one that is set."""
+        spec = self.create or self.existing
+        assert spec is not None  # guaranteed by _exactly_one
+        return spec
+
+
+class Taint(_Model):
+    """A taint the kubelet registers the node with."""
+
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+    @model_validator(mode="after")
+    def _valid(self) -> Taint:
+        if not _LABEL_KEY.match(self.key):
+            raise ValueError(f"taint key {self.key!r} is not a valid Kubernetes label key")
+        if not _LABEL_VALUE.match(self.value) or len(self.value) > 63:
+            raise ValueError(f"taint value {self.value!r} is not a valid Kubernetes label value")
+        return self
+
+    def kubelet_form(self) -> str:
+        """`key=value:Effect`, as --register-with-taints takes it."""
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+GPU_TAINT = Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
+
+
+class NodeCycling(_Model):
+    """How OKE replaces nodes when the pool's image, version or cloud-init changes."""
+
+    enabled: bool = Field(True, description="Replace nodes automatically after a pool change.")
+    maximum_surge: int = Field(
+        0,
+        ge=0,
+        alias="maximumSurge",
+        description="Extra nodes during cycling (bare metal capacity is scarce).",
+    )
+    maximum_unavailable: int = Field(
+        1, ge=0, alias="maximumUnavailable", description="Nodes taken down at once: one at a time."
+    )
+
+    @model_validator(mode="after")
+    def _progress(self) -> NodeCycling:
+        if self.enabled and self.maximum_surge == 0 and self.maximum_unavailable == 0:
+            raise ValueError(
+                "maximumSurge and maximumUnavailable cannot both be 0: cycling could never start"
+            )
+        return self
+
+
+class NodePoolConfig(_Model):
+    """One OKE managed node pool of RDMA GPU nodes inside a compute cluster."""
+
+    name: DnsLabel = Field(description="Pool name; also names its Pulumi resources.")
+    shape: ShapeName = Field("BM.GPU.B4.8", description="Bare-metal GPU shape.")
+    count: int = Field(ge=1, description="Number of nodes.")
+    image_id: Ocid = Field(
+        alias="imageId", description="Custom image OCID (Ubuntu with DOCA-OFED and the GPU driver)."
+    )
+    availability_domain: str | None = Field(
+        None,
+        alias="availabilityDomain",
+        description="AD of the compute cluster and the nodes, e.g. Uocm:US-ASHBURN-AD-1. Required when the "
+        "compute cluster is created here.",
+    )
+    compute_cluster_id: Ocid | None = Field(
+        None, alias="computeClusterId", description="Use this compute cluster instead of creating one."
+    )
+    boot_volume_size_gbs: int = Field(500, ge=50, le=32768, alias="bootVolumeSizeGbs")
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra initial node labels.")
+    taints: list[Taint] = Field(
+        default_factory=lambda: [GPU_TAINT], description="Taints registered by the kubelet."
+    )
+    gpus_from_dra: bool = Field(
+        True,
+        alias="gpusFromDra",
+        description="GPUs come from the NVIDIA DRA driver: label nvidia.com/gpu.deploy.device-plugin=false.",
+    )
+    cycling: NodeCycling = Field(default_factory=lambda: NodeCycling())
+    ssh_public_key: str | None = Field(
+        None, alias="sshPublicKey", description="Public key for the node user."
+    )
+
+    @model_validator(mode="after")
+    def _placement(self) -> NodePoolConfig:
+        if self.compute_cluster_id is None and not self.availability_domain:
+            raise ValueError(
+                "availabilityDomain is required when the stack creates the compute cluster "
+                "(or set computeClusterId to use an existing one)"
+            )
+        for key, value in self.labels.items():
+            if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value) or len(value) > 63:
+                raise ValueError(f"label {key}={value!r} is not a valid Kubernetes label")
+        return self
+
+
+class DranetConfig(_Model):
+    """DRANET settings that are part of the address plan."""
+
+    child_range: ChildRange = Field(
+        net.DEFAULT_CHILD_RANGE,
+        alias="childRange",
+        description="oke.rdma-child-ipv4-cidr: the IPvlan child range of the rails (DRANET default 10.208.0.0/12).",
+    )
+
+
+class StackConfig(_Model):
+    """Everything one stack declares."""
+
+    compartment_id: Ocid = Field(alias="compartmentId", description="Compartment of every resource.")
+    network: NetworkConfig
+    cluster: ClusterConfig
+    node_pools: list[NodePoolConfig] = Field(alias="nodePools", min_length=1)
+    dranet: DranetConfig = Field(default_factory=lambda: DranetConfig())
+    create_compute_cluster_policy: bool = Field(
+        True,
+        alias="createComputeClusterPolicy",
+        description="Create the IAM policy that lets node pools launch into compute clusters "
+        "(turn off where the tenancy already has it).",
+    )
+
+    @model_validator(mode="after")
+    def _unique_pool_names(self) -> StackConfig:
+        names = [p.name for p in self.node_pools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"node pool names must be unique; repeated: {', '.join(duplicates)}")
+        return self
+
+
+def config_keys() -> dict[str, bool]:
+    """The top-level keys of the stack config, each mapped to whether its value is structured."""
+    keys: dict[str, bool] = {}
+    for name, field in StackConfig.model_fields.items():
+        annotation = field.annotation
+        structured = not (annotation is str or annotation is bool)
+        keys[field.alias or name] = structured
+    return keys

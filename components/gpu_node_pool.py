@@ -1,0 +1,174 @@
+"""An OKE managed node pool of RDMA GPU nodes placed inside one compute cluster, ready for DRA.
+
+RDMA between bare-metal GPU nodes needs them in one compute cluster: the pool names the compute
+cluster (`node_config_details.compute_cluster_id`, create-only) and is placed in the compute
+cluster's availability domain with no fault domains (`shared/domain.md` section 2).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_oci as oci
+
+from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, POOL_LABEL
+
+from .cloud_init import NodeBootstrap, render_cloud_init
+from .config import CniType, NodePoolConfig
+
+TYPE = "oke-gpu-rdma:index:RdmaGpuNodePool"
+POLICY_TYPE = "oke-gpu-rdma:index:ComputeClusterLaunchPolicy"
+
+
+@dataclass
+class RdmaGpuNodePoolArgs:
+    compartment_id: str
+    """Compartment of the compute cluster and the node pool."""
+    cluster_id: pulumi.Input[str]
+    """OKE cluster (must be ENHANCED)."""
+    kubernetes_version: str
+    """Kubernetes version of the nodes."""
+    worker_subnet_id: pulumi.Input[str]
+    """Subnet of the nodes' primary VNICs."""
+    cni_type: CniType
+    """The cluster's CNI; VCN-native pods also need `pod_subnet_id`."""
+    pool: NodePoolConfig
+    """Validated pool config."""
+    pod_subnet_id: pulumi.Input[str] | None = None
+    """Pod subnet for OCI_VCN_IP_NATIVE."""
+
+
+def initial_node_labels(pool: NodePoolConfig) -> dict[str, str]:
+    """The labels every node of the pool starts with (no later `kubectl label` step)."""
+    labels = {POOL_LABEL: pool.name, **pool.labels}
+    if pool.gpus_from_dra:
+        labels[DEVICE_PLUGIN_LABEL] = DEVICE_PLUGIN_OFF
+    return labels
+
+
+def cloud_init(pool: NodePoolConfig) -> str:
+    """The pool's cloud-init document."""
+    return render_cloud_init(NodeBootstrap(taints=tuple(t.kubelet_form() for t in pool.taints)))
+
+
+class RdmaGpuNodePool(pulumi.ComponentResource):
+    """Compute cluster (created or existing) plus the node pool launched into it."""
+
+    compute_cluster_id: pulumi.Output[str]
+    node_pool_id: pulumi.Output[str]
+    availability_domain: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: RdmaGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        pool = args.pool
+        if pool.compute_cluster_id is None:
+            assert pool.availability_domain is not None  # NodePoolConfig requires it here
+            compute_cluster = oci.core.ComputeCluster(
+                f"{name}-compute-cluster",
+                compartment_id=args.compartment_id,
+                availability_domain=pool.availability_domain,
+                display_name=f"{name}-compute-cluster",
+                opts=child,
+            )
+            self.compute_cluster_id = compute_cluster.id
+            self.availability_domain = compute_cluster.availability_domain
+        else:
+            self.compute_cluster_id = pulumi.Output.from_input(pool.compute_cluster_id)
+            if pool.availability_domain:
+                self.availability_domain = pulumi.Output.from_input(pool.availability_domain)
+            else:
+                existing = oci.core.get_compute_cluster_output(
+                    compute_cluster_id=pool.compute_cluster_id, opts=pulumi.InvokeOutputOptions(parent=self)
+                )
+                self.availability_domain = existing.availability_domain
+
+        pod_network = oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs(
+            cni_type=args.cni_type,
+            pod_subnet_ids=[args.pod_subnet_id]
+            if args.cni_type == "OCI_VCN_IP_NATIVE" and args.pod_subnet_id
+            else None,
+        )
+        node_pool = oci.containerengine.NodePool(
+            f"{name}-nodes",
+            compartment_id=args.compartment_id,
+            cluster_id=args.cluster_id,
+            name=name,
+            kubernetes_version=args.kubernetes_version,
+            node_shape=pool.shape,
+            node_source_details=oci.containerengine.NodePoolNodeSourceDetailsArgs(
+                source_type="IMAGE",
+                image_id=pool.image_id,
+                boot_volume_size_in_gbs=str(pool.boot_volume_size_gbs),
+            ),
+            node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
+                size=pool.count,
+                compute_cluster_id=self.compute_cluster_id,
+                # One AD, no fault domains: a compute cluster lives in one AD and places hosts itself.
+                placement_configs=[
+                    oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(
+                        availability_domain=self.availability_domain, subnet_id=args.worker_subnet_id
+                    )
+                ],
+                node_pool_pod_network_option_details=pod_network,
+            ),
+            initial_node_labels=[
+                oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v)
+                for k, v in initial_node_labels(pool).items()
+            ],
+            node_metadata={"user_data": base64.b64encode(cloud_init(pool).encode()).decode()},
+            node_pool_cycling_details=oci.containerengine.NodePoolNodePoolCyclingDetailsArgs(
+                is_node_cycling_enabled=pool.cycling.enabled,
+                maximum_surge=str(pool.cycling.maximum_surge),
+                maximum_unavailable=str(pool.cycling.maximum_unavailable),
+            ),
+            ssh_public_key=pool.ssh_public_key,
+            opts=child,
+        )
+        self.node_pool_id = node_pool.id
+        self.register_outputs(
+            {
+                "computeClusterId": self.compute_cluster_id,
+                "nodePoolId": self.node_pool_id,
+                "availabilityDomain": self.availability_domain,
+            }
+        )
+
+
+def launch_statement(compartment_id: str) -> str:
+    """The IAM statement that lets OKE node pools launch instances into compute clusters."""
+    return (
+        "Allow any-user to {COMPUTE_CLUSTER_LAUNCH_INSTANCE} in compartment id "
+        f"{compartment_id} where request.principal.type = 'nodepool'"
+    )
+
+
+@dataclass
+class ComputeClusterLaunchPolicyArgs:
+    compartment_id: str
+    """Compartment of the compute clusters; the policy lives there too."""
+
+
+class ComputeClusterLaunchPolicy(pulumi.ComponentResource):
+    """The IAM policy without which node pools cannot launch into a compute cluster."""
+
+    policy_id: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: ComputeClusterLaunchPolicyArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(POLICY_TYPE, name, None, opts)
+        policy = oci.identity.Policy(
+            f"{name}-policy",
+            compartment_id=args.compartment_id,
+            name=name,
+            description="Lets OKE node pools launch bare-metal GPU nodes into compute clusters (RDMA placement).",
+            statements=[launch_statement(args.compartment_id)],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.policy_id = policy.id
+        self.register_outputs({"policyId": self.policy_id})

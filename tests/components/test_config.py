@@ -1,0 +1,207 @@
+"""The stack config model and its error messages (components/config.py, stack_config.py)."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Network
+from typing import Any
+
+import pytest
+
+from components.config import GPU_TAINT, StackConfig
+from components.stack_config import ConfigError, parse_stack_config
+from oke_gpu_rdma import network as net
+from tests.support import raw_config
+
+SOURCE = "stacks/Pulumi.dev.yaml"
+
+
+def problems_of(raw: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(raw, SOURCE)
+    return str(caught.value).splitlines()[1:]
+
+
+def only_problem(raw: dict[str, Any]) -> str:
+    lines = problems_of(raw)
+    assert len(lines) == 1, lines
+    return lines[0].strip()
+
+
+def test_dev_stack_matches_the_seed_cluster() -> None:
+    config = parse_stack_config(raw_config("dev"), SOURCE)
+    assert isinstance(config, StackConfig)
+    existing = config.network.existing
+    assert existing is not None
+    assert existing.vcn_cidrs == [IPv4Network("10.140.0.0/16")]
+    assert existing.worker_subnet.cidr == IPv4Network("10.140.64.0/19")
+    assert config.network.rdma_cidr == net.DEFAULT_OCA_RDMA_NETWORK
+    cluster = config.cluster.existing
+    assert cluster is not None
+    assert (cluster.pods_cidr, cluster.services_cidr) == (
+        IPv4Network("10.240.0.0/12"),
+        IPv4Network("10.96.0.0/16"),
+    )
+    (pool,) = config.node_pools
+    assert (pool.shape, pool.count) == ("BM.GPU.B4.8", 2)
+    assert pool.taints == [GPU_TAINT] and pool.gpus_from_dra
+    assert config.dranet.child_range == net.DEFAULT_CHILD_RANGE
+
+
+def test_full_stack_is_valid() -> None:
+    config = parse_stack_config(raw_config("full"), SOURCE)
+    assert config.network.create is not None and config.cluster.create is not None
+    assert [p.name for p in config.node_pools] == ["gpu-b4-a", "gpu-b4-b"]
+
+
+def test_unknown_node_shape() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["shape"] = "BM.GPU.X9.8"
+    line = only_problem(raw)
+    assert line.startswith(f"{SOURCE}: nodePools[0].shape = 'BM.GPU.X9.8': is not a known RDMA GPU shape")
+    assert "BM.GPU.B4.8" in line
+
+
+def test_node_count_below_one() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["count"] = 0
+    assert (
+        only_problem(raw) == f"{SOURCE}: nodePools[0].count = 0: Input should be greater than or equal to 1"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("10.140.64.0", "has no prefix length; write it as a CIDR like 10.140.64.0/16"),
+        ("10.140.64.0/40", "is not an IPv4 CIDR"),
+        ("banana", "has no prefix length"),
+        ("10.140.64.1/19", "host bits set); did you mean 10.140.64.0/19?"),
+        ("fd00::/64", "is IPv6"),
+    ],
+)
+def test_malformed_or_unmasked_cidr(value: str, expected: str) -> None:
+    raw = raw_config("dev")
+    raw["network"]["existing"]["workerSubnet"]["cidr"] = value
+    line = only_problem(raw)
+    assert line.startswith(f"{SOURCE}: network.existing.workerSubnet.cidr = {value!r}: ")
+    assert expected in line
+
+
+@pytest.mark.parametrize("child", ["10.0.0.0/7", "10.208.0.0/31"])
+def test_child_range_prefix_outside_8_to_30(child: str) -> None:
+    raw = raw_config("dev")
+    raw["dranet"] = {"childRange": child}
+    line = only_problem(raw)
+    assert line.startswith(f"{SOURCE}: dranet.childRange = {child!r}: has prefix /")
+    assert "from /8 to /30" in line
+
+
+@pytest.mark.parametrize("version", ["1.34.1", "v1.34", "v2.0.0", "latest"])
+def test_kubernetes_version_not_v1_x_y(version: str) -> None:
+    raw = raw_config("dev")
+    raw["cluster"]["existing"]["kubernetesVersion"] = version
+    assert only_problem(raw) == (
+        f"{SOURCE}: cluster.existing.kubernetesVersion = {version!r}: "
+        "is not a Kubernetes version of the form v1.X.Y (for example v1.34.1)"
+    )
+
+
+def test_missing_compartment() -> None:
+    raw = raw_config("dev")
+    del raw["compartmentId"]
+    assert only_problem(raw) == f"{SOURCE}: compartmentId is missing; it is required"
+
+
+def test_malformed_compartment() -> None:
+    raw = raw_config("dev")
+    raw["compartmentId"] = "my-compartment"
+    assert "compartmentId = 'my-compartment': is not an OCI OCID" in only_problem(raw)
+
+
+def test_availability_domain_missing_when_compute_cluster_is_created() -> None:
+    raw = raw_config("dev")
+    del raw["nodePools"][0]["availabilityDomain"]
+    line = only_problem(raw)
+    assert line.startswith(f"{SOURCE}: nodePools[0]")
+    assert "availabilityDomain is required when the stack creates the compute cluster" in line
+
+
+def test_availability_domain_optional_with_existing_compute_cluster() -> None:
+    raw = raw_config("dev")
+    del raw["nodePools"][0]["availabilityDomain"]
+    raw["nodePools"][0]["computeClusterId"] = "ocid1.computecluster.oc1.iad.aaaaaaaaexisting"
+    assert parse_stack_config(raw, SOURCE).node_pools[0].availability_domain is None
+
+
+def test_misspelt_key_is_an_error() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["cout"] = 3
+    assert only_problem(raw) == f"{SOURCE}: nodePools[0].cout is not a known key; check its spelling"
+    raw = raw_config("dev")
+    raw["nodepools"] = raw.pop("nodePools")
+    lines = problems_of(raw)
+    assert f"{SOURCE}: nodepools is not a known key; check its spelling" in [line.strip() for line in lines]
+
+
+def test_every_problem_is_reported_once() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["count"] = 0
+    raw["cluster"]["existing"]["kubernetesVersion"] = "1.34"
+    lines = problems_of(raw)
+    assert len(lines) == 2
+    assert any("nodePools[0].count" in line for line in lines)
+    assert any("kubernetesVersion" in line for line in lines)
+
+
+def test_child_range_overlapping_the_pods_cidr() -> None:
+    raw = raw_config("dev")
+    raw["dranet"] = {"childRange": "10.240.0.0/12"}
+    line = only_problem(raw)
+    assert line.startswith(
+        f"{SOURCE}: dranet.childRange = '10.240.0.0/12': child range 10.240.0.0/12 overlaps"
+    )
+    assert "pods CIDR (cluster.existing.podsCidr) 10.240.0.0/12" in line
+
+
+def test_child_range_too_small_for_the_worker_subnet() -> None:
+    raw = raw_config("dev")
+    raw["dranet"] = {"childRange": "10.208.0.0/16"}
+    line = only_problem(raw)
+    assert "too small for 16 rails on worker subnet" in line
+    assert "needs /15 or larger" in line
+
+
+def test_subnet_outside_the_vcn() -> None:
+    raw = raw_config("dev")
+    raw["network"]["existing"]["workerSubnet"]["cidr"] = "10.141.64.0/19"
+    assert "lies outside the VCN (10.140.0.0/16)" in only_problem(raw)
+
+
+def test_services_cidr_overlapping_the_vcn() -> None:
+    raw = raw_config("dev")
+    raw["cluster"]["existing"]["servicesCidr"] = "10.140.128.0/20"
+    assert "cluster.existing.servicesCidr = '10.140.128.0/20': overlaps the VCN" in only_problem(raw)
+
+
+def test_cluster_creation_needs_an_endpoint_subnet() -> None:
+    raw = raw_config("dev")
+    raw["cluster"] = {"create": {"kubernetesVersion": "v1.34.1"}}
+    assert only_problem(raw).startswith(f"{SOURCE}: network.existing.apiEndpointSubnet is required")
+
+
+def test_network_needs_exactly_one_mode() -> None:
+    raw = raw_config("dev")
+    raw["network"]["create"] = {}
+    assert "set exactly one of network.create or network.existing" in only_problem(raw)
+
+
+def test_duplicate_pool_names() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"].append(dict(raw["nodePools"][0]))
+    assert "node pool names must be unique; repeated: gpu-b4" in only_problem(raw)
+
+
+def test_cycling_must_make_progress() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["cycling"] = {"maximumSurge": 0, "maximumUnavailable": 0}
+    assert "cannot both be 0" in only_problem(raw)

@@ -1,0 +1,147 @@
+"""RDMA GPU node pools in compute clusters, as the program declares them (components/gpu_node_pool.py)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+
+import yaml
+
+from components import cloud_init
+from components.gpu_node_pool import POLICY_TYPE, TYPE, launch_statement
+from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL, POOL_LABEL
+from tests.support import Run, raw_config
+from tools.mock_runtime import placeholder_ocid
+
+NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
+COMPUTE_CLUSTER = "oci:Core/computeCluster:ComputeCluster"
+IAM_POLICY = "oci:Identity/policy:Policy"
+COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaaexamplecompartmentgpurdma"
+
+
+def labels_of(pool_inputs: dict) -> dict[str, str]:
+    return {label["key"]: label["value"] for label in pool_inputs["initialNodeLabels"]}
+
+
+def user_data(pool_inputs: dict) -> str:
+    return base64.b64decode(pool_inputs["nodeMetadata"]["user_data"]).decode()
+
+
+def test_node_pool_is_b4_8_in_its_compute_cluster(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("dev")
+    compute = run.one(COMPUTE_CLUSTER, "gpu-b4-compute-cluster")
+    pool = run.one(NODE_POOL, "gpu-b4-nodes")
+    component = run.one(TYPE, "gpu-b4")
+    assert compute.parent == component.urn and pool.parent == component.urn
+    assert compute.inputs == {
+        "availabilityDomain": "Uocm:US-ASHBURN-AD-1",
+        "compartmentId": COMPARTMENT,
+        "displayName": "gpu-b4-compute-cluster",
+    }
+    inputs = pool.inputs
+    assert inputs["nodeShape"] == "BM.GPU.B4.8"
+    assert inputs["clusterId"] == "ocid1.cluster.oc1.iad.aaaaaaaaexampleclustergpurdma"
+    assert inputs["kubernetesVersion"] == "v1.36.4"
+    details = inputs["nodeConfigDetails"]
+    assert (
+        details["computeClusterId"]
+        == compute.id
+        == placeholder_ocid("computecluster", "gpu-b4-compute-cluster")
+    )
+    assert details["size"] == 2
+    assert details["placementConfigs"] == [
+        {
+            "availabilityDomain": "Uocm:US-ASHBURN-AD-1",
+            "subnetId": "ocid1.subnet.oc1.iad.aaaaaaaaexampleworkersubnet",
+        }
+    ]
+    assert "faultDomains" not in details["placementConfigs"][0]
+    assert details["nodePoolPodNetworkOptionDetails"] == {"cniType": "FLANNEL_OVERLAY"}
+    assert inputs["nodeSourceDetails"] == {
+        "sourceType": "IMAGE",
+        "imageId": "ocid1.image.oc1.iad.aaaaaaaaexampleubuntudocaofed",
+        "bootVolumeSizeInGbs": "500",
+    }
+    assert inputs["nodePoolCyclingDetails"] == {
+        "isNodeCyclingEnabled": True,
+        "maximumSurge": "0",
+        "maximumUnavailable": "1",
+    }
+
+
+def test_labels_turn_the_device_plugin_off(run_stack: Callable[..., Run]) -> None:
+    labels = labels_of(run_stack("dev").one(NODE_POOL).inputs)
+    assert labels == {POOL_LABEL: "gpu-b4", DEVICE_PLUGIN_LABEL: "false"}
+
+
+def test_device_plugin_label_absent_when_gpus_come_from_the_device_plugin(
+    run_stack: Callable[..., Run],
+) -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["gpusFromDra"] = False
+    raw["nodePools"][0]["labels"] = {"team": "research"}
+    labels = labels_of(run_stack("dev", raw).one(NODE_POOL).inputs)
+    assert labels == {POOL_LABEL: "gpu-b4", "team": "research"}
+
+
+def test_cloud_init_carries_every_node_setting(run_stack: Callable[..., Run]) -> None:
+    text = user_data(run_stack("dev").one(NODE_POOL).inputs)
+    assert text == cloud_init.render_cloud_init(
+        cloud_init.NodeBootstrap(("nvidia.com/gpu=present:NoSchedule",))
+    )
+    document = yaml.safe_load(text)
+    files = {f["path"]: f["content"] for f in document["write_files"]}
+    assert "enable_nri = true" in files[cloud_init.NRI_PATH]
+    assert 'nri_plugin_request_timeout = "30s"' in files[cloud_init.NRI_PATH]
+    assert "memlock=-1:-1" in files[cloud_init.MEMLOCK_PATH]
+    assert "options ib_core netns_mode=1" in files[cloud_init.IB_CORE_PATH]
+    assert "ManageForeignRoutes=no" in files[cloud_init.NETWORKD_PATH]
+    assert "--register-with-taints=nvidia.com/gpu=present:NoSchedule" in document["runcmd"][-1][-1]
+
+
+def test_existing_compute_cluster_is_used_not_created(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("dev")
+    existing = "ocid1.computecluster.oc1.iad.aaaaaaaaexisting"
+    del raw["nodePools"][0]["availabilityDomain"]
+    raw["nodePools"][0]["computeClusterId"] = existing
+    run = run_stack("dev", raw)
+    assert run.of_type(COMPUTE_CLUSTER) == []
+    details = run.one(NODE_POOL).inputs["nodeConfigDetails"]
+    assert details["computeClusterId"] == existing
+    # The AD comes from the existing compute cluster (looked up through the OCI API).
+    assert details["placementConfigs"][0]["availabilityDomain"] == "Uocm:US-ASHBURN-AD-1"
+
+
+def test_launch_policy_is_created_once_and_pools_wait_for_it(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full")
+    policy = run.one(IAM_POLICY)
+    assert policy.inputs["statements"] == [launch_statement(COMPARTMENT)]
+    assert policy.inputs["statements"][0] == (
+        f"Allow any-user to {{COMPUTE_CLUSTER_LAUNCH_INSTANCE}} in compartment id {COMPARTMENT} "
+        "where request.principal.type = 'nodepool'"
+    )
+    assert run.by_urn(policy.parent).type == POLICY_TYPE
+    # depends_on the policy component reaches the engine as a dependency on the policy itself.
+    for component in run.of_type(TYPE):
+        assert policy.urn in component.dependencies
+
+
+def test_policy_can_be_left_to_the_tenancy(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("dev")
+    raw["createComputeClusterPolicy"] = False
+    assert run_stack("dev", raw).of_type(IAM_POLICY) == []
+
+
+def test_several_pools_each_get_their_compute_cluster(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full")
+    pools = {r.name: r for r in run.of_type(NODE_POOL)}
+    computes = {r.name: r for r in run.of_type(COMPUTE_CLUSTER)}
+    assert set(pools) == {"gpu-b4-a-nodes", "gpu-b4-b-nodes"}
+    for name in ("gpu-b4-a", "gpu-b4-b"):
+        details = pools[f"{name}-nodes"].inputs["nodeConfigDetails"]
+        assert details["computeClusterId"] == computes[f"{name}-compute-cluster"].id
+        assert (
+            details["placementConfigs"][0]["availabilityDomain"]
+            == (computes[f"{name}-compute-cluster"].inputs["availabilityDomain"])
+        )
+    assert labels_of(pools["gpu-b4-b-nodes"].inputs)["team"] == "research"

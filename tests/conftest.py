@@ -1,0 +1,32 @@
+"""Fixtures: the offline Pulumi runtime, fresh for every test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.support import Run, as_stack_file, stack_document
+from tools.mock_runtime import pulumi_config_map, record, run_program
+
+
+@pytest.fixture
+def run_stack() -> Callable[..., Run]:
+    """Run __main__.py offline on a stack, optionally with its config replaced."""
+
+    def run(stack: str = "dev", raw: dict[str, Any] | None = None) -> Run:
+        document = stack_document(stack) if raw is None else as_stack_file(raw)
+        return Run(run_program(stack, pulumi_config_map(document)))
+
+    return run
+
+
+@pytest.fixture
+def declare() -> Callable[[Callable[[], object]], Run]:
+    """Run a block that builds components under fresh mocks and return what it registered."""
+
+    def run(body: Callable[[], object]) -> Run:
+        return Run(record("test", {}, body))
+
+    return run

@@ -1,0 +1,50 @@
+"""Test helpers: stack configs from the example stacks and lookups in an offline run."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import yaml
+
+from tools.mock_runtime import PROJECT, ProgramRun, RecordedResource
+from tools.preview import stack_file
+
+
+def stack_document(stack: str) -> dict[str, Any]:
+    """The YAML of stacks/Pulumi.<stack>.yaml."""
+    document: dict[str, Any] = yaml.safe_load(stack_file(stack).read_text())
+    return document
+
+
+def raw_config(stack: str) -> dict[str, Any]:
+    """The stack's `oke-gpu-rdma:` values without the prefix, as plain data to modify in tests."""
+    prefix = f"{PROJECT}:"
+    return {
+        k.removeprefix(prefix): copy.deepcopy(v)
+        for k, v in stack_document(stack)["config"].items()
+        if k.startswith(prefix)
+    }
+
+
+def as_stack_file(raw: dict[str, Any]) -> dict[str, Any]:
+    return {"config": {f"{PROJECT}:{k}": v for k, v in raw.items()}}
+
+
+class Run:
+    """A finished offline run with lookups by type and name."""
+
+    def __init__(self, run: ProgramRun) -> None:
+        self.run = run
+        self.resources = run.resources
+
+    def of_type(self, type_: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def one(self, type_: str, name: str | None = None) -> RecordedResource:
+        found = [r for r in self.of_type(type_) if name is None or r.name == name]
+        assert len(found) == 1, f"expected one {type_} {name or ''}, found {[r.name for r in found]}"
+        return found[0]
+
+    def by_urn(self, urn: str) -> RecordedResource:
+        return next(r for r in self.resources if r.urn == urn)

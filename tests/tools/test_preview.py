@@ -1,0 +1,98 @@
+"""`make preview`: the offline preview's tree, its rendered manifests and its error path (tools/preview.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from tests.support import Run, as_stack_file, raw_config
+from tools import preview
+from tools.mock_runtime import ROOT, RecordedResource
+
+
+def run_cli(
+    stack: str, stacks_dir: Path | None = None, rendered: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the preview exactly as `make preview` does, in a fresh interpreter."""
+    args = [sys.executable, "-m", "tools.preview", "--stack", stack]
+    if rendered is not None:
+        args += ["--rendered", str(rendered)]
+    if stacks_dir is not None:
+        args += ["--stacks-dir", str(stacks_dir)]
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_dev_preview_shows_the_compute_cluster_and_its_b4_pool(tmp_path: Path) -> None:
+    result = run_cli("dev", rendered=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("Previewing update (dev) offline: Pulumi mock runtime, nothing was sent to a cloud")
+    lines = out.splitlines()
+    pool_line = next(i for i, line in enumerate(lines) if "oke-gpu-rdma:index:RdmaGpuNodePool" in line)
+    assert lines[pool_line].rstrip().endswith("gpu-b4")
+    # The compute cluster and the node pool hang under the pool component.
+    assert "├─ oci:Core/computeCluster:ComputeCluster" in lines[pool_line + 1]
+    assert lines[pool_line + 1].rstrip().endswith("gpu-b4-compute-cluster")
+    assert "└─ oci:ContainerEngine/nodePool:NodePool" in lines[pool_line + 2]
+    assert "Resources:" in out and "to create" in out
+    assert "Traceback" not in result.stderr
+
+
+def test_full_stack_preview_works(tmp_path: Path) -> None:
+    result = run_cli("full", rendered=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "oci:ContainerEngine/cluster:Cluster" in result.stdout
+    assert result.stdout.count("oci:ContainerEngine/nodePool:NodePool") == 2
+
+
+def test_count_matches_the_registrations(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("dev")
+    report = preview.format_report(run.run)
+    assert f"+ {len(run.resources)} to create" in report
+    assert len(preview.tree_lines(run.resources)) == len(run.resources)
+
+
+def test_bad_config_exits_1_with_the_message_and_no_traceback(tmp_path: Path) -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["count"] = 0
+    raw["dranet"] = {"childRange": "10.208.0.0/31"}
+    (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    result = run_cli("bad", stacks_dir=tmp_path, rendered=tmp_path / "rendered")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr + result.stdout
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "error: invalid stack config:",
+        "  stacks/Pulumi.bad.yaml: nodePools[0].count = 0: Input should be greater than or equal to 1",
+        "  stacks/Pulumi.bad.yaml: dranet.childRange = '10.208.0.0/31': has prefix /31; DRANET accepts "
+        "child ranges from /8 to /30",
+    ]
+    assert not (tmp_path / "rendered").exists()
+
+
+def test_unknown_stack_names_the_known_ones() -> None:
+    result = run_cli("nope")
+    assert result.returncode == 1
+    assert "no stack file stacks/Pulumi.nope.yaml; stacks: dev, full" in result.stderr
+
+
+def test_manifest_field_order_is_stable() -> None:
+    resource = RecordedResource(
+        urn="urn:x",
+        type="kubernetes:core/v1:Namespace",
+        name="ns",
+        custom=True,
+        parent="",
+        inputs={"spec": {"b": 1, "a": 2}, "metadata": {"name": "rdma", "labels": {"z": "1", "a": "2"}}},
+        struct=None,  # type: ignore[arg-type]
+        id="rdma",
+    )
+    document = preview.manifest(resource)
+    assert list(document) == ["apiVersion", "kind", "metadata", "spec"]
+    assert document["apiVersion"] == "v1" and document["kind"] == "Namespace"
+    assert list(document["metadata"]["labels"]) == ["a", "z"]
+    assert list(preview.manifests([resource])) == ["namespace._cluster.rdma.yaml"]

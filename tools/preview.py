@@ -1,0 +1,193 @@
+"""`make preview`: what `pulumi preview` would show for a stack, computed offline.
+
+Runs the program under the mock runtime with `stacks/Pulumi.<stack>.yaml`, prints the resource
+tree and the count to create, and writes every Kubernetes object the program declares to
+`rendered/<stack>/` as YAML (one file per object, stable names and field order) so that pull
+requests show manifest changes as plain diffs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+
+from components import yamltext
+
+from .mock_runtime import ROOT, ProgramRun, RecordedResource, pulumi_config_map, run_program
+
+STACKS_DIR = ROOT / "stacks"
+RENDERED_DIR = ROOT / "rendered"
+# Resources that are Kubernetes objects a reviewer reads as manifests (not providers).
+_NOT_MANIFESTS = ("pulumi:providers:",)
+
+
+class PreviewError(Exception):
+    """A problem to report as one message and exit 1."""
+
+
+def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
+    path = stacks_dir / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        known = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
+        raise PreviewError(f"no stack file {_shown(path)}; stacks: {', '.join(known) or 'none'}")
+    return path
+
+
+def load_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]:
+    """The stack's config as the CLI would pass it to the program."""
+    path = stack_file(stack, stacks_dir)
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise PreviewError(f"{_shown(path)} is not valid YAML: {err}") from None
+    if not isinstance(document, Mapping):
+        raise PreviewError(f"{_shown(path)} must be a mapping with a `config:` key")
+    return pulumi_config_map(document)
+
+
+def preview(stack: str, stacks_dir: Path = STACKS_DIR) -> ProgramRun:
+    """Run the program offline; a config problem becomes a PreviewError with the program's message."""
+    config = load_stack(stack, stacks_dir)
+    try:
+        return run_program(stack, config)
+    except pulumi.RunError as err:
+        raise PreviewError(str(err)) from None
+
+
+def _shown(path: Path) -> str:
+    """Paths relative to the repository, as users type them; stacks kept elsewhere by their base name."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else f"stacks/{path.name}"
+
+
+# --- the resource tree ---------------------------------------------------------------------------
+
+
+def tree_lines(resources: list[RecordedResource]) -> list[tuple[str, str]]:
+    """(type column, name) rows drawn like the CLI's preview tree, in registration order."""
+    children: dict[str, list[RecordedResource]] = {}
+    for r in resources:
+        children.setdefault(r.parent, []).append(r)
+    rows: list[tuple[str, str]] = []
+
+    def walk(node: RecordedResource, prefix: str, last: bool, depth: int) -> None:
+        branch = "" if depth == 0 else prefix + ("└─ " if last else "├─ ")
+        rows.append((branch + node.type, node.name))
+        kids = children.get(node.urn, [])
+        deeper = "" if depth == 0 else prefix + ("   " if last else "│  ")
+        for i, kid in enumerate(kids):
+            walk(kid, deeper, i == len(kids) - 1, depth + 1)
+
+    for root in children.get("", []):
+        walk(root, "", True, 0)
+    return rows
+
+
+def format_report(run: ProgramRun) -> str:
+    rows = tree_lines(run.resources)
+    width = max(len(t) for t, _ in rows) + 2
+    lines = [
+        f"Previewing update ({run.stack}) offline: Pulumi mock runtime, nothing was sent to a cloud",
+        "",
+        f"     {'Type':<{width}}Name",
+    ]
+    lines += [f" +   {t:<{width}}{n}" for t, n in rows]
+    if run.outputs:
+        lines += ["", "Outputs:"]
+        lines += [f"    {k}: {_short(v)}" for k, v in sorted(run.outputs.items())]
+    lines += ["", "Resources:", f"    + {len(run.resources)} to create"]
+    return "\n".join(lines)
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else yamltext.dump(value).strip().replace("\n", ", ")
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+# --- rendered manifests ----------------------------------------------------------------------------
+
+
+def manifests(resources: Iterable[RecordedResource]) -> dict[str, dict[str, Any]]:
+    """File name -> manifest for each Kubernetes object the program declares."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in resources:
+        if not r.type.startswith("kubernetes:") or r.type.startswith(_NOT_MANIFESTS):
+            continue
+        document = manifest(r)
+        meta = document.get("metadata") or {}
+        namespace = meta.get("namespace") or "_cluster"
+        filename = f"{document['kind']}.{namespace}.{meta.get('name', r.name)}.yaml".lower()
+        out[filename] = document
+    return out
+
+
+def manifest(r: RecordedResource) -> dict[str, Any]:
+    """The object as YAML would show it: apiVersion, kind, metadata first, the rest sorted."""
+    group_version, kind = r.type.removeprefix("kubernetes:").split(":", 1)
+    group_version = group_version.removeprefix("core/")  # the core group has no name in apiVersion
+    inputs = dict(r.inputs)
+    if r.type.startswith("kubernetes:helm.sh/"):
+        # A Helm release is no API object; show it with its chart, version and values.
+        metadata = {"name": inputs.pop("name", r.name), "namespace": inputs.pop("namespace", None)}
+        head = {"apiVersion": group_version, "kind": kind, "metadata": _sorted(metadata)}
+    else:
+        head = {
+            "apiVersion": inputs.pop("apiVersion", group_version),
+            "kind": inputs.pop("kind", kind),
+            "metadata": _sorted(inputs.pop("metadata", {"name": r.name})),
+        }
+    return {**head, **{k: _sorted(inputs[k]) for k in sorted(inputs)}}
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _sorted(value[k]) for k in sorted(value) if value[k] is not None}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def write_rendered(run: ProgramRun, out_dir: Path = RENDERED_DIR) -> list[Path]:
+    """Replace `out_dir/<stack>/` with the run's manifests; returns the files written."""
+    target = out_dir / run.stack
+    if target.exists():
+        shutil.rmtree(target)
+    written = []
+    for filename, document in sorted(manifests(run.resources).items()):
+        target.mkdir(parents=True, exist_ok=True)
+        path = target / filename
+        path.write_text(yamltext.dump(document))
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--stack", default="dev", help="stack name: stacks/Pulumi.<stack>.yaml (default dev)")
+    parser.add_argument(
+        "--stacks-dir", type=Path, default=STACKS_DIR, help="folder of Pulumi.<stack>.yaml files"
+    )
+    parser.add_argument("--rendered", type=Path, default=RENDERED_DIR, help="where manifests go")
+    args = parser.parse_args(argv)
+    try:
+        run = preview(args.stack, args.stacks_dir)
+    except PreviewError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(format_report(run))
+    written = write_rendered(run, args.rendered)
+    where = args.rendered / args.stack
+    print(
+        f"\nRendered {len(written)} Kubernetes object(s) to {_shown(where) if where.is_relative_to(ROOT) else where}/"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
