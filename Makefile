@@ -6,6 +6,9 @@ VENV := venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 STAMP := $(VENV)/.installed
+# The policy pack runs from policies/ with a virtualenv of its own, as the Pulumi CLI starts it.
+PACK_VENV := policies/venv
+PACK_STAMP := $(PACK_VENV)/.installed
 
 .PHONY: help preview render test lint typecheck unit bench clean
 
@@ -19,6 +22,11 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
+
+$(PACK_STAMP): policies/requirements.txt pyproject.toml
+	test -x $(PACK_VENV)/bin/python || $(PYTHON) -m venv $(PACK_VENV)
+	cd policies && venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $(PACK_STAMP)
 
 preview: $(STAMP)
 	$(PY) -m tools.preview --stack $(STACK)
@@ -39,4 +47,4 @@ bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) policies/.venv .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PACK_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -2,7 +2,10 @@
 
 import pulumi
 
+from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs
+from components.claim_plan import aligned_template_spec, pool_shapes, rails_only_template_spec
 from components.cluster import OkeCluster, OkeClusterArgs
+from components.dra_drivers import Dranet, DranetArgs, NvidiaGpuDraDriver, NvidiaGpuDraDriverArgs
 from components.gpu_node_pool import (
     ComputeClusterLaunchPolicy,
     ComputeClusterLaunchPolicyArgs,
@@ -10,7 +13,15 @@ from components.gpu_node_pool import (
     RdmaGpuNodePoolArgs,
 )
 from components.network import Network, NetworkArgs
+from components.rdma_workloads import (
+    ClaimTemplate,
+    GpuRailClaimTemplates,
+    GpuRailClaimTemplatesArgs,
+    RdmaWorkloadNamespace,
+    RdmaWorkloadNamespaceArgs,
+)
 from components.stack_config import ConfigError, load_stack_config
+from oke_gpu_rdma import attributes
 
 try:
     config = load_stack_config()
@@ -20,11 +31,18 @@ except ConfigError as err:
 
 stack = pulumi.get_stack()
 cluster_spec = config.cluster.spec
-native_pods = cluster_spec.cni_type == "OCI_VCN_IP_NATIVE"
+shapes = pool_shapes(config)
+taints = list({t: None for pool in config.node_pools for t in pool.taints})
+
+# --- OCI: network, cluster, GPU node pools -------------------------------------------------------
 
 network = Network(
     f"{stack}-network",
-    NetworkArgs(compartment_id=config.compartment_id, network=config.network, vcn_native_pods=native_pods),
+    NetworkArgs(
+        compartment_id=config.compartment_id,
+        network=config.network,
+        vcn_native_pods=cluster_spec.cni_type == "OCI_VCN_IP_NATIVE",
+    ),
 )
 cluster = OkeCluster(
     f"{stack}-oke",
@@ -56,6 +74,7 @@ pools = {
             kubernetes_version=cluster_spec.kubernetes_version,
             worker_subnet_id=network.worker_subnet_id,
             cni_type=cluster_spec.cni_type,
+            gpus_from_dra=config.gpu_driver.enabled,
             pod_subnet_id=network.pod_subnet_id,
             pool=pool,
         ),
@@ -64,7 +83,83 @@ pools = {
     for pool in config.node_pools
 }
 
+# --- Kubernetes: DRA drivers, workload namespace, aligned claim templates -------------------------
+
+device_classes: list[str] = []
+drivers: list[pulumi.Resource] = []
+if config.dranet.enabled:
+    drivers.append(
+        Dranet(
+            f"{stack}-dranet",
+            DranetArgs(
+                config=config.dranet,
+                shapes=shapes,
+                provider=cluster.provider,
+                node_pools=list(pools.values()),
+            ),
+        )
+    )
+    device_classes.append(attributes.DRANET_DEVICE_CLASS)
+if config.gpu_driver.enabled:
+    drivers.append(
+        NvidiaGpuDraDriver(
+            f"{stack}-gpu-dra-driver",
+            NvidiaGpuDraDriverArgs(
+                config=config.gpu_driver,
+                shapes=shapes,
+                taints=taints,
+                provider=cluster.provider,
+                node_pools=list(pools.values()),
+            ),
+        )
+    )
+    device_classes.append(attributes.NVIDIA_GPU_DEVICE_CLASS)
+
+workloads = config.workloads
+workload_namespace = RdmaWorkloadNamespace(
+    f"{stack}-workloads", RdmaWorkloadNamespaceArgs(namespace=workloads.namespace, provider=cluster.provider)
+)
+
+templates: list[ClaimTemplate] = []
+if config.dranet.enabled and config.gpu_driver.enabled:
+    templates += [
+        ClaimTemplate(
+            t.name, t.namespace or workloads.namespace, aligned_template_spec(config, t.gpus_per_worker)
+        )
+        for t in workloads.claim_templates
+    ]
+if config.dranet.enabled and workloads.rails_only_template:
+    templates.append(
+        ClaimTemplate(workloads.rails_only_template, workloads.namespace, rails_only_template_spec(config))
+    )
+claim_templates = GpuRailClaimTemplates(
+    f"{stack}-claim-templates",
+    GpuRailClaimTemplatesArgs(
+        templates=templates, provider=cluster.provider, depends_on=[workload_namespace]
+    ),
+)
+
+acceptance = workloads.acceptance_jobs
+if acceptance.enabled and config.dranet.enabled and config.gpu_driver.enabled:
+    gpus = {t.name: t.gpus_per_worker for t in workloads.claim_templates}
+    AcceptanceJobs(
+        f"{stack}-acceptance",
+        AcceptanceJobsArgs(
+            config=acceptance,
+            namespace=workloads.namespace,
+            gpus_per_worker=gpus[acceptance.claim_template],
+            rails_template=workloads.rails_only_template,
+            shape=shapes[0],
+            taints=taints,
+            provider=cluster.provider,
+            depends_on=[claim_templates, *drivers],
+        ),
+    )
+
 pulumi.export("clusterId", cluster.cluster_id)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("nodePools", {name: p.node_pool_id for name, p in pools.items()})
 pulumi.export("computeClusters", {name: p.compute_cluster_id for name, p in pools.items()})
+pulumi.export("deviceClasses", device_classes)
+pulumi.export("claimTemplates", claim_templates.names)
+pulumi.export("ncclSettings", workload_namespace.nccl_settings)

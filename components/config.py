@@ -289,11 +289,6 @@ class NodePoolConfig(_Model):
     taints: list[Taint] = Field(
         default_factory=lambda: [GPU_TAINT], description="Taints registered by the kubelet."
     )
-    gpus_from_dra: bool = Field(
-        True,
-        alias="gpusFromDra",
-        description="GPUs come from the NVIDIA DRA driver: label nvidia.com/gpu.deploy.device-plugin=false.",
-    )
     cycling: NodeCycling = Field(default_factory=lambda: NodeCycling())
     ssh_public_key: str | None = Field(
         None, alias="sshPublicKey", description="Public key for the node user."
@@ -313,13 +308,98 @@ class NodePoolConfig(_Model):
 
 
 class DranetConfig(_Model):
-    """DRANET settings that are part of the address plan."""
+    """DRANET, the DRA driver for the rails (Helm chart in kube-system)."""
 
+    enabled: bool = Field(True, description="Deploy DRANET and its DeviceClass.")
+    chart_version: str = Field(
+        "v1.5.0", alias="chartVersion", description="Version of the dranet Helm chart."
+    )
+    image_tag: str | None = Field(
+        None, alias="imageTag", description="DRANET image tag; defaults to chartVersion."
+    )
     child_range: ChildRange = Field(
         net.DEFAULT_CHILD_RANGE,
         alias="childRange",
         description="oke.rdma-child-ipv4-cidr: the IPvlan child range of the rails (DRANET default 10.208.0.0/12).",
     )
+    native_infiniband: bool = Field(
+        False, alias="nativeInfiniband", description="Rails are native InfiniBand: moveIBInterfaces false."
+    )
+    mount_oca_config: bool = Field(
+        False,
+        alias="mountOcaConfig",
+        description="Mount the Oracle Cloud Agent RDMA config read-only (images that use another RDMA network).",
+    )
+
+
+class GpuDriverConfig(_Model):
+    """The NVIDIA DRA driver for GPUs; the GPU pools then carry the label that turns the device plugin off."""
+
+    enabled: bool = Field(
+        True, description="Deploy the driver; GPUs then come from DRA claims, not nvidia.com/gpu."
+    )
+    chart_version: str = Field("0.5.1", alias="chartVersion", description="Version of dra-driver-nvidia-gpu.")
+    namespace: DnsLabel = Field("dra-driver-nvidia-gpu", description="Namespace of the driver.")
+
+
+class ClaimTemplateConfig(_Model):
+    """A ResourceClaimTemplate pairing GPUs with the rails on their PCIe roots."""
+
+    name: DnsLabel = Field(description="Template name; pods reference it in resourceClaims.")
+    gpus_per_worker: int = Field(
+        alias="gpusPerWorker", ge=1, description="GPUs one pod gets (with their rails)."
+    )
+    namespace: DnsLabel | None = Field(None, description="Defaults to workloads.namespace.")
+
+
+class AcceptanceJobsConfig(_Model):
+    """Jobs that measure what the setup delivers (off by default: they hold whole nodes)."""
+
+    enabled: bool = Field(
+        False, description="Deploy the MPI operator, the NCCL MPIJob and the rail test pods."
+    )
+    image: str = Field(
+        "iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
+        description="Image with NCCL tests, perftest and sshd (the seed's).",
+    )
+    workers: int = Field(2, ge=2, description="MPIJob workers, one per node.")
+    claim_template: DnsLabel = Field(
+        "aligned-8gpu-16rails", alias="claimTemplate", description="Template the NCCL workers use."
+    )
+    mpi_operator_version: str = Field(
+        "v0.6.0", alias="mpiOperatorVersion", description="Kubeflow MPI operator."
+    )
+
+
+class WorkloadsConfig(_Model):
+    """Where RDMA training pods run and the claim templates they use."""
+
+    namespace: DnsLabel = Field(
+        "rdma-dranet", description="Namespace for RDMA workloads (Pod Security baseline)."
+    )
+    claim_templates: list[ClaimTemplateConfig] = Field(
+        default_factory=lambda: [
+            ClaimTemplateConfig.model_validate({"name": "aligned-8gpu-16rails", "gpusPerWorker": 8}),
+            ClaimTemplateConfig.model_validate({"name": "aligned-4gpu-8rails", "gpusPerWorker": 4}),
+        ],
+        alias="claimTemplates",
+    )
+    rails_only_template: DnsLabel | None = Field(
+        "all-rails", alias="railsOnlyTemplate", description="Name of a template with every rail (null: none)."
+    )
+    acceptance_jobs: AcceptanceJobsConfig = Field(
+        default_factory=lambda: AcceptanceJobsConfig(), alias="acceptanceJobs"
+    )
+
+    @model_validator(mode="after")
+    def _unique_templates(self) -> WorkloadsConfig:
+        names = [t.name for t in self.claim_templates] + (
+            [self.rails_only_template] if self.rails_only_template else []
+        )
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"claim template names must be unique; repeated: {', '.join(duplicates)}")
+        return self
 
 
 class StackConfig(_Model):
@@ -330,6 +410,14 @@ class StackConfig(_Model):
     cluster: ClusterConfig
     node_pools: list[NodePoolConfig] = Field(alias="nodePools", min_length=1)
     dranet: DranetConfig = Field(default_factory=lambda: DranetConfig())
+    gpu_driver: GpuDriverConfig = Field(default_factory=lambda: GpuDriverConfig(), alias="gpuDriver")
+    workloads: WorkloadsConfig = Field(default_factory=lambda: WorkloadsConfig())
+    shape_topologies: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        alias="shapeTopologies",
+        description="PCIe topology per shape for shapes the catalog has not verified "
+        "(format: oke_gpu_rdma/topology.py).",
+    )
     create_compute_cluster_policy: bool = Field(
         True,
         alias="createComputeClusterPolicy",

@@ -36,14 +36,16 @@ class RdmaGpuNodePoolArgs:
     """The cluster's CNI; VCN-native pods also need `pod_subnet_id`."""
     pool: NodePoolConfig
     """Validated pool config."""
+    gpus_from_dra: bool = True
+    """The NVIDIA DRA driver serves the GPUs: the device plugin is labelled off."""
     pod_subnet_id: pulumi.Input[str] | None = None
     """Pod subnet for OCI_VCN_IP_NATIVE."""
 
 
-def initial_node_labels(pool: NodePoolConfig) -> dict[str, str]:
+def initial_node_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]:
     """The labels every node of the pool starts with (no later `kubectl label` step)."""
     labels = {POOL_LABEL: pool.name, **pool.labels}
-    if pool.gpus_from_dra:
+    if gpus_from_dra:
         labels[DEVICE_PLUGIN_LABEL] = DEVICE_PLUGIN_OFF
     return labels
 
@@ -118,7 +120,7 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
             ),
             initial_node_labels=[
                 oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v)
-                for k, v in initial_node_labels(pool).items()
+                for k, v in initial_node_labels(pool, args.gpus_from_dra).items()
             ],
             node_metadata={"user_data": base64.b64encode(cloud_init(pool).encode()).decode()},
             node_pool_cycling_details=oci.containerengine.NodePoolNodePoolCyclingDetailsArgs(

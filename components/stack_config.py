@@ -14,7 +14,7 @@ from typing import Any
 
 import pydantic
 
-from . import address_plan
+from . import address_plan, claim_plan
 from .address_plan import ConfigProblem
 from .config import PROJECT, StackConfig, config_keys
 
@@ -82,7 +82,7 @@ def parse_stack_config(raw: Mapping[str, Any], source: str) -> StackConfig:
         config = StackConfig.model_validate(dict(raw))
     except pydantic.ValidationError as err:
         raise ConfigError(source, unknown + _problems_from_pydantic(err)) from None
-    found = unknown + address_plan.problems(config)
+    found = unknown + address_plan.problems(config) + claim_plan.problems(config)
     if found:
         raise ConfigError(source, found)
     return config

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from oke_gpu_rdma.network import DEFAULT_CHILD_RANGE
+
 # Driver names, as they appear in ResourceSlice.spec.driver and in `device.driver`.
 DRANET_DRIVER: Final = "dra.net"
 NVIDIA_GPU_DRIVER: Final = "gpu.nvidia.com"
@@ -47,7 +49,7 @@ DRANET_SRIOV: Final = "dra.net/sriov"
 # Attributes the OKE provider of DRANET adds (seed 000, seed 003).
 OKE_SHAPE: Final = "oke.dra.net/shape"
 OKE_RDMA_CHILD_IPV4_CIDR: Final = "oke.dra.net/rdmaChildIpv4Cidr"
-OKE_DEFAULT_CHILD_IPV4_CIDR: Final = "10.208.0.0/12"
+OKE_DEFAULT_CHILD_IPV4_CIDR: Final = str(DEFAULT_CHILD_RANGE)  # the range lives in network.py
 
 # NVIDIA GPU driver attributes: published without a domain, so CEL sees them under gpu.nvidia.com.
 GPU_TYPE: Final = "type"

@@ -167,7 +167,7 @@ class RecordingMonitor(mocks.MockMonitor):
 
 
 def _plain(value: Any) -> Any:
-    """Secrets unwrapped to a marker, unknowns to text: values fit for YAML and for messages."""
+    """Secrets masked, unknowns as text, whole numbers as ints: values fit for YAML and for messages."""
     if isinstance(value, Mapping):
         if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
             return "[secret]"
@@ -176,6 +176,9 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if value == rpc.UNKNOWN:
         return UNKNOWN_TEXT
+    # Protobuf Struct numbers are doubles; whole numbers were ints in the program.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 

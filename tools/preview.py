@@ -9,6 +9,7 @@ requests show manifest changes as plain diffs.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from collections.abc import Iterable, Mapping
@@ -106,7 +107,7 @@ def format_report(run: ProgramRun) -> str:
 
 
 def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else yamltext.dump(value).strip().replace("\n", ", ")
+    text = value if isinstance(value, str) else json.dumps(value, separators=(", ", ": "))
     return text if len(text) <= 100 else text[:97] + "..."
 
 
@@ -133,7 +134,9 @@ def manifest(r: RecordedResource) -> dict[str, Any]:
     group_version = group_version.removeprefix("core/")  # the core group has no name in apiVersion
     inputs = dict(r.inputs)
     if r.type.startswith("kubernetes:helm.sh/"):
-        # A Helm release is no API object; show it with its chart, version and values.
+        # A Helm release is no API object; show it with its chart, version and values
+        # (`compat` is the provider's own bookkeeping, not the user's).
+        inputs.pop("compat", None)
         metadata = {"name": inputs.pop("name", r.name), "namespace": inputs.pop("namespace", None)}
         head = {"apiVersion": group_version, "kind": kind, "metadata": _sorted(metadata)}
     else:

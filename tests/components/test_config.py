@@ -43,7 +43,8 @@ def test_dev_stack_matches_the_seed_cluster() -> None:
     )
     (pool,) = config.node_pools
     assert (pool.shape, pool.count) == ("BM.GPU.B4.8", 2)
-    assert pool.taints == [GPU_TAINT] and pool.gpus_from_dra
+    assert pool.taints == [GPU_TAINT]
+    assert config.gpu_driver.enabled and config.dranet.enabled
     assert config.dranet.child_range == net.DEFAULT_CHILD_RANGE
 
 
@@ -205,3 +206,36 @@ def test_cycling_must_make_progress() -> None:
     raw = raw_config("dev")
     raw["nodePools"][0]["cycling"] = {"maximumSurge": 0, "maximumUnavailable": 0}
     assert "cannot both be 0" in only_problem(raw)
+
+
+@pytest.mark.parametrize("gpus", [3, 12])
+def test_claim_template_gpu_count_the_topology_cannot_align(gpus: int) -> None:
+    raw = raw_config("dev")
+    raw["workloads"] = {"claimTemplates": [{"name": "odd", "gpusPerWorker": gpus}]}
+    line = only_problem(raw)
+    assert line.startswith(f"{SOURCE}: workloads.claimTemplates[0].gpusPerWorker = {gpus}: ")
+    assert f"{gpus} GPUs per worker cannot be aligned on BM.GPU.B4.8" in line
+    assert "use one of 1, 2, 4, 6, 8" in line
+
+
+def test_unverified_shape_needs_a_topology_for_claim_templates() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["shape"] = "BM.GPU.H100.8"
+    line = only_problem(raw)
+    assert line.startswith(
+        f"{SOURCE}: nodePools[0].shape = 'BM.GPU.H100.8': shape BM.GPU.H100.8 has no verified"
+    )
+    assert "add shapeTopologies.BM.GPU.H100.8 or set workloads.claimTemplates to []" in line
+
+
+def test_unverified_shape_without_templates_is_fine() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["shape"] = "BM.GPU.H100.8"
+    raw["workloads"] = {"claimTemplates": [], "railsOnlyTemplate": None}
+    assert parse_stack_config(raw, SOURCE).node_pools[0].shape == "BM.GPU.H100.8"
+
+
+def test_duplicate_template_names() -> None:
+    raw = raw_config("dev")
+    raw["workloads"] = {"claimTemplates": [{"name": "all-rails", "gpusPerWorker": 8}]}
+    assert "claim template names must be unique; repeated: all-rails" in only_problem(raw)

@@ -74,11 +74,9 @@ def test_labels_turn_the_device_plugin_off(run_stack: Callable[..., Run]) -> Non
     assert labels == {POOL_LABEL: "gpu-b4", DEVICE_PLUGIN_LABEL: "false"}
 
 
-def test_device_plugin_label_absent_when_gpus_come_from_the_device_plugin(
-    run_stack: Callable[..., Run],
-) -> None:
+def test_device_plugin_label_absent_without_the_gpu_dra_driver(run_stack: Callable[..., Run]) -> None:
     raw = raw_config("dev")
-    raw["nodePools"][0]["gpusFromDra"] = False
+    raw["gpuDriver"] = {"enabled": False}
     raw["nodePools"][0]["labels"] = {"team": "research"}
     labels = labels_of(run_stack("dev", raw).one(NODE_POOL).inputs)
     assert labels == {POOL_LABEL: "gpu-b4", "team": "research"}

@@ -1,0 +1,185 @@
+"""The two DRA drivers: DRANET for the rails and the NVIDIA DRA driver for the GPUs, as Helm releases.
+
+Values are built by plain functions (`dranet_values`, `gpu_driver_values`) and checked against the
+keys each chart documents before a release is declared: the dranet chart rejects unknown values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from oke_gpu_rdma import attributes, charts
+from oke_gpu_rdma import network as net
+from oke_gpu_rdma.node_labels import INSTANCE_TYPE_LABEL
+
+from .config import DranetConfig, GpuDriverConfig, Taint
+from .typed_inputs import to_input_type
+
+DRANET_TYPE = "oke-gpu-rdma:index:Dranet"
+GPU_DRIVER_TYPE = "oke-gpu-rdma:index:NvidiaGpuDraDriver"
+# Where Oracle Cloud Agent keeps its RDMA network config (seed 003).
+OCA_CONFIG_DIR = "/etc/oracle-cloud-agent/plugins/oci-hpc/oci-hpc-configure"
+RELEASE_TIMEOUT_SECONDS = 300
+
+
+class ChartValuesError(ValueError):
+    """Values with keys the chart does not document."""
+
+
+def node_placement(shapes: Sequence[str]) -> dict[str, Any]:
+    """Chart values that put pods on the GPU pools' shapes: nodeSelector for one, affinity for several."""
+    if len(shapes) == 1:
+        return {"nodeSelector": {INSTANCE_TYPE_LABEL: shapes[0]}}
+    term = {"matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": list(shapes)}]}
+    return {
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        }
+    }
+
+
+def dranet_values(config: DranetConfig, shapes: Sequence[str]) -> dict[str, Any]:
+    """The dranet chart values of seed 000, plus only what the stack changes."""
+    args: dict[str, Any] = {"cloudProviderHint": "OKE"}
+    if config.child_range != net.DEFAULT_CHILD_RANGE:
+        args["cloudProviderOptions"] = {"oke": {"rdma-child-ipv4-cidr": str(config.child_range)}}
+    if config.native_infiniband:
+        args["moveIBInterfaces"] = False
+    values: dict[str, Any] = {
+        "image": {"tag": config.image_tag or config.chart_version},
+        **node_placement(shapes),
+        "args": args,
+    }
+    if config.mount_oca_config:
+        values["extraVolumes"] = [
+            {"name": "oca-hpc-config", "hostPath": {"path": OCA_CONFIG_DIR, "type": "DirectoryOrCreate"}}
+        ]
+        values["extraVolumeMounts"] = [
+            {"name": "oca-hpc-config", "mountPath": OCA_CONFIG_DIR, "readOnly": True}
+        ]
+    return _documented(values, charts.DRANET_VALUE_PATHS, "dranet")
+
+
+def gpu_driver_values(shapes: Sequence[str], taints: Sequence[Taint]) -> dict[str, Any]:
+    """The NVIDIA GPU DRA driver values of seed 000: GPUs on, compute domains off, on the GPU pools."""
+    tolerations = [
+        {"key": key, "operator": "Exists", "effect": effect}
+        for key, effect in dict.fromkeys((t.key, t.effect) for t in taints)
+    ]
+    kubelet_plugin: dict[str, Any] = {**node_placement(shapes)}
+    if tolerations:
+        kubelet_plugin["tolerations"] = tolerations
+    values = {
+        "nvidiaDriverRoot": "/",
+        "gpuResourcesEnabledOverride": True,
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+        "kubeletPlugin": kubelet_plugin,
+    }
+    return _documented(values, charts.NVIDIA_GPU_VALUE_PATHS, "dra-driver-nvidia-gpu")
+
+
+def _documented(values: dict[str, Any], documented: frozenset[str], chart: str) -> dict[str, Any]:
+    unknown = charts.undocumented_value_paths(values, documented)
+    if unknown:
+        raise ChartValuesError(f"{chart} chart values have undocumented keys: {', '.join(unknown)}")
+    return values
+
+
+@dataclass
+class DranetArgs:
+    config: DranetConfig
+    """Validated DRANET config."""
+    shapes: Sequence[str]
+    """Shapes of the GPU pools DRANET runs on."""
+    provider: k8s.Provider
+    """Provider of the target cluster."""
+    node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
+    """The pools to wait for: the DaemonSet is only useful once the nodes exist."""
+
+
+class Dranet(pulumi.ComponentResource):
+    """DeviceClass `dra.net` and the dranet Helm release in kube-system."""
+
+    device_class: pulumi.Output[str]
+    release_name: pulumi.Output[str | None]
+
+    def __init__(self, name: str, args: DranetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(DRANET_TYPE, name, None, opts)
+        values = dranet_values(args.config, args.shapes)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        # The chart creates no DeviceClass; claims name this one (seed 000 deviceclass.yaml).
+        device_class = k8s.resource.v1.DeviceClass(
+            f"{name}-device-class",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=attributes.DRANET_DEVICE_CLASS),
+            spec=to_input_type(
+                k8s.resource.v1.DeviceClassSpecArgs,
+                {"selectors": [{"cel": {"expression": attributes.DRANET_CLASS_SELECTOR}}]},
+            ),
+            opts=child,
+        )
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            k8s.helm.v3.ReleaseArgs(
+                name="dranet",
+                chart=charts.DRANET_CHART,
+                version=args.config.chart_version,
+                namespace=charts.DRANET_NAMESPACE,
+                values=values,
+                timeout=RELEASE_TIMEOUT_SECONDS,
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=list(args.node_pools))
+            ),
+        )
+        self.device_class = device_class.metadata.apply(lambda m: m.name or attributes.DRANET_DEVICE_CLASS)
+        self.release_name = release.name
+        self.register_outputs({"deviceClass": self.device_class, "releaseName": self.release_name})
+
+
+@dataclass
+class NvidiaGpuDraDriverArgs:
+    config: GpuDriverConfig
+    """Validated driver config."""
+    shapes: Sequence[str]
+    """Shapes of the GPU pools the kubelet plugin runs on."""
+    taints: Sequence[Taint]
+    """Taints of those pools, which the kubelet plugin tolerates."""
+    provider: k8s.Provider
+    """Provider of the target cluster."""
+    node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
+    """The pools to wait for."""
+
+
+class NvidiaGpuDraDriver(pulumi.ComponentResource):
+    """The dra-driver-nvidia-gpu release; the chart creates the `gpu.nvidia.com` DeviceClass."""
+
+    device_class: str
+    release_name: pulumi.Output[str | None]
+
+    def __init__(
+        self, name: str, args: NvidiaGpuDraDriverArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(GPU_DRIVER_TYPE, name, None, opts)
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            k8s.helm.v3.ReleaseArgs(
+                name="dra-driver-nvidia-gpu",
+                chart=charts.NVIDIA_GPU_CHART,
+                version=args.config.chart_version,
+                namespace=args.config.namespace,
+                create_namespace=True,
+                values=gpu_driver_values(args.shapes, args.taints),
+                timeout=RELEASE_TIMEOUT_SECONDS,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=list(args.node_pools)
+            ),
+        )
+        self.device_class = attributes.NVIDIA_GPU_DEVICE_CLASS
+        self.release_name = release.name
+        self.register_outputs({"deviceClass": self.device_class, "releaseName": self.release_name})

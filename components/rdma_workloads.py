@@ -1,0 +1,117 @@
+"""Where RDMA training pods run: the namespace, the rail tools, NCCL settings, and the claim templates
+that pair GPUs with the rails on their PCIe root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from oke_gpu_rdma.nccl import NCCL_SETTINGS
+
+from .typed_inputs import to_input_type
+
+NAMESPACE_TYPE = "oke-gpu-rdma:index:RdmaWorkloadNamespace"
+TEMPLATES_TYPE = "oke-gpu-rdma:index:GpuRailClaimTemplates"
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+TOOLS_CONFIGMAP = "rdma-dranet-tools"
+TOOLS_MOUNT = "/opt/rdma-dranet"
+NCCL_CONFIGMAP = "nccl-env"
+# Pod Security baseline admits the DRANET pods: no privileged, no IPC_LOCK (unlimited memlock on the node).
+POD_SECURITY_LABELS = {"pod-security.kubernetes.io/enforce": "baseline"}
+
+
+def tool_scripts() -> dict[str, str]:
+    """The scripts mounted into RDMA pods (rail-map.sh) and run from a workstation (rail-bandwidth.sh)."""
+    return {name: (SCRIPTS / name).read_text() for name in ("rail-map.sh", "rail-bandwidth.sh")}
+
+
+@dataclass
+class RdmaWorkloadNamespaceArgs:
+    namespace: str
+    """Namespace name."""
+    provider: k8s.Provider
+    """Provider of the target cluster."""
+
+
+class RdmaWorkloadNamespace(pulumi.ComponentResource):
+    """Namespace with Pod Security baseline, the rail tools ConfigMap and the NCCL settings ConfigMap."""
+
+    namespace: pulumi.Output[str]
+    nccl_settings: dict[str, str]
+
+    def __init__(
+        self, name: str, args: RdmaWorkloadNamespaceArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(NAMESPACE_TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace, labels=POD_SECURITY_LABELS),
+            opts=child,
+        )
+        in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
+        k8s.core.v1.ConfigMap(
+            f"{name}-tools",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOOLS_CONFIGMAP, namespace=args.namespace),
+            data=tool_scripts(),
+            opts=in_namespace,
+        )
+        # envFrom this map gives a job the seed's NCCL settings; NCCL_IB_GID_INDEX and NCCL_IB_HCA
+        # stay unset on purpose (NCCL finds the children's GID index and devices itself).
+        k8s.core.v1.ConfigMap(
+            f"{name}-nccl",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NCCL_CONFIGMAP, namespace=args.namespace),
+            data=dict(NCCL_SETTINGS),
+            opts=in_namespace,
+        )
+        self.namespace = namespace.metadata.apply(lambda m: m.name or args.namespace)
+        self.nccl_settings = dict(NCCL_SETTINGS)
+        self.register_outputs({"namespace": self.namespace, "ncclSettings": self.nccl_settings})
+
+
+@dataclass(frozen=True)
+class ClaimTemplate:
+    """One template to emit: its name, namespace and ResourceClaimSpec (Kubernetes JSON)."""
+
+    name: str
+    namespace: str
+    spec: Mapping[str, Any]
+
+
+@dataclass
+class GpuRailClaimTemplatesArgs:
+    templates: Sequence[ClaimTemplate]
+    """Templates, already judged by the DRA core."""
+    provider: k8s.Provider
+    """Provider of the target cluster."""
+    depends_on: Sequence[pulumi.Resource] = ()
+    """The namespace (and the drivers) the templates need."""
+
+
+class GpuRailClaimTemplates(pulumi.ComponentResource):
+    """ResourceClaimTemplates (resource.k8s.io/v1) built with the typed input classes."""
+
+    names: list[dict[str, str]]
+
+    def __init__(
+        self, name: str, args: GpuRailClaimTemplatesArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(TEMPLATES_TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on))
+        for template in args.templates:
+            k8s.resource.v1.ResourceClaimTemplate(
+                f"{name}-{template.namespace}-{template.name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=template.name, namespace=template.namespace),
+                spec=to_input_type(
+                    k8s.resource.v1.ResourceClaimTemplateSpecArgs, {"spec": template.spec}, "spec"
+                ),
+                opts=child,
+            )
+        self.names = [{"name": t.name, "namespace": t.namespace} for t in args.templates]
+        self.register_outputs({"claimTemplates": self.names})

@@ -1,0 +1,153 @@
+"""DRANET and the NVIDIA GPU DRA driver as Helm releases (components/dra_drivers.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from ipaddress import IPv4Network
+
+import pytest
+
+from components.config import DranetConfig, Taint
+from components.dra_drivers import (
+    OCA_CONFIG_DIR,
+    ChartValuesError,
+    _documented,
+    dranet_values,
+    gpu_driver_values,
+)
+from oke_gpu_rdma import charts
+from oke_gpu_rdma.charts import DRANET_VALUE_PATHS, NVIDIA_GPU_VALUE_PATHS, undocumented_value_paths
+from tests.support import Run, raw_config
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+DEVICE_CLASS = "kubernetes:resource.k8s.io/v1:DeviceClass"
+NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
+B4 = ["BM.GPU.B4.8"]
+
+
+def dranet(**changes: object) -> DranetConfig:
+    return DranetConfig.model_validate(changes)
+
+
+def test_seed_values_by_default() -> None:
+    # seed 000 dranet-values.yaml: image tag, nodeSelector on the shape, the OKE hint; nothing else.
+    assert dranet_values(dranet(), B4) == {
+        "image": {"tag": "v1.5.0"},
+        "nodeSelector": {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"},
+        "args": {"cloudProviderHint": "OKE"},
+    }
+
+
+def test_child_range_option_only_when_not_the_default() -> None:
+    values = dranet_values(dranet(childRange="10.192.0.0/14"), B4)
+    assert values["args"]["cloudProviderOptions"] == {"oke": {"rdma-child-ipv4-cidr": "10.192.0.0/14"}}
+    assert "cloudProviderOptions" not in dranet_values(dranet(childRange="10.208.0.0/12"), B4)["args"]
+
+
+def test_native_infiniband_and_oca_mount() -> None:
+    values = dranet_values(dranet(nativeInfiniband=True, mountOcaConfig=True, imageTag="v1.5.1"), B4)
+    assert values["args"]["moveIBInterfaces"] is False
+    assert values["image"] == {"tag": "v1.5.1"}
+    assert values["extraVolumes"] == [
+        {"name": "oca-hpc-config", "hostPath": {"path": OCA_CONFIG_DIR, "type": "DirectoryOrCreate"}}
+    ]
+    assert values["extraVolumeMounts"] == [
+        {"name": "oca-hpc-config", "mountPath": OCA_CONFIG_DIR, "readOnly": True}
+    ]
+    assert undocumented_value_paths(values, DRANET_VALUE_PATHS) == []
+
+
+def test_several_shapes_use_node_affinity() -> None:
+    values = dranet_values(dranet(), ["BM.GPU.B4.8", "BM.GPU.A100-v2.8"])
+    assert "nodeSelector" not in values
+    term = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ][0]
+    assert term == {
+        "matchExpressions": [
+            {
+                "key": "node.kubernetes.io/instance-type",
+                "operator": "In",
+                "values": ["BM.GPU.B4.8", "BM.GPU.A100-v2.8"],
+            }
+        ]
+    }
+
+
+def test_gpu_driver_seed_values_and_tolerations() -> None:
+    taints = [Taint(key="nvidia.com/gpu", value="present"), Taint(key="nvidia.com/gpu", value="other")]
+    assert gpu_driver_values(B4, taints) == {
+        "nvidiaDriverRoot": "/",
+        "gpuResourcesEnabledOverride": True,
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+        "kubeletPlugin": {
+            "nodeSelector": {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    }
+    assert undocumented_value_paths(gpu_driver_values(B4, taints), NVIDIA_GPU_VALUE_PATHS) == []
+
+
+def test_misspelt_value_is_refused() -> None:
+    with pytest.raises(
+        ChartValuesError, match=r"dranet chart values have undocumented keys: args\.moveIbInterfaces"
+    ):
+        _documented({"args": {"moveIbInterfaces": False}}, DRANET_VALUE_PATHS, "dranet")
+
+
+def test_releases_as_declared(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("dev")
+    releases = {r.inputs["chart"]: r.inputs for r in run.of_type(RELEASE)}
+    assert set(releases) == {charts.DRANET_CHART, charts.NVIDIA_GPU_CHART}
+    dranet_release = releases[charts.DRANET_CHART]
+    assert (dranet_release["name"], dranet_release["namespace"], dranet_release["version"]) == (
+        "dranet",
+        "kube-system",
+        "v1.5.0",
+    )
+    assert dranet_release["values"] == dranet_values(dranet(), B4)
+    gpu = releases[charts.NVIDIA_GPU_CHART]
+    assert (gpu["namespace"], gpu["version"], gpu["createNamespace"]) == (
+        "dra-driver-nvidia-gpu",
+        "0.5.1",
+        True,
+    )
+    for inputs in releases.values():
+        documented = DRANET_VALUE_PATHS if inputs is dranet_release else NVIDIA_GPU_VALUE_PATHS
+        assert undocumented_value_paths(inputs["values"], documented) == []
+
+
+def test_releases_wait_for_the_node_pools(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full")
+    pools = {r.urn for r in run.of_type(NODE_POOL)}
+    for release in run.of_type(RELEASE):
+        assert pools <= set(release.dependencies)
+        assert release.provider.startswith("urn:pulumi:full::oke-gpu-rdma::")
+        assert "pulumi:providers:kubernetes::full-oke-k8s" in release.provider
+
+
+def test_dranet_device_class(run_stack: Callable[..., Run]) -> None:
+    device_class = run_stack("dev").one(DEVICE_CLASS)
+    assert device_class.inputs["metadata"] == {"name": "dra.net"}
+    assert device_class.inputs["spec"] == {
+        "selectors": [{"cel": {"expression": 'device.driver == "dra.net"'}}]
+    }
+
+
+def test_custom_child_range_reaches_the_release(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("dev")
+    raw["dranet"] = {"childRange": "10.192.0.0/14"}
+    run = run_stack("dev", raw)
+    (release,) = [r for r in run.of_type(RELEASE) if r.inputs["chart"] == charts.DRANET_CHART]
+    assert IPv4Network(
+        release.inputs["values"]["args"]["cloudProviderOptions"]["oke"]["rdma-child-ipv4-cidr"]
+    ) == (IPv4Network("10.192.0.0/14"))
+
+
+def test_drivers_can_be_turned_off(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("dev")
+    raw["dranet"] = {"enabled": False}
+    raw["gpuDriver"] = {"enabled": False}
+    run = run_stack("dev", raw)
+    assert run.of_type(RELEASE) == [] and run.of_type(DEVICE_CLASS) == []
+    assert run.run.outputs["deviceClasses"] == []
