@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from oke_gpu_rdma import network as net
+from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL
 from oke_gpu_rdma.topology import SHAPES
 
 PROJECT = "oke-gpu-rdma"
@@ -300,6 +301,11 @@ class NodePoolConfig(_Model):
             raise ValueError(
                 "availabilityDomain is required when the stack creates the compute cluster "
                 "(or set computeClusterId to use an existing one)"
+            )
+        if DEVICE_PLUGIN_LABEL in self.labels:
+            raise ValueError(
+                f"label {DEVICE_PLUGIN_LABEL} is set from gpuDriver.enabled (false on every pool when the GPU "
+                "DRA driver is on); remove it from labels"
             )
         for key, value in self.labels.items():
             if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value) or len(value) > 63:

@@ -98,21 +98,28 @@ def decode_config_value(value: str, structured: bool) -> Any:
         return value
 
 
+def raw_config(config_map: Mapping[str, str]) -> dict[str, Any]:
+    """`oke-gpu-rdma:*` entries of a Pulumi config map (`project:key` -> text), decoded, without the prefix."""
+    keys = config_keys()
+    raw: dict[str, Any] = {}
+    for full_key, value in config_map.items():
+        prefix, _, key = full_key.partition(":")
+        if prefix == PROJECT:
+            # Unknown keys are kept as they are, so parse_stack_config reports them.
+            raw[key] = decode_config_value(value, keys.get(key, False)) if isinstance(value, str) else value
+    return raw
+
+
+def stack_source(stack: str) -> str:
+    """How messages name the stack's config file."""
+    return f"stacks/Pulumi.{stack}.yaml"
+
+
 def load_stack_config() -> StackConfig:
     """Read `oke-gpu-rdma:*` from the running Pulumi program's config."""
     import pulumi
     import pulumi.runtime.config as runtime_config
 
-    cfg = pulumi.Config(PROJECT)
-    raw: dict[str, Any] = {}
-    for key, structured in config_keys().items():
-        value = cfg.get(key)
-        if value is not None:
-            raw[key] = decode_config_value(value, structured)
-    # Keys this program does not know (typos at the top level) are errors too.
+    # Everything the CLI passed, so that misspelt top-level keys are reported too.
     present = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
-    for full_key, value in present.items():
-        prefix, _, key = full_key.partition(":")
-        if prefix == PROJECT and key not in raw:
-            raw[key] = value
-    return parse_stack_config(raw, f"stacks/Pulumi.{pulumi.get_stack()}.yaml")
+    return parse_stack_config(raw_config(present), stack_source(pulumi.get_stack()))

@@ -8,10 +8,13 @@ name, a kubeconfig with the cluster's OCID), and nothing leaves the machine.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import runpy
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,6 +167,28 @@ class RecordingMonitor(mocks.MockMonitor):
             )
         )
         return response
+
+    def Invoke(self, request: Any) -> Any:
+        with _worker_loop_closed():
+            return super().Invoke(request)
+
+
+@contextlib.contextmanager
+def _worker_loop_closed() -> Iterator[None]:
+    """Close the event loop the SDK's mock monitor opens in an executor thread, once the call is done.
+
+    Left open, those loops are collected at interpreter exit, after their sockets, and print
+    "Exception ignored ... Invalid file descriptor: -1". The next call in the thread opens a new one.
+    """
+    try:
+        yield
+    finally:
+        if threading.current_thread() is not threading.main_thread():
+            with contextlib.suppress(RuntimeError):
+                loop = asyncio.get_event_loop()
+                if not loop.is_running():
+                    loop.close()
+                    asyncio.set_event_loop(None)
 
 
 def _plain(value: Any) -> Any:

@@ -3,7 +3,9 @@
 Runs the program under the mock runtime with `stacks/Pulumi.<stack>.yaml`, prints the resource
 tree and the count to create, and writes every Kubernetes object the program declares to
 `rendered/<stack>/` as YAML (one file per object, stable names and field order) so that pull
-requests show manifest changes as plain diffs.
+requests show manifest changes as plain diffs, with the policy pack config derived from the stack.
+Then it runs the policy pack on the recorded resources, prints its findings as the CLI does, and
+exits 1 on a mandatory violation.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import shutil
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +23,12 @@ import pulumi
 import yaml
 
 from components import yamltext
+from components.policy_pack_config import FILENAME as PACK_CONFIG_FILE
+from components.policy_pack_config import policy_pack_config
+from components.stack_config import parse_stack_config, raw_config, stack_source
 
 from .mock_runtime import ROOT, ProgramRun, RecordedResource, pulumi_config_map, run_program
+from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
 
 STACKS_DIR = ROOT / "stacks"
 RENDERED_DIR = ROOT / "rendered"
@@ -53,13 +60,29 @@ def load_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]:
     return pulumi_config_map(document)
 
 
-def preview(stack: str, stacks_dir: Path = STACKS_DIR) -> ProgramRun:
-    """Run the program offline; a config problem becomes a PreviewError with the program's message."""
-    config = load_stack(stack, stacks_dir)
+@dataclass
+class Preview:
+    """An offline run, the pack config derived from the stack, and what the policy pack found."""
+
+    run: ProgramRun
+    pack_config: dict[str, Any]
+    findings: list[Finding]
+
+
+def preview(stack: str, stacks_dir: Path = STACKS_DIR) -> Preview:
+    """Run the program offline, then the policy pack on what it declared.
+
+    A config problem becomes a PreviewError with the program's own message.
+    """
+    config_map = load_stack(stack, stacks_dir)
     try:
-        return run_program(stack, config)
+        run = run_program(stack, config_map)
     except pulumi.RunError as err:
         raise PreviewError(str(err)) from None
+    # The program accepted this config, so parsing it again cannot fail.
+    stack_config = parse_stack_config(raw_config(config_map), stack_source(stack))
+    pack_config = policy_pack_config(stack_config)
+    return Preview(run, pack_config, analyze_run(run, pack_config))
 
 
 def _shown(path: Path) -> str:
@@ -71,10 +94,13 @@ def _shown(path: Path) -> str:
 
 
 def tree_lines(resources: list[RecordedResource]) -> list[tuple[str, str]]:
-    """(type column, name) rows drawn like the CLI's preview tree, in registration order."""
+    """(type column, name) rows drawn like the CLI's preview tree, siblings sorted by name."""
     children: dict[str, list[RecordedResource]] = {}
     for r in resources:
         children.setdefault(r.parent, []).append(r)
+    # Registration order depends on when outputs resolve; siblings by name keep the report stable.
+    for siblings in children.values():
+        siblings.sort(key=lambda r: (r.name, r.type))
     rows: list[tuple[str, str]] = []
 
     def walk(node: RecordedResource, prefix: str, last: bool, depth: int) -> None:
@@ -156,17 +182,18 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def write_rendered(run: ProgramRun, out_dir: Path = RENDERED_DIR) -> list[Path]:
-    """Replace `out_dir/<stack>/` with the run's manifests; returns the files written."""
-    target = out_dir / run.stack
+def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> list[Path]:
+    """Replace `out_dir/<stack>/` with the run's manifests and the pack config; returns the manifests."""
+    target = out_dir / result.run.stack
     if target.exists():
         shutil.rmtree(target)
+    target.mkdir(parents=True)
     written = []
-    for filename, document in sorted(manifests(run.resources).items()):
-        target.mkdir(parents=True, exist_ok=True)
+    for filename, document in sorted(manifests(result.run.resources).items()):
         path = target / filename
         path.write_text(yamltext.dump(document))
         written.append(path)
+    (target / PACK_CONFIG_FILE).write_text(json.dumps(result.pack_config, indent=2, sort_keys=True) + "\n")
     return written
 
 
@@ -179,16 +206,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rendered", type=Path, default=RENDERED_DIR, help="where manifests go")
     args = parser.parse_args(argv)
     try:
-        run = preview(args.stack, args.stacks_dir)
-    except PreviewError as err:
+        result = preview(args.stack, args.stacks_dir)
+    except (PreviewError, PackConfigError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(format_report(run))
-    written = write_rendered(run, args.rendered)
+    print(format_report(result.run))
+    written = write_rendered(result, args.rendered)
     where = args.rendered / args.stack
-    print(
-        f"\nRendered {len(written)} Kubernetes object(s) to {_shown(where) if where.is_relative_to(ROOT) else where}/"
-    )
+    shown = _shown(where) if where.is_relative_to(ROOT) else str(where)
+    print(f"\nRendered {len(written)} Kubernetes object(s) and {PACK_CONFIG_FILE} to {shown}/\n")
+    print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")
+    if has_mandatory(result.findings):
+        print("error: preview failed: mandatory policy violations (above)", file=sys.stderr)
+        return 1
     return 0
 
 

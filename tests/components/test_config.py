@@ -239,3 +239,9 @@ def test_duplicate_template_names() -> None:
     raw = raw_config("dev")
     raw["workloads"] = {"claimTemplates": [{"name": "all-rails", "gpusPerWorker": 8}]}
     assert "claim template names must be unique; repeated: all-rails" in only_problem(raw)
+
+
+def test_device_plugin_label_is_not_a_free_label() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["labels"] = {"nvidia.com/gpu.deploy.device-plugin": "true"}
+    assert "label nvidia.com/gpu.deploy.device-plugin is set from gpuDriver.enabled" in only_problem(raw)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
+from components.config import StackConfig
+from components.policy_pack_config import policy_pack_config
 from tests.support import Run, as_stack_file, raw_config
 from tools import preview
 from tools.mock_runtime import ROOT, RecordedResource
@@ -96,3 +101,32 @@ def test_manifest_field_order_is_stable() -> None:
     assert document["apiVersion"] == "v1" and document["kind"] == "Namespace"
     assert list(document["metadata"]["labels"]) == ["a", "z"]
     assert list(preview.manifests([resource])) == ["namespace._cluster.rdma.yaml"]
+
+
+def test_preview_runs_the_policy_pack_and_writes_its_config(tmp_path: Path) -> None:
+    result = run_cli("dev", rendered=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Policies: the oke-gpu-rdma pack reported nothing." in result.stdout
+    written = json.loads((tmp_path / "dev" / "policy-pack-config.json").read_text())
+    assert written["dranet-child-range"]["workerSubnetCidrs"] == ["10.140.64.0/19"]
+    assert {"name": "pods CIDR (cluster.existing.podsCidr)", "cidr": "10.240.0.0/12"} in written[
+        "dranet-child-range"
+    ]["existingCidrs"]
+
+
+def test_mandatory_violation_fails_the_preview(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A range the stack config has no key for (a peered network) that the default child range overlaps.
+    def with_peered_network(config: StackConfig) -> dict[str, Any]:
+        pack = policy_pack_config(config)
+        pack["dranet-child-range"]["existingCidrs"].append({"name": "peered VCN", "cidr": "10.208.0.0/16"})
+        return pack
+
+    monkeypatch.setattr(preview, "policy_pack_config", with_peered_network)
+    assert preview.main(["--stack", "dev", "--rendered", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert "Policy Violations:" in out
+    assert "[mandatory]" in out and "dranet-child-range" in out
+    assert "10.208.0.0/12" in out and "peered VCN" in out
+    assert "error: preview failed: mandatory policy violations (above)" in err

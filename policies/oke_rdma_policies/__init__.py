@@ -1,0 +1,57 @@
+"""The oke-gpu-rdma policy pack: its policies, and the analyzer the CLI (or tools/policy_check.py) talks to.
+
+`policies/__main__.py` calls :func:`serve`; tests and the offline preview call :func:`servicer`,
+the same SDK servicer class `PolicyPack` serves over gRPC, built from the same list.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from pulumi_policy import EnforcementLevel, Policy, PolicyPack
+from pulumi_policy.policy import _PolicyAnalyzerServicer
+
+from . import (
+    device_plugin_gpus,
+    dranet_child_range,
+    dranet_profile_claims,
+    gpu_device_plugin_off,
+    gpu_rail_claims,
+    nccl_gid_index,
+    rdma_workloads_baseline,
+)
+
+PACK_NAME: Final = "oke-gpu-rdma"
+# The CLI takes the pack's version from PulumiPolicy.yaml; the SDK reports this one otherwise.
+SDK_VERSION: Final = "0.0.1"
+DESCRIPTION: Final = (
+    "RDMA GPU clusters on OKE with DRA: DRANET child range, GPU/rail claim alignment, "
+    "no device-plugin GPUs next to DRA rails, DRANET oke-rdma profile rules."
+)
+
+POLICIES: Final[list[Policy]] = [
+    dranet_child_range.policy,
+    gpu_rail_claims.policy,
+    device_plugin_gpus.policy,
+    nccl_gid_index.policy,
+    dranet_profile_claims.policy,
+    gpu_device_plugin_off.policy,
+    rdma_workloads_baseline.policy,
+]
+
+
+def servicer() -> _PolicyAnalyzerServicer:
+    """The analyzer servicer `serve()` puts behind gRPC, for in-process use."""
+    return _PolicyAnalyzerServicer(
+        PACK_NAME, SDK_VERSION, POLICIES, EnforcementLevel.ADVISORY, None, DESCRIPTION
+    )
+
+
+def serve() -> None:
+    """Serve the pack as the Pulumi CLI expects: print the port, block until killed."""
+    PolicyPack(
+        name=PACK_NAME,
+        policies=POLICIES,
+        enforcement_level=EnforcementLevel.ADVISORY,
+        description=DESCRIPTION,
+    )

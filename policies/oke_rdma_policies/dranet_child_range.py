@@ -1,0 +1,303 @@
+"""dranet-child-range (stack): the DRANET OKE child range against the whole address plan.
+
+Each pod gets an IPvlan child per claimed rail with an address in the child range and an on-link
+route for the whole range (seed 003). DRANET checks only what one node sees; it "cannot see the
+whole pod CIDR or service CIDR". This policy sees the stack: VCNs, subnets, the cluster's pods and
+services CIDRs, the OCA RDMA network and what the pack config adds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from typing import Any, Final
+
+from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+
+from oke_gpu_rdma.network import (
+    DEFAULT_CHILD_RANGE,
+    OKE_DEFAULT_PODS_CIDR,
+    OKE_DEFAULT_SERVICES_CIDR,
+    CidrError,
+    NamedRange,
+    child_range_problems,
+    parse_ipv4_network,
+)
+
+from . import config as cfg
+from .kube import Res, containers, pod_specs
+from .report import Reporter
+from .stack import CLUSTER, SUBNET, VCN, StackView
+from .values import UNKNOWN, as_list, dig
+
+HELM_TYPES: Final = (
+    "kubernetes:helm.sh/v3:Release",
+    "kubernetes:helm.sh/v4:Chart",
+    "kubernetes:helm.sh/v3:Chart",
+)
+DAEMONSET: Final = "kubernetes:apps/v1:DaemonSet"
+CIDR_VALUE: Final = "values.args.cloudProviderOptions.oke.rdma-child-ipv4-cidr"
+OPTION: Final = "oke.rdma-child-ipv4-cidr"
+_DRANET_IMAGE: Final = re.compile(r"(^|/)dranet([:@]|$)")
+
+
+def chart_basename(chart: object) -> str | None:
+    """`dranet` for oci://registry.k8s.io/networking/charts/dranet, ./dranet-1.5.0.tgz, dranet."""
+    if not isinstance(chart, str) or not chart:
+        return None
+    last = chart.rstrip("/").rsplit("/", 1)[-1].removesuffix(".tgz")
+    return re.sub(r"-v?\d+(\.\d+)*([-+].*)?$", "", last)
+
+
+def helm_chart_is(res: Res, names: tuple[str, ...]) -> bool:
+    return res.type in HELM_TYPES and chart_basename(res.props.get("chart")) in names
+
+
+@dataclass
+class Deployment:
+    """One DRANET installation and the child range it runs with."""
+
+    res: Res
+    what: str  # how the range is set, for messages
+    value: Any  # the configured string, UNKNOWN, or None for the default
+    fix: str  # where to change it
+
+    @property
+    def label(self) -> str:
+        return f"DRANET {self.res.kind} {self.res.name}"
+
+
+def _helm_deployment(res: Res, rep: Reporter) -> Deployment | None:
+    values = res.props.get("values")
+    where = f"{res.kind} {res.name}"
+    if values is UNKNOWN:
+        rep.unchecked(f"{where}: Helm values unknown until apply, child range not checked")
+        return None
+    value = dig(values, "args.cloudProviderOptions.oke", "values")
+    value = value.get("rdma-child-ipv4-cidr") if isinstance(value, Mapping) else value
+    hint = dig(values, "args.cloudProviderHint", "values")
+    fix = f"set {CIDR_VALUE} of {where}"
+    if value is UNKNOWN or hint is UNKNOWN:
+        rep.unchecked(f"{where}: {CIDR_VALUE} or args.cloudProviderHint unknown until apply")
+        return None
+    if value is not None:
+        return Deployment(res, f"sets {CIDR_VALUE} = {value!r}", value, fix)
+    if hint is not None and str(hint).upper() != "OKE":
+        return None  # another provider: DRANET ignores the OKE options
+    if res.props.get("valueYamlFiles"):
+        rep.unchecked(f"{where}: valueYamlFiles are not read; set {CIDR_VALUE} in values to have it checked")
+        return None
+    return Deployment(
+        res, f"uses DRANET's default child range {DEFAULT_CHILD_RANGE} (no {CIDR_VALUE})", None, fix
+    )
+
+
+def _flag_values(tokens: list[str], flag: str) -> list[str]:
+    """Values of a Go flag given as --flag=v, -flag=v, --flag v or -flag v."""
+    found = []
+    for i, token in enumerate(tokens):
+        for dash in ("--", "-"):
+            if token.startswith(f"{dash}{flag}="):
+                found.append(token.split("=", 1)[1])
+            elif token == f"{dash}{flag}" and i + 1 < len(tokens):
+                found.append(tokens[i + 1])
+    return found
+
+
+def _daemonset_deployment(res: Res, rep: Reporter) -> Deployment | None:
+    for pod in pod_specs(res):
+        for path, container in containers(pod):
+            image = container.get("image")
+            command = container.get("command")
+            first = command[0] if isinstance(command, list) and command else None
+            runs_dranet = (isinstance(image, str) and _DRANET_IMAGE.search(image.split("@")[0])) or (
+                isinstance(first, str) and first.rsplit("/", 1)[-1] == "dranet"
+            )
+            if not runs_dranet:
+                continue
+            tokens: list[Any] = as_list(command, f"{path}.command") + as_list(
+                container.get("args"), f"{path}.args"
+            )
+            where = f"DaemonSet {res.name} container {container.get('name') or path}"
+            if any(t is UNKNOWN for t in tokens):
+                rep.unchecked(f"{where}: args unknown until apply, child range not checked")
+                return None
+            text = [str(t) for t in tokens]
+            fix = f"set --cloud-provider-options={OPTION}=<cidr> in {path}.args"
+            for option in _flag_values(text, "cloud-provider-options"):
+                if option.startswith(f"{OPTION}="):
+                    value = option.split("=", 1)[1]
+                    return Deployment(res, f"passes --cloud-provider-options={OPTION}={value}", value, fix)
+            hints = _flag_values(text, "cloud-provider-hint")
+            if hints and hints[-1].upper() != "OKE":
+                return None
+            return Deployment(
+                res,
+                f"uses DRANET's default child range {DEFAULT_CHILD_RANGE} (no {OPTION} option)",
+                None,
+                fix,
+            )
+    return None
+
+
+def deployments(view: StackView, rep: Reporter) -> list[Deployment]:
+    """Every DRANET installation: Helm releases/charts of the dranet chart, DaemonSets running it."""
+    found: list[Deployment] = []
+    helm_urns = set()
+    for res in view.resources:
+        if helm_chart_is(res, ("dranet",)):
+            helm_urns.add(res.urn)
+            dep: Deployment | None = None
+
+            def read(res: Res = res) -> None:
+                nonlocal dep
+                dep = _helm_deployment(res, rep)
+
+            rep.guard(f"{res.kind} {res.name}", res.urn, read)
+            if dep is not None:
+                found.append(dep)
+    for res in view.resources:
+        if res.type != DAEMONSET or any(a.urn in helm_urns for a in view.ancestors(res)):
+            continue  # a DaemonSet a dranet chart renders is that chart's installation
+        dep = None
+
+        def read_ds(res: Res = res) -> None:
+            nonlocal dep
+            dep = _daemonset_deployment(res, rep)
+
+        rep.guard(f"DaemonSet {res.name}", res.urn, read_ds)
+        if dep is not None:
+            found.append(dep)
+    return found
+
+
+def _ranges(view: StackView, rep: Reporter) -> Iterator[NamedRange]:
+    """Every range of the stack the child range must not touch."""
+
+    def parse(value: Any, label: str, what: str) -> Iterator[NamedRange]:
+        if value is UNKNOWN:
+            rep.unchecked(f"{what} unknown until apply, child range not checked against it")
+        elif value is not None:
+            # A value that is not a CIDR is OCI's to reject: nothing for the child range to avoid.
+            with contextlib.suppress(CidrError):
+                yield NamedRange(label, parse_ipv4_network(value))
+
+    for res in view.of_type(VCN):
+        blocks = res.props.get("cidrBlocks")
+        items = blocks if isinstance(blocks, list) else [blocks]
+        if res.props.get("cidrBlock") is not None:
+            items = [*items, res.props.get("cidrBlock")]
+        for value in items:
+            yield from parse(value, f"VCN {res.name} ({res.type})", f"VCN {res.name} cidrBlocks")
+    for res in view.of_type(SUBNET):
+        yield from parse(
+            res.props.get("cidrBlock"), f"subnet {res.name} ({res.type})", f"subnet {res.name} cidrBlock"
+        )
+    for res in view.of_type(CLUSTER):
+        network = dig(res.props, "options.kubernetesNetworkConfig")
+        cni = dig(res.props, "clusterPodNetworkOptions")
+        native = isinstance(cni, list) and any(
+            isinstance(o, Mapping) and o.get("cniType") == "OCI_VCN_IP_NATIVE" for o in cni
+        )
+        for key, default in (
+            ("podsCidr", OKE_DEFAULT_PODS_CIDR),
+            ("servicesCidr", OKE_DEFAULT_SERVICES_CIDR),
+        ):
+            value = UNKNOWN if network is UNKNOWN else dig(network, key)
+            what = "pods" if key == "podsCidr" else "services"
+            if value is None and not (native and key == "podsCidr"):
+                yield NamedRange(f"cluster {res.name} {what} CIDR (OKE default, {res.type})", default)
+                continue
+            yield from parse(
+                value,
+                f"cluster {res.name} {what} CIDR (options.kubernetesNetworkConfig.{key}, {res.type})",
+                f"cluster {res.name} {key}",
+            )
+
+
+def _worker_subnets(view: StackView, conf: cfg.ChildRangeConfig, rep: Reporter) -> list[NamedRange]:
+    if conf.workers:
+        return list(conf.workers)
+    found: dict[str, NamedRange] = {}
+    for pool in view.gpu_node_pools():
+        for dep in pool.dependencies:
+            subnet = view.by_urn.get(dep)
+            if subnet is None or subnet.type != SUBNET:
+                continue
+            value = subnet.props.get("cidrBlock")
+            if isinstance(value, str):
+                try:
+                    net = parse_ipv4_network(value)
+                except CidrError:
+                    continue
+                label = f"subnet {subnet.name} (GPU node pool {pool.name} depends on it)"
+                found.setdefault(subnet.urn, NamedRange(label, net))
+    return list(found.values())
+
+
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    rep = Reporter(report_violation)
+    conf = cfg.child_range_config(args.get_config())
+    for problem in conf.problems:
+        rep.violation(f"{problem}; the child range was checked without it")
+    view = StackView.of(args)
+    deps = deployments(view, rep)
+    if not deps:
+        rep.finish()
+        return
+    plan = list(_ranges(view, rep))
+    if conf.oca is not None:
+        plan.append(conf.oca)
+    plan += list(conf.existing)
+    workers = _worker_subnets(view, conf, rep)
+    if not workers:
+        rep.unchecked(
+            "no worker subnet known (no GPU node pool subnet in the stack and no pack config "
+            "workerSubnetCidrs): the child range size for 16 rails was not checked"
+        )
+    by_cluster: dict[str, list[tuple[Deployment, IPv4Network]]] = {}
+    for dep in deps:
+        if dep.value is None:
+            child = DEFAULT_CHILD_RANGE
+        else:
+            try:
+                child = parse_ipv4_network(dep.value)
+            except CidrError as err:
+                rep.violation(
+                    f"{dep.label} {dep.what}: {err}. DRANET stops at startup when the range is not a valid "
+                    f"IPv4 prefix, so no rail gets a child; {dep.fix}",
+                    dep.res.urn,
+                )
+                continue
+        for problem in child_range_problems(child, plan, workers):
+            rep.violation(f"{dep.label} {dep.what}: {problem}. Fix: {dep.fix} to a free range", dep.res.urn)
+        by_cluster.setdefault(dep.res.provider, []).append((dep, child))
+    for group in by_cluster.values():
+        distinct = {child for _, child in group}
+        if len(distinct) < 2:
+            continue
+        for dep, child in group:
+            others = "; ".join(f"{o.label} uses {c}" for o, c in group if c != child)
+            rep.violation(
+                f"{dep.label} {dep.what}, but on the same cluster {others}: a child reaches other children "
+                f"through an on-link route for its range, so pods in {child} cannot reach pods in the other "
+                f"range over the rails. Use one child range on every node of an RDMA network; {dep.fix}",
+                dep.res.urn,
+            )
+    rep.finish()
+
+
+policy = StackValidationPolicy(
+    name=cfg.CHILD_RANGE,
+    description=(
+        "The DRANET OKE child range (oke.rdma-child-ipv4-cidr, default 10.208.0.0/12) must be a valid "
+        "IPv4 prefix from /8 to /30, hold 16 rails for the worker subnet, avoid special ranges, and "
+        "overlap no VCN, subnet, pods or services CIDR nor the OCA RDMA network."
+    ),
+    validate=validate,
+    enforcement_level=cfg.level(cfg.CHILD_RANGE),
+    config_schema=cfg.schema(cfg.CHILD_RANGE),
+)

@@ -1,0 +1,134 @@
+"""gpu-device-plugin-off (stack): GPU node pools the NVIDIA DRA driver serves keep the device plugin off.
+
+With the NVIDIA GPU DRA driver on a node, the GPU Operator's device plugin must not also offer the
+same GPUs as `nvidia.com/gpu`: it runs only where `nvidia.com/gpu.deploy.device-plugin` is not
+"false" (seed 000 labelled the nodes by hand; the pools here carry it as an initial node label).
+A pool is served when it matches the driver's kubelet-plugin nodeSelector; the kubelet sets
+`node.kubernetes.io/instance-type` to the pool's shape.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+
+from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, INSTANCE_TYPE_LABEL
+
+from . import config as cfg
+from .dranet_child_range import DAEMONSET, helm_chart_is
+from .kube import Res, pod_specs
+from .report import Reporter
+from .stack import StackView
+from .values import UNKNOWN, as_list, as_map, dig
+
+CHART_NAMES: Final = ("dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu", "k8s-dra-driver-gpu")
+_DRIVER_IMAGE: Final = re.compile(r"(dra-driver-nvidia-gpu|nvidia-dra-driver-gpu|k8s-dra-driver-gpu)[:@]?")
+
+
+def _drivers(view: StackView, rep: Reporter) -> list[tuple[Res, Any]]:
+    """(installation, node selector) of every NVIDIA GPU DRA driver; selector UNKNOWN if unknown."""
+    found: list[tuple[Res, Any]] = []
+    helm = set()
+    for res in view.resources:
+        if helm_chart_is(res, CHART_NAMES):
+            helm.add(res.urn)
+            values = res.props.get("values")
+            selector = UNKNOWN if values is UNKNOWN else dig(values, "kubeletPlugin.nodeSelector", "values")
+            found.append((res, selector))
+    for res in view.of_type(DAEMONSET):
+        if any(a.urn in helm for a in view.ancestors(res)):
+            continue
+        for pod in pod_specs(res):
+            images = [
+                c.get("image")
+                for c in as_list(pod.spec.get("containers"), f"{pod.path}.containers")
+                if isinstance(c, Mapping)
+            ]
+            if any(isinstance(i, str) and _DRIVER_IMAGE.search(i) for i in images):
+                found.append((res, pod.spec.get("nodeSelector")))
+    return found
+
+
+def _pool_labels(pool: Res) -> dict[str, Any] | Any:
+    items = pool.props.get("initialNodeLabels")
+    if items is UNKNOWN:
+        return UNKNOWN
+    labels: dict[str, Any] = {INSTANCE_TYPE_LABEL: pool.props.get("nodeShape")}
+    for i, item in enumerate(as_list(items, "initialNodeLabels")):
+        if item is UNKNOWN:
+            return UNKNOWN
+        item = as_map(item, f"initialNodeLabels[{i}]")
+        if item.get("key") is UNKNOWN:
+            return UNKNOWN
+        labels[str(item.get("key"))] = item.get("value")
+    return labels
+
+
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    rep = Reporter(report_violation)
+    view = StackView.of(args)
+    drivers = _drivers(view, rep)
+    if not drivers:
+        rep.finish()
+        return
+    for pool in view.gpu_node_pools():
+        labels: Any = None
+
+        def read(pool: Res = pool) -> None:
+            nonlocal labels
+            labels = _pool_labels(pool)
+
+        rep.guard(f"node pool {pool.name}", pool.urn, read)
+        if labels is None:
+            continue
+        if labels is UNKNOWN:
+            rep.unchecked(f"node pool {pool.name}: initialNodeLabels unknown until apply")
+            continue
+        for driver, selector in drivers:
+            if selector is UNKNOWN:
+                rep.unchecked(f"{driver.kind} {driver.name}: nodeSelector unknown until apply")
+                continue
+            if selector is not None and not isinstance(selector, Mapping):
+                rep.violation(
+                    f"{driver.kind} {driver.name}: nodeSelector must be an object of labels", driver.urn
+                )
+                continue
+            wanted = dict(selector or {})
+            if any(v is UNKNOWN for v in wanted.values()):
+                rep.unchecked(f"{driver.kind} {driver.name}: nodeSelector values unknown until apply")
+                continue
+            if any(labels.get(k) != v for k, v in wanted.items()):
+                continue
+            value = labels.get(DEVICE_PLUGIN_LABEL)
+            if value is UNKNOWN:
+                rep.unchecked(f"node pool {pool.name}: label {DEVICE_PLUGIN_LABEL} unknown until apply")
+                continue
+            if value == DEVICE_PLUGIN_OFF:
+                continue
+            shown = "is missing" if value is None else f"is {value!r}"
+            chosen = ", ".join(f"{k}={v}" for k, v in wanted.items()) or "every node"
+            rep.violation(
+                f"node pool {pool.name} ({labels.get(INSTANCE_TYPE_LABEL)}) gets GPUs from the NVIDIA DRA driver "
+                f"({driver.kind} {driver.name} selects {chosen}) but its initial node label "
+                f"{DEVICE_PLUGIN_LABEL} {shown}: the GPU Operator's device plugin then offers the same GPUs as "
+                "nvidia.com/gpu, which the kubelet hands out without regard to the rails (seed 000: 4.27 GB/s "
+                "instead of 96.29 GB/s) and which the DRA driver may give to a claim at the same time. Fix: add "
+                f'{{key: {DEVICE_PLUGIN_LABEL}, value: "{DEVICE_PLUGIN_OFF}"}} to initialNodeLabels '
+                "(stack config nodePools[].gpusFromDra: true)",
+                pool.urn,
+            )
+    rep.finish()
+
+
+policy = StackValidationPolicy(
+    name=cfg.DEVICE_PLUGIN_OFF,
+    description=(
+        "GPU node pools served by the NVIDIA GPU DRA driver must carry the initial node label "
+        "nvidia.com/gpu.deploy.device-plugin=false."
+    ),
+    validate=validate,
+    enforcement_level=cfg.level(cfg.DEVICE_PLUGIN_OFF),
+)

@@ -1,0 +1,371 @@
+"""Kubernetes objects as the engine sends them: type tokens, claims, workloads and their pod specs.
+
+pulumi-kubernetes registers an object of kind K in group/version G as `kubernetes:G:K`
+(`kubernetes:core/v1:Pod`, `kubernetes:resource.k8s.io/v1:ResourceClaimTemplate`, and for custom
+resources `kubernetes:kubeflow.org/v2beta1:MPIJob`), with the object's fields as inputs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from oke_gpu_rdma.attributes import DRANET_DEVICE_CLASS, DRANET_DRIVER, NVIDIA_GPU_DEVICE_CLASS
+
+from .values import UNKNOWN, ShapeError, as_list, as_map, as_str, dig, plain
+
+CLAIM_VERSIONS: Final = ("v1", "v1beta2", "v1beta1")
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+
+# Kind -> where its pod specs live (dot paths); kubeflow jobs are handled by their replica specs.
+_POD_SPEC_PATHS: Final[dict[str, tuple[str, ...]]] = {
+    "Pod": ("spec",),
+    "PodTemplate": ("template.spec",),
+    "Deployment": ("spec.template.spec",),
+    "StatefulSet": ("spec.template.spec",),
+    "DaemonSet": ("spec.template.spec",),
+    "ReplicaSet": ("spec.template.spec",),
+    "ReplicationController": ("spec.template.spec",),
+    "Job": ("spec.template.spec",),
+    "CronJob": ("spec.jobTemplate.spec.template.spec",),
+}
+# Kubeflow training operator and MPI operator kinds: spec.<x>ReplicaSpecs.<role>.template.spec.
+_KUBEFLOW_GROUP: Final = "kubeflow.org"
+
+
+@dataclass
+class Res:
+    """One resource of the stack (or of a single Analyze call) with plain properties.
+
+    ``raw`` holds the SDK's proxy; :attr:`props` converts it on first use, so a policy pays only
+    for the resources it reads.
+    """
+
+    urn: str
+    type: str
+    name: str
+    raw: Any
+    parent: str | None = None
+    provider: str = ""
+    dependencies: tuple[str, ...] = ()
+    _props: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def props(self) -> dict[str, Any]:
+        if self._props is None:
+            value = plain(self.raw)
+            self._props = value if isinstance(value, dict) else {}
+        return self._props
+
+    @property
+    def group_version(self) -> str:
+        parts = self.type.split(":")
+        return parts[1] if len(parts) == 3 else ""
+
+    @property
+    def kind(self) -> str:
+        return self.type.rsplit(":", 1)[-1]
+
+    @property
+    def group(self) -> str:
+        gv = self.group_version
+        return gv.rsplit("/", 1)[0] if "/" in gv else ""
+
+    @property
+    def namespace(self) -> Any:
+        meta = self.props.get("metadata")
+        ns = meta.get("namespace") if isinstance(meta, Mapping) else None
+        if ns is UNKNOWN:
+            return UNKNOWN
+        return ns if isinstance(ns, str) and ns else "default"
+
+    @property
+    def object_name(self) -> Any:
+        """metadata.name; None when Pulumi auto-names the object (the name is then unknown in preview)."""
+        meta = self.props.get("metadata")
+        value = meta.get("name") if isinstance(meta, Mapping) else None
+        return value if isinstance(value, str) or value is UNKNOWN else None
+
+    @property
+    def label(self) -> str:
+        """`Kind namespace/name` for messages, falling back to the Pulumi resource name."""
+        name = self.object_name
+        shown = name if isinstance(name, str) else f"{self.name} (auto-named)"
+        ns = self.namespace
+        if self.type.startswith("kubernetes:") and self.kind not in ("Namespace", "DeviceClass"):
+            return f"{self.kind} {ns if isinstance(ns, str) else '?'}/{shown}"
+        return f"{self.kind} {shown}"
+
+
+def is_kubernetes(res: Res) -> bool:
+    return res.type.startswith("kubernetes:") and not res.type.startswith("kubernetes:helm.sh/")
+
+
+def is_claim(res: Res) -> bool:
+    return (
+        res.type.startswith("kubernetes:resource.k8s.io/")
+        and res.group_version.rsplit("/", 1)[-1] in CLAIM_VERSIONS
+        and res.kind in ("ResourceClaim", "ResourceClaimTemplate")
+    )
+
+
+def claim_spec(res: Res) -> Any:
+    """The claim's ResourceClaimSpec in resource.k8s.io/v1 form (None if absent, UNKNOWN if unknown)."""
+    spec = dig(res.props, "spec.spec" if res.kind == "ResourceClaimTemplate" else "spec")
+    if spec is None or spec is UNKNOWN:
+        return spec
+    base = "spec.spec" if res.kind == "ResourceClaimTemplate" else "spec"
+    spec = as_map(spec, base)
+    if res.group_version.endswith("/v1beta1"):
+        return _v1beta1_to_v1(spec)
+    return spec
+
+
+_V1BETA1_EXACT_FIELDS: Final = (
+    "deviceClassName",
+    "selectors",
+    "allocationMode",
+    "count",
+    "adminAccess",
+    "tolerations",
+    "capacity",
+)
+
+
+def _v1beta1_to_v1(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """v1beta1 puts a request's device fields on the request itself; v1 (and v1beta2) under `exactly`."""
+    devices = spec.get("devices")
+    if not isinstance(devices, Mapping) or not isinstance(devices.get("requests"), list):
+        return dict(spec)
+    requests = []
+    for request in devices["requests"]:
+        if isinstance(request, Mapping) and "exactly" not in request and "firstAvailable" not in request:
+            exactly = {k: request[k] for k in _V1BETA1_EXACT_FIELDS if k in request}
+            rest = {k: v for k, v in request.items() if k not in _V1BETA1_EXACT_FIELDS}
+            requests.append({**rest, "exactly": exactly})
+        else:
+            requests.append(request)
+    return {**spec, "devices": {**devices, "requests": requests}}
+
+
+def request_classes(spec: Any) -> dict[str, set[Any]]:
+    """Request name -> DeviceClass names it (or any of its subrequests) can use."""
+    found: dict[str, set[Any]] = {}
+    if not isinstance(spec, Mapping):
+        return found
+    devices = spec.get("devices")
+    if not isinstance(devices, Mapping) or not isinstance(devices.get("requests"), list):
+        return found
+    for request in devices["requests"]:
+        if not isinstance(request, Mapping):
+            continue
+        name = request.get("name")
+        classes: set[Any] = set()
+        exactly = request.get("exactly")
+        if isinstance(exactly, Mapping):
+            classes.add(exactly.get("deviceClassName"))
+        subs = request.get("firstAvailable")
+        if isinstance(subs, list):
+            for sub in subs:
+                if isinstance(sub, Mapping):
+                    classes.add(sub.get("deviceClassName"))
+        found[str(name)] = classes
+    return found
+
+
+@dataclass(frozen=True)
+class DeviceClasses:
+    """Which DeviceClass names select DRANET devices and which NVIDIA GPUs (defaults plus the stack's)."""
+
+    dranet: frozenset[str] = frozenset({DRANET_DEVICE_CLASS})
+    gpu: frozenset[str] = frozenset({NVIDIA_GPU_DEVICE_CLASS})
+    selectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+_DRIVER_IN_CEL: Final = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
+
+
+def device_classes(resources: list[Res]) -> DeviceClasses:
+    """DeviceClasses the stack declares, sorted by the driver their CEL selectors name."""
+    dranet = {DRANET_DEVICE_CLASS}
+    gpu = {NVIDIA_GPU_DEVICE_CLASS}
+    selectors: dict[str, tuple[str, ...]] = {}
+    for res in resources:
+        if not (res.type.startswith("kubernetes:resource.k8s.io/") and res.kind == "DeviceClass"):
+            continue
+        name = res.object_name
+        sels = dig(res.props, "spec.selectors")
+        if not isinstance(name, str) or not isinstance(sels, list):
+            continue
+        exprs = tuple(
+            s["cel"]["expression"]
+            for s in sels
+            if isinstance(s, Mapping)
+            and isinstance(s.get("cel"), Mapping)
+            and isinstance(s["cel"].get("expression"), str)
+        )
+        if len(exprs) != len(sels):
+            continue
+        selectors[name] = exprs
+        drivers = {m for e in exprs for m in _DRIVER_IN_CEL.findall(e)}
+        if DRANET_DRIVER in drivers:
+            dranet.add(name)
+        if "gpu.nvidia.com" in drivers:
+            gpu.add(name)
+    return DeviceClasses(frozenset(dranet), frozenset(gpu), selectors)
+
+
+def rail_requests(spec: Any, classes: DeviceClasses) -> list[str]:
+    """Requests of a claim spec that can get DRANET devices (rails)."""
+    return [name for name, used in request_classes(spec).items() if used & classes.dranet]
+
+
+def gpu_requests(spec: Any, classes: DeviceClasses) -> list[str]:
+    return [name for name, used in request_classes(spec).items() if used & classes.gpu]
+
+
+# --- workloads ---------------------------------------------------------------------------------
+
+
+@dataclass
+class PodSpec:
+    """One pod spec inside a workload; ``role`` names the replica (Worker, Launcher) or the path."""
+
+    path: str
+    role: str | None
+    spec: Mapping[str, Any]
+
+    @property
+    def where(self) -> str:
+        return f"replica {self.role}" if self.role else self.path
+
+
+def is_workload(res: Res) -> bool:
+    if not res.type.startswith("kubernetes:"):
+        return False
+    if res.kind in _POD_SPEC_PATHS and res.group in ("", "core", "apps", "batch"):
+        return True
+    return res.group == _KUBEFLOW_GROUP or res.kind == "JobSet"
+
+
+def pod_specs(res: Res) -> Iterator[PodSpec]:
+    """Every pod spec of a workload; ShapeError for a path holding the wrong type."""
+    paths = _POD_SPEC_PATHS.get(res.kind) if res.group in ("", "core", "apps", "batch") else None
+    if paths:
+        for path in paths:
+            spec = dig(res.props, path)
+            if spec is None or spec is UNKNOWN:
+                continue
+            yield PodSpec(path, None, as_map(spec, path))
+        return
+    spec = as_map(dig(res.props, "spec"), "spec") if dig(res.props, "spec") is not UNKNOWN else {}
+    if res.kind == "JobSet":
+        for i, job in enumerate(as_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
+            base = f"spec.replicatedJobs[{i}]"
+            job = as_map(job, base)
+            pod = dig(job, "template.spec.template.spec", base)
+            if isinstance(pod, Mapping):
+                yield PodSpec(f"{base}.template.spec.template.spec", str(job.get("name") or i), pod)
+        return
+    for key, replicas in spec.items():
+        if not key.endswith("ReplicaSpecs") or replicas is UNKNOWN:
+            continue
+        for role, replica in as_map(replicas, f"spec.{key}").items():
+            base = f"spec.{key}.{role}"
+            pod = dig(replica, "template.spec", base)
+            if pod is None or pod is UNKNOWN:
+                continue
+            yield PodSpec(f"{base}.template.spec", role, as_map(pod, f"{base}.template.spec"))
+
+
+def containers(pod: PodSpec) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(path, container) for containers and init containers of a pod spec."""
+    for key in ("initContainers", "containers"):
+        value = pod.spec.get(key)
+        if value is UNKNOWN:
+            continue
+        for i, container in enumerate(as_list(value, f"{pod.path}.{key}")):
+            if container is UNKNOWN:
+                continue
+            yield f"{pod.path}.{key}[{i}]", as_map(container, f"{pod.path}.{key}[{i}]")
+
+
+def container_name(path: str, container: Mapping[str, Any]) -> str:
+    name = container.get("name")
+    return name if isinstance(name, str) else path
+
+
+@dataclass(frozen=True)
+class ClaimRef:
+    """One entry of `spec.resourceClaims`: the pod's claim name and what it points to."""
+
+    pod_claim: str
+    kind: str  # ResourceClaim | ResourceClaimTemplate
+    target: Any  # name, or UNKNOWN
+
+
+def claim_refs(pod: PodSpec) -> list[ClaimRef]:
+    refs: list[ClaimRef] = []
+    value = pod.spec.get("resourceClaims")
+    if value is UNKNOWN:
+        return [ClaimRef("?", "ResourceClaimTemplate", UNKNOWN)]
+    for i, entry in enumerate(as_list(value, f"{pod.path}.resourceClaims")):
+        where = f"{pod.path}.resourceClaims[{i}]"
+        if entry is UNKNOWN:
+            refs.append(ClaimRef("?", "ResourceClaimTemplate", UNKNOWN))
+            continue
+        entry = as_map(entry, where)
+        nested = entry.get("source")  # the alpha API nested the reference under `source`
+        source: Mapping[str, Any] = nested if isinstance(nested, Mapping) else entry
+        name = entry.get("name")
+        pod_claim = name if isinstance(name, str) else where
+        for field_name, kind in (
+            ("resourceClaimName", "ResourceClaim"),
+            ("resourceClaimTemplateName", "ResourceClaimTemplate"),
+        ):
+            target = source.get(field_name)
+            if target is UNKNOWN or isinstance(target, str):
+                refs.append(ClaimRef(pod_claim, kind, target))
+            elif target is not None:
+                raise ShapeError(f"{where}.{field_name}", "a string", target)
+    return refs
+
+
+def gpu_count(container: Mapping[str, Any], path: str) -> Any:
+    """The container's nvidia.com/gpu limit or request (a number, UNKNOWN, or None)."""
+    resources = container.get("resources")
+    if resources is UNKNOWN:
+        return UNKNOWN
+    resources = as_map(resources, f"{path}.resources")
+    found: Any = None
+    for key in ("limits", "requests"):
+        section = resources.get(key)
+        if section is UNKNOWN:
+            return UNKNOWN
+        value = as_map(section, f"{path}.resources.{key}").get(GPU_RESOURCE)
+        if value is UNKNOWN:
+            return UNKNOWN
+        if value is not None:
+            found = value
+    if isinstance(found, str):
+        try:
+            found = float(found)
+        except ValueError:
+            raise ShapeError(f"{path}.resources.limits.{GPU_RESOURCE}", "a whole number", found) from None
+    if found is not None and not isinstance(found, int | float):
+        raise ShapeError(f"{path}.resources.limits.{GPU_RESOURCE}", "a whole number", found)
+    return found
+
+
+def label_value(labels: Any, key: str) -> Any:
+    if labels is UNKNOWN:
+        return UNKNOWN
+    if not isinstance(labels, Mapping):
+        return None
+    return labels.get(key)
+
+
+def as_text(value: Any, path: str) -> str | None:
+    return as_str(value, path)

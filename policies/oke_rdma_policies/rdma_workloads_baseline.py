@@ -1,0 +1,111 @@
+"""rdma-workloads-baseline (stack, advisory): RDMA pods need no privileges with DRANET.
+
+DRANET gives a pod IPvlan children of its claimed rails through NRI; the nodes set unlimited
+memlock, so the seed's pods ran unprivileged, without added capabilities, under the Baseline Pod
+Security level (seed 000). Namespaces that hold DRANET rail claims should enforce it, and pods that
+use the rails should not be privileged, use hostNetwork or add IPC_LOCK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Final
+
+from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+
+from . import config as cfg
+from .kube import Res, container_name, containers, pod_specs
+from .report import Reporter
+from .stack import NAMESPACE, StackView, labels_of
+from .values import UNKNOWN, as_list, as_map
+
+ENFORCE: Final = "pod-security.kubernetes.io/enforce"
+ENFORCED: Final = ("baseline", "restricted")
+
+
+def _check_workload(
+    view: StackView, workload: Res, rep: Reporter, rdma_namespaces: dict[str, list[str]]
+) -> None:
+    for pod in pod_specs(workload):
+        rails, _ = view.rail_claims(workload, pod)
+        if not rails:
+            continue
+        ns = workload.namespace
+        if isinstance(ns, str):
+            rdma_namespaces.setdefault(ns, []).append(workload.label)
+        where = f"{workload.label} {pod.where}"
+        found = []
+        if pod.spec.get("hostNetwork") is True:
+            found.append(
+                "hostNetwork: true (the pod then sees the node's rails directly instead of its IPvlan children)"
+            )
+        for path, container in containers(pod):
+            name = container_name(path, container)
+            context = container.get("securityContext")
+            if context is UNKNOWN or context is None:
+                continue
+            context = as_map(context, f"{path}.securityContext")
+            if context.get("privileged") is True:
+                found.append(f"container {name} is privileged")
+            caps = context.get("capabilities")
+            if isinstance(caps, Mapping):
+                added = as_list(caps.get("add"), f"{path}.securityContext.capabilities.add")
+                if any(isinstance(c, str) and c.upper().removeprefix("CAP_") == "IPC_LOCK" for c in added):
+                    found.append(
+                        f"container {name} adds IPC_LOCK (the GPU nodes set unlimited memlock, so RDMA needs "
+                        "no IPC_LOCK; IPC_LOCK needs the Privileged Pod Security level)"
+                    )
+        for item in found:
+            rep.violation(
+                f"{where} uses DRANET rails ({rails[0][1].label}) and {item}. DRANET needs none of this: the "
+                "seed's RDMA pods ran unprivileged under Pod Security baseline. Fix: remove it",
+                workload.urn,
+            )
+
+
+def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    rep = Reporter(report_violation)
+    view = StackView.of(args)
+    rdma_namespaces: dict[str, list[str]] = {}
+    for claim in view.claims:
+        if view.rails_of(claim) and isinstance(claim.namespace, str):
+            rdma_namespaces.setdefault(claim.namespace, []).append(claim.label)
+    for workload in view.workloads:
+        rep.guard(
+            workload.label, workload.urn, partial(_check_workload, view, workload, rep, rdma_namespaces)
+        )
+    for ns in view.of_type(NAMESPACE):
+        name = ns.object_name
+        if not isinstance(name, str) or name not in rdma_namespaces:
+            continue
+        labels = labels_of(ns)
+        if labels is UNKNOWN:
+            rep.unchecked(f"Namespace {name}: labels unknown until apply")
+            continue
+        level = labels.get(ENFORCE)
+        if level is UNKNOWN:
+            rep.unchecked(f"Namespace {name}: label {ENFORCE} unknown until apply")
+            continue
+        if level in ENFORCED:
+            continue
+        holders = ", ".join(dict.fromkeys(rdma_namespaces[name]))
+        shown = "is not set" if level is None else f"is {level!r}"
+        rep.violation(
+            f"Namespace {name} holds DRANET rail claims ({holders}) but its label {ENFORCE} {shown}: RDMA pods "
+            "with DRANET need no privileges (seed 000: Baseline admitted every test pod), so enforcing "
+            f"baseline keeps privileged pods off the rails. Fix: set the label {ENFORCE}: baseline",
+            ns.urn,
+        )
+    rep.finish()
+
+
+policy = StackValidationPolicy(
+    name=cfg.BASELINE,
+    description=(
+        "Namespaces with DRANET rail claims enforce Pod Security baseline; pods using DRANET rails are not "
+        "privileged, use no hostNetwork and add no IPC_LOCK."
+    ),
+    validate=validate,
+    enforcement_level=cfg.level(cfg.BASELINE),
+)

@@ -1,0 +1,167 @@
+"""The stack as the stack policies see it: plain resources, claims by name, references resolved."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pulumi_policy import PolicyResource, ResourceValidationArgs, StackValidationArgs
+
+from oke_gpu_rdma.topology import SHAPES
+
+from .kube import (
+    ClaimRef,
+    DeviceClasses,
+    PodSpec,
+    Res,
+    claim_refs,
+    claim_spec,
+    device_classes,
+    is_claim,
+    is_workload,
+    rail_requests,
+)
+from .values import UNKNOWN, ShapeError
+
+NODE_POOL: Final = "oci:ContainerEngine/nodePool:NodePool"
+CLUSTER: Final = "oci:ContainerEngine/cluster:Cluster"
+VCN: Final = "oci:Core/vcn:Vcn"
+SUBNET: Final = "oci:Core/subnet:Subnet"
+NAMESPACE: Final = "kubernetes:core/v1:Namespace"
+
+
+def from_resource_args(args: ResourceValidationArgs) -> Res:
+    provider = args.provider.urn if args.provider is not None else ""
+    return Res(args.urn, args.resource_type, args.name, args.props, args.opts.parent, provider)
+
+
+def from_policy_resources(resources: list[PolicyResource]) -> list[Res]:
+    """The stack's resources; properties are converted when a policy first reads them."""
+    return [
+        Res(
+            urn=r.urn,
+            type=r.resource_type,
+            name=r.name,
+            raw=r.props,
+            parent=r.parent.urn if r.parent is not None else None,
+            provider=r.provider.urn if r.provider is not None else "",
+            dependencies=tuple(d.urn for d in r.dependencies),
+        )
+        for r in resources
+    ]
+
+
+def is_gpu_shape(shape: object) -> bool:
+    return isinstance(shape, str) and (shape in SHAPES or ".GPU." in shape)
+
+
+@dataclass
+class Resolved:
+    """What a pod's claim reference points to: claims found, or why none was."""
+
+    ref: ClaimRef
+    claims: list[Res]
+    missing: str | None = None  # why the claim could not be looked at
+
+
+class StackView:
+    """Indexes built once per stack policy run."""
+
+    def __init__(self, resources: list[Res]) -> None:
+        self.resources = resources
+        self.by_urn = {r.urn: r for r in resources}
+        self.classes: DeviceClasses = device_classes(resources)
+        self.claims = [r for r in resources if is_claim(r)]
+        self.claim_index: dict[tuple[str, Any, Any], list[Res]] = {}
+        for claim in self.claims:
+            key = (claim.kind, claim.namespace, claim.object_name)
+            self.claim_index.setdefault(key, []).append(claim)
+        self.workloads = [r for r in resources if is_workload(r)]
+        self._rails: dict[str, list[str]] = {}
+
+    @classmethod
+    def of(cls, args: StackValidationArgs) -> StackView:
+        return cls(from_policy_resources(args.resources))
+
+    def of_type(self, type_: str) -> list[Res]:
+        return [r for r in self.resources if r.type == type_]
+
+    def ancestors(self, res: Res) -> Iterator[Res]:
+        seen = set()
+        parent = res.parent
+        while parent and parent not in seen and parent in self.by_urn:
+            seen.add(parent)
+            found = self.by_urn[parent]
+            yield found
+            parent = found.parent
+
+    def gpu_node_pools(self) -> list[Res]:
+        return [r for r in self.of_type(NODE_POOL) if is_gpu_shape(r.props.get("nodeShape"))]
+
+    def rails_of(self, claim: Res) -> list[str]:
+        """Requests of ``claim`` that ask for DRANET devices (cached); [] if unreadable."""
+        if claim.urn not in self._rails:
+            try:
+                spec = claim_spec(claim)
+            except ShapeError:
+                spec = None
+            self._rails[claim.urn] = rail_requests(spec, self.classes)
+        return self._rails[claim.urn]
+
+    def resolve(self, workload: Res, pod: PodSpec) -> list[Resolved]:
+        """The claims each of the pod's `resourceClaims` entries names (same namespace)."""
+        out = []
+        namespace = workload.namespace
+        for ref in claim_refs(pod):
+            if ref.target is UNKNOWN or namespace is UNKNOWN:
+                # The name is an output (an auto-named claim): the workload depends on the claim.
+                deps = [
+                    self.by_urn[d]
+                    for d in workload.dependencies
+                    if d in self.by_urn and is_claim(self.by_urn[d]) and self.by_urn[d].kind == ref.kind
+                ]
+                if deps:
+                    out.append(Resolved(ref, deps))
+                else:
+                    out.append(
+                        Resolved(ref, [], f"claim {ref.pod_claim} names a {ref.kind} unknown until apply")
+                    )
+                continue
+            found = self.claim_index.get((ref.kind, namespace, ref.target), [])
+            if found:
+                out.append(Resolved(ref, found))
+            else:
+                out.append(
+                    Resolved(
+                        ref,
+                        [],
+                        f"{ref.kind} {namespace}/{ref.target} (claim {ref.pod_claim}) is not declared in this stack",
+                    )
+                )
+        return out
+
+    def rail_claims(
+        self, workload: Res, pod: PodSpec
+    ) -> tuple[list[tuple[Resolved, Res, list[str]]], list[str]]:
+        """(reference, claim, rail requests) for referenced claims with DRANET rails; and unresolved notes."""
+        rails = []
+        notes = []
+        for resolved in self.resolve(workload, pod):
+            if resolved.missing:
+                notes.append(resolved.missing)
+            for claim in resolved.claims:
+                names = self.rails_of(claim)
+                if names:
+                    rails.append((resolved, claim, names))
+        return rails, notes
+
+
+def labels_of(res: Res) -> Mapping[str, Any] | Any:
+    meta = res.props.get("metadata")
+    if not isinstance(meta, Mapping):
+        return {}
+    labels = meta.get("labels")
+    if labels is UNKNOWN:
+        return UNKNOWN
+    return labels if isinstance(labels, Mapping) else {}

@@ -1,0 +1,169 @@
+"""Plain values from the SDK's property proxies, with unknowns kept as a marker instead of raised.
+
+The SDK hands a policy its properties behind `unknown_checking_proxy`: reading a value that is
+unknown during preview raises `UnknownValueError`, and the SDK then skips the *whole* policy with
+one advisory line. A stack policy would so let every known-bad claim pass because one subnet CIDR
+is computed. The policies here read plain copies instead (:func:`plain`), see :data:`UNKNOWN` where
+the engine sent an unknown, and decide per item what could not be checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from pulumi_policy.proxy import (
+    UNKNOWN_ARCHIVE_VALUE,
+    UNKNOWN_ARRAY_VALUE,
+    UNKNOWN_ASSET_VALUE,
+    UNKNOWN_BOOLEAN_VALUE,
+    UNKNOWN_NUMBER_VALUE,
+    UNKNOWN_OBJECT_VALUE,
+    UNKNOWN_STRING_VALUE,
+    _DictProxy,
+    _ListProxy,
+)
+from pulumi_policy.secret import Secret
+
+_UNKNOWN_SENTINELS: Final = frozenset(
+    {
+        UNKNOWN_BOOLEAN_VALUE,
+        UNKNOWN_NUMBER_VALUE,
+        UNKNOWN_STRING_VALUE,
+        UNKNOWN_ARRAY_VALUE,
+        UNKNOWN_ASSET_VALUE,
+        UNKNOWN_ARCHIVE_VALUE,
+        UNKNOWN_OBJECT_VALUE,
+    }
+)
+
+
+class _Unknown:
+    """A value the engine does not know yet (preview: an output of a resource not created)."""
+
+    _instance: _Unknown | None = None
+
+    def __new__(cls) -> _Unknown:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "<unknown>"
+
+    def __str__(self) -> str:
+        return "(known after apply)"
+
+
+UNKNOWN: Final = _Unknown()
+
+
+def is_unknown(value: object) -> bool:
+    return value is UNKNOWN
+
+
+def plain(value: Any) -> Any:
+    """Dicts, lists and scalars without proxies; unknown sentinels become :data:`UNKNOWN`.
+
+    Numbers arrive as protobuf doubles; integral ones become ``int`` (a claim's ``count: 16`` must
+    stay an integer for the API rules the claim judge applies).
+    """
+    if isinstance(value, _DictProxy | _ListProxy):
+        value = value["__target"]
+    if isinstance(value, Secret):
+        value = value.value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | Sequence) and not isinstance(value, str | bytes):
+        return [plain(v) for v in value]
+    if isinstance(value, str):
+        return UNKNOWN if value in _UNKNOWN_SENTINELS else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def contains_unknown(value: Any, path: str = "") -> list[str]:
+    """Paths (dot-joined, ``[i]`` for list items) under ``value`` that are unknown."""
+    if value is UNKNOWN:
+        return [path or "."]
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            found += contains_unknown(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += contains_unknown(v, f"{path}[{i}]")
+    return found
+
+
+class ShapeError(ValueError):
+    """A property of the wrong type: reported as a violation naming the path, never a traceback."""
+
+    def __init__(self, path: str, expected: str, got: object) -> None:
+        self.path = path
+        self.expected = expected
+        super().__init__(f"{path} must be {expected}, got {describe(got)}")
+
+
+def describe(value: object) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, str):
+        return f"a string ({value!r})"
+    if isinstance(value, int | float):
+        return f"a number ({value})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return type(value).__name__
+
+
+def dig(obj: Any, path: str, base: str = "") -> Any:
+    """The value at dot-separated ``path`` under ``obj``; ``None`` when missing.
+
+    Returns :data:`UNKNOWN` when a value on the way is unknown and raises :class:`ShapeError` when
+    a value on the way is not an object. ``base`` prefixes the path in error messages.
+    """
+    current = obj
+    walked = base
+    for key in path.split("."):
+        if current is None:
+            return None
+        if current is UNKNOWN:
+            return UNKNOWN
+        if not isinstance(current, Mapping):
+            raise ShapeError(walked or ".", "an object", current)
+        current = current.get(key)
+        walked = f"{walked}.{key}" if walked else key
+    return current
+
+
+def as_map(value: Any, path: str) -> Mapping[str, Any]:
+    """``value`` if it is an object, ``{}`` if missing; ShapeError otherwise (unknown: caller checks)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ShapeError(path, "an object", value)
+    return value
+
+
+def as_list(value: Any, path: str) -> list[Any]:
+    """``value`` if it is a list, ``[]`` if missing; ShapeError otherwise (unknown: caller checks)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ShapeError(path, "a list", value)
+    return value
+
+
+def as_str(value: Any, path: str) -> str | None:
+    """``value`` if it is a string, ``None`` if missing; ShapeError otherwise (unknown: caller checks)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ShapeError(path, "a string", value)
+    return value

@@ -1,0 +1,255 @@
+"""Shared helpers for the policy tests: resources as the engine sends them, seed fixtures, one call to analyze.
+
+Every test goes through the real analyzer: resources become `AnalyzeRequest`s and one
+`AnalyzeStackRequest` (property names as the providers define them, values in a protobuf Struct,
+unknowns as the engine's sentinel) sent to the SDK servicer the CLI talks to
+(`tools.policy_check.analyze_resources`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from google.protobuf import struct_pb2
+
+from tools.mock_runtime import RecordedResource
+from tools.policy_check import Finding, analyze_resources
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oke_gpu_rdma"))
+
+import seed_claims
+
+__all__ = ["seed_claims"]
+
+# What the engine sends for a value unknown during preview (pulumi_policy.proxy.UNKNOWN_STRING_VALUE).
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+STACK = "test"
+PROJECT = "oke-gpu-rdma"
+K8S_PROVIDER = f"urn:pulumi:{STACK}::{PROJECT}::pulumi:providers:kubernetes::k8s::provider-id"
+
+
+def urn(type_: str, name: str) -> str:
+    return f"urn:pulumi:{STACK}::{PROJECT}::{type_}::{name}"
+
+
+def struct(props: Mapping[str, Any]) -> struct_pb2.Struct:
+    s = struct_pb2.Struct()
+    s.update(props)
+    return s
+
+
+def resource(
+    type_: str,
+    name: str,
+    props: Mapping[str, Any],
+    *,
+    parent: str = "",
+    provider: str = "",
+    dependencies: Sequence[str] = (),
+) -> RecordedResource:
+    """A registration as the mock runtime records it (inputs in `struct`, as the engine forwards them)."""
+    return RecordedResource(
+        urn=urn(type_, name),
+        type=type_,
+        name=name,
+        custom=True,
+        parent=parent,
+        inputs=dict(props),
+        struct=struct(props),
+        id="",
+        provider=provider,
+        dependencies=list(dependencies),
+    )
+
+
+def k8s_type(obj: Mapping[str, Any]) -> str:
+    api_version = str(obj["apiVersion"])
+    group_version = api_version if "/" in api_version else f"core/{api_version}"
+    return f"kubernetes:{group_version}:{obj['kind']}"
+
+
+def k8s(obj: Mapping[str, Any] | str, name: str | None = None, **kwargs: Any) -> RecordedResource:
+    """A Kubernetes object (dict or YAML) as pulumi-kubernetes registers it."""
+    data: dict[str, Any] = yaml.safe_load(obj) if isinstance(obj, str) else dict(obj)
+    kwargs.setdefault("provider", K8S_PROVIDER)
+    return resource(k8s_type(data), name or data["metadata"]["name"], data, **kwargs)
+
+
+def analyze(resources: Sequence[RecordedResource], config: Mapping[str, Any] | None = None) -> list[Finding]:
+    return analyze_resources(list(resources), config)
+
+
+def of(findings: Sequence[Finding], policy: str, level: str | None = None) -> list[Finding]:
+    return [f for f in findings if f.policy == policy and (level is None or f.level == level)]
+
+
+def violations(findings: Sequence[Finding], policy: str) -> list[Finding]:
+    """Findings of ``policy`` that are not 'could not check' notes."""
+    return [f for f in of(findings, policy) if "during preview" not in f.message]
+
+
+def notes(findings: Sequence[Finding], policy: str) -> list[Finding]:
+    return [f for f in of(findings, policy) if "during preview" in f.message]
+
+
+# --- the seed cluster (shared/domain.md section 7) --------------------------------------------
+
+DRANET_CHART = "oci://registry.k8s.io/networking/charts/dranet"
+GPU_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
+
+
+def dranet_release(name: str = "dranet", child: str | None = None, **kwargs: Any) -> RecordedResource:
+    """seed 000's dranet-values.yaml as a helm.sh/v3 Release; ``child`` sets the child range."""
+    args: dict[str, Any] = {"cloudProviderHint": "OKE"}
+    if child is not None:
+        args["cloudProviderOptions"] = {"oke": {"rdma-child-ipv4-cidr": child}}
+    values = {
+        "image": {"tag": "v1.5.0"},
+        "nodeSelector": {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"},
+        "args": args,
+    }
+    props = {"chart": DRANET_CHART, "version": "v1.5.0", "namespace": "kube-system", "values": values}
+    kwargs.setdefault("provider", K8S_PROVIDER)
+    return resource("kubernetes:helm.sh/v3:Release", name, props, **kwargs)
+
+
+def seed_plan(
+    *,
+    vcn: str = "10.140.0.0/16",
+    workers: str = "10.140.64.0/19",
+    pods: str = "10.240.0.0/12",
+    services: str = "10.96.0.0/16",
+    device_plugin_label: bool = True,
+) -> list[RecordedResource]:
+    """The seed cluster's network, cluster and one BM.GPU.B4.8 pool, as pulumi-oci inputs."""
+    vcn_res = resource(
+        "oci:Core/vcn:Vcn", "vcn", {"cidrBlocks": [vcn], "compartmentId": "ocid1.compartment.x"}
+    )
+    subnet = resource(
+        "oci:Core/subnet:Subnet",
+        "workers",
+        {"cidrBlock": workers, "vcnId": UNKNOWN},
+        dependencies=[vcn_res.urn],
+    )
+    cluster = resource(
+        "oci:ContainerEngine/cluster:Cluster",
+        "oke",
+        {
+            "options": {"kubernetesNetworkConfig": {"podsCidr": pods, "servicesCidr": services}},
+            "vcnId": UNKNOWN,
+        },
+        dependencies=[vcn_res.urn],
+    )
+    labels = [{"key": "oke-gpu-rdma/node-pool", "value": "gpu-b4"}]
+    if device_plugin_label:
+        labels.append({"key": "nvidia.com/gpu.deploy.device-plugin", "value": "false"})
+    pool = resource(
+        "oci:ContainerEngine/nodePool:NodePool",
+        "gpu-b4",
+        {
+            "nodeShape": "BM.GPU.B4.8",
+            "initialNodeLabels": labels,
+            "nodeConfigDetails": {"placementConfigs": [{"subnetId": UNKNOWN, "availabilityDomain": "AD-1"}]},
+        },
+        dependencies=[cluster.urn, subnet.urn],
+    )
+    return [vcn_res, subnet, cluster, pool]
+
+
+NAMESPACE_YAML = """\
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: rdma-dranet
+  labels:
+    pod-security.kubernetes.io/enforce: baseline
+"""
+
+# seed 000, nccl-dranet-a-device-plugin.yaml: 4 GPUs from the device plugin, 8 rails from rails-8-a.
+DEVICE_PLUGIN_MPIJOB_YAML = """\
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: nccl-dranet-a
+  namespace: rdma-dranet
+spec:
+  slotsPerWorker: 4
+  runPolicy:
+    cleanPodPolicy: Running
+  sshAuthMountPath: /root/.ssh
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: mpi-launcher
+              image: iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0
+              command: ["bash", "-c"]
+              args:
+                - |
+                  set -e -o pipefail
+                  NUM_GPUS=4
+                  NUM_HOSTS=$(sed -n '$=' /etc/mpi/hostfile)
+                  NP=$((NUM_HOSTS * NUM_GPUS))
+                  mpirun --allow-run-as-root --hostfile /etc/mpi/hostfile \\
+                    -mca coll ^hcoll \\
+                    -np "$NP" -npernode "$NUM_GPUS" --bind-to numa \\
+                    -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET \\
+                    -x NCCL_IB_SPLIT_DATA_ON_QPS=0 \\
+                    -x NCCL_IB_QPS_PER_CONNECTION=4 \\
+                    -x NCCL_IB_TC=41 \\
+                    -x NCCL_IB_SL=0 \\
+                    -x NCCL_IB_TIMEOUT=22 \\
+                    -x UCX_TLS=tcp \\
+                    -x UCX_NET_DEVICES=eth0 \\
+                    /workspace/nccl-tests/build/all_reduce_perf -b 8G -e 8G -n 300 -g 1 -c 1
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          nodeSelector:
+            node.kubernetes.io/instance-type: BM.GPU.B4.8
+          tolerations:
+            - key: nvidia.com/gpu
+              operator: Exists
+              effect: NoSchedule
+          resourceClaims:
+            - name: rails
+              resourceClaimTemplateName: rails-8-a
+          volumes:
+            - name: shm
+              emptyDir:
+                medium: Memory
+                sizeLimit: 32Gi
+          containers:
+            - name: mpi-worker
+              image: iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0
+              command: ["/bin/bash", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"]
+              volumeMounts:
+                - name: shm
+                  mountPath: /dev/shm
+              resources:
+                limits:
+                  nvidia.com/gpu: 4
+                claims:
+                  - name: rails
+"""
+
+
+def device_plugin_mpijob() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(DEVICE_PLUGIN_MPIJOB_YAML)
+    return data
+
+
+def aligned_mpijob() -> dict[str, Any]:
+    """seed 000's nccl-dranet-a with GPUs and rails from aligned-4gpu-8rails-a (no nvidia.com/gpu)."""
+    job = device_plugin_mpijob()
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["resourceClaims"] = [{"name": "gpus-rails", "resourceClaimTemplateName": "aligned-4gpu-8rails-a"}]
+    worker["containers"][0]["resources"] = {"claims": [{"name": "gpus-rails"}]}
+    return job

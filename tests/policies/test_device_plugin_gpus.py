@@ -1,0 +1,102 @@
+"""no-device-plugin-gpus-with-dra-rails: seed 000's device-plugin job is rejected, the aligned one passes."""
+
+from __future__ import annotations
+
+import copy
+
+from policy_helpers import (
+    UNKNOWN,
+    aligned_mpijob,
+    analyze,
+    device_plugin_mpijob,
+    k8s,
+    notes,
+    seed_claims,
+    violations,
+)
+
+POLICY = "no-device-plugin-gpus-with-dra-rails"
+
+
+def test_seed_device_plugin_job_is_rejected():
+    findings = analyze([k8s(seed_claims.rails_8_a), k8s(device_plugin_mpijob())])
+    (v,) = violations(findings, POLICY)
+    assert v.level == "mandatory" and v.urn.endswith("::nccl-dranet-a")
+    assert "MPIJob rdma-dranet/nccl-dranet-a replica Worker" in v.message
+    assert "mpi-worker (nvidia.com/gpu: 4)" in v.message
+    assert "ResourceClaimTemplate rdma-dranet/rails-8-a (requests rails)" in v.message
+    assert "4.27" in v.message and "Fix:" in v.message
+
+
+def test_seed_aligned_job_passes():
+    findings = analyze([k8s(seed_claims.aligned_4gpu_8rails_a), k8s(aligned_mpijob())])
+    assert of_policy(findings) == []
+
+
+def of_policy(findings):
+    return [f for f in findings if f.policy == POLICY]
+
+
+def test_claim_outside_the_stack_is_a_note():
+    findings = analyze([k8s(device_plugin_mpijob())])
+    assert violations(findings, POLICY) == []
+    (note,) = notes(findings, POLICY)
+    assert "rdma-dranet/rails-8-a" in note.message and "not declared in this stack" in note.message
+
+
+def test_gpu_only_claim_with_device_plugin_gpus_is_not_this_policy():
+    gpu_claim = copy.deepcopy(seed_claims.rails_8_a)
+    gpu_claim["spec"]["spec"]["devices"]["requests"][0]["exactly"] = {
+        "deviceClassName": "gpu.nvidia.com",
+        "count": 1,
+    }
+    assert of_policy(analyze([k8s(gpu_claim), k8s(device_plugin_mpijob())])) == []
+
+
+def test_deployment_and_cronjob_and_pod():
+    pod_spec = device_plugin_mpijob()["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    meta = {"name": "w", "namespace": "rdma-dranet"}
+    objects = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta,
+            "spec": {"template": {"spec": pod_spec}},
+        },
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": meta,
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": pod_spec}}}},
+        },
+        {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec},
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": meta,
+            "spec": {"pytorchReplicaSpecs": {"Worker": {"template": {"spec": pod_spec}}}},
+        },
+    ]
+    for obj in objects:
+        findings = analyze([k8s(seed_claims.rails_8_a), k8s(obj, name=obj["kind"].lower())])
+        assert len(violations(findings, POLICY)) == 1, obj["kind"]
+
+
+def test_unknown_gpu_count_still_fails_and_auto_named_claim_resolves_by_dependency():
+    job = device_plugin_mpijob()
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = UNKNOWN
+    worker["resourceClaims"][0]["resourceClaimTemplateName"] = UNKNOWN
+    template = copy.deepcopy(seed_claims.rails_8_a)
+    del template["metadata"]["name"]
+    claim = k8s(template, name="rails")
+    findings = analyze([claim, k8s(job, dependencies=[claim.urn])])
+    (v,) = violations(findings, POLICY)
+    assert "known after apply" in v.message
+
+
+def test_wrong_types_are_violations():
+    job = device_plugin_mpijob()
+    job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = "mpi-worker"
+    (v,) = violations(analyze([k8s(seed_claims.rails_8_a), k8s(job)]), POLICY)
+    assert "containers must be a list" in v.message

@@ -1,0 +1,238 @@
+"""dranet-child-range: the seed plan passes with the default range; every rule has a failing case."""
+
+from __future__ import annotations
+
+import pytest
+from policy_helpers import (
+    DRANET_CHART,
+    K8S_PROVIDER,
+    UNKNOWN,
+    analyze,
+    dranet_release,
+    k8s,
+    notes,
+    resource,
+    seed_plan,
+    violations,
+)
+
+POLICY = "dranet-child-range"
+
+
+def child_violations(*extra, config=None, child=None, plan=None):
+    findings = analyze(
+        [*(plan if plan is not None else seed_plan()), dranet_release(child=child), *extra], config
+    )
+    return violations(findings, POLICY), findings
+
+
+def test_seed_plan_with_default_child_range_passes():
+    found, findings = child_violations()
+    assert found == []
+    assert notes(findings, POLICY) == []
+
+
+def test_explicit_default_range_passes_and_release_is_named():
+    found, _ = child_violations(child="10.208.0.0/12")
+    assert found == []
+
+
+def test_not_a_masked_prefix():
+    (v,) = child_violations(child="10.208.1.0/12")[0]
+    assert v.level == "mandatory"
+    assert "10.208.1.0/12" in v.message and "did you mean 10.208.0.0/12" in v.message
+    assert "DRANET stops at startup" in v.message
+    assert v.urn.endswith("::dranet")
+
+
+@pytest.mark.parametrize("child", ["10.208.0.0", "fd00::/8", "banana"])
+def test_not_ipv4_cidr(child):
+    (v,) = child_violations(child=child)[0]
+    assert "DRANET stops at startup" in v.message
+
+
+@pytest.mark.parametrize(("child", "prefix"), [("10.0.0.0/7", "/7"), ("10.208.0.0/31", "/31")])
+def test_prefix_outside_8_to_30(child, prefix):
+    found, _ = child_violations(child=child)
+    assert any(f"has prefix {prefix}; DRANET accepts /8 to /30" in v.message for v in found)
+
+
+@pytest.mark.parametrize(
+    ("child", "label"),
+    [
+        ("0.0.0.0/8", "this-network"),
+        ("127.0.0.0/8", "loopback"),
+        ("169.254.0.0/16", "link-local"),
+        ("224.0.0.0/8", "multicast"),
+        ("240.0.0.0/8", "reserved"),
+    ],
+)
+def test_special_ranges(child, label):
+    found, _ = child_violations(child=child)
+    assert any(label in v.message for v in found)
+
+
+def test_overlaps_oca_rdma_network_default_and_configured():
+    (v,) = child_violations(child="10.224.0.0/12")[0]
+    assert "OCA RDMA network" in v.message and "10.224.0.0/12" in v.message
+    found, _ = child_violations(child="10.192.0.0/14", config={POLICY: {"ocaRdmaNetwork": "10.192.0.0/12"}})
+    assert any("OCA RDMA network (pack config ocaRdmaNetwork) 10.192.0.0/12" in v.message for v in found)
+
+
+def test_overlaps_vcn():
+    found, _ = child_violations(plan=seed_plan(vcn="10.208.0.0/16", workers="10.208.64.0/19"))
+    assert any("VCN vcn (oci:Core/vcn:Vcn) 10.208.0.0/16" in v.message for v in found)
+    assert all("child range 10.208.0.0/12" in v.message for v in found)
+
+
+def test_overlaps_subnet_outside_vcn_list():
+    extra = resource("oci:Core/subnet:Subnet", "lb", {"cidrBlock": "10.209.0.0/24"})
+    found, _ = child_violations(extra)
+    (v,) = found
+    assert "subnet lb (oci:Core/subnet:Subnet) 10.209.0.0/24" in v.message
+    assert "DRANET Release dranet" in v.message
+
+
+def test_overlaps_pods_cidr():
+    found, _ = child_violations(plan=seed_plan(pods="10.208.0.0/12"))
+    assert any("cluster oke pods CIDR" in v.message and "10.208.0.0/12" in v.message for v in found)
+
+
+def test_overlaps_services_cidr():
+    found, _ = child_violations(plan=seed_plan(services="10.210.0.0/16"))
+    assert any("cluster oke services CIDR" in v.message and "10.210.0.0/16" in v.message for v in found)
+
+
+def test_cluster_without_cidrs_uses_oke_defaults():
+    cluster = resource("oci:ContainerEngine/cluster:Cluster", "plain", {"options": {}})
+    found, _ = child_violations(cluster, child="10.240.0.0/12")
+    assert any("cluster plain pods CIDR (OKE default" in v.message for v in found)
+
+
+def test_overlaps_pack_config_cidr():
+    config = {POLICY: {"existingCidrs": [{"name": "existing cluster pods CIDR", "cidr": "10.208.128.0/17"}]}}
+    (v,) = child_violations(config=config)[0]
+    assert "existing cluster pods CIDR (pack config existingCidrs) 10.208.128.0/17" in v.message
+
+
+def test_too_small_for_16_rails_on_the_worker_subnet():
+    (v,) = child_violations(child="10.208.0.0/16")[0]
+    assert "too small for 16 rails" in v.message and "10.140.64.0/19" in v.message
+    assert "/15 or larger" in v.message
+    # The pack config's worker subnet wins over the stack's.
+    found, _ = child_violations(
+        child="10.208.0.0/16", config={POLICY: {"workerSubnetCidrs": ["10.140.64.0/20"]}}
+    )
+    assert found == []
+
+
+def test_no_worker_subnet_known_is_reported_not_guessed():
+    plan = [r for r in seed_plan() if r.type != "oci:ContainerEngine/nodePool:NodePool"]
+    found, findings = child_violations(child="10.208.0.0/16", plan=plan)
+    assert found == []
+    (note,) = notes(findings, POLICY)
+    assert note.level == "advisory" and "workerSubnetCidrs" in note.message
+
+
+def test_two_ranges_on_one_cluster():
+    other = dranet_release("dranet-b", child="10.192.0.0/12")
+    found, _ = child_violations(other)
+    assert len(found) == 2
+    assert all("10.208.0.0/12" in v.message and "10.192.0.0/12" in v.message for v in found)
+    assert {v.urn.rsplit("::", 1)[-1] for v in found} == {"dranet", "dranet-b"}
+
+
+def test_two_ranges_on_two_clusters_are_fine():
+    other = dranet_release("dranet-b", child="10.192.0.0/12", provider=K8S_PROVIDER.replace("k8s", "k8s-b"))
+    assert child_violations(other)[0] == []
+
+
+def test_helm_v4_chart_and_staging_chart_reference():
+    chart = resource(
+        "kubernetes:helm.sh/v4:Chart",
+        "dranet-v4",
+        {
+            "chart": "oci://gcr.io/k8s-staging-networking/charts/dranet",
+            "values": {
+                "args": {
+                    "cloudProviderHint": "OKE",
+                    "cloudProviderOptions": {"oke": {"rdma-child-ipv4-cidr": "10.240.0.0/14"}},
+                }
+            },
+        },
+        provider=K8S_PROVIDER,
+    )
+    findings = analyze([*seed_plan(), chart])
+    (v,) = violations(findings, POLICY)
+    assert "DRANET Chart dranet-v4" in v.message and "pods CIDR" in v.message
+
+
+DAEMONSET = {
+    "apiVersion": "apps/v1",
+    "kind": "DaemonSet",
+    "metadata": {"name": "dranet", "namespace": "kube-system"},
+    "spec": {
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "dranet",
+                        "image": "registry.k8s.io/networking/dranet:v1.5.0",
+                        "args": [
+                            "--cloud-provider-hint=OKE",
+                            "--cloud-provider-options=oke.rdma-child-ipv4-cidr=10.96.0.0/12",
+                        ],
+                    }
+                ]
+            }
+        }
+    },
+}
+
+
+def test_raw_daemonset_args():
+    findings = analyze([*seed_plan(), k8s(DAEMONSET)])
+    found = violations(findings, POLICY)
+    assert any("DaemonSet dranet" in v.message and "services CIDR" in v.message for v in found)
+
+
+def test_daemonset_rendered_by_a_dranet_chart_is_not_counted_twice():
+    chart = resource(
+        "kubernetes:helm.sh/v4:Chart",
+        "dranet-v4",
+        {"chart": DRANET_CHART, "values": {}},
+        provider=K8S_PROVIDER,
+    )
+    child = k8s(DAEMONSET, parent=chart.urn)
+    found = violations(analyze([*seed_plan(), chart, child]), POLICY)
+    # The chart's default range is fine; the rendered DaemonSet is the chart's own installation.
+    assert found == []
+
+
+def test_other_cloud_provider_hint_is_not_an_oke_installation():
+    release = dranet_release()
+    release.struct["values"]["args"]["cloudProviderHint"] = "GCE"
+    assert violations(analyze([*seed_plan(pods="10.208.0.0/12"), release]), POLICY) == []
+
+
+def test_unknown_subnet_cidr_is_a_note_and_known_problems_still_fail():
+    plan = seed_plan()
+    plan[1] = resource("oci:Core/subnet:Subnet", "workers", {"cidrBlock": UNKNOWN})
+    findings = analyze([*plan, dranet_release(child="10.96.0.0/12")])
+    (v,) = violations(findings, POLICY)
+    assert v.level == "mandatory" and "services CIDR" in v.message
+    (note,) = notes(findings, POLICY)
+    assert note.level == "advisory" and "subnet workers cidrBlock unknown" in note.message
+
+
+def test_unknown_child_range_is_a_note():
+    findings = analyze([*seed_plan(), dranet_release(child=UNKNOWN)])
+    assert violations(findings, POLICY) == []
+    assert "unknown until apply" in notes(findings, POLICY)[0].message
+
+
+def test_values_of_the_wrong_shape_get_a_violation_not_a_traceback():
+    release = dranet_release()
+    release.struct["values"]["args"] = "OKE"
+    (v,) = violations(analyze([*seed_plan(), release]), POLICY)
+    assert "values.args must be an object, got a string ('OKE')" in v.message

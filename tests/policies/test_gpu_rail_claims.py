@@ -1,0 +1,115 @@
+"""gpu-rail-claims-aligned: the seed 000 claims get the DRA core's verdicts through the analyzer."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from policy_helpers import UNKNOWN, analyze, k8s, notes, resource, seed_claims, seed_plan, violations
+
+POLICY = "gpu-rail-claims-aligned"
+
+
+def judged(*claims, plan=None, config=None):
+    findings = analyze([*(seed_plan() if plan is None else plan), *claims], config)
+    return violations(findings, POLICY), findings
+
+
+@pytest.mark.parametrize(
+    "claim",
+    ["pair-check", "aligned-8gpu-16rails", "aligned-4gpu-8rails-a", "all-rails", "rails-8-a"],
+)
+def test_aligned_and_not_applicable_seed_claims_pass(claim):
+    found, findings = judged(k8s(seed_claims.ALL[claim]))
+    assert found == []
+    assert notes(findings, POLICY) == []
+
+
+def test_shape_root_is_unsatisfiable():
+    (v,) = judged(k8s(seed_claims.shape_root))[0]
+    assert v.level == "mandatory" and v.urn.endswith("::shape-root")
+    assert "ResourceClaim rdma-dranet/shape-root on BM.GPU.B4.8 (node pools gpu-b4)" in v.message
+    assert "no PCIe root has 4 GPUs and 16 rails" in v.message and "stay Pending" in v.message
+    assert "Fix:" in v.message and "gpus, rails" in v.message
+
+
+def test_shape_any_is_unaligned_with_the_requests_and_the_fix():
+    (v,) = judged(k8s(seed_claims.shape_any))[0]
+    assert "is unaligned on BM.GPU.B4.8" in v.message
+    assert "Fix:" in v.message and "matchAttribute: resource.kubernetes.io/pcieRoot" in v.message
+
+
+def test_invalid_claim():
+    claim = copy.deepcopy(seed_claims.pair_check)
+    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = 0
+    (v,) = judged(k8s(claim))[0]
+    assert "would be rejected by the API server" in v.message
+
+
+def test_without_gpu_pools_the_pack_config_shape_is_used():
+    plan = [r for r in seed_plan() if r.type != "oci:ContainerEngine/nodePool:NodePool"]
+    (v,) = judged(k8s(seed_claims.shape_any), plan=plan)[0]
+    assert "on BM.GPU.B4.8:" in v.message
+    found, _ = judged(k8s(seed_claims.shape_any), plan=plan, config={POLICY: {"shape": "BM.GPU.H100.8"}})
+    assert len(found) == 1 and "claims cannot be judged on BM.GPU.H100.8" in found[0].message
+    assert "shapeTopologies" in found[0].message
+
+
+def test_unverified_pool_shape_is_a_violation_on_the_pool():
+    pool = resource("oci:ContainerEngine/nodePool:NodePool", "h100", {"nodeShape": "BM.GPU.H100.8"})
+    found, _ = judged(k8s(seed_claims.pair_check), plan=[pool])
+    (v,) = found
+    assert v.urn.endswith("::h100") and "no verified GPU/NIC pairing" in v.message
+
+
+def test_v1beta1_claim_maps_to_v1():
+    claim = copy.deepcopy(seed_claims.shape_root)
+    claim["apiVersion"] = "resource.k8s.io/v1beta1"
+    for request in claim["spec"]["devices"]["requests"]:
+        request.update(request.pop("exactly"))
+    (v,) = judged(k8s(claim))[0]
+    assert "no PCIe root has 4 GPUs and 16 rails" in v.message
+
+
+def test_v1beta2_template():
+    claim = copy.deepcopy(seed_claims.shape_any)
+    claim["apiVersion"] = "resource.k8s.io/v1beta2"
+    assert len(judged(k8s(claim))[0]) == 1
+
+
+def test_unknown_in_requests_is_a_note_and_other_claims_are_still_judged():
+    claim = copy.deepcopy(seed_claims.pair_check)
+    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = UNKNOWN
+    found, findings = judged(k8s(claim), k8s(seed_claims.shape_any))
+    assert [v.urn.rsplit("::", 1)[-1] for v in found] == ["shape-any"]
+    (note,) = notes(findings, POLICY)
+    assert note.level == "advisory" and "pair-check" in note.message and "count" in note.message
+
+
+def test_unknown_config_does_not_stop_judging():
+    claim = copy.deepcopy(seed_claims.shape_any)
+    claim["spec"]["devices"]["config"] = [{"opaque": {"driver": "dra.net", "parameters": UNKNOWN}}]
+    found, findings = judged(k8s(claim))
+    assert len(found) == 1 and notes(findings, POLICY) == []
+
+
+def test_device_class_outside_the_stack_is_a_note_and_a_declared_one_is_used():
+    claim = copy.deepcopy(seed_claims.rails_8_a)
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "rails"
+    found, findings = judged(k8s(claim))
+    assert found == [] and "DeviceClass rails" in notes(findings, POLICY)[0].message
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "rails"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "dra.net"'}}]},
+    }
+    found, findings = judged(k8s(claim), k8s(device_class))
+    assert found == [] and notes(findings, POLICY) == []
+
+
+def test_spec_of_the_wrong_type_is_a_violation():
+    claim = copy.deepcopy(seed_claims.pair_check)
+    claim["spec"] = ["not", "a", "spec"]
+    (v,) = judged(k8s(claim))[0]
+    assert "spec must be an object, got a list" in v.message

@@ -1,0 +1,70 @@
+"""nccl-gid-index-with-dranet: env, envFrom and `mpirun -x` in the launcher of a job with DRANET rails."""
+
+from __future__ import annotations
+
+from policy_helpers import aligned_mpijob, analyze, k8s, notes, seed_claims, violations
+
+POLICY = "nccl-gid-index-with-dranet"
+
+
+def launcher(job):
+    return job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+
+
+def worker(job):
+    return job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+
+
+def run(job, *extra):
+    return analyze([k8s(seed_claims.aligned_4gpu_8rails_a), k8s(job), *extra])
+
+
+def test_seed_job_without_gid_index_passes():
+    assert [f for f in run(aligned_mpijob()) if f.policy == POLICY] == []
+
+
+def test_mpirun_x_in_the_launcher_is_rejected():
+    job = aligned_mpijob()
+    launcher(job)["args"][0] = launcher(job)["args"][0].replace(
+        "-x NCCL_IB_TC=41", "-x NCCL_IB_GID_INDEX=3 -x NCCL_IB_TC=41"
+    )
+    (v,) = violations(run(job), POLICY)
+    assert v.level == "mandatory" and "replica Launcher container mpi-launcher" in v.message
+    assert "mpirun -x" in v.message and "aligned-4gpu-8rails-a" in v.message and "Fix: remove" in v.message
+
+
+def test_env_in_the_worker_is_rejected():
+    job = aligned_mpijob()
+    worker(job)["env"] = [{"name": "NCCL_IB_GID_INDEX", "value": "3"}]
+    (v,) = violations(run(job), POLICY)
+    assert "env[0] NCCL_IB_GID_INDEX=3" in v.message
+
+
+def test_env_from_a_config_map_of_the_stack():
+    job = aligned_mpijob()
+    worker(job)["envFrom"] = [{"configMapRef": {"name": "nccl"}}]
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "nccl", "namespace": "rdma-dranet"},
+        "data": {"NCCL_IB_GID_INDEX": "3"},
+    }
+    (v,) = violations(run(job, k8s(cm)), POLICY)
+    assert "ConfigMap nccl" in v.message
+
+
+def test_unset_is_fine_and_jobs_without_rails_are_not_judged():
+    job = aligned_mpijob()
+    launcher(job)["args"][0] += "\nunset NCCL_IB_GID_INDEX\n"
+    assert violations(run(job), POLICY) == []
+    plain = aligned_mpijob()
+    plain["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"].pop("resourceClaims")
+    worker(plain)["env"] = [{"name": "NCCL_IB_GID_INDEX", "value": "3"}]
+    assert [f for f in analyze([k8s(plain)]) if f.policy == POLICY] == []
+
+
+def test_claim_outside_the_stack_is_a_note():
+    job = aligned_mpijob()
+    worker(job)["env"] = [{"name": "NCCL_IB_GID_INDEX", "value": "3"}]
+    findings = analyze([k8s(job)])
+    assert violations(findings, POLICY) == [] and len(notes(findings, POLICY)) == 1

@@ -1,0 +1,104 @@
+"""End to end: start the pack exactly as the Pulumi CLI does and speak gRPC to it.
+
+The CLI runs `<pack dir>/venv/bin/python -u -m pulumi.policy <engine address> <pack dir>` from the
+pack's directory, reads the port from the first line of stdout and calls the Analyzer service.
+The SDK only uses the engine address to log a crash, so no engine is needed here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import grpc
+import pytest
+from google.protobuf import empty_pb2
+from policy_helpers import dranet_release, k8s, seed_claims, seed_plan
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+from tools.policy_check import analyze_requests, configure_request
+
+PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
+PACK_PYTHON = PACK_DIR / "venv" / "bin" / "python"
+
+
+@pytest.fixture(scope="module")
+def analyzer():
+    if not PACK_PYTHON.exists():
+        pytest.fail(f"{PACK_PYTHON} is missing: run make test (it builds policies/venv)")
+    proc = subprocess.Popen(
+        [str(PACK_PYTHON), "-u", "-m", "pulumi.policy", "127.0.0.1:1", "."],
+        cwd=PACK_DIR,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline().strip()
+        if not line.isdigit():
+            proc.kill()
+            pytest.fail(f"the pack printed {line!r} instead of a port; stderr: {proc.stderr.read()}")
+        channel = grpc.insecure_channel(f"127.0.0.1:{line}")
+        grpc.channel_ready_future(channel).result(timeout=20)
+        yield analyzer_pb2_grpc.AnalyzerStub(channel)
+        channel.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_get_analyzer_info_lists_the_policies_with_levels_and_schemas(analyzer):
+    info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+    assert info.name == "oke-gpu-rdma" and info.supportsConfig
+    levels = {p.name: p.enforcementLevel for p in info.policies}
+    assert levels == {
+        "dranet-child-range": analyzer_pb2.MANDATORY,
+        "gpu-rail-claims-aligned": analyzer_pb2.MANDATORY,
+        "no-device-plugin-gpus-with-dra-rails": analyzer_pb2.MANDATORY,
+        "nccl-gid-index-with-dranet": analyzer_pb2.MANDATORY,
+        "dranet-oke-profile-claims": analyzer_pb2.MANDATORY,
+        "gpu-device-plugin-off": analyzer_pb2.MANDATORY,
+        "rdma-workloads-baseline": analyzer_pb2.ADVISORY,
+    }
+    child = next(p for p in info.policies if p.name == "dranet-child-range")
+    assert child.policy_type == analyzer_pb2.POLICY_TYPE_STACK
+    assert child.configSchema.properties["ocaRdmaNetwork"]["default"] == "10.224.0.0/12"
+
+
+def test_configure_analyze_and_analyze_stack(analyzer):
+    info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+    analyzer.Configure(
+        configure_request({"dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]}}, info)
+    )
+    claim = seed_claims.all_rails.copy()
+    claim = {
+        **claim,
+        "spec": {
+            "spec": {
+                **claim["spec"]["spec"],
+                "devices": {
+                    **claim["spec"]["spec"]["devices"],
+                    "config": [
+                        {
+                            "opaque": {
+                                "driver": "dra.net",
+                                "parameters": {"interface": {"type": "Passthrough"}},
+                            }
+                        }
+                    ],
+                },
+            }
+        },
+    }
+    resources = [*seed_plan(pods="10.208.0.0/12"), dranet_release(), k8s(claim), k8s(seed_claims.shape_root)]
+    single, stack = analyze_requests(resources)
+    diagnostics = [d for request in single for d in analyzer.Analyze(request).diagnostics]
+    assert [d.policyName for d in diagnostics] == ["dranet-oke-profile-claims"]
+    assert (
+        diagnostics[0].enforcementLevel == analyzer_pb2.MANDATORY and "Passthrough" in diagnostics[0].message
+    )
+    stack_diagnostics = analyzer.AnalyzeStack(stack).diagnostics
+    by_policy = {d.policyName: d for d in stack_diagnostics}
+    assert set(by_policy) == {"dranet-child-range", "gpu-rail-claims-aligned"}
+    assert "pods CIDR" in by_policy["dranet-child-range"].message
+    assert by_policy["gpu-rail-claims-aligned"].urn.endswith("::shape-root")

@@ -1,0 +1,232 @@
+"""Run the policy pack on an offline run, in-process, through the analyzer the Pulumi CLI talks to.
+
+`pulumi preview --policy-pack policies` starts `policies/` as a gRPC Analyzer and sends it
+`GetAnalyzerInfo`, `Configure` (the pack config, with each policy's enforcement level), one
+`Analyze` per resource and one `AnalyzeStack` at the end. This module sends the same protobuf
+requests to the same SDK servicer class, built from the same policy list (`oke_rdma_policies`),
+with each resource's inputs as the SDK sent them (`RecordedResource.struct`), and prints the
+diagnostics the way the CLI does.
+
+    findings = analyze_run(run, {"dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]}})
+    print(format_findings(findings)); sys.exit(1 if has_mandatory(findings) else 0)
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import empty_pb2, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2
+
+from .mock_runtime import ROOT, STACK_TYPE, ProgramRun, RecordedResource
+
+PACK_DIR = ROOT / "policies"
+if str(PACK_DIR) not in sys.path:
+    sys.path.insert(0, str(PACK_DIR))
+
+import oke_rdma_policies  # noqa: E402  (the pack's package lives in policies/)
+from oke_rdma_policies.config import SCHEMAS, validate_pack_config  # noqa: E402
+
+_LEVEL_NAMES = {
+    analyzer_pb2.ADVISORY: "advisory",
+    analyzer_pb2.MANDATORY: "mandatory",
+    analyzer_pb2.DISABLED: "disabled",
+    analyzer_pb2.REMEDIATE: "remediate",
+}
+_LEVEL_VALUES = {v: k for k, v in _LEVEL_NAMES.items()}
+
+
+class PackConfigError(ValueError):
+    """The pack config does not fit the pack's schemas; one problem per line."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnostic of the pack: which policy, at which level, about which resource, and why."""
+
+    policy: str
+    level: str  # mandatory, advisory (remediate is reported as mandatory, as the CLI does)
+    urn: str  # "" for the stack as a whole
+    message: str
+    description: str
+    pack: str = oke_rdma_policies.PACK_NAME
+    version: str = ""
+
+    @property
+    def resource(self) -> str:
+        """`name (type)` of the resource the finding is about, or "" for the stack."""
+        if not self.urn:
+            return ""
+        name, type_ = urn_name_type(self.urn)
+        return f"{name}: {type_}"
+
+
+def urn_name_type(urn: str) -> tuple[str, str]:
+    """(name, type) from urn:pulumi:<stack>::<project>::<parent$...$type>::<name>."""
+    parts = urn.split("::")
+    if len(parts) < 4:
+        return urn, ""
+    return "::".join(parts[3:]), parts[2].rsplit("$", 1)[-1]
+
+
+def pack_version(pack_dir: Path = PACK_DIR) -> str:
+    """The version the CLI shows: PulumiPolicy.yaml's `version`."""
+    match = re.search(r"^version:\s*['\"]?([^'\"\s]+)", (pack_dir / "PulumiPolicy.yaml").read_text(), re.M)
+    return match.group(1) if match else oke_rdma_policies.SDK_VERSION
+
+
+def configure_request(
+    pack_config: Mapping[str, Any], info: analyzer_pb2.AnalyzerInfo
+) -> analyzer_pb2.ConfigureAnalyzerRequest:
+    """The Configure request the engine sends: every policy's level and properties (schema defaults filled)."""
+    problems = validate_pack_config(pack_config)
+    if problems:
+        raise PackConfigError("invalid policy pack config:\n  " + "\n  ".join(problems))
+    everyone = pack_config.get("all")
+    request = analyzer_pb2.ConfigureAnalyzerRequest()
+    for policy in info.policies:
+        given = pack_config.get(policy.name)
+        level = _LEVEL_NAMES[policy.enforcementLevel]
+        properties: dict[str, Any] = {
+            key: prop["default"] for key, prop in SCHEMAS.get(policy.name, {}).items() if "default" in prop
+        }
+        if isinstance(everyone, str):
+            level = everyone
+        if isinstance(given, str):
+            level = given
+        elif isinstance(given, Mapping):
+            level = given.get("enforcementLevel", level)
+            properties.update({k: v for k, v in given.items() if k != "enforcementLevel"})
+        entry = analyzer_pb2.PolicyConfig(enforcementLevel=_LEVEL_VALUES[level])
+        entry.properties.update(properties)
+        request.policyConfig[policy.name].CopyFrom(entry)
+    return request
+
+
+def _provider(
+    ref: str, by_urn: Mapping[str, RecordedResource]
+) -> analyzer_pb2.AnalyzerProviderResource | None:
+    # A provider reference is `<provider URN>::<provider id>`.
+    urn_text = ref.rsplit("::", 1)[0] if ref.count("::") >= 4 else ref
+    if not urn_text.startswith("urn:"):
+        return None
+    found = by_urn.get(urn_text)
+    name, type_ = urn_name_type(urn_text)
+    return analyzer_pb2.AnalyzerProviderResource(type=found.type if found else type_, urn=urn_text, name=name)
+
+
+def _struct(res: RecordedResource) -> struct_pb2.Struct:
+    return res.struct if res.struct is not None else struct_pb2.Struct()
+
+
+def analyze_requests(
+    resources: Sequence[RecordedResource],
+) -> tuple[list[analyzer_pb2.AnalyzeRequest], analyzer_pb2.AnalyzeStackRequest]:
+    """One AnalyzeRequest per resource (not the stack, not providers) and the AnalyzeStackRequest."""
+    by_urn = {r.urn: r for r in resources}
+    single = []
+    stack = analyzer_pb2.AnalyzeStackRequest()
+    for res in resources:
+        provider = _provider(res.provider, by_urn) if res.provider else None
+        options = analyzer_pb2.AnalyzerResourceOptions(parent=res.parent or "")
+        if res.type != STACK_TYPE and not res.type.startswith("pulumi:providers:"):
+            request = analyzer_pb2.AnalyzeRequest(
+                type=res.type, properties=_struct(res), urn=res.urn, name=res.name, options=options
+            )
+            if provider is not None:
+                request.provider.CopyFrom(provider)
+            single.append(request)
+        item = analyzer_pb2.AnalyzerResource(
+            type=res.type,
+            properties=_struct(res),
+            urn=res.urn,
+            name=res.name,
+            options=options,
+            parent=res.parent or "",
+            dependencies=list(res.dependencies),
+        )
+        if provider is not None:
+            item.provider.CopyFrom(provider)
+        stack.resources.append(item)
+    return single, stack
+
+
+def _findings(response: analyzer_pb2.AnalyzeResponse, version: str) -> list[Finding]:
+    out = []
+    for d in response.diagnostics:
+        message = d.message
+        if d.description and message.startswith(d.description):
+            message = message[len(d.description) :].lstrip("\n")
+        out.append(
+            Finding(
+                policy=d.policyName,
+                level=_LEVEL_NAMES.get(d.enforcementLevel, "advisory"),
+                urn=d.urn,
+                message=message,
+                description=d.description,
+                pack=d.policyPackName,
+                version=version,
+            )
+        )
+    return out
+
+
+def analyze_resources(
+    resources: Sequence[RecordedResource], pack_config: Mapping[str, Any] | None = None
+) -> list[Finding]:
+    """Configure a fresh servicer like the engine does, then Analyze each resource and AnalyzeStack."""
+    servicer = oke_rdma_policies.servicer()
+    info = servicer.GetAnalyzerInfo(empty_pb2.Empty(), None)
+    servicer.Configure(configure_request(pack_config or {}, info), None)
+    version = pack_version()
+    single, stack = analyze_requests(resources)
+    findings: list[Finding] = []
+    for request in single:
+        response = servicer.Analyze(request, None)
+        for finding in _findings(response, version):
+            # A resource policy's diagnostic has no URN: it is about the analyzed resource.
+            findings.append(finding if finding.urn else _with_urn(finding, request.urn))
+    findings += _findings(servicer.AnalyzeStack(stack, None), version)
+    return findings
+
+
+def _with_urn(finding: Finding, urn: str) -> Finding:
+    return Finding(
+        finding.policy,
+        finding.level,
+        urn,
+        finding.message,
+        finding.description,
+        finding.pack,
+        finding.version,
+    )
+
+
+def analyze_run(run: ProgramRun, pack_config: Mapping[str, Any] | None = None) -> list[Finding]:
+    """The pack's findings on an offline run (tools.mock_runtime.run_program)."""
+    return analyze_resources(run.resources, pack_config)
+
+
+def format_findings(findings: Sequence[Finding]) -> str:
+    """The findings as `pulumi preview` prints policy violations; "" when there are none."""
+    if not findings:
+        return ""
+    order = {"mandatory": 0, "remediate": 1, "advisory": 2}
+    lines = ["Policy Violations:"]
+    for f in sorted(findings, key=lambda f: order.get(f.level, 3)):
+        about = f" ({f.resource})" if f.resource else ""
+        lines.append(f"    [{f.level}]  {f.pack} v{f.version}  {f.policy}{about}")
+        if f.description:
+            lines.append(f"    {f.description}")
+        lines += [f"    {line}" for line in f.message.splitlines()]
+    return "\n".join(lines)
+
+
+def has_mandatory(findings: Sequence[Finding]) -> bool:
+    """Whether any finding blocks a deployment (the CLI fails the preview on these)."""
+    return any(f.level in ("mandatory", "remediate") for f in findings)
