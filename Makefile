@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := venv
 PY := $(VENV)/bin/python
 STACK ?= dev
+STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
 STAMP := $(VENV)/.installed
 # The policy pack runs from policies/ with a virtualenv of its own, as the Pulumi CLI starts it.
 PACK_VENV := policies/venv
@@ -14,7 +15,8 @@ PACK_STAMP := $(PACK_VENV)/.installed
 
 help:
 	@echo "make preview [STACK=dev]  offline preview: resource tree, rendered/<stack>/ YAML, policy findings"
-	@echo "make test                 ruff, mypy and pytest"
+	@echo "make render               make preview for every stack: rendered/<stack>/ for all of them"
+	@echo "make test                 ruff, mypy, actionlint and pytest"
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
 
 # Reinstall whenever a requirements file or the package metadata changes.
@@ -31,16 +33,20 @@ $(PACK_STAMP): policies/requirements.txt pyproject.toml
 preview: $(STAMP)
 	$(PY) -m tools.preview --stack $(STACK)
 
+render: $(STAMP)
+	@for stack in $(STACKS); do echo "== $$stack"; $(PY) -m tools.preview --stack $$stack || exit 1; done
+
 test: lint typecheck unit
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) $(PACK_STAMP)
 	$(VENV)/bin/pytest
 
 bench: $(STAMP)

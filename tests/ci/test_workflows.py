@@ -1,0 +1,56 @@
+"""The GitHub workflows cover every stack in stacks/ (.github/workflows/)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from tools.mock_runtime import ROOT
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+
+def stacks() -> list[str]:
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+
+
+def workflow(name: str) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+    return document
+
+
+def pulumi_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in job["steps"] if str(s.get("uses", "")).startswith("pulumi/actions@")]
+
+
+@pytest.mark.parametrize(("file", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "up")])
+def test_every_stack_is_in_the_matrix(file: str, job: str) -> None:
+    assert sorted(workflow(file)["jobs"][job]["strategy"]["matrix"]["stack"]) == stacks()
+
+
+def test_preview_posts_a_diff_with_the_policy_pack() -> None:
+    (step,) = pulumi_steps(workflow("pull-request.yml")["jobs"]["preview"])
+    assert step["with"]["command"] == "preview"
+    assert step["with"]["comment-on-pr"] is True and step["with"]["diff"] is True
+    assert step["with"]["policyPacks"] == "policies"
+    assert step["with"]["policyPackConfigs"] == "rendered/${{ matrix.stack }}/policy-pack-config.json"
+
+
+def test_deploy_runs_up_behind_an_environment_per_stack() -> None:
+    job = workflow("deploy.yml")["jobs"]["up"]
+    assert job["environment"] == "${{ matrix.stack }}"
+    (step,) = pulumi_steps(job)
+    assert step["with"]["command"] == "up" and step["with"]["policyPacks"] == "policies"
+
+
+def test_offline_job_checks_rendered_is_current() -> None:
+    runs = [s.get("run", "") for s in workflow("pull-request.yml")["jobs"]["offline"]["steps"]]
+    assert "make test" in runs and "make render" in runs
+    assert any("git status --porcelain rendered/" in r for r in runs)
+
+
+def test_preview_is_skipped_without_credentials() -> None:
+    preview = workflow("pull-request.yml")["jobs"]["preview"]
+    assert preview["if"] == "needs.credentials.outputs.present == 'true'"
