@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from oke_gpu_rdma.node_labels import INSTANCE_TYPE_LABEL
 
-from .config import AcceptanceJobsConfig, Taint
+from .config import AcceptanceJobsConfig, Taint, tolerations
 from .rdma_workloads import TOOLS_CONFIGMAP, TOOLS_MOUNT
 from .typed_inputs import to_input_type
 
@@ -52,10 +52,6 @@ mpirun --allow-run-as-root --hostfile /etc/mpi/hostfile -mca coll ^hcoll \\
   {exports} \\
   /workspace/nccl-tests/build/all_reduce_perf -b 4G -e 8G -f 2 -g 1 -c 1
 """
-
-
-def tolerations(taints: list[Taint]) -> list[dict[str, str]]:
-    return [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in taints]
 
 
 def mpijob_spec(

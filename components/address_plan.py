@@ -32,6 +32,8 @@ class PlannedRange:
     path: str
     role: str
     network: IPv4Network
+    declared: bool = False
+    """Whether the stack creates it (then the policy pack sees it as a resource)."""
 
     def named(self) -> net.NamedRange:
         return net.NamedRange(f"{self.role} ({self.path})", self.network)
@@ -40,7 +42,7 @@ class PlannedRange:
 def vcn_ranges(config: StackConfig) -> list[PlannedRange]:
     """The VCN blocks."""
     if config.network.create is not None:
-        return [PlannedRange("network.create.vcnCidr", "VCN", config.network.create.vcn_cidr)]
+        return [PlannedRange("network.create.vcnCidr", "VCN", config.network.create.vcn_cidr, declared=True)]
     assert config.network.existing is not None
     return [
         PlannedRange(f"network.existing.vcnCidrs[{i}]", "VCN", cidr)
@@ -53,18 +55,14 @@ def subnet_ranges(config: StackConfig) -> list[PlannedRange]:
     native = config.cluster.spec.cni_type == "OCI_VCN_IP_NATIVE"
     new = config.network.create
     if new is not None:
-        ranges = [
-            PlannedRange(
-                "network.create.apiEndpointSubnetCidr", "API endpoint subnet", new.api_endpoint_subnet_cidr
-            ),
-            PlannedRange(
-                "network.create.loadBalancerSubnetCidr", "load balancer subnet", new.load_balancer_subnet_cidr
-            ),
-            PlannedRange("network.create.workerSubnetCidr", "worker subnet", new.worker_subnet_cidr),
+        roles = [
+            ("apiEndpointSubnetCidr", "API endpoint subnet", new.api_endpoint_subnet_cidr),
+            ("loadBalancerSubnetCidr", "load balancer subnet", new.load_balancer_subnet_cidr),
+            ("workerSubnetCidr", "worker subnet", new.worker_subnet_cidr),
         ]
         if native:
-            ranges.append(PlannedRange("network.create.podSubnetCidr", "pod subnet", new.pod_subnet_cidr))
-        return ranges
+            roles.append(("podSubnetCidr", "pod subnet", new.pod_subnet_cidr))
+        return [PlannedRange(f"network.create.{key}", role, cidr, declared=True) for key, role, cidr in roles]
     existing = config.network.existing
     assert existing is not None
     named = [
@@ -87,18 +85,27 @@ def worker_range(config: StackConfig) -> PlannedRange:
 
 def cluster_ranges(config: StackConfig) -> list[PlannedRange]:
     """The cluster's pod and service CIDRs."""
-    kind = "create" if config.cluster.create is not None else "existing"
+    created = config.cluster.create is not None
+    kind = "create" if created else "existing"
     spec = config.cluster.spec
-    ranges = [PlannedRange(f"cluster.{kind}.servicesCidr", "services CIDR", spec.services_cidr)]
+    ranges = [
+        PlannedRange(f"cluster.{kind}.servicesCidr", "services CIDR", spec.services_cidr, declared=created)
+    ]
     if spec.cni_type == "FLANNEL_OVERLAY":
-        ranges.insert(0, PlannedRange(f"cluster.{kind}.podsCidr", "pods CIDR", spec.pods_cidr))
+        ranges.insert(
+            0, PlannedRange(f"cluster.{kind}.podsCidr", "pods CIDR", spec.pods_cidr, declared=created)
+        )
     return ranges
 
 
 def plan_ranges(config: StackConfig) -> list[PlannedRange]:
     """Every range the DRANET child range must stay clear of."""
-    rdma = PlannedRange("network.rdmaCidr", "OCA RDMA network", config.network.rdma_cidr)
-    return [*vcn_ranges(config), *subnet_ranges(config), *cluster_ranges(config), rdma]
+    return [*vcn_ranges(config), *subnet_ranges(config), *cluster_ranges(config), rdma_range(config)]
+
+
+def rdma_range(config: StackConfig) -> PlannedRange:
+    """The RDMA network Oracle Cloud Agent configures on the rails."""
+    return PlannedRange("network.rdmaCidr", "OCA RDMA network", config.network.rdma_cidr)
 
 
 def problems(config: StackConfig) -> list[ConfigProblem]:

@@ -241,6 +241,14 @@ class Taint(_Model):
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
 
 
+def tolerations(taints: list[Taint]) -> list[dict[str, str]]:
+    """Pod tolerations for `taints` (any value), one per key and effect, in order."""
+    return [
+        {"key": key, "operator": "Exists", "effect": effect}
+        for key, effect in dict.fromkeys((t.key, t.effect) for t in taints)
+    ]
+
+
 GPU_TAINT = Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
 
 

@@ -17,7 +17,7 @@ from oke_gpu_rdma import attributes, charts
 from oke_gpu_rdma import network as net
 from oke_gpu_rdma.node_labels import INSTANCE_TYPE_LABEL
 
-from .config import DranetConfig, GpuDriverConfig, Taint
+from .config import DranetConfig, GpuDriverConfig, Taint, tolerations
 from .typed_inputs import to_input_type
 
 DRANET_TYPE = "oke-gpu-rdma:index:Dranet"
@@ -67,13 +67,9 @@ def dranet_values(config: DranetConfig, shapes: Sequence[str]) -> dict[str, Any]
 
 def gpu_driver_values(shapes: Sequence[str], taints: Sequence[Taint]) -> dict[str, Any]:
     """The NVIDIA GPU DRA driver values of seed 000: GPUs on, compute domains off, on the GPU pools."""
-    tolerations = [
-        {"key": key, "operator": "Exists", "effect": effect}
-        for key, effect in dict.fromkeys((t.key, t.effect) for t in taints)
-    ]
     kubelet_plugin: dict[str, Any] = {**node_placement(shapes)}
-    if tolerations:
-        kubelet_plugin["tolerations"] = tolerations
+    if taints:
+        kubelet_plugin["tolerations"] = tolerations(list(taints))
     values = {
         "nvidiaDriverRoot": "/",
         "gpuResourcesEnabledOverride": True,

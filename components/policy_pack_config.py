@@ -19,15 +19,9 @@ FILENAME = "policy-pack-config.json"
 
 def policy_pack_config(config: StackConfig) -> dict[str, Any]:
     """Pack config keyed by policy name, as `--policy-pack-config` takes it."""
-    declared_by_stack = {"VCN", "API endpoint subnet", "load balancer subnet", "worker subnet", "pod subnet"}
-    existing = [
-        r
-        for r in address_plan.plan_ranges(config)
-        # Ranges the stack creates reach the pack as resources; the rest only through this list.
-        if not (config.network.create is not None and r.role in declared_by_stack)
-        and not (config.cluster.create is not None and r.role in {"pods CIDR", "services CIDR"})
-        and r.role != "OCA RDMA network"
-    ]
+    # Ranges the stack creates reach the pack as resources; the ones it only references, through this list.
+    rdma = address_plan.rdma_range(config)
+    existing = [r for r in address_plan.plan_ranges(config) if not r.declared and r != rdma]
     return {
         "dranet-child-range": {
             "ocaRdmaNetwork": str(config.network.rdma_cidr),

@@ -7,9 +7,7 @@ stack does not declare is reported as not checked.
 
 from __future__ import annotations
 
-from functools import partial
-
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationPolicy
 
 from oke_gpu_rdma.attributes import PCIE_ROOT
 from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL
@@ -17,7 +15,7 @@ from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL
 from . import config as cfg
 from .kube import GPU_RESOURCE, Res, container_name, containers, gpu_count, pod_specs
 from .report import Reporter
-from .stack import StackView
+from .stack import StackView, validate_each_workload
 from .values import UNKNOWN
 
 
@@ -55,20 +53,12 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
         )
 
 
-def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
-    view = StackView.of(args)
-    for workload in view.workloads:
-        rep.guard(workload.label, workload.urn, partial(_check, view, workload, rep))
-    rep.finish()
-
-
 policy = StackValidationPolicy(
     name=cfg.NO_DEVICE_PLUGIN_GPUS,
     description=(
         "A pod that gets DRANET rails from a claim must not take nvidia.com/gpu from the device plugin: "
         "the GPUs then ignore where the rails are."
     ),
-    validate=validate,
+    validate=validate_each_workload(_check),
     enforcement_level=cfg.level(cfg.NO_DEVICE_PLUGIN_GPUS),
 )

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import partial
 from typing import Any, Final
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationPolicy
 
 from . import config as cfg
 from .kube import Res, container_name, containers, pod_specs
 from .report import Reporter
-from .stack import StackView
+from .stack import StackView, validate_each_workload
 from .values import UNKNOWN, as_list
 
 VARIABLE: Final = "NCCL_IB_GID_INDEX"
@@ -82,17 +81,9 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
             )
 
 
-def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
-    view = StackView.of(args)
-    for workload in view.workloads:
-        rep.guard(workload.label, workload.urn, partial(_check, view, workload, rep))
-    rep.finish()
-
-
 policy = StackValidationPolicy(
     name=cfg.NCCL_GID_INDEX,
     description="Workloads that use DRANET rails must not set NCCL_IB_GID_INDEX (env or mpirun -x).",
-    validate=validate,
+    validate=validate_each_workload(_check),
     enforcement_level=cfg.level(cfg.NCCL_GID_INDEX),
 )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
-from pulumi_policy import PolicyResource, ResourceValidationArgs, StackValidationArgs
+from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from oke_gpu_rdma.topology import SHAPES
 
@@ -22,6 +23,7 @@ from .kube import (
     is_workload,
     rail_requests,
 )
+from .report import Reporter
 from .values import UNKNOWN, ShapeError
 
 NODE_POOL: Final = "oci:ContainerEngine/nodePool:NodePool"
@@ -165,3 +167,19 @@ def labels_of(res: Res) -> Mapping[str, Any] | Any:
     if labels is UNKNOWN:
         return UNKNOWN
     return labels if isinstance(labels, Mapping) else {}
+
+
+WorkloadCheck = Callable[["StackView", Any, Reporter], None]
+
+
+def validate_each_workload(check: WorkloadCheck) -> Callable[[StackValidationArgs, ReportViolation], None]:
+    """A stack policy's `validate` that runs `check` on every workload, each guarded on its own."""
+
+    def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+        rep = Reporter(report_violation)
+        view = StackView.of(args)
+        for workload in view.workloads:
+            rep.guard(workload.label, workload.urn, partial(check, view, workload, rep))
+        rep.finish()
+
+    return validate

@@ -130,3 +130,68 @@ def test_mandatory_violation_fails_the_preview(
     assert "[mandatory]" in out and "dranet-child-range" in out
     assert "10.208.0.0/12" in out and "peered VCN" in out
     assert "error: preview failed: mandatory policy violations (above)" in err
+
+
+# Issue 2's list of bad inputs: each gives its message through `make preview`, exit 1, no traceback.
+BAD_CONFIGS = {
+    "unknown shape": (
+        ("nodePools", 0, "shape"),
+        "BM.GPU.X9.8",
+        "nodePools[0].shape = 'BM.GPU.X9.8': is not a known",
+    ),
+    "count below 1": (
+        ("nodePools", 0, "count"),
+        0,
+        "nodePools[0].count = 0: Input should be greater than or equal to 1",
+    ),
+    "malformed CIDR": (
+        ("network", "existing", "workerSubnet", "cidr"),
+        "10.140.64/19",
+        "is not an IPv4 CIDR",
+    ),
+    "unmasked CIDR": (("network", "existing", "vcnCidrs", 0), "10.140.0.1/16", "did you mean 10.140.0.0/16?"),
+    "child prefix": (
+        ("dranet", "childRange"),
+        "8.0.0.0/6",
+        "dranet.childRange = '8.0.0.0/6': has prefix /6",
+    ),
+    "k8s version": (
+        ("cluster", "existing", "kubernetesVersion"),
+        "1.34",
+        "is not a Kubernetes version of the form",
+    ),
+    "no compartment": (("compartmentId",), None, "compartmentId is missing; it is required"),
+    "no AD": (
+        ("nodePools", 0, "availabilityDomain"),
+        None,
+        "availabilityDomain is required when the stack creates",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_bad_config_through_make_preview(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, value, expected = BAD_CONFIGS[case]
+    raw = raw_config("dev")
+    raw.setdefault("dranet", {})
+    node: Any = raw
+    for key in path[:-1]:
+        node = node[key]
+    if value is None:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    code = preview.main(
+        ["--stack", "bad", "--stacks-dir", str(tmp_path), "--rendered", str(tmp_path / "out")]
+    )
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out == "" and "Traceback" not in err
+    lines = err.splitlines()
+    assert lines[0] == "error: invalid stack config:"
+    assert len(lines) == 2 and lines[1].startswith("  stacks/Pulumi.bad.yaml: ")
+    assert expected in lines[1]
+    assert not (tmp_path / "out").exists()

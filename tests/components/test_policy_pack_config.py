@@ -1,0 +1,30 @@
+"""The policy pack config derived from a stack (components/policy_pack_config.py)."""
+
+from __future__ import annotations
+
+from components.policy_pack_config import policy_pack_config
+from components.stack_config import parse_stack_config
+from tests.support import raw_config
+
+
+def test_existing_stack_hands_its_referenced_ranges_to_the_pack() -> None:
+    pack = policy_pack_config(parse_stack_config(raw_config("dev"), "dev"))
+    assert pack == {
+        "dranet-child-range": {
+            "ocaRdmaNetwork": "10.224.0.0/12",
+            "existingCidrs": [
+                {"name": "VCN (network.existing.vcnCidrs[0])", "cidr": "10.140.0.0/16"},
+                {"name": "worker subnet (network.existing.workerSubnet.cidr)", "cidr": "10.140.64.0/19"},
+                {"name": "pods CIDR (cluster.existing.podsCidr)", "cidr": "10.240.0.0/12"},
+                {"name": "services CIDR (cluster.existing.servicesCidr)", "cidr": "10.96.0.0/16"},
+            ],
+            "workerSubnetCidrs": ["10.140.64.0/19"],
+        },
+        "gpu-rail-claims-aligned": {"shape": "BM.GPU.B4.8", "shapeTopologies": {}},
+    }
+
+
+def test_created_ranges_reach_the_pack_as_resources_not_config() -> None:
+    pack = policy_pack_config(parse_stack_config(raw_config("full"), "full"))
+    assert pack["dranet-child-range"]["existingCidrs"] == []
+    assert pack["dranet-child-range"]["workerSubnetCidrs"] == ["10.140.64.0/19"]
