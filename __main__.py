@@ -3,7 +3,13 @@
 import pulumi
 
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs
-from components.claim_plan import aligned_template_spec, pool_shapes, rails_only_template_spec
+from components.claim_plan import (
+    aligned_template_spec,
+    emits_aligned_templates,
+    emits_rails_only_template,
+    pool_shapes,
+    rails_only_template_spec,
+)
 from components.cluster import OkeCluster, OkeClusterArgs
 from components.dra_drivers import Dranet, DranetArgs, NvidiaGpuDraDriver, NvidiaGpuDraDriverArgs
 from components.gpu_node_pool import (
@@ -94,6 +100,7 @@ if config.dranet.enabled:
             DranetArgs(
                 config=config.dranet,
                 shapes=shapes,
+                taints=taints,
                 provider=cluster.provider,
                 node_pools=list(pools.values()),
             ),
@@ -121,14 +128,14 @@ workload_namespace = RdmaWorkloadNamespace(
 )
 
 templates: list[ClaimTemplate] = []
-if config.dranet.enabled and config.gpu_driver.enabled:
+if emits_aligned_templates(config):
     templates += [
         ClaimTemplate(
             t.name, t.namespace or workloads.namespace, aligned_template_spec(config, t.gpus_per_worker)
         )
         for t in workloads.claim_templates
     ]
-if config.dranet.enabled and workloads.rails_only_template:
+if emits_rails_only_template(config) and workloads.rails_only_template:
     templates.append(
         ClaimTemplate(workloads.rails_only_template, workloads.namespace, rails_only_template_spec(config))
     )
@@ -140,15 +147,16 @@ claim_templates = GpuRailClaimTemplates(
 )
 
 acceptance = workloads.acceptance_jobs
-if acceptance.enabled and config.dranet.enabled and config.gpu_driver.enabled:
+if acceptance.enabled:
+    # The stack config checked that the jobs' templates exist (components/claim_plan.py).
     gpus = {t.name: t.gpus_per_worker for t in workloads.claim_templates}
     AcceptanceJobs(
         f"{stack}-acceptance",
         AcceptanceJobsArgs(
             config=acceptance,
             namespace=workloads.namespace,
-            gpus_per_worker=gpus[acceptance.claim_template],
-            rails_template=workloads.rails_only_template,
+            gpus_per_worker=gpus.get(acceptance.claim_template, 0),
+            rails_template=workloads.rails_only_template if emits_rails_only_template(config) else None,
             shape=shapes[0],
             taints=taints,
             provider=cluster.provider,

@@ -138,7 +138,7 @@ class AcceptanceJobsArgs:
     namespace: str
     """Workload namespace (Pod Security baseline)."""
     gpus_per_worker: int
-    """GPUs of the claim template the NCCL workers use."""
+    """GPUs of the claim template the NCCL workers use (unused without the NCCL job)."""
     rails_template: str | None
     """Rails-only template for the rail test pods (None: no rail pods)."""
     shape: str
@@ -152,34 +152,34 @@ class AcceptanceJobsArgs:
 
 
 class AcceptanceJobs(pulumi.ComponentResource):
-    """MPI operator, the NCCL MPIJob, and the rail test pod pair."""
+    """MPI operator and the NCCL MPIJob, or the rail test pod pair (never both: each takes every rail)."""
 
     def __init__(
         self, name: str, args: AcceptanceJobsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
-        operator = k8s.yaml.v2.ConfigFile(
-            f"{name}-mpi-operator",
-            file=MPI_OPERATOR_MANIFEST.format(version=args.config.mpi_operator_version),
-            opts=child,
-        )
-        after = pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(depends_on=[operator, *args.depends_on])
-        )
-        k8s.apiextensions.CustomResource(
-            f"{name}-nccl-all-reduce",
-            api_version="kubeflow.org/v2beta1",
-            kind="MPIJob",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="nccl-all-reduce",
-                namespace=args.namespace,
-                annotations={"oke-gpu-rdma/expected": EXPECTED_NCCL},
-            ),
-            spec=mpijob_spec(args.config, args.gpus_per_worker, args.shape, args.taints),
-            opts=after,
-        )
-        if args.rails_template is not None:
+        if args.config.nccl:
+            operator = k8s.yaml.v2.ConfigFile(
+                f"{name}-mpi-operator",
+                file=MPI_OPERATOR_MANIFEST.format(version=args.config.mpi_operator_version),
+                opts=child,
+            )
+            k8s.apiextensions.CustomResource(
+                f"{name}-nccl-all-reduce",
+                api_version="kubeflow.org/v2beta1",
+                kind="MPIJob",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name="nccl-all-reduce",
+                    namespace=args.namespace,
+                    annotations={"oke-gpu-rdma/expected": EXPECTED_NCCL},
+                ),
+                spec=mpijob_spec(args.config, args.gpus_per_worker, args.shape, args.taints),
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[operator, *args.depends_on])
+                ),
+            )
+        if args.config.rail_bandwidth and args.rails_template is not None:
             for role in ("server", "client"):
                 k8s.core.v1.Pod(
                     f"{name}-rail-bw-{role}",

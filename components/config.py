@@ -369,8 +369,10 @@ class ClaimTemplateConfig(_Model):
 class AcceptanceJobsConfig(_Model):
     """Jobs that measure what the setup delivers (off by default: they hold whole nodes)."""
 
-    enabled: bool = Field(
-        False, description="Deploy the MPI operator, the NCCL MPIJob and the rail test pods."
+    enabled: bool = Field(False, description="Deploy the acceptance jobs chosen below.")
+    nccl: bool = Field(True, description="The MPI operator and the NCCL all_reduce MPIJob.")
+    rail_bandwidth: bool = Field(
+        False, alias="railBandwidth", description="The two pods for the per-rail ib_write_bw test."
     )
     image: str = Field(
         "iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
@@ -383,6 +385,15 @@ class AcceptanceJobsConfig(_Model):
     mpi_operator_version: str = Field(
         "v0.6.0", alias="mpiOperatorVersion", description="Kubeflow MPI operator."
     )
+
+    @model_validator(mode="after")
+    def _one_at_a_time(self) -> AcceptanceJobsConfig:
+        if self.enabled and self.nccl and self.rail_bandwidth:
+            raise ValueError(
+                "nccl and railBandwidth both hold every rail of their nodes, so one would wait for the other "
+                "forever; enable one at a time"
+            )
+        return self
 
 
 class WorkloadsConfig(_Model):

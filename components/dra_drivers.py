@@ -43,8 +43,18 @@ def node_placement(shapes: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def dranet_values(config: DranetConfig, shapes: Sequence[str]) -> dict[str, Any]:
-    """The dranet chart values of seed 000, plus only what the stack changes."""
+# The dranet chart's default tolerations: any NoSchedule taint (which covers nvidia.com/gpu).
+DRANET_DEFAULT_TOLERATIONS: list[dict[str, str]] = [{"operator": "Exists", "effect": "NoSchedule"}]
+
+
+def dranet_values(
+    config: DranetConfig, shapes: Sequence[str], taints: Sequence[Taint] = ()
+) -> dict[str, Any]:
+    """The dranet chart values of seed 000, plus only what the stack changes.
+
+    The chart's default tolerations cover NoSchedule taints; pools with other effects (NoExecute,
+    PreferNoSchedule) add theirs, or DRANET would not run on those nodes.
+    """
     args: dict[str, Any] = {"cloudProviderHint": "OKE"}
     if config.child_range != net.DEFAULT_CHILD_RANGE:
         args["cloudProviderOptions"] = {"oke": {"rdma-child-ipv4-cidr": str(config.child_range)}}
@@ -55,6 +65,9 @@ def dranet_values(config: DranetConfig, shapes: Sequence[str]) -> dict[str, Any]
         **node_placement(shapes),
         "args": args,
     }
+    others = [t for t in taints if t.effect != "NoSchedule"]
+    if others:
+        values["tolerations"] = DRANET_DEFAULT_TOLERATIONS + tolerations(others)
     if config.mount_oca_config:
         values["extraVolumes"] = [
             {"name": "oca-hpc-config", "hostPath": {"path": OCA_CONFIG_DIR, "type": "DirectoryOrCreate"}}
@@ -92,6 +105,8 @@ class DranetArgs:
     """Validated DRANET config."""
     shapes: Sequence[str]
     """Shapes of the GPU pools DRANET runs on."""
+    taints: Sequence[Taint]
+    """Taints of those pools."""
     provider: k8s.Provider
     """Provider of the target cluster."""
     node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
@@ -106,7 +121,7 @@ class Dranet(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DranetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(DRANET_TYPE, name, None, opts)
-        values = dranet_values(args.config, args.shapes)
+        values = dranet_values(args.config, args.shapes, args.taints)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         # The chart creates no DeviceClass; claims name this one (seed 000 deviceclass.yaml).
         device_class = k8s.resource.v1.DeviceClass(

@@ -32,6 +32,8 @@ from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.network import DEFAULT_OCA_RDMA_NETWORK, CidrError, NamedRange, parse_ipv4_network
 from oke_gpu_rdma.topology import Topology, resolve_topology, topology_from_dict
 
+from .values import plain
+
 CHILD_RANGE: Final = "dranet-child-range"
 CLAIMS_ALIGNED: Final = "gpu-rail-claims-aligned"
 NO_DEVICE_PLUGIN_GPUS: Final = "no-device-plugin-gpus-with-dra-rails"
@@ -183,7 +185,8 @@ def claims_config(raw: Mapping[str, Any]) -> ClaimsConfig:
         try:
             if not isinstance(data, Mapping):
                 raise TopologyError("must be an object")
-            result.topologies[name] = topology_from_dict({**data, "shape": name})
+            # The engine hands pack config over as a protobuf Struct: whole numbers arrive as floats.
+            result.topologies[name] = topology_from_dict({**plain(data), "shape": name})
         except TopologyError as err:
             result.problems.append(f"pack config {CLAIMS_ALIGNED}.shapeTopologies.{name}: {err}")
     return result

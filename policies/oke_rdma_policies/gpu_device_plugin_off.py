@@ -35,20 +35,30 @@ def _drivers(view: StackView, rep: Reporter) -> list[tuple[Res, Any]]:
     for res in view.resources:
         if helm_chart_is(res, CHART_NAMES):
             helm.add(res.urn)
-            values = res.props.get("values")
-            selector = UNKNOWN if values is UNKNOWN else dig(values, "kubeletPlugin.nodeSelector", "values")
-            found.append((res, selector))
+
+            def read_release(res: Res = res) -> None:
+                values = res.props.get("values")
+                selector = (
+                    UNKNOWN if values is UNKNOWN else dig(values, "kubeletPlugin.nodeSelector", "values")
+                )
+                found.append((res, selector))
+
+            rep.guard(f"Helm release {res.name}", res.urn, read_release)
     for res in view.of_type(DAEMONSET):
         if any(a.urn in helm for a in view.ancestors(res)):
             continue
-        for pod in pod_specs(res):
-            images = [
-                c.get("image")
-                for c in as_list(pod.spec.get("containers"), f"{pod.path}.containers")
-                if isinstance(c, Mapping)
-            ]
-            if any(isinstance(i, str) and _DRIVER_IMAGE.search(i) for i in images):
-                found.append((res, pod.spec.get("nodeSelector")))
+
+        def read_daemonset(res: Res = res) -> None:
+            for pod in pod_specs(res):
+                images = [
+                    c.get("image")
+                    for c in as_list(pod.spec.get("containers"), f"{pod.path}.containers")
+                    if isinstance(c, Mapping)
+                ]
+                if any(isinstance(i, str) and _DRIVER_IMAGE.search(i) for i in images):
+                    found.append((res, pod.spec.get("nodeSelector")))
+
+        rep.guard(f"DaemonSet {res.name}", res.urn, read_daemonset)
     return found
 
 

@@ -165,14 +165,23 @@ def request_classes(spec: Any) -> dict[str, set[Any]]:
         classes: set[Any] = set()
         exactly = request.get("exactly")
         if isinstance(exactly, Mapping):
-            classes.add(exactly.get("deviceClassName"))
+            classes.add(_class_name(exactly.get("deviceClassName")))
         subs = request.get("firstAvailable")
         if isinstance(subs, list):
             for sub in subs:
                 if isinstance(sub, Mapping):
-                    classes.add(sub.get("deviceClassName"))
+                    classes.add(_class_name(sub.get("deviceClassName")))
         found[str(name)] = classes
     return found
+
+
+def _class_name(value: Any) -> Any:
+    """A DeviceClass name or UNKNOWN; None for anything else.
+
+    A request whose class is of the wrong type uses no class here; gpu-rail-claims-aligned reports
+    the claim as invalid (the DRA core's API validation names the field).
+    """
+    return value if value is UNKNOWN or isinstance(value, str) else None
 
 
 @dataclass(frozen=True)

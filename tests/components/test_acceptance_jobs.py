@@ -49,10 +49,9 @@ def test_mpijob_uses_the_aligned_template(run_stack: Callable[..., Run]) -> None
 
 
 def test_rail_pods_hold_all_rails_one_per_node(run_stack: Callable[..., Run]) -> None:
-    pods = {
-        p.inputs["metadata"]["name"]: p.inputs
-        for p in run_stack("dev", with_jobs()).of_type("kubernetes:core/v1:Pod")
-    }
+    run = run_stack("dev", with_jobs(nccl=False, railBandwidth=True))
+    assert run.of_type(MPIJOB) == []
+    pods = {p.inputs["metadata"]["name"]: p.inputs for p in run.of_type("kubernetes:core/v1:Pod")}
     assert set(pods) == {"rail-bw-server", "rail-bw-client"}
     for pod in pods.values():
         assert pod["metadata"]["annotations"]["oke-gpu-rdma/expected"] == EXPECTED_RAILS
@@ -74,3 +73,18 @@ def test_unknown_template_is_a_clear_error(run_stack: Callable[..., Run]) -> Non
         "  stacks/Pulumi.dev.yaml: workloads.acceptanceJobs.claimTemplate = 'nope': no such template in "
         "workloads.claimTemplates (aligned-8gpu-16rails, aligned-4gpu-8rails)"
     ]
+
+
+def test_nccl_job_and_rail_pods_are_not_deployed_together(run_stack: Callable[..., Run]) -> None:
+    with pytest.raises(pulumi.RunError) as caught:
+        run_stack("dev", with_jobs(railBandwidth=True))
+    assert "nccl and railBandwidth both hold every rail of their nodes" in str(caught.value)
+    assert run_stack("dev", with_jobs()).of_type("kubernetes:core/v1:Pod") == []
+
+
+def test_rail_pods_need_the_rails_only_template(run_stack: Callable[..., Run]) -> None:
+    raw = with_jobs(nccl=False, railBandwidth=True)
+    raw["workloads"]["railsOnlyTemplate"] = None
+    with pytest.raises(pulumi.RunError) as caught:
+        run_stack("dev", raw)
+    assert "workloads.acceptanceJobs.railBandwidth = true: needs the rails-only template" in str(caught.value)

@@ -226,6 +226,7 @@ def test_unverified_shape_needs_a_topology_for_claim_templates() -> None:
         f"{SOURCE}: nodePools[0].shape = 'BM.GPU.H100.8': shape BM.GPU.H100.8 has no verified"
     )
     assert "add shapeTopologies.BM.GPU.H100.8 or set workloads.claimTemplates to []" in line
+    assert "workloads.railsOnlyTemplate to null" in line
 
 
 def test_unverified_shape_without_templates_is_fine() -> None:
@@ -245,3 +246,30 @@ def test_device_plugin_label_is_not_a_free_label() -> None:
     raw = raw_config("dev")
     raw["nodePools"][0]["labels"] = {"nvidia.com/gpu.deploy.device-plugin": "true"}
     assert "label nvidia.com/gpu.deploy.device-plugin is set from gpuDriver.enabled" in only_problem(raw)
+
+
+def test_mixed_shapes_judge_what_the_program_emits() -> None:
+    # A second shape whose roots each hold 1 GPU and 2 rails: the B4.8 layout (2 GPUs + 4 rails per
+    # root) can never be allocated there, so the 8-GPU template is refused before anything is declared.
+    raw = raw_config("dev")
+    second = {**raw["nodePools"][0], "name": "gpu-a100", "shape": "BM.GPU.A100-v2.8"}
+    raw["nodePools"].append(second)
+    roots = [
+        {
+            "name": f"pci0000:{i:02x}",
+            "numaNode": i,
+            "gpus": [f"0000:{16 + i:02x}:00.0"],
+            "rails": [
+                {"name": f"rdma{2 * i}", "pciAddress": f"0000:{64 + i:02x}:00.0"},
+                {"name": f"rdma{2 * i + 1}", "pciAddress": f"0000:{64 + i:02x}:00.1"},
+            ],
+        }
+        for i in range(8)
+    ]
+    raw["shapeTopologies"] = {"BM.GPU.A100-v2.8": {"roots": roots}}
+    raw["workloads"] = {"claimTemplates": [{"name": "eight", "gpusPerWorker": 8}]}
+    line = only_problem(raw)
+    assert line.startswith(
+        f"{SOURCE}: workloads.claimTemplates[0].gpusPerWorker = 8: generated claim for 8 GPUs is"
+    )
+    assert "BM.GPU.A100-v2.8" in line

@@ -151,3 +151,13 @@ def test_drivers_can_be_turned_off(run_stack: Callable[..., Run]) -> None:
     run = run_stack("dev", raw)
     assert run.of_type(RELEASE) == [] and run.of_type(DEVICE_CLASS) == []
     assert run.run.outputs["deviceClasses"] == []
+
+
+def test_dranet_tolerates_pool_taints_the_chart_default_misses() -> None:
+    assert "tolerations" not in dranet_values(dranet(), B4, [Taint(key="nvidia.com/gpu", value="present")])
+    values = dranet_values(dranet(), B4, [Taint(key="dedicated", value="rdma", effect="NoExecute")])
+    assert values["tolerations"] == [
+        {"operator": "Exists", "effect": "NoSchedule"},
+        {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"},
+    ]
+    assert undocumented_value_paths(values, DRANET_VALUE_PATHS) == []

@@ -35,3 +35,18 @@ def test_pool_the_driver_does_not_select_and_stack_without_driver():
     other = driver({"node.kubernetes.io/instance-type": "BM.GPU.H100.8"})
     assert violations(analyze([*seed_plan(device_plugin_label=False), other]), POLICY) == []
     assert violations(analyze(seed_plan(device_plugin_label=False)), POLICY) == []
+
+
+def test_driver_values_of_the_wrong_type_are_a_violation_not_a_crash():
+    bad = resource(
+        "kubernetes:helm.sh/v3:Release", "gpu-dra", {"chart": GPU_CHART, "values": ["not", "a", "map"]}
+    )
+    (v,) = violations(analyze([*seed_plan(), bad]), POLICY)
+    assert v.message.startswith("Helm release gpu-dra: values must be")
+    daemonset = resource(
+        "kubernetes:apps/v1:DaemonSet",
+        "gpu-plugin",
+        {"spec": {"template": {"spec": {"containers": "nvidia-dra-driver-gpu"}}}},
+    )
+    (v,) = violations(analyze([*seed_plan(), daemonset]), POLICY)
+    assert v.message.startswith("DaemonSet gpu-plugin: ")

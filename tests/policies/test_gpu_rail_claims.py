@@ -113,3 +113,25 @@ def test_spec_of_the_wrong_type_is_a_violation():
     claim["spec"] = ["not", "a", "spec"]
     (v,) = judged(k8s(claim))[0]
     assert "spec must be an object, got a list" in v.message
+
+
+def test_user_topology_in_the_pack_config_survives_the_engine():
+    # Through Configure the engine turns every number into a double (numaNode: 3 -> 3.0).
+    from oke_gpu_rdma.topology import get_topology, topology_to_dict
+
+    pool = resource("oci:ContainerEngine/nodePool:NodePool", "a100", {"nodeShape": "BM.GPU.A100-v2.8"})
+    topology = topology_to_dict(get_topology("BM.GPU.B4.8"))
+    config = {POLICY: {"shapeTopologies": {"BM.GPU.A100-v2.8": topology}}}
+    found, findings = judged(
+        k8s(seed_claims.pair_check), k8s(seed_claims.shape_any), plan=[pool], config=config
+    )
+    (v,) = found
+    assert v.urn.endswith("::shape-any") and "on BM.GPU.A100-v2.8" in v.message
+    assert not [f for f in findings if "pack config" in f.message]
+
+
+def test_device_class_of_the_wrong_type_is_a_violation_not_a_crash():
+    claim = copy.deepcopy(seed_claims.pair_check)
+    claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = ["gpu.nvidia.com"]
+    (v,) = judged(k8s(claim))[0]
+    assert "would be rejected by the API server" in v.message and "request gpus: deviceClassName" in v.message
