@@ -69,13 +69,20 @@ class OkeCluster(pulumi.ComponentResource):
                 opts=child,
             )
             self.cluster_id = cluster.id
+            endpoint = "PUBLIC_ENDPOINT" if args.api_endpoint_public else "PRIVATE_ENDPOINT"
         else:
             assert args.cluster.existing is not None  # ClusterConfig guarantees one of the two
             self.cluster_id = pulumi.Output.from_input(args.cluster.existing.id)
+            endpoint = args.cluster.existing.kubeconfig_endpoint
 
         # The same call for a new and an existing cluster: OCI generates the kubeconfig on request.
+        # Token v2 kubeconfigs run `oci ce cluster generate-token`: the OCI CLI must be configured
+        # wherever Pulumi runs (the workflows install it).
         kubeconfig = oci.containerengine.get_cluster_kube_config_output(
-            cluster_id=self.cluster_id, token_version="2.0.0", opts=pulumi.InvokeOutputOptions(parent=self)
+            cluster_id=self.cluster_id,
+            endpoint=endpoint,
+            token_version="2.0.0",
+            opts=pulumi.InvokeOutputOptions(parent=self),
         )
         self.kubeconfig = pulumi.Output.secret(kubeconfig.content)
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)

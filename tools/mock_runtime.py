@@ -146,6 +146,7 @@ class RecordingMonitor(mocks.MockMonitor):
     def __init__(self, mocks_: mocks.Mocks) -> None:
         super().__init__(mocks_)
         self.recorded: list[RecordedResource] = []
+        self.invokes: list[tuple[str, dict[str, Any]]] = []
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
@@ -170,7 +171,9 @@ class RecordingMonitor(mocks.MockMonitor):
 
     def Invoke(self, request: Any) -> Any:
         with _worker_loop_closed():
-            return super().Invoke(request)
+            response = super().Invoke(request)
+            self.invokes.append((request.tok, _plain(rpc.deserialize_properties(request.args))))
+            return response
 
 
 @contextlib.contextmanager
@@ -224,6 +227,8 @@ class ProgramRun:
     stack: str
     resources: list[RecordedResource]
     outputs: dict[str, Any]
+    invokes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """Provider functions the program called (token, arguments), e.g. the kubeconfig lookup."""
 
 
 def record(stack: str, config: Mapping[str, str], declare: Callable[[], object]) -> ProgramRun:
@@ -253,7 +258,9 @@ def record(stack: str, config: Mapping[str, str], declare: Callable[[], object])
         declare()
 
     _sync_await(run_pulumi_func(body))
-    return ProgramRun(stack=stack, resources=[root, *monitor.recorded], outputs=_stack_exports())
+    return ProgramRun(
+        stack=stack, resources=[root, *monitor.recorded], outputs=_stack_exports(), invokes=monitor.invokes
+    )
 
 
 def _stack_exports() -> dict[str, Any]:

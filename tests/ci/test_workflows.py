@@ -54,3 +54,13 @@ def test_offline_job_checks_rendered_is_current() -> None:
 def test_preview_is_skipped_without_credentials() -> None:
     preview = workflow("pull-request.yml")["jobs"]["preview"]
     assert preview["if"] == "needs.credentials.outputs.present == 'true'"
+
+
+@pytest.mark.parametrize(("file", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "up")])
+def test_oci_cli_is_configured_before_pulumi_runs(file: str, job: str) -> None:
+    # The kubeconfig's token command is the OCI CLI; without it every Kubernetes resource fails.
+    uses = [str(s.get("uses", "")) for s in workflow(file)["jobs"][job]["steps"]]
+    assert uses.index("./.github/actions/oci-cli") < uses.index("pulumi/actions@v7")
+    action = yaml.safe_load((ROOT / ".github/actions/oci-cli/action.yml").read_text())
+    script = action["runs"]["steps"][0]["run"]
+    assert "pipx install oci-cli" in script and "~/.oci/config" in script

@@ -72,3 +72,23 @@ def test_kubernetes_provider_gets_the_cluster_kubeconfig_as_a_secret(run_stack: 
     assert run.run.outputs["kubeconfig"] == "[secret]"
     assert run.run.outputs["clusterId"] == "ocid1.cluster.oc1.iad.aaaaaaaaexampleclustergpurdma"
     assert "generate-token" in placeholder_kubeconfig(run.run.outputs["clusterId"])
+
+
+def kubeconfig_lookup(run: Run) -> dict:
+    (found,) = [args for token, args in run.run.invokes if token.endswith("getClusterKubeConfig")]
+    return found
+
+
+def test_kubeconfig_endpoint_follows_the_api_endpoint(run_stack: Callable[..., Run]) -> None:
+    assert kubeconfig_lookup(run_stack("full"))["endpoint"] == "PRIVATE_ENDPOINT"
+    raw = raw_config("full")
+    raw["network"]["create"]["apiEndpointPublic"] = True
+    lookup = kubeconfig_lookup(run_stack("full", raw))
+    assert lookup["endpoint"] == "PUBLIC_ENDPOINT" and lookup["tokenVersion"] == "2.0.0"
+
+
+def test_existing_cluster_kubeconfig_endpoint_is_configurable(run_stack: Callable[..., Run]) -> None:
+    assert kubeconfig_lookup(run_stack("dev"))["endpoint"] == "PUBLIC_ENDPOINT"
+    raw = raw_config("dev")
+    raw["cluster"]["existing"]["kubeconfigEndpoint"] = "PRIVATE_ENDPOINT"
+    assert kubeconfig_lookup(run_stack("dev", raw))["endpoint"] == "PRIVATE_ENDPOINT"
