@@ -1,5 +1,6 @@
 # The two commands a user needs: `make preview` (offline, on stacks/Pulumi.$(STACK).yaml) and
-# `make test`. Both create .venv and install the pinned requirements on first use.
+# `make test`. Both create venv/ (the same folder Pulumi.yaml names) and install the pinned
+# requirements on first use.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := venv

@@ -12,11 +12,12 @@ import re
 from ipaddress import IPv4Network
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, model_validator
 
+from oke_gpu_rdma import charts
 from oke_gpu_rdma import network as net
 from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL
-from oke_gpu_rdma.topology import SHAPES
+from oke_gpu_rdma.topology import DEFAULT_SHAPE, SHAPES
 
 PROJECT = "oke-gpu-rdma"
 
@@ -183,22 +184,30 @@ class NewCluster(_Model):
         alias="kubernetesVersion", description="For example v1.34.1."
     )
     cni_type: CniType = Field("FLANNEL_OVERLAY", alias="cniType", description="Pod networking.")
-    pods_cidr: Cidr = Field(IPv4Network("10.240.0.0/12"), alias="podsCidr", description="Pod CIDR (flannel).")
+    pods_cidr: Cidr = Field(net.SEED_PODS_CIDR, alias="podsCidr", description="Pod CIDR (flannel).")
     services_cidr: Cidr = Field(
-        IPv4Network("10.96.0.0/16"), alias="servicesCidr", description="Service CIDR."
+        net.OKE_DEFAULT_SERVICES_CIDR, alias="servicesCidr", description="Service CIDR."
     )
+
+
+KubeconfigEndpoint = Literal["PUBLIC_ENDPOINT", "PRIVATE_ENDPOINT", "VCN_HOSTNAME", "LEGACY_KUBERNETES"]
 
 
 class ExistingCluster(_Model):
     """An existing ENHANCED cluster; its CIDRs feed the address-plan checks."""
 
     id: Ocid = Field(description="Cluster OCID.")
+    kubeconfig_endpoint: KubeconfigEndpoint = Field(
+        "PUBLIC_ENDPOINT",
+        alias="kubeconfigEndpoint",
+        description="Which API endpoint the generated kubeconfig uses (PRIVATE_ENDPOINT needs a machine in the VCN).",
+    )
     kubernetes_version: KubernetesVersion = Field(
         alias="kubernetesVersion", description="The node pools' Kubernetes version."
     )
     cni_type: CniType = Field("FLANNEL_OVERLAY", alias="cniType")
-    pods_cidr: Cidr = Field(IPv4Network("10.240.0.0/12"), alias="podsCidr")
-    services_cidr: Cidr = Field(IPv4Network("10.96.0.0/16"), alias="servicesCidr")
+    pods_cidr: Cidr = Field(net.SEED_PODS_CIDR, alias="podsCidr")
+    services_cidr: Cidr = Field(net.OKE_DEFAULT_SERVICES_CIDR, alias="servicesCidr")
 
 
 class ClusterConfig(_Model):
@@ -256,13 +265,13 @@ class NodeCycling(_Model):
     """How OKE replaces nodes when the pool's image, version or cloud-init changes."""
 
     enabled: bool = Field(True, description="Replace nodes automatically after a pool change.")
-    maximum_surge: int = Field(
+    maximum_surge: StrictInt = Field(
         0,
         ge=0,
         alias="maximumSurge",
         description="Extra nodes during cycling (bare metal capacity is scarce).",
     )
-    maximum_unavailable: int = Field(
+    maximum_unavailable: StrictInt = Field(
         1, ge=0, alias="maximumUnavailable", description="Nodes taken down at once: one at a time."
     )
 
@@ -279,8 +288,8 @@ class NodePoolConfig(_Model):
     """One OKE managed node pool of RDMA GPU nodes inside a compute cluster."""
 
     name: DnsLabel = Field(description="Pool name; also names its Pulumi resources.")
-    shape: ShapeName = Field("BM.GPU.B4.8", description="Bare-metal GPU shape.")
-    count: int = Field(ge=1, description="Number of nodes.")
+    shape: ShapeName = Field(DEFAULT_SHAPE, description="Bare-metal GPU shape.")
+    count: StrictInt = Field(ge=1, description="Number of nodes.")
     image_id: Ocid = Field(
         alias="imageId", description="Custom image OCID (Ubuntu with DOCA-OFED and the GPU driver)."
     )
@@ -293,7 +302,7 @@ class NodePoolConfig(_Model):
     compute_cluster_id: Ocid | None = Field(
         None, alias="computeClusterId", description="Use this compute cluster instead of creating one."
     )
-    boot_volume_size_gbs: int = Field(500, ge=50, le=32768, alias="bootVolumeSizeGbs")
+    boot_volume_size_gbs: StrictInt = Field(500, ge=50, le=32768, alias="bootVolumeSizeGbs")
     labels: dict[str, str] = Field(default_factory=dict, description="Extra initial node labels.")
     taints: list[Taint] = Field(
         default_factory=lambda: [GPU_TAINT], description="Taints registered by the kubelet."
@@ -326,7 +335,7 @@ class DranetConfig(_Model):
 
     enabled: bool = Field(True, description="Deploy DRANET and its DeviceClass.")
     chart_version: str = Field(
-        "v1.5.0", alias="chartVersion", description="Version of the dranet Helm chart."
+        charts.DRANET_DEFAULT_VERSION, alias="chartVersion", description="Version of the dranet Helm chart."
     )
     image_tag: str | None = Field(
         None, alias="imageTag", description="DRANET image tag; defaults to chartVersion."
@@ -352,15 +361,19 @@ class GpuDriverConfig(_Model):
     enabled: bool = Field(
         True, description="Deploy the driver; GPUs then come from DRA claims, not nvidia.com/gpu."
     )
-    chart_version: str = Field("0.5.1", alias="chartVersion", description="Version of dra-driver-nvidia-gpu.")
-    namespace: DnsLabel = Field("dra-driver-nvidia-gpu", description="Namespace of the driver.")
+    chart_version: str = Field(
+        charts.NVIDIA_GPU_DEFAULT_VERSION,
+        alias="chartVersion",
+        description="Version of dra-driver-nvidia-gpu.",
+    )
+    namespace: DnsLabel = Field(charts.NVIDIA_GPU_NAMESPACE, description="Namespace of the driver.")
 
 
 class ClaimTemplateConfig(_Model):
     """A ResourceClaimTemplate pairing GPUs with the rails on their PCIe roots."""
 
     name: DnsLabel = Field(description="Template name; pods reference it in resourceClaims.")
-    gpus_per_worker: int = Field(
+    gpus_per_worker: StrictInt = Field(
         alias="gpusPerWorker", ge=1, description="GPUs one pod gets (with their rails)."
     )
     namespace: DnsLabel | None = Field(None, description="Defaults to workloads.namespace.")
@@ -378,7 +391,7 @@ class AcceptanceJobsConfig(_Model):
         "iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
         description="Image with NCCL tests, perftest and sshd (the seed's).",
     )
-    workers: int = Field(2, ge=2, description="MPIJob workers, one per node.")
+    workers: StrictInt = Field(2, ge=2, description="MPIJob workers, one per node.")
     claim_template: DnsLabel = Field(
         "aligned-8gpu-16rails", alias="claimTemplate", description="Template the NCCL workers use."
     )

@@ -89,7 +89,7 @@ def gpu_driver_values(shapes: Sequence[str], taints: Sequence[Taint]) -> dict[st
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "kubeletPlugin": kubelet_plugin,
     }
-    return _documented(values, charts.NVIDIA_GPU_VALUE_PATHS, "dra-driver-nvidia-gpu")
+    return _documented(values, charts.NVIDIA_GPU_VALUE_PATHS, charts.NVIDIA_GPU_RELEASE)
 
 
 def _documented(values: dict[str, Any], documented: frozenset[str], chart: str) -> dict[str, Any]:
@@ -179,7 +179,7 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
         release = k8s.helm.v3.Release(
             f"{name}-release",
             k8s.helm.v3.ReleaseArgs(
-                name="dra-driver-nvidia-gpu",
+                name=charts.NVIDIA_GPU_RELEASE,
                 chart=charts.NVIDIA_GPU_CHART,
                 version=args.config.chart_version,
                 namespace=args.config.namespace,

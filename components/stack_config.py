@@ -74,15 +74,12 @@ def _problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem
 
 def parse_stack_config(raw: Mapping[str, Any], source: str) -> StackConfig:
     """Validate raw config values (keys without the project prefix) into a StackConfig."""
-    known = config_keys()
-    unknown = [
-        ConfigProblem(k, None, "is not a known key; check its spelling") for k in raw if k not in known
-    ]
+    # Unknown keys, top-level ones included, are reported by the model (extra="forbid").
     try:
         config = StackConfig.model_validate(dict(raw))
     except pydantic.ValidationError as err:
-        raise ConfigError(source, unknown + _problems_from_pydantic(err)) from None
-    found = unknown + address_plan.problems(config) + claim_plan.problems(config)
+        raise ConfigError(source, _problems_from_pydantic(err)) from None
+    found = address_plan.problems(config) + claim_plan.problems(config)
     if found:
         raise ConfigError(source, found)
     return config

@@ -14,6 +14,8 @@ DRANET_NAMESPACE: Final = "kube-system"
 
 NVIDIA_GPU_CHART: Final = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
 NVIDIA_GPU_DEFAULT_VERSION: Final = "0.5.1"
+NVIDIA_GPU_RELEASE: Final = "dra-driver-nvidia-gpu"
+NVIDIA_GPU_NAMESPACE: Final = "dra-driver-nvidia-gpu"
 
 # Values paths (dot-joined) each chart documents; a path ending in ".*" admits any keys below it
 # (free-form maps such as nodeSelector or a volume definition). Sources: kubernetes-sigs/dranet

@@ -18,6 +18,8 @@ from ipaddress import IPv4Network
 # on the rails when its own config file is not mounted (seed 003).
 DEFAULT_CHILD_RANGE = IPv4Network("10.208.0.0/12")
 DEFAULT_OCA_RDMA_NETWORK = IPv4Network("10.224.0.0/12")
+# The seed cluster's pods CIDR (oci-hpc-oke's choice), this project's default.
+SEED_PODS_CIDR = IPv4Network("10.240.0.0/12")
 # OKE's defaults when a cluster is created without explicit CIDRs.
 OKE_DEFAULT_PODS_CIDR = IPv4Network("10.244.0.0/16")
 OKE_DEFAULT_SERVICES_CIDR = IPv4Network("10.96.0.0/16")

@@ -144,6 +144,10 @@ class ShapeInfo:
     topology: Topology | None = None
 
 
+# The shape this project targets and verifies (seed 000); the default wherever a shape is optional.
+DEFAULT_SHAPE = "BM.GPU.B4.8"
+
+
 def _b4_8() -> Topology:
     rows: list[tuple[str, int, tuple[str, str], tuple[str, str, str, str]]] = [
         ("pci0000:00", 3, ("0f", "15"), ("0c:00.0", "0c:00.1", "16:00.0", "16:00.1")),
@@ -169,7 +173,7 @@ def _b4_8() -> Topology:
     driver_order = [f"0000:{b}:00.0" for b in ("50", "53", "8c", "91", "d6", "da", "0f", "15")]
     return _parse(
         {
-            "shape": "BM.GPU.B4.8",
+            "shape": DEFAULT_SHAPE,
             "gpuProduct": "NVIDIA A100-SXM4-40GB",
             "gpuMemoryBytes": 40 * 1024**3,
             "roots": roots,
@@ -188,7 +192,7 @@ def _catalog() -> dict[str, ShapeInfo]:
     unpaired = "8 x 400 Gb/s single-port NICs; no published GPU/NIC pairing (oci-hpc files)"
     entries = [
         ShapeInfo(
-            "BM.GPU.B4.8", "verified", "8 x A100 40 GB, 16 x 100 Gb/s RoCE rails, 4 PCIe roots", _b4_8()
+            DEFAULT_SHAPE, "verified", "8 x A100 40 GB, 16 x 100 Gb/s RoCE rails, 4 PCIe roots", _b4_8()
         ),
         ShapeInfo(
             "BM.GPU.A100-v2.8",

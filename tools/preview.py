@@ -55,8 +55,8 @@ def load_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]:
         document = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
         raise PreviewError(f"{_shown(path)} is not valid YAML: {err}") from None
-    if not isinstance(document, Mapping):
-        raise PreviewError(f"{_shown(path)} must be a mapping with a `config:` key")
+    if not isinstance(document, Mapping) or not isinstance(document.get("config") or {}, Mapping):
+        raise PreviewError(f"{_shown(path)} must be a mapping with a `config:` mapping of keys to values")
     return pulumi_config_map(document)
 
 

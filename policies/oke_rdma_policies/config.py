@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema
 
+from oke_gpu_rdma import topology
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.network import DEFAULT_OCA_RDMA_NETWORK, CidrError, NamedRange, parse_ipv4_network
 from oke_gpu_rdma.topology import Topology, resolve_topology, topology_from_dict
@@ -43,7 +44,7 @@ DEVICE_PLUGIN_OFF: Final = "gpu-device-plugin-off"
 BASELINE: Final = "rdma-workloads-baseline"
 
 LEVELS: Final = ("advisory", "mandatory", "remediate", "disabled")
-DEFAULT_SHAPE: Final = "BM.GPU.B4.8"
+DEFAULT_SHAPE: Final = topology.DEFAULT_SHAPE
 
 _CIDR_PATTERN: Final = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"
 

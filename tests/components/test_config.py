@@ -273,3 +273,15 @@ def test_mixed_shapes_judge_what_the_program_emits() -> None:
         f"{SOURCE}: workloads.claimTemplates[0].gpusPerWorker = 8: generated claim for 8 GPUs is"
     )
     assert "BM.GPU.A100-v2.8" in line
+
+
+def test_a_boolean_is_not_a_node_count() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["count"] = True
+    assert only_problem(raw) == f"{SOURCE}: nodePools[0].count = true: Input should be a valid integer"
+
+
+def test_unknown_top_level_key_is_reported_once() -> None:
+    raw = raw_config("dev")
+    raw["nodepool"] = []
+    assert only_problem(raw) == f"{SOURCE}: nodepool is not a known key; check its spelling"

@@ -195,3 +195,16 @@ def test_bad_config_through_make_preview(
     assert len(lines) == 2 and lines[1].startswith("  stacks/Pulumi.bad.yaml: ")
     assert expected in lines[1]
     assert not (tmp_path / "out").exists()
+
+
+def test_stack_file_whose_config_is_not_a_mapping(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "Pulumi.odd.yaml").write_text("config: [1, 2]\n")
+    assert (
+        preview.main(["--stack", "odd", "--stacks-dir", str(tmp_path), "--rendered", str(tmp_path / "o")])
+        == 1
+    )
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert (
+        err == "error: stacks/Pulumi.odd.yaml must be a mapping with a `config:` mapping of keys to values\n"
+    )
