@@ -14,7 +14,7 @@ of the claim. Every problem gets one message naming the request or constraint.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -342,12 +342,3 @@ def _parse_constraint(
             "of at most 32 characters"
         )
     return MatchAttribute(i, tuple(str(r) for r in refs), attribute)
-
-
-def request_counts(spec: ClaimSpec) -> dict[str, int]:
-    """Devices each single-alternative ExactCount request asks for (for messages)."""
-    return {r.name: r.alternatives[0].count for r in spec.requests if len(r.alternatives) == 1}
-
-
-def selections(spec: ClaimSpec) -> Sequence[DeviceSelection]:
-    return [a for r in spec.requests for a in r.alternatives]

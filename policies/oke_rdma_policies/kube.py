@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from oke_gpu_rdma.attributes import DRANET_DEVICE_CLASS, DRANET_DRIVER, NVIDIA_GPU_DEVICE_CLASS
 
-from .values import UNKNOWN, ShapeError, as_list, as_map, as_str, dig, plain
+from .values import UNKNOWN, ShapeError, as_list, as_map, dig, plain
 
 CLAIM_VERSIONS: Final = ("v1", "v1beta2", "v1beta1")
 GPU_RESOURCE: Final = "nvidia.com/gpu"
@@ -97,10 +97,6 @@ class Res:
         if self.type.startswith("kubernetes:") and self.kind not in ("Namespace", "DeviceClass"):
             return f"{self.kind} {ns if isinstance(ns, str) else '?'}/{shown}"
         return f"{self.kind} {shown}"
-
-
-def is_kubernetes(res: Res) -> bool:
-    return res.type.startswith("kubernetes:") and not res.type.startswith("kubernetes:helm.sh/")
 
 
 def is_claim(res: Res) -> bool:
@@ -229,10 +225,6 @@ def device_classes(resources: list[Res]) -> DeviceClasses:
 def rail_requests(spec: Any, classes: DeviceClasses) -> list[str]:
     """Requests of a claim spec that can get DRANET devices (rails)."""
     return [name for name, used in request_classes(spec).items() if used & classes.dranet]
-
-
-def gpu_requests(spec: Any, classes: DeviceClasses) -> list[str]:
-    return [name for name, used in request_classes(spec).items() if used & classes.gpu]
 
 
 # --- workloads ---------------------------------------------------------------------------------
@@ -366,15 +358,3 @@ def gpu_count(container: Mapping[str, Any], path: str) -> Any:
     if found is not None and not isinstance(found, int | float):
         raise ShapeError(f"{path}.resources.limits.{GPU_RESOURCE}", "a whole number", found)
     return found
-
-
-def label_value(labels: Any, key: str) -> Any:
-    if labels is UNKNOWN:
-        return UNKNOWN
-    if not isinstance(labels, Mapping):
-        return None
-    return labels.get(key)
-
-
-def as_text(value: Any, path: str) -> str | None:
-    return as_str(value, path)

@@ -58,10 +58,6 @@ class _Unknown:
 UNKNOWN: Final = _Unknown()
 
 
-def is_unknown(value: object) -> bool:
-    return value is UNKNOWN
-
-
 def plain(value: Any) -> Any:
     """Dicts, lists and scalars without proxies; unknown sentinels become :data:`UNKNOWN`.
 
