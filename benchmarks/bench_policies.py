@@ -15,6 +15,9 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "policies")]
@@ -32,8 +35,11 @@ from policy_helpers import (  # noqa: E402
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy  # noqa: E402
 from pulumi_policy.policy import _PolicyAnalyzerServicer  # noqa: E402
 
-from tools.mock_runtime import RecordedResource  # noqa: E402
-from tools.policy_check import analyze_requests, analyze_resources, has_mandatory  # noqa: E402
+from components.policy_pack_config import policy_pack_config  # noqa: E402
+from components.stack_config import parse_stack_config, raw_config  # noqa: E402
+from tools.mock_runtime import PROJECT, ProgramRun, RecordedResource, pulumi_config_map, run_program  # noqa: E402
+from tools.policy_check import analyze_requests, analyze_resources, analyze_run, has_mandatory  # noqa: E402
+from tools.preview import stack_file  # noqa: E402
 
 SIZE = 2000
 RUNS = 5
@@ -86,7 +92,42 @@ def sdk_floor(resources: list[RecordedResource]) -> float:
     return time.perf_counter() - start
 
 
+def program_stack(pools: int) -> tuple[ProgramRun, dict[str, Any]]:
+    """The program's own output for the dev stack with `pools` GPU pools, and its pack config."""
+    document: dict[str, Any] = yaml.safe_load(stack_file("dev").read_text())
+    template = document["config"][f"{PROJECT}:nodePools"][0]
+    document["config"][f"{PROJECT}:nodePools"] = [
+        {**copy.deepcopy(template), "name": f"gpu-{i:03d}"} for i in range(pools)
+    ]
+    config_map = pulumi_config_map(document)
+    run = run_program("bench", config_map)
+    return run, policy_pack_config(parse_stack_config(raw_config(config_map), "bench"))
+
+
 def main() -> None:
+    report_claim_heavy()
+    report_program_shaped()
+
+
+def report_program_shaped() -> None:
+    # 22 resources for the dev stack plus 3 per extra pool: 660 pools make about 2,000.
+    run, pack = program_stack(660)
+    analyze_run(run, pack)
+    samples = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        findings = analyze_run(run, pack)
+        samples.append(time.perf_counter() - start)
+    print(
+        f"\npolicy pack on the program's own output: {len(run.resources)} resources (dev stack, 660 GPU pools)"
+    )
+    print(
+        f"analyze: mean {statistics.mean(samples):.3f} s, min {min(samples):.3f} s over {RUNS} runs "
+        f"(target < 1 s); findings: {len(findings)}"
+    )
+
+
+def report_claim_heavy() -> None:
     resources = stack()
     findings = analyze_resources(resources)  # warm up (imports, CEL compile, verdict cache)
     samples = []
@@ -102,10 +143,8 @@ def main() -> None:
         f"analyze (Configure + {len(resources)} x Analyze + AnalyzeStack): mean {statistics.mean(samples):.3f} s, "
         f"min {min(samples):.3f} s over {RUNS} runs (target < 1 s)"
     )
-    print(
-        f"  of which the SDK's per-policy deserialization (7 no-op policies): {floor:.3f} s; "
-        f"the policies' own work: {min(samples) - floor:.3f} s"
-    )
+    # Compare minimums: the difference is the policies' own work (both figures carry machine noise).
+    print(f"  the SDK alone, same requests to 7 no-op policies (6 stack, 1 resource): min {floor:.3f} s")
 
 
 if __name__ == "__main__":
