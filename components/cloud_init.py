@@ -97,6 +97,8 @@ def render_cloud_init(bootstrap: NodeBootstrap) -> str:
             ["update-initramfs", "-u"],
             ["sh", "-c", "rdma system set netns shared || true"],
             ["systemctl", "restart", "systemd-networkd"],
+            # CRI-O reads its drop-ins when it starts; an image that already runs it must restart it.
+            ["sh", "-c", "if systemctl is-active --quiet crio; then systemctl restart crio; fi"],
             # List form: cloud-init runs it without a shell, so the taint list needs no quoting.
             [BOOTSTRAP_PATH, bootstrap.kubelet_extra_args()],
         ],

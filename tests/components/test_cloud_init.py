@@ -70,3 +70,9 @@ def test_registers_taints_and_bootstraps_last() -> None:
 def test_no_taints_means_no_taint_flag() -> None:
     commands = yaml.safe_load(render_cloud_init(NodeBootstrap(taints=())))["runcmd"]
     assert commands[-1] == [cloud_init.BOOTSTRAP_PATH, ""]
+
+
+def test_crio_picks_up_the_drop_ins_before_the_node_joins() -> None:
+    commands = yaml.safe_load(render_cloud_init(NodeBootstrap(taints=())))["runcmd"]
+    restart = ["sh", "-c", "if systemctl is-active --quiet crio; then systemctl restart crio; fi"]
+    assert commands.index(restart) < len(commands) - 1
