@@ -12,6 +12,7 @@ import contextlib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from ipaddress import IPv4Network
 from typing import Any, Final
 
@@ -150,25 +151,13 @@ def deployments(view: StackView, rep: Reporter) -> list[Deployment]:
     for res in view.resources:
         if helm_chart_is(res, ("dranet",)):
             helm_urns.add(res.urn)
-            dep: Deployment | None = None
-
-            def read(res: Res = res) -> None:
-                nonlocal dep
-                dep = _helm_deployment(res, rep)
-
-            rep.guard(f"{res.kind} {res.name}", res.urn, read)
+            dep = rep.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_deployment, res, rep))
             if dep is not None:
                 found.append(dep)
     for res in view.resources:
         if res.type != DAEMONSET or any(a.urn in helm_urns for a in view.ancestors(res)):
             continue  # a DaemonSet a dranet chart renders is that chart's installation
-        dep = None
-
-        def read_ds(res: Res = res) -> None:
-            nonlocal dep
-            dep = _daemonset_deployment(res, rep)
-
-        rep.guard(f"DaemonSet {res.name}", res.urn, read_ds)
+        dep = rep.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_deployment, res, rep))
         if dep is not None:
             found.append(dep)
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Final
 
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
@@ -85,13 +86,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         rep.finish()
         return
     for pool in view.gpu_node_pools():
-        labels: Any = None
-
-        def read(pool: Res = pool) -> None:
-            nonlocal labels
-            labels = _pool_labels(pool)
-
-        rep.guard(f"node pool {pool.name}", pool.urn, read)
+        labels = rep.guard(f"node pool {pool.name}", pool.urn, partial(_pool_labels, pool))
         if labels is None:
             continue
         if labels is UNKNOWN:

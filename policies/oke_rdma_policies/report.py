@@ -11,12 +11,14 @@ never blocks a deployment by itself.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from pulumi_policy import ReportViolation
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from .values import ShapeError
+
+T = TypeVar("T")
 
 
 class NotChecked(UnknownValueError):
@@ -46,12 +48,13 @@ class Reporter:
         if what not in self.unchecked_items:
             self.unchecked_items.append(what)
 
-    def guard(self, where: str, urn: str | None, check: Callable[[], Any]) -> None:
-        """Run ``check``; a property of the wrong type becomes a violation naming ``where``."""
+    def guard(self, where: str, urn: str | None, check: Callable[[], T]) -> T | None:
+        """``check()``'s result; a property of the wrong type becomes a violation naming ``where`` (and None)."""
         try:
-            check()
+            return check()
         except ShapeError as err:
             self.violation(f"{where}: {err}; fix the value so that this policy can check it", urn)
+            return None
 
     def finish(self) -> None:
         if self.unchecked_items:
