@@ -3,13 +3,6 @@
 import pulumi
 
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs
-from components.claim_plan import (
-    aligned_template_spec,
-    emits_aligned_templates,
-    emits_rails_only_template,
-    pool_shapes,
-    rails_only_template_spec,
-)
 from components.cluster import OkeCluster, OkeClusterArgs
 from components.dra_drivers import Dranet, DranetArgs, NvidiaGpuDraDriver, NvidiaGpuDraDriverArgs
 from components.gpu_node_pool import (
@@ -26,18 +19,20 @@ from components.rdma_workloads import (
     RdmaWorkloadNamespace,
     RdmaWorkloadNamespaceArgs,
 )
-from components.stack_config import ConfigError, load_stack_config
 from oke_gpu_rdma import attributes
+from stack_config.loading import load_program_stack
+from stack_config.problems import ConfigError
 
+stack = pulumi.get_stack()
 try:
-    config = load_stack_config()
+    checked = load_program_stack(pulumi.runtime.get_config_env(), stack)
 except ConfigError as err:
     # RunError ends the program with just this message: no traceback, nothing declared.
     raise pulumi.RunError(str(err)) from None
 
-stack = pulumi.get_stack()
+config = checked.config
 cluster_spec = config.cluster.spec
-shapes = pool_shapes(config)
+shapes = list(checked.claims.shapes)
 taints = list({t: None for pool in config.node_pools for t in pool.taints})
 
 # --- OCI: network, cluster, GPU node pools -------------------------------------------------------
@@ -127,36 +122,28 @@ workload_namespace = RdmaWorkloadNamespace(
     f"{stack}-workloads", RdmaWorkloadNamespaceArgs(namespace=workloads.namespace, provider=cluster.provider)
 )
 
-templates: list[ClaimTemplate] = []
-if emits_aligned_templates(config):
-    templates += [
-        ClaimTemplate(
-            t.name, t.namespace or workloads.namespace, aligned_template_spec(config, t.gpus_per_worker)
-        )
-        for t in workloads.claim_templates
-    ]
-if emits_rails_only_template(config) and workloads.rails_only_template:
-    templates.append(
-        ClaimTemplate(workloads.rails_only_template, workloads.namespace, rails_only_template_spec(config))
-    )
+# Templates were judged aligned on every pool shape while the config loaded; they are emitted as judged.
 claim_templates = GpuRailClaimTemplates(
     f"{stack}-claim-templates",
     GpuRailClaimTemplatesArgs(
-        templates=templates, provider=cluster.provider, depends_on=[workload_namespace]
+        templates=[ClaimTemplate(t.name, t.namespace, t.spec) for t in checked.claims.templates],
+        provider=cluster.provider,
+        depends_on=[workload_namespace],
     ),
 )
 
 acceptance = workloads.acceptance_jobs
 if acceptance.enabled:
-    # The stack config checked that the jobs' templates exist (components/claim_plan.py).
-    gpus = {t.name: t.gpus_per_worker for t in workloads.claim_templates}
+    # The stack config checked that the NCCL job's template is in the plan (stack_config/claim_plan.py).
     AcceptanceJobs(
         f"{stack}-acceptance",
         AcceptanceJobsArgs(
             config=acceptance,
             namespace=workloads.namespace,
-            gpus_per_worker=gpus.get(acceptance.claim_template, 0),
-            rails_template=workloads.rails_only_template if emits_rails_only_template(config) else None,
+            nccl_template=checked.claims.aligned_template(acceptance.claim_template)
+            if acceptance.nccl
+            else None,
+            rails_template=checked.claims.rails_only if acceptance.rail_bandwidth else None,
             shape=shapes[0],
             taints=taints,
             provider=cluster.provider,

@@ -35,8 +35,8 @@ from policy_helpers import (  # noqa: E402
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy  # noqa: E402
 from pulumi_policy.policy import _PolicyAnalyzerServicer  # noqa: E402
 
-from components.policy_pack_config import policy_pack_config  # noqa: E402
-from components.stack_config import parse_stack_config, raw_config  # noqa: E402
+from stack_config.loading import parse_stack_config, raw_config  # noqa: E402
+from stack_config.pack_config import policy_pack_config  # noqa: E402
 from tools.mock_runtime import PROJECT, ProgramRun, RecordedResource, pulumi_config_map, run_program  # noqa: E402
 from tools.policy_check import analyze_requests, analyze_resources, analyze_run, has_mandatory  # noqa: E402
 from tools.preview import stack_file  # noqa: E402

@@ -15,14 +15,15 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
-from oke_gpu_rdma.node_labels import INSTANCE_TYPE_LABEL
+from stack_config.claim_plan import PlannedTemplate
+from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 
-from .config import AcceptanceJobsConfig, Taint, tolerations
 from .rdma_workloads import TOOLS_CONFIGMAP, TOOLS_MOUNT
 from .typed_inputs import to_input_type
 
-TYPE = "oke-gpu-rdma:index:AcceptanceJobs"
 MPI_OPERATOR_MANIFEST = (
     "https://raw.githubusercontent.com/kubeflow/mpi-operator/{version}/deploy/v2beta1/mpi-operator.yaml"
 )
@@ -55,7 +56,7 @@ mpirun --allow-run-as-root --hostfile /etc/mpi/hostfile -mca coll ^hcoll \\
 
 
 def mpijob_spec(
-    config: AcceptanceJobsConfig, gpus_per_worker: int, shape: str, taints: list[Taint]
+    config: AcceptanceJobsConfig, claim: PlannedTemplate, shape: str, taints: list[Taint]
 ) -> dict[str, Any]:
     """The MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes."""
     launcher = {
@@ -65,7 +66,7 @@ def mpijob_spec(
                     "name": "mpi-launcher",
                     "image": config.image,
                     "command": ["bash", "-c"],
-                    "args": [launcher_script(gpus_per_worker)],
+                    "args": [launcher_script(claim.gpus_per_worker)],
                 }
             ]
         }
@@ -74,7 +75,7 @@ def mpijob_spec(
         "spec": {
             "nodeSelector": {INSTANCE_TYPE_LABEL: shape},
             "tolerations": tolerations(taints),
-            "resourceClaims": [{"name": "gpus-rails", "resourceClaimTemplateName": config.claim_template}],
+            "resourceClaims": [{"name": "gpus-rails", "resourceClaimTemplateName": claim.name}],
             "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}],
             "containers": [
                 {
@@ -90,7 +91,7 @@ def mpijob_spec(
     for template in (launcher, worker):
         to_input_type(k8s.core.v1.PodTemplateSpecArgs, template, "template")
     return {
-        "slotsPerWorker": gpus_per_worker,
+        "slotsPerWorker": claim.gpus_per_worker,
         "runPolicy": {"cleanPodPolicy": "Running"},
         "sshAuthMountPath": "/root/.ssh",
         "mpiReplicaSpecs": {
@@ -137,10 +138,10 @@ class AcceptanceJobsArgs:
     """Validated acceptance-job config (enabled)."""
     namespace: str
     """Workload namespace (Pod Security baseline)."""
-    gpus_per_worker: int
-    """GPUs of the claim template the NCCL workers use (unused without the NCCL job)."""
-    rails_template: str | None
-    """Rails-only template for the rail test pods (None: no rail pods)."""
+    nccl_template: PlannedTemplate | None
+    """The aligned template the NCCL workers use (None: no MPI operator, no NCCL job)."""
+    rails_template: PlannedTemplate | None
+    """The rails-only template of the rail test pods (None: no rail pods)."""
     shape: str
     """Shape the jobs run on."""
     taints: list[Taint]
@@ -157,9 +158,9 @@ class AcceptanceJobs(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: AcceptanceJobsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__(TYPE, name, None, opts)
+        super().__init__(resource_types.ACCEPTANCE_JOBS_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
-        if args.config.nccl:
+        if args.nccl_template is not None:
             operator = k8s.yaml.v2.ConfigFile(
                 f"{name}-mpi-operator",
                 file=MPI_OPERATOR_MANIFEST.format(version=args.config.mpi_operator_version),
@@ -174,12 +175,12 @@ class AcceptanceJobs(pulumi.ComponentResource):
                     namespace=args.namespace,
                     annotations={"oke-gpu-rdma/expected": EXPECTED_NCCL},
                 ),
-                spec=mpijob_spec(args.config, args.gpus_per_worker, args.shape, args.taints),
+                spec=mpijob_spec(args.config, args.nccl_template, args.shape, args.taints),
                 opts=pulumi.ResourceOptions.merge(
                     child, pulumi.ResourceOptions(depends_on=[operator, *args.depends_on])
                 ),
             )
-        if args.config.rail_bandwidth and args.rails_template is not None:
+        if args.rails_template is not None:
             for role in ("server", "client"):
                 k8s.core.v1.Pod(
                     f"{name}-rail-bw-{role}",
@@ -191,7 +192,7 @@ class AcceptanceJobs(pulumi.ComponentResource):
                     ),
                     spec=to_input_type(
                         k8s.core.v1.PodSpecArgs,
-                        rail_pod_spec(args.config, args.rails_template, args.shape, args.taints),
+                        rail_pod_spec(args.config, args.rails_template.name, args.shape, args.taints),
                         "spec",
                     ),
                     opts=pulumi.ResourceOptions.merge(

@@ -8,9 +8,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_oci as oci
 
-from .config import ClusterConfig
+from oke_gpu_rdma import resource_types
+from stack_config.model import ClusterConfig
 
-TYPE = "oke-gpu-rdma:index:OkeCluster"
 # Compute-cluster node pools and DRA need the ENHANCED cluster type.
 CLUSTER_TYPE = "ENHANCED_CLUSTER"
 
@@ -39,7 +39,7 @@ class OkeCluster(pulumi.ComponentResource):
     provider: k8s.Provider
 
     def __init__(self, name: str, args: OkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(TYPE, name, None, opts)
+        super().__init__(resource_types.CLUSTER_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         new = args.cluster.create
         if new is not None:

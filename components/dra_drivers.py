@@ -13,15 +13,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import attributes, charts
-from oke_gpu_rdma import network as net
-from oke_gpu_rdma.node_labels import INSTANCE_TYPE_LABEL
+from oke_gpu_rdma import attributes, charts, resource_types
+from oke_gpu_rdma import cidr_rules as cidr
+from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
+from stack_config.model import DranetConfig, GpuDriverConfig, Taint, tolerations
 
-from .config import DranetConfig, GpuDriverConfig, Taint, tolerations
 from .typed_inputs import to_input_type
 
-DRANET_TYPE = "oke-gpu-rdma:index:Dranet"
-GPU_DRIVER_TYPE = "oke-gpu-rdma:index:NvidiaGpuDraDriver"
 # Where Oracle Cloud Agent keeps its RDMA network config (seed 003).
 OCA_CONFIG_DIR = "/etc/oracle-cloud-agent/plugins/oci-hpc/oci-hpc-configure"
 RELEASE_TIMEOUT_SECONDS = 300
@@ -55,16 +53,15 @@ def dranet_values(
     The chart's default tolerations cover NoSchedule taints; pools with other effects (NoExecute,
     PreferNoSchedule) add theirs, or DRANET would not run on those nodes.
     """
-    args: dict[str, Any] = {"cloudProviderHint": "OKE"}
-    if config.child_range != net.DEFAULT_CHILD_RANGE:
-        args["cloudProviderOptions"] = {"oke": {"rdma-child-ipv4-cidr": str(config.child_range)}}
-    if config.native_infiniband:
-        args["moveIBInterfaces"] = False
     values: dict[str, Any] = {
         "image": {"tag": config.image_tag or config.chart_version},
         **node_placement(shapes),
-        "args": args,
     }
+    charts.set_value(values, charts.DRANET_PROVIDER_HINT_VALUE, charts.DRANET_OKE_HINT)
+    if config.child_range != cidr.DEFAULT_CHILD_RANGE:
+        charts.set_value(values, charts.DRANET_CHILD_RANGE_VALUE, str(config.child_range))
+    if config.native_infiniband:
+        charts.set_value(values, "args.moveIBInterfaces", False)
     others = [t for t in taints if t.effect != "NoSchedule"]
     if others:
         values["tolerations"] = DRANET_DEFAULT_TOLERATIONS + tolerations(others)
@@ -75,7 +72,7 @@ def dranet_values(
         values["extraVolumeMounts"] = [
             {"name": "oca-hpc-config", "mountPath": OCA_CONFIG_DIR, "readOnly": True}
         ]
-    return _documented(values, charts.DRANET_VALUE_PATHS, "dranet")
+    return _documented(values, charts.DRANET_VALUE_PATHS, charts.DRANET_CHART_NAME)
 
 
 def gpu_driver_values(shapes: Sequence[str], taints: Sequence[Taint]) -> dict[str, Any]:
@@ -120,7 +117,7 @@ class Dranet(pulumi.ComponentResource):
     release_name: pulumi.Output[str | None]
 
     def __init__(self, name: str, args: DranetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(DRANET_TYPE, name, None, opts)
+        super().__init__(resource_types.DRANET_COMPONENT, name, None, opts)
         values = dranet_values(args.config, args.shapes, args.taints)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         # The chart creates no DeviceClass; claims name this one (seed 000 deviceclass.yaml).
@@ -136,7 +133,7 @@ class Dranet(pulumi.ComponentResource):
         release = k8s.helm.v3.Release(
             f"{name}-release",
             k8s.helm.v3.ReleaseArgs(
-                name="dranet",
+                name=charts.DRANET_RELEASE,
                 chart=charts.DRANET_CHART,
                 version=args.config.chart_version,
                 namespace=charts.DRANET_NAMESPACE,
@@ -175,7 +172,7 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: NvidiaGpuDraDriverArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__(GPU_DRIVER_TYPE, name, None, opts)
+        super().__init__(resource_types.GPU_DRIVER_COMPONENT, name, None, opts)
         release = k8s.helm.v3.Release(
             f"{name}-release",
             k8s.helm.v3.ReleaseArgs(

@@ -2,7 +2,8 @@
 
 RDMA between bare-metal GPU nodes needs them in one compute cluster: the pool names the compute
 cluster (`node_config_details.compute_cluster_id`, create-only) and is placed in the compute
-cluster's availability domain with no fault domains (`shared/domain.md` section 2).
+cluster's availability domain with no fault domains (Oracle documentation, "Using Compute Clusters to
+Provision Managed Nodes"; pulumi-oci `NodePoolNodeConfigDetails.compute_cluster_id`).
 """
 
 from __future__ import annotations
@@ -13,13 +14,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_oci as oci
 
-from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, POOL_LABEL
-
-from .cloud_init import NodeBootstrap, render_cloud_init
-from .config import CniType, NodePoolConfig
-
-TYPE = "oke-gpu-rdma:index:RdmaGpuNodePool"
-POLICY_TYPE = "oke-gpu-rdma:index:ComputeClusterLaunchPolicy"
+from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
+from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, POOL_LABEL
+from stack_config.model import CniType, NodePoolConfig
 
 
 @dataclass
@@ -65,7 +63,7 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: RdmaGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__(TYPE, name, None, opts)
+        super().__init__(resource_types.NODE_POOL_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         pool = args.pool
         if pool.compute_cluster_id is None:
@@ -163,7 +161,7 @@ class ComputeClusterLaunchPolicy(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: ComputeClusterLaunchPolicyArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__(POLICY_TYPE, name, None, opts)
+        super().__init__(resource_types.LAUNCH_POLICY_COMPONENT, name, None, opts)
         policy = oci.identity.Policy(
             f"{name}-policy",
             compartment_id=args.compartment_id,

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_oci as oci
 
-from .config import NetworkConfig, NewNetwork, SubnetRef
+from oke_gpu_rdma import resource_types
+from stack_config.model import NetworkConfig, NewNetwork, SubnetRef
 
-TYPE = "oke-gpu-rdma:index:Network"
 ALL_TRAFFIC = "all"
 ANYWHERE = "0.0.0.0/0"
 # The API server (6443) and the OKE worker bootstrap endpoint (12250).
@@ -36,7 +36,7 @@ class Network(pulumi.ComponentResource):
     pod_subnet_id: pulumi.Output[str] | None
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(TYPE, name, None, opts)
+        super().__init__(resource_types.NETWORK_COMPONENT, name, None, opts)
         if args.network.create is not None:
             self._create(name, args, args.network.create)
         else:

@@ -12,18 +12,18 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.labels import POD_SECURITY_BASELINE, POD_SECURITY_ENFORCE_LABEL
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 
 from .typed_inputs import to_input_type
 
-NAMESPACE_TYPE = "oke-gpu-rdma:index:RdmaWorkloadNamespace"
-TEMPLATES_TYPE = "oke-gpu-rdma:index:GpuRailClaimTemplates"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 TOOLS_CONFIGMAP = "rdma-dranet-tools"
 TOOLS_MOUNT = "/opt/rdma-dranet"
 NCCL_CONFIGMAP = "nccl-env"
 # Pod Security baseline admits the DRANET pods: no privileged, no IPC_LOCK (unlimited memlock on the node).
-POD_SECURITY_LABELS = {"pod-security.kubernetes.io/enforce": "baseline"}
+POD_SECURITY_LABELS = {POD_SECURITY_ENFORCE_LABEL: POD_SECURITY_BASELINE}
 
 
 def tool_scripts() -> dict[str, str]:
@@ -48,7 +48,7 @@ class RdmaWorkloadNamespace(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: RdmaWorkloadNamespaceArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__(NAMESPACE_TYPE, name, None, opts)
+        super().__init__(resource_types.WORKLOAD_NAMESPACE_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -102,7 +102,7 @@ class GpuRailClaimTemplates(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuRailClaimTemplatesArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__(TEMPLATES_TYPE, name, None, opts)
+        super().__init__(resource_types.CLAIM_TEMPLATES_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on))
         for template in args.templates:
             k8s.resource.v1.ResourceClaimTemplate(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from oke_gpu_rdma.network import DEFAULT_CHILD_RANGE
+from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
 
 # Driver names, as they appear in ResourceSlice.spec.driver and in `device.driver`.
 DRANET_DRIVER: Final = "dra.net"
@@ -30,6 +30,9 @@ DEVICE_CLASS_SELECTORS: Final[dict[str, tuple[str, ...]]] = {
     NVIDIA_GPU_DEVICE_CLASS: (NVIDIA_GPU_CLASS_SELECTOR,),
 }
 
+# The extended resource the NVIDIA device plugin (not DRA) offers GPUs as.
+NVIDIA_GPU_RESOURCE: Final = "nvidia.com/gpu"
+
 # Standard attributes (domain resource.kubernetes.io), published by both drivers.
 PCIE_ROOT: Final = "resource.kubernetes.io/pcieRoot"
 NUMA_NODE: Final = "resource.kubernetes.io/numaNode"
@@ -42,9 +45,7 @@ DRANET_RDMA_DEVICE: Final = "dra.net/rdmaDevice"
 DRANET_PCI_ADDRESS: Final = "dra.net/pciAddress"
 DRANET_NUMA_NODE: Final = "dra.net/numaNode"
 DRANET_VIRTUAL: Final = "dra.net/virtual"
-DRANET_TYPE: Final = "dra.net/type"
-DRANET_MTU: Final = "dra.net/mtu"
-DRANET_SRIOV: Final = "dra.net/sriov"
+DRANET_DEVICE_TYPE: Final = "dra.net/type"
 
 # Attributes the OKE provider of DRANET adds (seed 000, seed 003).
 OKE_SHAPE: Final = "oke.dra.net/shape"

@@ -6,21 +6,39 @@ these references.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
-DRANET_CHART: Final = "oci://registry.k8s.io/networking/charts/dranet"
+DRANET_CHART_NAME: Final = "dranet"
+DRANET_CHART: Final = f"oci://registry.k8s.io/networking/charts/{DRANET_CHART_NAME}"
+DRANET_RELEASE: Final = DRANET_CHART_NAME
+# The DRANET image and the command in it carry the chart's name too.
+DRANET_BINARY: Final = DRANET_CHART_NAME
 DRANET_DEFAULT_VERSION: Final = "v1.5.0"
 DRANET_NAMESPACE: Final = "kube-system"
 
-NVIDIA_GPU_CHART: Final = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
+NVIDIA_GPU_CHART_NAME: Final = "dra-driver-nvidia-gpu"
+NVIDIA_GPU_CHART: Final = f"oci://registry.k8s.io/dra-driver-nvidia/charts/{NVIDIA_GPU_CHART_NAME}"
 NVIDIA_GPU_DEFAULT_VERSION: Final = "0.5.1"
-NVIDIA_GPU_RELEASE: Final = "dra-driver-nvidia-gpu"
-NVIDIA_GPU_NAMESPACE: Final = "dra-driver-nvidia-gpu"
+NVIDIA_GPU_RELEASE: Final = NVIDIA_GPU_CHART_NAME
+NVIDIA_GPU_NAMESPACE: Final = NVIDIA_GPU_CHART_NAME
+# The chart's name now and under its earlier names (kubernetes-sigs/dra-driver-nvidia-gpu, formerly
+# NVIDIA/k8s-dra-driver-gpu): the policy pack recognises an installation by any of them.
+NVIDIA_GPU_CHART_NAMES: Final = (NVIDIA_GPU_CHART_NAME, "nvidia-dra-driver-gpu", "k8s-dra-driver-gpu")
+
+# DRANET's OKE options (kubernetes-sigs/dranet: the chart passes args.cloudProviderOptions.<provider>
+# as --cloud-provider-options=<provider>.<key>=<value>). The child range, as a value path and a flag.
+DRANET_PROVIDER_HINT_VALUE: Final = "args.cloudProviderHint"
+DRANET_OKE_HINT: Final = "OKE"
+DRANET_OKE_OPTIONS_VALUE: Final = "args.cloudProviderOptions.oke"
+DRANET_CHILD_RANGE_KEY: Final = "rdma-child-ipv4-cidr"
+DRANET_CHILD_RANGE_OPTION: Final = f"oke.{DRANET_CHILD_RANGE_KEY}"
+DRANET_CHILD_RANGE_VALUE: Final = f"{DRANET_OKE_OPTIONS_VALUE}.{DRANET_CHILD_RANGE_KEY}"
 
 # Values paths (dot-joined) each chart documents; a path ending in ".*" admits any keys below it
 # (free-form maps such as nodeSelector or a volume definition). Sources: kubernetes-sigs/dranet
 # deployments/helm/dranet (values.yaml, values.schema.json with additionalProperties: false),
-# shared/domain.md sections 3 and 4 for the NVIDIA chart values used in seed 000.
+# kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu/values.yaml for the
+# NVIDIA chart (the values seed 000 sets).
 DRANET_VALUE_PATHS: Final = frozenset(
     {
         "nameOverride",
@@ -35,8 +53,8 @@ DRANET_VALUE_PATHS: Final = frozenset(
         "logVerbosity",
         "args.filter",
         "args.moveIBInterfaces",
-        "args.cloudProviderHint",
-        "args.cloudProviderOptions.oke.rdma-child-ipv4-cidr",
+        DRANET_PROVIDER_HINT_VALUE,
+        DRANET_CHILD_RANGE_VALUE,
         "args.profileProvider",
         "args.webhookURL",
         "args.featureGates",
@@ -66,6 +84,18 @@ NVIDIA_GPU_VALUE_PATHS: Final = frozenset(
         "image.tag",
     }
 )
+
+
+def set_value(values: dict[str, Any], path: str, value: object) -> None:
+    """Set the dot-separated values ``path`` (e.g. DRANET_CHILD_RANGE_VALUE), creating maps on the way.
+
+    Keys are split on dots only: Helm value keys here never contain one.
+    """
+    *parents, last = path.split(".")
+    node = values
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
 
 
 def undocumented_value_paths(values: object, documented: frozenset[str], prefix: str = "") -> list[str]:

@@ -1,4 +1,4 @@
-"""The public API other code calls: judge a claim, pack claims on a node, build aligned claim specs.
+"""The public API other code calls: judge a claim, build aligned claim specs.
 
 ``shape`` arguments take a shape name (verified shapes only), a :class:`~oke_gpu_rdma.topology.Topology`
 or a topology dict (see :func:`oke_gpu_rdma.topology.topology_from_dict`). Claims are Kubernetes JSON
@@ -8,21 +8,11 @@ dicts: a ResourceClaimSpec, a ResourceClaim or a ResourceClaimTemplate. Errors a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from oke_gpu_rdma import pairing
 from oke_gpu_rdma.inventory import NodeInventory
-from oke_gpu_rdma.packing import (
-    ClaimPlacement,
-    DevicePluginWorker,
-    GpuChoice,
-    PackingReport,
-)
-from oke_gpu_rdma.packing import pack_claims as _pack_claims
-from oke_gpu_rdma.packing import (
-    pack_device_plugin_workers as _pack_workers,
-)
 from oke_gpu_rdma.pairing import Pair
 from oke_gpu_rdma.topology import Topology, resolve_topology
 from oke_gpu_rdma.verdicts import DeviceRef, Verdict, VerdictKind, judge
@@ -30,18 +20,13 @@ from oke_gpu_rdma.verdicts import DeviceRef, Verdict, VerdictKind, judge
 ShapeArg = str | Topology | Mapping[str, Any]
 
 __all__ = [
-    "ClaimPlacement",
-    "DevicePluginWorker",
     "DeviceRef",
-    "PackingReport",
     "Pair",
     "Verdict",
     "VerdictKind",
     "aligned_claim_spec",
     "aligned_pairs",
     "judge_claim",
-    "pack_claims",
-    "pack_device_plugin_workers",
     "rails_only_claim_spec",
 ]
 
@@ -51,23 +36,6 @@ def judge_claim(
 ) -> Verdict:
     """Verdict of one claim on one shape: invalid, unsatisfiable, not applicable, unaligned or aligned."""
     return judge(claim, resolve_topology(shape), inventory=inventory, name=name)
-
-
-def pack_claims(
-    claims: Sequence[Mapping[str, Any]],
-    shape: ShapeArg,
-    inventory: NodeInventory | None = None,
-    names: Sequence[str] | None = None,
-) -> PackingReport:
-    """Allocate claims in order on one node; report devices, alignment and stranded devices."""
-    return _pack_claims(claims, resolve_topology(shape), inventory=inventory, names=names)
-
-
-def pack_device_plugin_workers(
-    workers: Sequence[DevicePluginWorker], shape: ShapeArg, gpu_choice: GpuChoice = "worst"
-) -> PackingReport:
-    """Workers whose GPUs come from the device plugin and rails from DRA claims, on one node."""
-    return _pack_workers(workers, resolve_topology(shape), gpu_choice=gpu_choice)
 
 
 def aligned_pairs(shape: ShapeArg, gpus_per_worker: int) -> list[Pair]:

@@ -1,6 +1,7 @@
 """What the two DRA drivers publish in their ResourceSlices for one node of a shape.
 
-Devices keep the attribute names and types the drivers publish (domain.md sections 3 and 4):
+Devices keep the attribute names and types the drivers publish (kubernetes-sigs/dranet `pkg/apis/attributes.go`,
+kubernetes-sigs/dra-driver-nvidia-gpu `cmd/gpu-kubelet-plugin/deviceinfo.go`, seed 000's slices):
 
 * DRANET v1.5.0 (driver ``dra.net``), one slice per node, devices sorted by name as DRANET sorts them.
   Each rail carries the attributes seed 000 shows for ``rdma0`` (``dra.net/ifName``, ``dra.net/rdma``,
@@ -235,7 +236,7 @@ def dranet_slice(
             attr.DRANET_IF_NAME: ifname,
             attr.DRANET_RDMA: False,
             attr.DRANET_VIRTUAL: True,
-            attr.DRANET_TYPE: "vxlan" if "flannel" in ifname else "bridge",
+            attr.DRANET_DEVICE_TYPE: "vxlan" if "flannel" in ifname else "bridge",
             attr.OKE_SHAPE: topology.shape,
         }
         devices.append(

@@ -1,4 +1,4 @@
-"""NCCL settings for jobs over DRANET rails (seed 000's jobs; shared/domain.md section 6)."""
+"""NCCL settings for jobs over DRANET rails (seed 000's jobs, `nccl-dranet-aligned.yaml`)."""
 
 from __future__ import annotations
 
@@ -17,4 +17,5 @@ NCCL_SETTINGS: Final[dict[str, str]] = {
 
 # Never set with DRANET children: the child's RoCE v2 GID index differs from the parent's (it was 5
 # on the seed nodes) and NCCL finds it; NCCL also finds the claimed devices itself.
-NCCL_FORBIDDEN_WITH_DRANET: Final[tuple[str, ...]] = ("NCCL_IB_GID_INDEX", "NCCL_IB_HCA")
+NCCL_GID_INDEX_VARIABLE: Final = "NCCL_IB_GID_INDEX"
+NCCL_FORBIDDEN_WITH_DRANET: Final[tuple[str, ...]] = (NCCL_GID_INDEX_VARIABLE, "NCCL_IB_HCA")

@@ -249,30 +249,6 @@ def topology_from_dict(data: Mapping[str, Any]) -> Topology:
     return _parse(data, evidence="user-supplied", source="user-supplied topology")
 
 
-def topology_to_dict(topology: Topology) -> dict[str, Any]:
-    """The dict form of ``topology``, accepted back by :func:`topology_from_dict`."""
-    roots = []
-    for r in topology.roots:
-        rails = []
-        for x in r.rails:
-            rail: dict[str, Any] = {"name": x.name, "pciAddress": x.pci_address}
-            if x.rdma_device:
-                rail["rdmaDevice"] = x.rdma_device
-            rails.append(rail)
-        roots.append(
-            {"name": r.name, "numaNode": r.numa_node, "gpus": [g.pci_bus_id for g in r.gpus], "rails": rails}
-        )
-    return {
-        "shape": topology.shape,
-        "gpuProduct": topology.gpu_product,
-        "gpuMemoryBytes": topology.gpu_memory_bytes,
-        "roots": roots,
-        "gpuDriverOrder": [g.pci_bus_id for g in topology.gpus_in_driver_order],
-        "frontEndInterfaces": list(topology.front_end_interfaces),
-        "virtualInterfaces": list(topology.virtual_interfaces),
-    }
-
-
 def _need(cond: bool, path: str, message: str) -> None:
     if not cond:
         raise TopologyError(f"topology.{path}: {message}")

@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from oke_gpu_rdma.topology import Topology
 from tools.mock_runtime import PROJECT, ProgramRun, RecordedResource
 from tools.preview import stack_file
 
@@ -48,3 +49,27 @@ class Run:
 
     def by_urn(self, urn: str) -> RecordedResource:
         return next(r for r in self.resources if r.urn == urn)
+
+
+def topology_to_dict(topology: Topology) -> dict[str, Any]:
+    """The dict form of ``topology`` (what a user writes under shapeTopologies), for tests."""
+    roots = []
+    for r in topology.roots:
+        rails = []
+        for x in r.rails:
+            rail: dict[str, Any] = {"name": x.name, "pciAddress": x.pci_address}
+            if x.rdma_device:
+                rail["rdmaDevice"] = x.rdma_device
+            rails.append(rail)
+        roots.append(
+            {"name": r.name, "numaNode": r.numa_node, "gpus": [g.pci_bus_id for g in r.gpus], "rails": rails}
+        )
+    return {
+        "shape": topology.shape,
+        "gpuProduct": topology.gpu_product,
+        "gpuMemoryBytes": topology.gpu_memory_bytes,
+        "roots": roots,
+        "gpuDriverOrder": [g.pci_bus_id for g in topology.gpus_in_driver_order],
+        "frontEndInterfaces": list(topology.front_end_interfaces),
+        "virtualInterfaces": list(topology.virtual_interfaces),
+    }

@@ -12,38 +12,54 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import os
 import runpy
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 from google.protobuf import struct_pb2
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
+
+from oke_gpu_rdma import resource_types
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "oke-gpu-rdma"
 REGION = "iad"
 STACK_TYPE = "pulumi:pulumi:Stack"
 UNKNOWN_TEXT = "(known after apply)"
+_CONFIG_ENV = "PULUMI_CONFIG"
+# Pulumi's property wire format marks a secret as {SIG_KEY: SECRET_SIG, "value": ...}
+# (pulumi/pulumi sdk/go/common/resource/properties.go: SigKey, SecretSig).
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+
+
+def _wait(awaitable: Awaitable[T]) -> T:
+    """Run ``awaitable`` to completion on the event loop the mock runtime uses (none is running here)."""
+    loop = asyncio.get_event_loop()
+    return loop.run_until_complete(asyncio.ensure_future(awaitable, loop=loop))
+
 
 # OCID resource kinds by Pulumi type token, so placeholder OCIDs read like real ones.
 _OCID_KINDS = {
-    "oci:Core/vcn:Vcn": "vcn",
-    "oci:Core/subnet:Subnet": "subnet",
+    resource_types.VCN: "vcn",
+    resource_types.SUBNET: "subnet",
     "oci:Core/natGateway:NatGateway": "natgateway",
     "oci:Core/serviceGateway:ServiceGateway": "servicegateway",
     "oci:Core/internetGateway:InternetGateway": "internetgateway",
     "oci:Core/routeTable:RouteTable": "routetable",
     "oci:Core/securityList:SecurityList": "securitylist",
-    "oci:Core/computeCluster:ComputeCluster": "computecluster",
-    "oci:ContainerEngine/cluster:Cluster": "cluster",
-    "oci:ContainerEngine/nodePool:NodePool": "nodepool",
-    "oci:Identity/policy:Policy": "policy",
+    resource_types.COMPUTE_CLUSTER: "computecluster",
+    resource_types.CLUSTER: "cluster",
+    resource_types.NODE_POOL: "nodepool",
+    resource_types.IAM_POLICY: "policy",
 }
 
 
@@ -197,7 +213,7 @@ def _worker_loop_closed() -> Iterator[None]:
 def _plain(value: Any) -> Any:
     """Secrets masked, unknowns as text, whole numbers as ints: values fit for YAML and for messages."""
     if isinstance(value, Mapping):
-        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+        if value.get(_SIG_KEY) == _SECRET_SIG:
             return "[secret]"
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -241,6 +257,10 @@ def record(stack: str, config: Mapping[str, str], declare: Callable[[], object])
     settings.set_root_resource(None)  # type: ignore[arg-type]
     mocks.set_mocks(OfflineMocks(), project=PROJECT, stack=stack, preview=True, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config), [])
+    # The Python language host hands a program its config in PULUMI_CONFIG (JSON), which
+    # pulumi.runtime.get_config_env() reads; set it the same way for this run.
+    previous = os.environ.get(_CONFIG_ENV)
+    os.environ[_CONFIG_ENV] = json.dumps(dict(config))
     # The stack resource is registered by set_mocks before the program starts.
     monitor.recorded.clear()
     root = RecordedResource(
@@ -257,7 +277,13 @@ def record(stack: str, config: Mapping[str, str], declare: Callable[[], object])
     def body() -> None:
         declare()
 
-    _sync_await(run_pulumi_func(body))
+    try:
+        _wait(run_pulumi_func(body))
+    finally:
+        if previous is None:
+            os.environ.pop(_CONFIG_ENV, None)
+        else:
+            os.environ[_CONFIG_ENV] = previous
     return ProgramRun(
         stack=stack, resources=[root, *monitor.recorded], outputs=_stack_exports(), invokes=monitor.invokes
     )
@@ -274,8 +300,8 @@ def _stack_exports() -> dict[str, Any]:
     values: dict[str, Any] = {}
     for key, value in exported.items():
         output = pulumi.Output.from_input(value)
-        secret = _sync_await(output.is_secret())
-        values[key] = "[secret]" if secret else _plain(_sync_await(output.future(with_unknowns=True)))
+        secret = _wait(output.is_secret())
+        values[key] = "[secret]" if secret else _plain(_wait(output.future(with_unknowns=True)))
     return values
 
 

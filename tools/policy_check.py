@@ -30,7 +30,8 @@ if str(PACK_DIR) not in sys.path:
     sys.path.insert(0, str(PACK_DIR))
 
 import oke_rdma_policies  # noqa: E402  (the pack's package lives in policies/)
-from oke_rdma_policies.config import SCHEMAS, validate_pack_config  # noqa: E402
+
+from oke_gpu_rdma.pack_config import ALL_KEY, LEVEL_KEY, PolicyName, json_schema, validate_file  # noqa: E402
 
 _LEVEL_NAMES = {
     analyzer_pb2.ADVISORY: "advisory",
@@ -84,24 +85,26 @@ def configure_request(
     pack_config: Mapping[str, Any], info: analyzer_pb2.AnalyzerInfo
 ) -> analyzer_pb2.ConfigureAnalyzerRequest:
     """The Configure request the engine sends: every policy's level and properties (schema defaults filled)."""
-    problems = validate_pack_config(pack_config)
+    problems = validate_file(pack_config)
     if problems:
         raise PackConfigError("invalid policy pack config:\n  " + "\n  ".join(problems))
-    everyone = pack_config.get("all")
+    everyone = pack_config.get(ALL_KEY)
     request = analyzer_pb2.ConfigureAnalyzerRequest()
     for policy in info.policies:
         given = pack_config.get(policy.name)
         level = _LEVEL_NAMES[policy.enforcementLevel]
         properties: dict[str, Any] = {
-            key: prop["default"] for key, prop in SCHEMAS.get(policy.name, {}).items() if "default" in prop
+            key: prop["default"]
+            for key, prop in json_schema(PolicyName(policy.name)).items()
+            if "default" in prop
         }
         if isinstance(everyone, str):
             level = everyone
         if isinstance(given, str):
             level = given
         elif isinstance(given, Mapping):
-            level = given.get("enforcementLevel", level)
-            properties.update({k: v for k, v in given.items() if k != "enforcementLevel"})
+            level = given.get(LEVEL_KEY, level)
+            properties.update({k: v for k, v in given.items() if k != LEVEL_KEY})
         entry = analyzer_pb2.PolicyConfig(enforcementLevel=_LEVEL_VALUES[level])
         entry.properties.update(properties)
         request.policyConfig[policy.name].CopyFrom(entry)

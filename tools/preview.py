@@ -22,10 +22,10 @@ from typing import Any
 import pulumi
 import yaml
 
-from components import yamltext
-from components.policy_pack_config import FILENAME as PACK_CONFIG_FILE
-from components.policy_pack_config import policy_pack_config
-from components.stack_config import parse_stack_config, raw_config, stack_source
+from oke_gpu_rdma import yamltext
+from stack_config.loading import parse_stack_config, raw_config, stack_source
+from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
+from stack_config.pack_config import policy_pack_config
 
 from .mock_runtime import ROOT, ProgramRun, RecordedResource, pulumi_config_map, run_program
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
@@ -81,7 +81,7 @@ def preview(stack: str, stacks_dir: Path = STACKS_DIR) -> Preview:
         raise PreviewError(str(err)) from None
     # The program accepted this config, so parsing it again cannot fail.
     stack_config = parse_stack_config(raw_config(config_map), stack_source(stack))
-    pack_config = policy_pack_config(stack_config)
+    pack_config = policy_pack_config(stack_config).to_dict()
     return Preview(run, pack_config, analyze_run(run, pack_config))
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from pulumi_policy import StackValidationPolicy
 
 from oke_gpu_rdma.attributes import PCIE_ROOT
-from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL
+from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL
+from oke_gpu_rdma.pack_config import PolicyName
 
-from . import config as cfg
+from . import settings
 from .kube import GPU_RESOURCE, Res, container_name, containers, gpu_count, pod_specs
 from .report import Reporter
 from .stack import StackView, validate_each_workload
@@ -54,11 +55,11 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
 
 
 policy = StackValidationPolicy(
-    name=cfg.NO_DEVICE_PLUGIN_GPUS,
+    name=PolicyName.NO_DEVICE_PLUGIN_GPUS,
     description=(
-        "A pod that gets DRANET rails from a claim must not take nvidia.com/gpu from the device plugin: "
+        f"A pod that gets DRANET rails from a claim must not take {GPU_RESOURCE} from the device plugin: "
         "the GPUs then ignore where the rails are."
     ),
     validate=validate_each_workload(_check),
-    enforcement_level=cfg.level(cfg.NO_DEVICE_PLUGIN_GPUS),
+    enforcement_level=settings.level(PolicyName.NO_DEVICE_PLUGIN_GPUS),
 )

@@ -18,7 +18,8 @@ from typing import Any, Final
 
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from oke_gpu_rdma.network import (
+from oke_gpu_rdma import charts, resource_types
+from oke_gpu_rdma.cidr_rules import (
     DEFAULT_CHILD_RANGE,
     OKE_DEFAULT_PODS_CIDR,
     OKE_DEFAULT_SERVICES_CIDR,
@@ -27,34 +28,20 @@ from oke_gpu_rdma.network import (
     child_range_problems,
     parse_ipv4_network,
 )
+from oke_gpu_rdma.pack_config import ChildRangeSettings, PolicyName
 
-from . import config as cfg
-from .kube import Res, containers, pod_specs
+from . import settings
+from .kube import Res, containers, helm_chart_is, pod_specs
 from .report import Reporter
-from .stack import CLUSTER, SUBNET, VCN, StackView
+from .stack import StackView
 from .values import UNKNOWN, as_list, dig
 
-HELM_TYPES: Final = (
-    "kubernetes:helm.sh/v3:Release",
-    "kubernetes:helm.sh/v4:Chart",
-    "kubernetes:helm.sh/v3:Chart",
-)
-DAEMONSET: Final = "kubernetes:apps/v1:DaemonSet"
-CIDR_VALUE: Final = "values.args.cloudProviderOptions.oke.rdma-child-ipv4-cidr"
-OPTION: Final = "oke.rdma-child-ipv4-cidr"
+CIDR_VALUE: Final = f"values.{charts.DRANET_CHILD_RANGE_VALUE}"
+OPTION: Final = charts.DRANET_CHILD_RANGE_OPTION
+OCA_KEY: Final = ChildRangeSettings.key("oca_rdma_network")
+EXISTING_KEY: Final = ChildRangeSettings.key("existing_cidrs")
+WORKERS_KEY: Final = ChildRangeSettings.key("worker_subnet_cidrs")
 _DRANET_IMAGE: Final = re.compile(r"(^|/)dranet([:@]|$)")
-
-
-def chart_basename(chart: object) -> str | None:
-    """`dranet` for oci://registry.k8s.io/networking/charts/dranet, ./dranet-1.5.0.tgz, dranet."""
-    if not isinstance(chart, str) or not chart:
-        return None
-    last = chart.rstrip("/").rsplit("/", 1)[-1].removesuffix(".tgz")
-    return re.sub(r"-v?\d+(\.\d+)*([-+].*)?$", "", last)
-
-
-def helm_chart_is(res: Res, names: tuple[str, ...]) -> bool:
-    return res.type in HELM_TYPES and chart_basename(res.props.get("chart")) in names
 
 
 @dataclass
@@ -77,16 +64,16 @@ def _helm_deployment(res: Res, rep: Reporter) -> Deployment | None:
     if values is UNKNOWN:
         rep.unchecked(f"{where}: Helm values unknown until apply, child range not checked")
         return None
-    value = dig(values, "args.cloudProviderOptions.oke", "values")
-    value = value.get("rdma-child-ipv4-cidr") if isinstance(value, Mapping) else value
-    hint = dig(values, "args.cloudProviderHint", "values")
+    value = dig(values, charts.DRANET_OKE_OPTIONS_VALUE, "values")
+    value = value.get(charts.DRANET_CHILD_RANGE_KEY) if isinstance(value, Mapping) else value
+    hint = dig(values, charts.DRANET_PROVIDER_HINT_VALUE, "values")
     fix = f"set {CIDR_VALUE} of {where}"
     if value is UNKNOWN or hint is UNKNOWN:
         rep.unchecked(f"{where}: {CIDR_VALUE} or args.cloudProviderHint unknown until apply")
         return None
     if value is not None:
         return Deployment(res, f"sets {CIDR_VALUE} = {value!r}", value, fix)
-    if hint is not None and str(hint).upper() != "OKE":
+    if hint is not None and str(hint).upper() != charts.DRANET_OKE_HINT:
         return None  # another provider: DRANET ignores the OKE options
     if res.props.get("valueYamlFiles"):
         rep.unchecked(f"{where}: valueYamlFiles are not read; set {CIDR_VALUE} in values to have it checked")
@@ -115,7 +102,7 @@ def _daemonset_deployment(res: Res, rep: Reporter) -> Deployment | None:
             command = container.get("command")
             first = command[0] if isinstance(command, list) and command else None
             runs_dranet = (isinstance(image, str) and _DRANET_IMAGE.search(image.split("@")[0])) or (
-                isinstance(first, str) and first.rsplit("/", 1)[-1] == "dranet"
+                isinstance(first, str) and first.rsplit("/", 1)[-1] == charts.DRANET_BINARY
             )
             if not runs_dranet:
                 continue
@@ -133,7 +120,7 @@ def _daemonset_deployment(res: Res, rep: Reporter) -> Deployment | None:
                     value = option.split("=", 1)[1]
                     return Deployment(res, f"passes --cloud-provider-options={OPTION}={value}", value, fix)
             hints = _flag_values(text, "cloud-provider-hint")
-            if hints and hints[-1].upper() != "OKE":
+            if hints and hints[-1].upper() != charts.DRANET_OKE_HINT:
                 return None
             return Deployment(
                 res,
@@ -149,13 +136,13 @@ def deployments(view: StackView, rep: Reporter) -> list[Deployment]:
     found: list[Deployment] = []
     helm_urns = set()
     for res in view.resources:
-        if helm_chart_is(res, ("dranet",)):
+        if helm_chart_is(res, (charts.DRANET_CHART_NAME,)):
             helm_urns.add(res.urn)
             dep = rep.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_deployment, res, rep))
             if dep is not None:
                 found.append(dep)
     for res in view.resources:
-        if res.type != DAEMONSET or any(a.urn in helm_urns for a in view.ancestors(res)):
+        if res.type != resource_types.DAEMONSET or any(a.urn in helm_urns for a in view.ancestors(res)):
             continue  # a DaemonSet a dranet chart renders is that chart's installation
         dep = rep.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_deployment, res, rep))
         if dep is not None:
@@ -174,18 +161,18 @@ def _ranges(view: StackView, rep: Reporter) -> Iterator[NamedRange]:
             with contextlib.suppress(CidrError):
                 yield NamedRange(label, parse_ipv4_network(value))
 
-    for res in view.of_type(VCN):
+    for res in view.of_type(resource_types.VCN):
         blocks = res.props.get("cidrBlocks")
         items = blocks if isinstance(blocks, list) else [blocks]
         if res.props.get("cidrBlock") is not None:
             items = [*items, res.props.get("cidrBlock")]
         for value in items:
             yield from parse(value, f"VCN {res.name} ({res.type})", f"VCN {res.name} cidrBlocks")
-    for res in view.of_type(SUBNET):
+    for res in view.of_type(resource_types.SUBNET):
         yield from parse(
             res.props.get("cidrBlock"), f"subnet {res.name} ({res.type})", f"subnet {res.name} cidrBlock"
         )
-    for res in view.of_type(CLUSTER):
+    for res in view.of_type(resource_types.CLUSTER):
         network = dig(res.props, "options.kubernetesNetworkConfig")
         cni = dig(res.props, "clusterPodNetworkOptions")
         native = isinstance(cni, list) and any(
@@ -207,14 +194,14 @@ def _ranges(view: StackView, rep: Reporter) -> Iterator[NamedRange]:
             )
 
 
-def _worker_subnets(view: StackView, conf: cfg.ChildRangeConfig, rep: Reporter) -> list[NamedRange]:
-    if conf.workers:
-        return list(conf.workers)
+def _worker_subnets(view: StackView, conf: ChildRangeSettings, rep: Reporter) -> list[NamedRange]:
+    if conf.worker_subnet_cidrs:
+        return [NamedRange(f"worker subnet (pack config {WORKERS_KEY})", n) for n in conf.worker_subnet_cidrs]
     found: dict[str, NamedRange] = {}
     for pool in view.gpu_node_pools():
         for dep in pool.dependencies:
             subnet = view.by_urn.get(dep)
-            if subnet is None or subnet.type != SUBNET:
+            if subnet is None or subnet.type != resource_types.SUBNET:
                 continue
             value = subnet.props.get("cidrBlock")
             if isinstance(value, str):
@@ -229,23 +216,22 @@ def _worker_subnets(view: StackView, conf: cfg.ChildRangeConfig, rep: Reporter) 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     rep = Reporter(report_violation)
-    conf = cfg.child_range_config(args.get_config())
-    for problem in conf.problems:
-        rep.violation(f"{problem}; the child range was checked without it")
+    conf, problems = settings.read_section(ChildRangeSettings, args.get_config())
+    for problem in problems:
+        rep.violation(f"{problem}; the child range was checked without this section of the pack config")
     view = StackView.of(args)
     deps = deployments(view, rep)
     if not deps:
         rep.finish()
         return
     plan = list(_ranges(view, rep))
-    if conf.oca is not None:
-        plan.append(conf.oca)
-    plan += list(conf.existing)
+    plan.append(NamedRange(f"the OCA RDMA network (pack config {OCA_KEY})", conf.oca_rdma_network))
+    plan += [NamedRange(f"{r.name} (pack config {EXISTING_KEY})", r.cidr) for r in conf.existing_cidrs]
     workers = _worker_subnets(view, conf, rep)
     if not workers:
         rep.unchecked(
             "no worker subnet known (no GPU node pool subnet in the stack and no pack config "
-            "workerSubnetCidrs): the child range size for 16 rails was not checked"
+            f"{WORKERS_KEY}): the child range size for 16 rails was not checked"
         )
     by_cluster: dict[str, list[tuple[Deployment, IPv4Network]]] = {}
     for dep in deps:
@@ -280,13 +266,13 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 
 policy = StackValidationPolicy(
-    name=cfg.CHILD_RANGE,
+    name=PolicyName.CHILD_RANGE,
     description=(
-        "The DRANET OKE child range (oke.rdma-child-ipv4-cidr, default 10.208.0.0/12) must be a valid "
+        f"The DRANET OKE child range ({OPTION}, default {DEFAULT_CHILD_RANGE}) must be a valid "
         "IPv4 prefix from /8 to /30, hold 16 rails for the worker subnet, avoid special ranges, and "
         "overlap no VCN, subnet, pods or services CIDR nor the OCA RDMA network."
     ),
     validate=validate,
-    enforcement_level=cfg.level(cfg.CHILD_RANGE),
-    config_schema=cfg.schema(cfg.CHILD_RANGE),
+    enforcement_level=settings.level(PolicyName.CHILD_RANGE),
+    config_schema=settings.schema(PolicyName.CHILD_RANGE),
 )

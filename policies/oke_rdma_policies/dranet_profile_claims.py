@@ -16,9 +16,10 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from oke_gpu_rdma.attributes import DRANET_DRIVER
+from oke_gpu_rdma.pack_config import PolicyName
 
-from . import config as cfg
-from .kube import DeviceClasses, Res, claim_spec, is_claim, request_classes
+from . import settings
+from .kube import DeviceClasses, Res, is_claim, request_classes, resource_claim_spec
 from .report import Reporter
 from .stack import from_resource_args
 from .values import UNKNOWN, as_list, as_map, contains_unknown, dig
@@ -70,7 +71,7 @@ def problems(interface: Mapping[str, Any], where: str) -> list[str]:
 
 
 def check(res: Res, rep: Reporter) -> None:
-    spec = claim_spec(res)
+    spec = resource_claim_spec(res)
     if spec is UNKNOWN:
         rep.unchecked(f"{res.label}: spec unknown until apply")
         return
@@ -120,11 +121,11 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
 
 
 policy = ResourceValidationPolicy(
-    name=cfg.OKE_PROFILE_CLAIMS,
+    name=PolicyName.OKE_PROFILE_CLAIMS,
     description=(
         "dra.net claim config must not set what DRANET's oke-rdma profile rejects: interface.type "
         "Passthrough, DHCP or unnumbered addressing, or interface.addresses."
     ),
     validate=validate,
-    enforcement_level=cfg.level(cfg.OKE_PROFILE_CLAIMS),
+    enforcement_level=settings.level(PolicyName.OKE_PROFILE_CLAIMS),
 )

@@ -16,17 +16,18 @@ from typing import Any, Final
 
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, INSTANCE_TYPE_LABEL
+from oke_gpu_rdma import charts, resource_types, stack_keys
+from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
+from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, INSTANCE_TYPE_LABEL
+from oke_gpu_rdma.pack_config import PolicyName
 
-from . import config as cfg
-from .dranet_child_range import DAEMONSET, helm_chart_is
-from .kube import Res, pod_specs
+from . import settings
+from .kube import Res, helm_chart_is, pod_specs
 from .report import Reporter
 from .stack import StackView
 from .values import UNKNOWN, as_list, as_map, dig
 
-CHART_NAMES: Final = ("dra-driver-nvidia-gpu", "nvidia-dra-driver-gpu", "k8s-dra-driver-gpu")
-_DRIVER_IMAGE: Final = re.compile(r"(dra-driver-nvidia-gpu|nvidia-dra-driver-gpu|k8s-dra-driver-gpu)[:@]?")
+_DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GPU_CHART_NAMES)) + ")[:@]?")
 
 
 def _drivers(view: StackView, rep: Reporter) -> list[tuple[Res, Any]]:
@@ -34,7 +35,7 @@ def _drivers(view: StackView, rep: Reporter) -> list[tuple[Res, Any]]:
     found: list[tuple[Res, Any]] = []
     helm = set()
     for res in view.resources:
-        if helm_chart_is(res, CHART_NAMES):
+        if helm_chart_is(res, charts.NVIDIA_GPU_CHART_NAMES):
             helm.add(res.urn)
 
             def read_release(res: Res = res) -> None:
@@ -45,7 +46,7 @@ def _drivers(view: StackView, rep: Reporter) -> list[tuple[Res, Any]]:
                 found.append((res, selector))
 
             rep.guard(f"Helm release {res.name}", res.urn, read_release)
-    for res in view.of_type(DAEMONSET):
+    for res in view.of_type(resource_types.DAEMONSET):
         if any(a.urn in helm for a in view.ancestors(res)):
             continue
 
@@ -119,21 +120,21 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 f"node pool {pool.name} ({labels.get(INSTANCE_TYPE_LABEL)}) gets GPUs from the NVIDIA DRA driver "
                 f"({driver.kind} {driver.name} selects {chosen}) but its initial node label "
                 f"{DEVICE_PLUGIN_LABEL} {shown}: the GPU Operator's device plugin then offers the same GPUs as "
-                "nvidia.com/gpu, which the kubelet hands out without regard to the rails (seed 000: 4.27 GB/s "
+                f"{NVIDIA_GPU_RESOURCE}, which the kubelet hands out without regard to the rails (seed 000: 4.27 GB/s "
                 "instead of 96.29 GB/s) and which the DRA driver may give to a claim at the same time. Fix: add "
                 f'{{key: {DEVICE_PLUGIN_LABEL}, value: "{DEVICE_PLUGIN_OFF}"}} to initialNodeLabels '
-                "(stack config nodePools[].gpusFromDra: true)",
+                f"({stack_keys.stack_setting(stack_keys.GPU_DRIVER_ENABLED, 'true')} sets it on every pool)",
                 pool.urn,
             )
     rep.finish()
 
 
 policy = StackValidationPolicy(
-    name=cfg.DEVICE_PLUGIN_OFF,
+    name=PolicyName.DEVICE_PLUGIN_OFF,
     description=(
         "GPU node pools served by the NVIDIA GPU DRA driver must carry the initial node label "
-        "nvidia.com/gpu.deploy.device-plugin=false."
+        f"{DEVICE_PLUGIN_LABEL}={DEVICE_PLUGIN_OFF}."
     ),
     validate=validate,
-    enforcement_level=cfg.level(cfg.DEVICE_PLUGIN_OFF),
+    enforcement_level=settings.level(PolicyName.DEVICE_PLUGIN_OFF),
 )

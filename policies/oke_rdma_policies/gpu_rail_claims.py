@@ -18,13 +18,15 @@ from typing import Any, Final
 
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
+from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
 from oke_gpu_rdma.errors import TopologyError
+from oke_gpu_rdma.pack_config import PolicyName
 from oke_gpu_rdma.topology import Topology
 from oke_gpu_rdma.verdicts import Verdict, judge
 
-from . import config as cfg
-from .kube import Res, claim_spec, request_classes
+from . import settings
+from .kube import Res, request_classes, resource_claim_spec
 from .report import Reporter
 from .stack import StackView
 from .values import UNKNOWN, contains_unknown
@@ -67,14 +69,12 @@ def message(claim: Res, verdict: Verdict, topology: Topology, pools: list[str]) 
             "split the requests into per-root pairs gpus-i/rails-i, each pair with its own constraint "
             "(oke_gpu_rdma.claims.aligned_claim_spec), or ask for fewer devices"
         )
-    elif verdict.kind == "unaligned" and verdict.fix and "Fix:" not in verdict.message:
-        text += f". Fix: {verdict.fix}"
     return text
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     rep = Reporter(report_violation)
-    conf = cfg.claims_config(args.get_config())
+    conf = settings.claims_config(args.get_config())
     for problem in conf.problems:
         rep.violation(problem)
     view = StackView.of(args)
@@ -83,7 +83,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         return
     shapes: dict[str, list[str]] = {}
     pools_by_shape: dict[str, list[Res]] = {}
-    for pool in view.of_type("oci:ContainerEngine/nodePool:NodePool"):
+    for pool in view.of_type(resource_types.NODE_POOL):
         shape = pool.props.get("nodeShape")
         if shape is UNKNOWN:
             rep.unchecked(f"node pool {pool.name}: nodeShape unknown until apply")
@@ -96,11 +96,11 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     topologies: list[tuple[Topology, list[str]]] = []
     for shape, pools in shapes.items():
         try:
-            topologies.append((cfg.topology_for(conf, shape), pools))
+            topologies.append((settings.topology_for(conf, shape), pools))
         except TopologyError as err:
             text = (
                 f"claims cannot be judged on {shape}: {err}. Supply its topology as pack config "
-                f"{cfg.CLAIMS_ALIGNED}.shapeTopologies.{shape}, or set this policy advisory for it"
+                f"{PolicyName.CLAIMS_ALIGNED}.shapeTopologies.{shape}, or set this policy advisory for it"
             )
             targets: list[Res | None] = list(pools_by_shape.get(shape, [])) or [None]
             for target in targets:
@@ -122,7 +122,7 @@ def _check(
     topologies: list[tuple[Topology, list[str]]],
     rep: Reporter,
 ) -> None:
-    spec = claim_spec(claim)
+    spec = resource_claim_spec(claim)
     if spec is UNKNOWN:
         rep.unchecked(f"{claim.label}: spec unknown until apply, not judged")
         return
@@ -156,13 +156,13 @@ def _check(
 
 
 policy = StackValidationPolicy(
-    name=cfg.CLAIMS_ALIGNED,
+    name=PolicyName.CLAIMS_ALIGNED,
     description=(
         "ResourceClaims and ResourceClaimTemplates must be valid, allocatable and, when they ask for "
         "GPUs and DRANET rails, aligned: every GPU on a PCIe root with one of the claim's rails, on "
         "every GPU node pool shape of the stack."
     ),
     validate=validate,
-    enforcement_level=cfg.level(cfg.CLAIMS_ALIGNED),
-    config_schema=cfg.schema(cfg.CLAIMS_ALIGNED),
+    enforcement_level=settings.level(PolicyName.CLAIMS_ALIGNED),
+    config_schema=settings.schema(PolicyName.CLAIMS_ALIGNED),
 )

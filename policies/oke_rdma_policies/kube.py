@@ -12,12 +12,19 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from oke_gpu_rdma.attributes import DRANET_DEVICE_CLASS, DRANET_DRIVER, NVIDIA_GPU_DEVICE_CLASS
+from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.attributes import (
+    DRANET_DEVICE_CLASS,
+    DRANET_DRIVER,
+    NVIDIA_GPU_DEVICE_CLASS,
+    NVIDIA_GPU_DRIVER,
+    NVIDIA_GPU_RESOURCE,
+)
 
-from .values import UNKNOWN, ShapeError, as_list, as_map, dig, plain
+from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig, plain
 
 CLAIM_VERSIONS: Final = ("v1", "v1beta2", "v1beta1")
-GPU_RESOURCE: Final = "nvidia.com/gpu"
+GPU_RESOURCE: Final = NVIDIA_GPU_RESOURCE
 
 # Kind -> where its pod specs live (dot paths); kubeflow jobs are handled by their replica specs.
 _POD_SPEC_PATHS: Final[dict[str, tuple[str, ...]]] = {
@@ -99,15 +106,28 @@ class Res:
         return f"{self.kind} {shown}"
 
 
+def chart_basename(chart: object) -> str | None:
+    """`dranet` for oci://registry.k8s.io/networking/charts/dranet, ./dranet-1.5.0.tgz, dranet."""
+    if not isinstance(chart, str) or not chart:
+        return None
+    last = chart.rstrip("/").rsplit("/", 1)[-1].removesuffix(".tgz")
+    return re.sub(r"-v?\d+(\.\d+)*([-+].*)?$", "", last)
+
+
+def helm_chart_is(res: Res, names: tuple[str, ...]) -> bool:
+    """Whether ``res`` is a Helm release or chart of one of the chart ``names``."""
+    return res.type in resource_types.HELM_TYPES and chart_basename(res.props.get("chart")) in names
+
+
 def is_claim(res: Res) -> bool:
     return (
-        res.type.startswith("kubernetes:resource.k8s.io/")
+        res.type.startswith(resource_types.DRA_GROUP_PREFIX)
         and res.group_version.rsplit("/", 1)[-1] in CLAIM_VERSIONS
         and res.kind in ("ResourceClaim", "ResourceClaimTemplate")
     )
 
 
-def claim_spec(res: Res) -> Any:
+def resource_claim_spec(res: Res) -> Any:
     """The claim's ResourceClaimSpec in resource.k8s.io/v1 form (None if absent, UNKNOWN if unknown)."""
     spec = dig(res.props, "spec.spec" if res.kind == "ResourceClaimTemplate" else "spec")
     if spec is None or spec is UNKNOWN:
@@ -198,7 +218,7 @@ def device_classes(resources: list[Res]) -> DeviceClasses:
     gpu = {NVIDIA_GPU_DEVICE_CLASS}
     selectors: dict[str, tuple[str, ...]] = {}
     for res in resources:
-        if not (res.type.startswith("kubernetes:resource.k8s.io/") and res.kind == "DeviceClass"):
+        if not (res.type.startswith(resource_types.DRA_GROUP_PREFIX) and res.kind == "DeviceClass"):
             continue
         name = res.object_name
         sels = dig(res.props, "spec.selectors")
@@ -217,7 +237,7 @@ def device_classes(resources: list[Res]) -> DeviceClasses:
         drivers = {m for e in exprs for m in _DRIVER_IN_CEL.findall(e)}
         if DRANET_DRIVER in drivers:
             dranet.add(name)
-        if "gpu.nvidia.com" in drivers:
+        if NVIDIA_GPU_DRIVER in drivers:
             gpu.add(name)
     return DeviceClasses(frozenset(dranet), frozenset(gpu), selectors)
 
@@ -252,7 +272,7 @@ def is_workload(res: Res) -> bool:
 
 
 def pod_specs(res: Res) -> Iterator[PodSpec]:
-    """Every pod spec of a workload; ShapeError for a path holding the wrong type."""
+    """Every pod spec of a workload; PropertyTypeError for a path holding the wrong type."""
     paths = _POD_SPEC_PATHS.get(res.kind) if res.group in ("", "core", "apps", "batch") else None
     if paths:
         for path in paths:
@@ -330,7 +350,7 @@ def claim_refs(pod: PodSpec) -> list[ClaimRef]:
             if target is UNKNOWN or isinstance(target, str):
                 refs.append(ClaimRef(pod_claim, kind, target))
             elif target is not None:
-                raise ShapeError(f"{where}.{field_name}", "a string", target)
+                raise PropertyTypeError(f"{where}.{field_name}", "a string", target)
     return refs
 
 
@@ -354,7 +374,9 @@ def gpu_count(container: Mapping[str, Any], path: str) -> Any:
         try:
             found = float(found)
         except ValueError:
-            raise ShapeError(f"{path}.resources.limits.{GPU_RESOURCE}", "a whole number", found) from None
+            raise PropertyTypeError(
+                f"{path}.resources.limits.{GPU_RESOURCE}", "a whole number", found
+            ) from None
     if found is not None and not isinstance(found, int | float):
-        raise ShapeError(f"{path}.resources.limits.{GPU_RESOURCE}", "a whole number", found)
+        raise PropertyTypeError(f"{path}.resources.limits.{GPU_RESOURCE}", "a whole number", found)
     return found

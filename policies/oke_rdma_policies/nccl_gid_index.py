@@ -13,15 +13,18 @@ from typing import Any, Final
 
 from pulumi_policy import StackValidationPolicy
 
-from . import config as cfg
+from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.nccl import NCCL_GID_INDEX_VARIABLE
+from oke_gpu_rdma.pack_config import PolicyName
+
+from . import settings
 from .kube import Res, container_name, containers, pod_specs
 from .report import Reporter
 from .stack import StackView, validate_each_workload
 from .values import UNKNOWN, as_list
 
-VARIABLE: Final = "NCCL_IB_GID_INDEX"
+VARIABLE: Final = NCCL_GID_INDEX_VARIABLE
 _IN_TEXT: Final = re.compile(rf"\b{VARIABLE}\b")
-CONFIG_MAP: Final = "kubernetes:core/v1:ConfigMap"
 
 
 def _text_mentions(value: Any) -> bool:
@@ -41,7 +44,7 @@ def _settings(view: StackView, workload: Res, path: str, container: Mapping[str,
     for i, source in enumerate(as_list(container.get("envFrom"), f"{path}.envFrom")):
         ref = source.get("configMapRef") if isinstance(source, Mapping) else None
         name = ref.get("name") if isinstance(ref, Mapping) else None
-        for cm in view.of_type(CONFIG_MAP):
+        for cm in view.of_type(resource_types.CONFIG_MAP):
             if cm.object_name == name and cm.namespace == workload.namespace:
                 data = cm.props.get("data")
                 if isinstance(data, Mapping) and VARIABLE in data:
@@ -82,8 +85,8 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
 
 
 policy = StackValidationPolicy(
-    name=cfg.NCCL_GID_INDEX,
+    name=PolicyName.NCCL_GID_INDEX,
     description="Workloads that use DRANET rails must not set NCCL_IB_GID_INDEX (env or mpirun -x).",
     validate=validate_each_workload(_check),
-    enforcement_level=cfg.level(cfg.NCCL_GID_INDEX),
+    enforcement_level=settings.level(PolicyName.NCCL_GID_INDEX),
 )

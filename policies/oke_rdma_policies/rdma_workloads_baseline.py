@@ -14,14 +14,17 @@ from typing import Final
 
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
-from . import config as cfg
+from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, POD_SECURITY_ENFORCING
+from oke_gpu_rdma.pack_config import PolicyName
+
+from . import settings
 from .kube import Res, container_name, containers, pod_specs
 from .report import Reporter
-from .stack import NAMESPACE, StackView, labels_of
+from .stack import StackView, labels_of
 from .values import UNKNOWN, as_list, as_map
 
-ENFORCE: Final = "pod-security.kubernetes.io/enforce"
-ENFORCED: Final = ("baseline", "restricted")
+ENFORCE: Final = POD_SECURITY_ENFORCE_LABEL
 
 
 def _check_workload(
@@ -75,7 +78,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         rep.guard(
             workload.label, workload.urn, partial(_check_workload, view, workload, rep, rdma_namespaces)
         )
-    for ns in view.of_type(NAMESPACE):
+    for ns in view.of_type(resource_types.NAMESPACE):
         name = ns.object_name
         if not isinstance(name, str) or name not in rdma_namespaces:
             continue
@@ -87,7 +90,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         if level is UNKNOWN:
             rep.unchecked(f"Namespace {name}: label {ENFORCE} unknown until apply")
             continue
-        if level in ENFORCED:
+        if level in POD_SECURITY_ENFORCING:
             continue
         holders = ", ".join(dict.fromkeys(rdma_namespaces[name]))
         shown = "is not set" if level is None else f"is {level!r}"
@@ -101,11 +104,11 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
 
 
 policy = StackValidationPolicy(
-    name=cfg.BASELINE,
+    name=PolicyName.BASELINE,
     description=(
         "Namespaces with DRANET rail claims enforce Pod Security baseline; pods using DRANET rails are not "
         "privileged, use no hostNetwork and add no IPC_LOCK."
     ),
     validate=validate,
-    enforcement_level=cfg.level(cfg.BASELINE),
+    enforcement_level=settings.level(PolicyName.BASELINE),
 )

@@ -16,7 +16,7 @@ from typing import TypeVar
 from pulumi_policy import ReportViolation
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
-from .values import ShapeError
+from .values import PropertyTypeError
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ class Reporter:
         """``check()``'s result; a property of the wrong type becomes a violation naming ``where`` (and None)."""
         try:
             return check()
-        except ShapeError as err:
+        except PropertyTypeError as err:
             self.violation(f"{where}: {err}; fix the value so that this policy can check it", urn)
             return None
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final
+from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
+from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.topology import SHAPES
 
 from .kube import (
@@ -17,20 +18,14 @@ from .kube import (
     PodSpec,
     Res,
     claim_refs,
-    claim_spec,
     device_classes,
     is_claim,
     is_workload,
     rail_requests,
+    resource_claim_spec,
 )
 from .report import Reporter
-from .values import UNKNOWN, ShapeError
-
-NODE_POOL: Final = "oci:ContainerEngine/nodePool:NodePool"
-CLUSTER: Final = "oci:ContainerEngine/cluster:Cluster"
-VCN: Final = "oci:Core/vcn:Vcn"
-SUBNET: Final = "oci:Core/subnet:Subnet"
-NAMESPACE: Final = "kubernetes:core/v1:Namespace"
+from .values import UNKNOWN, PropertyTypeError
 
 
 def from_resource_args(args: ResourceValidationArgs) -> Res:
@@ -99,14 +94,14 @@ class StackView:
             parent = found.parent
 
     def gpu_node_pools(self) -> list[Res]:
-        return [r for r in self.of_type(NODE_POOL) if is_gpu_shape(r.props.get("nodeShape"))]
+        return [r for r in self.of_type(resource_types.NODE_POOL) if is_gpu_shape(r.props.get("nodeShape"))]
 
     def rails_of(self, claim: Res) -> list[str]:
         """Requests of ``claim`` that ask for DRANET devices (cached); [] if unreadable."""
         if claim.urn not in self._rails:
             try:
-                spec = claim_spec(claim)
-            except ShapeError:
+                spec = resource_claim_spec(claim)
+            except PropertyTypeError:
                 spec = None
             self._rails[claim.urn] = rail_requests(spec, self.classes)
         return self._rails[claim.urn]

@@ -93,7 +93,7 @@ def contains_unknown(value: Any, path: str = "") -> list[str]:
     return found
 
 
-class ShapeError(ValueError):
+class PropertyTypeError(ValueError):
     """A property of the wrong type: reported as a violation naming the path, never a traceback."""
 
     def __init__(self, path: str, expected: str, got: object) -> None:
@@ -121,7 +121,7 @@ def describe(value: object) -> str:
 def dig(obj: Any, path: str, base: str = "") -> Any:
     """The value at dot-separated ``path`` under ``obj``; ``None`` when missing.
 
-    Returns :data:`UNKNOWN` when a value on the way is unknown and raises :class:`ShapeError` when
+    Returns :data:`UNKNOWN` when a value on the way is unknown and raises :class:`PropertyTypeError` when
     a value on the way is not an object. ``base`` prefixes the path in error messages.
     """
     current = obj
@@ -132,34 +132,25 @@ def dig(obj: Any, path: str, base: str = "") -> Any:
         if current is UNKNOWN:
             return UNKNOWN
         if not isinstance(current, Mapping):
-            raise ShapeError(walked or ".", "an object", current)
+            raise PropertyTypeError(walked or ".", "an object", current)
         current = current.get(key)
         walked = f"{walked}.{key}" if walked else key
     return current
 
 
 def as_map(value: Any, path: str) -> Mapping[str, Any]:
-    """``value`` if it is an object, ``{}`` if missing; ShapeError otherwise (unknown: caller checks)."""
+    """``value`` if it is an object, ``{}`` if missing; PropertyTypeError otherwise (unknown: caller checks)."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ShapeError(path, "an object", value)
+        raise PropertyTypeError(path, "an object", value)
     return value
 
 
 def as_list(value: Any, path: str) -> list[Any]:
-    """``value`` if it is a list, ``[]`` if missing; ShapeError otherwise (unknown: caller checks)."""
+    """``value`` if it is a list, ``[]`` if missing; PropertyTypeError otherwise (unknown: caller checks)."""
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ShapeError(path, "a list", value)
-    return value
-
-
-def as_str(value: Any, path: str) -> str | None:
-    """``value`` if it is a string, ``None`` if missing; ShapeError otherwise (unknown: caller checks)."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ShapeError(path, "a string", value)
+        raise PropertyTypeError(path, "a list", value)
     return value

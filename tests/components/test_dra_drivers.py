@@ -7,7 +7,6 @@ from ipaddress import IPv4Network
 
 import pytest
 
-from components.config import DranetConfig, Taint
 from components.dra_drivers import (
     OCA_CONFIG_DIR,
     ChartValuesError,
@@ -17,6 +16,7 @@ from components.dra_drivers import (
 )
 from oke_gpu_rdma import charts
 from oke_gpu_rdma.charts import DRANET_VALUE_PATHS, NVIDIA_GPU_VALUE_PATHS, undocumented_value_paths
+from stack_config.model import DranetConfig, Taint
 from tests.support import Run, raw_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

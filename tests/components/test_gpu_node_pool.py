@@ -7,9 +7,10 @@ from collections.abc import Callable
 
 import yaml
 
-from components import cloud_init
-from components.gpu_node_pool import POLICY_TYPE, TYPE, launch_statement
-from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL, POOL_LABEL
+from components.gpu_node_pool import launch_statement
+from oke_gpu_rdma import cloud_init
+from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL
+from oke_gpu_rdma.resource_types import LAUNCH_POLICY_COMPONENT, NODE_POOL_COMPONENT
 from tests.support import Run, raw_config
 from tools.mock_runtime import placeholder_ocid
 
@@ -31,7 +32,7 @@ def test_node_pool_is_b4_8_in_its_compute_cluster(run_stack: Callable[..., Run])
     run = run_stack("dev")
     compute = run.one(COMPUTE_CLUSTER, "gpu-b4-compute-cluster")
     pool = run.one(NODE_POOL, "gpu-b4-nodes")
-    component = run.one(TYPE, "gpu-b4")
+    component = run.one(NODE_POOL_COMPONENT, "gpu-b4")
     assert compute.parent == component.urn and pool.parent == component.urn
     assert compute.inputs == {
         "availabilityDomain": "Uocm:US-ASHBURN-AD-1",
@@ -118,9 +119,9 @@ def test_launch_policy_is_created_once_and_pools_wait_for_it(run_stack: Callable
         f"Allow any-user to {{COMPUTE_CLUSTER_LAUNCH_INSTANCE}} in compartment id {COMPARTMENT} "
         "where request.principal.type = 'nodepool'"
     )
-    assert run.by_urn(policy.parent).type == POLICY_TYPE
+    assert run.by_urn(policy.parent).type == LAUNCH_POLICY_COMPONENT
     # depends_on the policy component reaches the engine as a dependency on the policy itself.
-    for component in run.of_type(TYPE):
+    for component in run.of_type(NODE_POOL_COMPONENT):
         assert policy.urn in component.dependencies
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from components.rdma_workloads import NCCL_CONFIGMAP, TOOLS_CONFIGMAP, tool_scripts
 from components.typed_inputs import TypedInputError, to_input_type
-from oke_gpu_rdma.claims import judge_claim, pack_claims
+from oke_gpu_rdma.claims import judge_claim
 from oke_gpu_rdma.nccl import NCCL_FORBIDDEN_WITH_DRANET, NCCL_SETTINGS
 from tests.support import Run, raw_config
 
@@ -68,15 +68,6 @@ def test_every_emitted_template_is_judged_as_intended(run_stack: Callable[..., R
         expected = "not applicable" if name == "all-rails" else "aligned"
         assert verdict.kind == expected, verdict.message
     assert judge_claim(found["all-rails"], "BM.GPU.B4.8").allocatable
-
-
-def test_two_4_gpu_templates_pack_on_one_node_with_disjoint_roots(run_stack: Callable[..., Run]) -> None:
-    four = templates(run_stack("dev"))["aligned-4gpu-8rails"]
-    report = pack_claims([four, four], "BM.GPU.B4.8", names=["job-a", "job-b"])
-    assert report.all_aligned
-    roots = [{d.root for d in placement.devices} for placement in report.placements]
-    assert all(len(r) == 2 for r in roots)
-    assert not roots[0] & roots[1]
 
 
 def test_template_namespace_override_and_custom_list(run_stack: Callable[..., Run]) -> None:

@@ -13,8 +13,8 @@ from oke_gpu_rdma.topology import (
     get_topology,
     resolve_topology,
     topology_from_dict,
-    topology_to_dict,
 )
+from tests.support import topology_to_dict
 
 B4 = get_topology("BM.GPU.B4.8")
 

@@ -96,7 +96,7 @@ def notes(findings: Sequence[Finding], policy: str) -> list[Finding]:
     return [f for f in of(findings, policy) if "during preview" in f.message]
 
 
-# --- the seed cluster (shared/domain.md section 7) --------------------------------------------
+# --- the seed cluster (seed 000; oracle-quickstart/oci-hpc-oke) --------------------------------------------
 
 DRANET_CHART = "oci://registry.k8s.io/networking/charts/dranet"
 GPU_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"

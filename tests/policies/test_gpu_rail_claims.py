@@ -117,7 +117,8 @@ def test_spec_of_the_wrong_type_is_a_violation():
 
 def test_user_topology_in_the_pack_config_survives_the_engine():
     # Through Configure the engine turns every number into a double (numaNode: 3 -> 3.0).
-    from oke_gpu_rdma.topology import get_topology, topology_to_dict
+    from oke_gpu_rdma.topology import get_topology
+    from tests.support import topology_to_dict
 
     pool = resource("oci:ContainerEngine/nodePool:NodePool", "a100", {"nodeShape": "BM.GPU.A100-v2.8"})
     topology = topology_to_dict(get_topology("BM.GPU.B4.8"))

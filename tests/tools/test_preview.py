@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import StackConfig
-from components.policy_pack_config import policy_pack_config
+from oke_gpu_rdma.pack_config import NamedCidr, PackConfig
+from stack_config.model import StackConfig
+from stack_config.pack_config import policy_pack_config
 from tests.support import Run, as_stack_file, raw_config
 from tools import preview
 from tools.mock_runtime import ROOT, RecordedResource
@@ -118,10 +119,13 @@ def test_mandatory_violation_fails_the_preview(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A range the stack config has no key for (a peered network) that the default child range overlaps.
-    def with_peered_network(config: StackConfig) -> dict[str, Any]:
+    def with_peered_network(config: StackConfig) -> PackConfig:
         pack = policy_pack_config(config)
-        pack["dranet-child-range"]["existingCidrs"].append({"name": "peered VCN", "cidr": "10.208.0.0/16"})
-        return pack
+        peered = NamedCidr(name="peered VCN", cidr="10.208.0.0/16")  # type: ignore[arg-type]
+        child = pack.child_range.model_copy(
+            update={"existing_cidrs": (*pack.child_range.existing_cidrs, peered)}
+        )
+        return pack.model_copy(update={"child_range": child})
 
     monkeypatch.setattr(preview, "policy_pack_config", with_peered_network)
     assert preview.main(["--stack", "dev", "--rendered", str(tmp_path)]) == 1

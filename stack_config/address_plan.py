@@ -1,7 +1,7 @@
 """Checks across stack config values: subnets inside the VCN, CIDRs that must not meet, the child range.
 
 Each check yields a :class:`ConfigProblem` naming the key path to change, so the loader can print
-one message per problem. The rules themselves live in :mod:`oke_gpu_rdma.network`, shared with the
+one message per problem. The rules themselves live in :mod:`oke_gpu_rdma.cidr_rules`, shared with the
 policy pack.
 """
 
@@ -9,20 +9,26 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from ipaddress import IPv4Network
 
-from oke_gpu_rdma import network as net
+from oke_gpu_rdma import cidr_rules as cidr
 
-from .config import StackConfig
+from .model import StackConfig
+from .problems import ConfigProblem
 
 
-@dataclass(frozen=True)
-class ConfigProblem:
-    """One thing wrong with the stack config: where, the value found, and what to do."""
+class Role(StrEnum):
+    """What a range of the plan is; the value is how messages name it."""
 
-    path: str
-    value: object
-    message: str
+    VCN = "VCN"
+    API_ENDPOINT_SUBNET = "API endpoint subnet"
+    LOAD_BALANCER_SUBNET = "load balancer subnet"
+    WORKER_SUBNET = "worker subnet"
+    POD_SUBNET = "pod subnet"
+    PODS_CIDR = "pods CIDR"
+    SERVICES_CIDR = "services CIDR"
+    OCA_RDMA_NETWORK = "OCA RDMA network"
 
 
 @dataclass(frozen=True)
@@ -30,23 +36,29 @@ class PlannedRange:
     """A CIDR of the plan with the config key it comes from."""
 
     path: str
-    role: str
+    role: Role
     network: IPv4Network
     declared: bool = False
     """Whether the stack creates it (then the policy pack sees it as a resource)."""
 
-    def named(self) -> net.NamedRange:
-        return net.NamedRange(f"{self.role} ({self.path})", self.network)
+    @property
+    def label(self) -> str:
+        return f"{self.role} ({self.path})"
+
+    def named(self) -> cidr.NamedRange:
+        return cidr.NamedRange(self.label, self.network)
 
 
 def vcn_ranges(config: StackConfig) -> list[PlannedRange]:
     """The VCN blocks."""
     if config.network.create is not None:
-        return [PlannedRange("network.create.vcnCidr", "VCN", config.network.create.vcn_cidr, declared=True)]
+        return [
+            PlannedRange("network.create.vcnCidr", Role.VCN, config.network.create.vcn_cidr, declared=True)
+        ]
     assert config.network.existing is not None
     return [
-        PlannedRange(f"network.existing.vcnCidrs[{i}]", "VCN", cidr)
-        for i, cidr in enumerate(config.network.existing.vcn_cidrs)
+        PlannedRange(f"network.existing.vcnCidrs[{i}]", Role.VCN, block)
+        for i, block in enumerate(config.network.existing.vcn_cidrs)
     ]
 
 
@@ -56,20 +68,22 @@ def subnet_ranges(config: StackConfig) -> list[PlannedRange]:
     new = config.network.create
     if new is not None:
         roles = [
-            ("apiEndpointSubnetCidr", "API endpoint subnet", new.api_endpoint_subnet_cidr),
-            ("loadBalancerSubnetCidr", "load balancer subnet", new.load_balancer_subnet_cidr),
-            ("workerSubnetCidr", "worker subnet", new.worker_subnet_cidr),
+            ("apiEndpointSubnetCidr", Role.API_ENDPOINT_SUBNET, new.api_endpoint_subnet_cidr),
+            ("loadBalancerSubnetCidr", Role.LOAD_BALANCER_SUBNET, new.load_balancer_subnet_cidr),
+            ("workerSubnetCidr", Role.WORKER_SUBNET, new.worker_subnet_cidr),
         ]
         if native:
-            roles.append(("podSubnetCidr", "pod subnet", new.pod_subnet_cidr))
-        return [PlannedRange(f"network.create.{key}", role, cidr, declared=True) for key, role, cidr in roles]
+            roles.append(("podSubnetCidr", Role.POD_SUBNET, new.pod_subnet_cidr))
+        return [
+            PlannedRange(f"network.create.{key}", role, block, declared=True) for key, role, block in roles
+        ]
     existing = config.network.existing
     assert existing is not None
     named = [
-        ("apiEndpointSubnet", "API endpoint subnet", existing.api_endpoint_subnet),
-        ("loadBalancerSubnet", "load balancer subnet", existing.load_balancer_subnet),
-        ("workerSubnet", "worker subnet", existing.worker_subnet),
-        ("podSubnet", "pod subnet", existing.pod_subnet),
+        ("apiEndpointSubnet", Role.API_ENDPOINT_SUBNET, existing.api_endpoint_subnet),
+        ("loadBalancerSubnet", Role.LOAD_BALANCER_SUBNET, existing.load_balancer_subnet),
+        ("workerSubnet", Role.WORKER_SUBNET, existing.worker_subnet),
+        ("podSubnet", Role.POD_SUBNET, existing.pod_subnet),
     ]
     return [
         PlannedRange(f"network.existing.{key}.cidr", role, ref.cidr)
@@ -80,7 +94,7 @@ def subnet_ranges(config: StackConfig) -> list[PlannedRange]:
 
 def worker_range(config: StackConfig) -> PlannedRange:
     """The primary VNIC subnet of the GPU nodes."""
-    return next(r for r in subnet_ranges(config) if r.role == "worker subnet")
+    return next(r for r in subnet_ranges(config) if r.role is Role.WORKER_SUBNET)
 
 
 def cluster_ranges(config: StackConfig) -> list[PlannedRange]:
@@ -89,11 +103,11 @@ def cluster_ranges(config: StackConfig) -> list[PlannedRange]:
     kind = "create" if created else "existing"
     spec = config.cluster.spec
     ranges = [
-        PlannedRange(f"cluster.{kind}.servicesCidr", "services CIDR", spec.services_cidr, declared=created)
+        PlannedRange(f"cluster.{kind}.servicesCidr", Role.SERVICES_CIDR, spec.services_cidr, declared=created)
     ]
     if spec.cni_type == "FLANNEL_OVERLAY":
         ranges.insert(
-            0, PlannedRange(f"cluster.{kind}.podsCidr", "pods CIDR", spec.pods_cidr, declared=created)
+            0, PlannedRange(f"cluster.{kind}.podsCidr", Role.PODS_CIDR, spec.pods_cidr, declared=created)
         )
     return ranges
 
@@ -105,7 +119,7 @@ def plan_ranges(config: StackConfig) -> list[PlannedRange]:
 
 def rdma_range(config: StackConfig) -> PlannedRange:
     """The RDMA network Oracle Cloud Agent configures on the rails."""
-    return PlannedRange("network.rdmaCidr", "OCA RDMA network", config.network.rdma_cidr)
+    return PlannedRange("network.rdmaCidr", Role.OCA_RDMA_NETWORK, config.network.rdma_cidr)
 
 
 def problems(config: StackConfig) -> list[ConfigProblem]:
@@ -135,7 +149,7 @@ def _subnets(config: StackConfig) -> Iterator[ConfigProblem]:
     vcns = [r.network for r in vcn_ranges(config)]
     subnets = subnet_ranges(config)
     for i, subnet in enumerate(subnets):
-        if not net.within(subnet.network, vcns):
+        if not cidr.within(subnet.network, vcns):
             yield ConfigProblem(
                 subnet.path,
                 str(subnet.network),
@@ -153,14 +167,14 @@ def _subnets(config: StackConfig) -> Iterator[ConfigProblem]:
 def _cluster(config: StackConfig) -> Iterator[ConfigProblem]:
     vcns = vcn_ranges(config)
     subnets = subnet_ranges(config)
-    for cidr in cluster_ranges(config):
+    for planned in cluster_ranges(config):
         # OKE: the pods CIDR must not overlap a VCN subnet, the services CIDR not the VCN itself.
-        against = subnets if cidr.role == "pods CIDR" else vcns
+        against = subnets if planned.role is Role.PODS_CIDR else vcns
         for hit in against:
-            if hit.network.overlaps(cidr.network):
+            if hit.network.overlaps(planned.network):
                 yield ConfigProblem(
-                    cidr.path,
-                    str(cidr.network),
+                    planned.path,
+                    str(planned.network),
                     f"overlaps the {hit.role} {hit.network} ({hit.path}); OKE needs them disjoint",
                 )
 
@@ -169,5 +183,5 @@ def _child(config: StackConfig) -> Iterator[ConfigProblem]:
     child = config.dranet.child_range
     plan = [r.named() for r in plan_ranges(config)]
     worker = worker_range(config)
-    for message in net.child_range_problems(child, plan, [worker.named()]):
+    for message in cidr.child_range_problems(child, plan, [worker.named()]):
         yield ConfigProblem("dranet.childRange", str(child), message)

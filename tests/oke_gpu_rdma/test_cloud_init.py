@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from components import cloud_init
-from components.cloud_init import NodeBootstrap, render_cloud_init
+from oke_gpu_rdma import cloud_init
+from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
 
 
 def files_of(text: str) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """Address-plan rules for RDMA GPU clusters on OKE, on top of :mod:`ipaddress`.
 
 The facts come from the DRANET OKE provider page (seed 003) and the seed cluster's plan
-(`shared/domain.md` section 7). Both the stack config and the policy pack check the DRANET child
+(seed 000; oracle-quickstart/oci-hpc-oke's plan; OKE's documented default CIDRs). Both the stack config and the policy pack check the DRANET child
 range with :func:`child_range_problems`, so a plan is judged the same way before and after it
 becomes Pulumi resources.
 """

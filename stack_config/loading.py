@@ -10,35 +10,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic
 
-from . import address_plan, claim_plan
-from .address_plan import ConfigProblem
-from .config import PROJECT, StackConfig, config_keys
+from . import address_plan
+from .claim_plan import ClaimPlan, plan_claims
+from .model import PROJECT, StackConfig, config_keys
+from .problems import ConfigError, ConfigProblem
 
 
-class ConfigError(Exception):
-    """The stack config is invalid; `str()` is the full message, one line per problem."""
+@dataclass(frozen=True)
+class Stack:
+    """A valid stack: its config and the claim templates judged for it (emit these, judge nothing again)."""
 
-    def __init__(self, source: str, problems: Sequence[ConfigProblem]) -> None:
-        self.source = source
-        self.problems = list(problems)
-        lines = [f"{source}: {format_problem(p)}" for p in self.problems]
-        super().__init__("invalid stack config:\n  " + "\n  ".join(lines))
-
-
-def format_problem(problem: ConfigProblem) -> str:
-    if problem.value is None:
-        joiner = " " if problem.message.startswith("is ") else ": "
-        return f"{problem.path}{joiner}{problem.message}"
-    return f"{problem.path} = {_show(problem.value)}: {problem.message}"
-
-
-def _show(value: object) -> str:
-    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    config: StackConfig
+    claims: ClaimPlan
 
 
 def _path(loc: Sequence[int | str]) -> str:
@@ -72,17 +60,23 @@ def _problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem
     return problems
 
 
-def parse_stack_config(raw: Mapping[str, Any], source: str) -> StackConfig:
-    """Validate raw config values (keys without the project prefix) into a StackConfig."""
+def load_stack(raw: Mapping[str, Any], source: str) -> Stack:
+    """Validate raw config values (keys without the project prefix); ConfigError lists every problem."""
     # Unknown keys, top-level ones included, are reported by the model (extra="forbid").
     try:
         config = StackConfig.model_validate(dict(raw))
     except pydantic.ValidationError as err:
         raise ConfigError(source, _problems_from_pydantic(err)) from None
-    found = address_plan.problems(config) + claim_plan.problems(config)
+    claims = plan_claims(config)
+    found = address_plan.problems(config) + list(claims.problems)
     if found:
         raise ConfigError(source, found)
-    return config
+    return Stack(config, claims)
+
+
+def parse_stack_config(raw: Mapping[str, Any], source: str) -> StackConfig:
+    """The validated StackConfig alone (see :func:`load_stack`)."""
+    return load_stack(raw, source).config
 
 
 def decode_config_value(value: str, structured: bool) -> Any:
@@ -112,11 +106,9 @@ def stack_source(stack: str) -> str:
     return f"stacks/Pulumi.{stack}.yaml"
 
 
-def load_stack_config() -> StackConfig:
-    """Read `oke-gpu-rdma:*` from the running Pulumi program's config."""
-    import pulumi
-    import pulumi.runtime.config as runtime_config
+def load_program_stack(config_env: Mapping[str, Any], stack: str) -> Stack:
+    """The stack of a running Pulumi program, from the config the CLI passes it (`project:key` -> text).
 
-    # Everything the CLI passed, so that misspelt top-level keys are reported too.
-    present = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
-    return parse_stack_config(raw_config(present), stack_source(pulumi.get_stack()))
+    Everything the CLI passed is read, so misspelt top-level keys are reported too.
+    """
+    return load_stack(raw_config(config_env), stack_source(stack))

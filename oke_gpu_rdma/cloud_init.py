@@ -1,10 +1,12 @@
 """The cloud-init a custom-image RDMA GPU node boots with (plain text, no Pulumi).
 
 A node pool with a custom image gets no default cloud-init from OKE, so this document both
-prepares the node for the DRA path and joins it to the cluster. What each file does and why is in
-`shared/domain.md` section 2: CRI-O NRI for DRANET, unlimited memlock so pods need no IPC_LOCK,
-ib_core in shared namespace mode for the oke-rdma profile, and systemd-networkd leaving the Oracle
-Cloud Agent's per-rail policy routes alone.
+prepares the node for the DRA path and joins it to the cluster: CRI-O NRI for DRANET (seed 000; the
+30 s plugin timeout as oracle-quickstart/oci-hpc-oke's DRANET branches set it), unlimited memlock so
+pods need no IPC_LOCK (seeds 000 and 001), ib_core in shared namespace mode for DRANET's oke-rdma
+profile (DRANET's OKE documentation: it fails claims with "use shared RDMA mode" otherwise), and
+systemd-networkd leaving the Oracle Cloud Agent's per-rail policy routes alone (oci-hpc-oke
+`terraform/files/oke-ubuntu-cloud-init.sh`).
 """
 
 from __future__ import annotations

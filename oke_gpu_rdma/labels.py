@@ -12,3 +12,11 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 # Which of this stack's node pools a node belongs to.
 POOL_LABEL = "oke-gpu-rdma/node-pool"
+
+# Pod Security admission (https://kubernetes.io/docs/concepts/security/pod-security-admission/): the
+# namespace label that enforces a level. DRANET pods need no privileges (seed 000 ran every RDMA pod
+# under baseline: the nodes set unlimited memlock, so no IPC_LOCK).
+POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_BASELINE = "baseline"
+# Levels at least as strict as baseline.
+POD_SECURITY_ENFORCING = ("baseline", "restricted")

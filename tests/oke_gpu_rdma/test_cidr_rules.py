@@ -8,32 +8,32 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oke_gpu_rdma import network as net
+from oke_gpu_rdma import cidr_rules as cidr
 
 SEED_PLAN = [
-    net.NamedRange("VCN", IPv4Network("10.140.0.0/16")),
-    net.NamedRange("worker subnet", IPv4Network("10.140.64.0/19")),
-    net.NamedRange("pods CIDR", IPv4Network("10.240.0.0/12")),
-    net.NamedRange("services CIDR", IPv4Network("10.96.0.0/16")),
-    net.NamedRange("OCA RDMA network", net.DEFAULT_OCA_RDMA_NETWORK),
+    cidr.NamedRange("VCN", IPv4Network("10.140.0.0/16")),
+    cidr.NamedRange("worker subnet", IPv4Network("10.140.64.0/19")),
+    cidr.NamedRange("pods CIDR", IPv4Network("10.240.0.0/12")),
+    cidr.NamedRange("services CIDR", IPv4Network("10.96.0.0/16")),
+    cidr.NamedRange("OCA RDMA network", cidr.DEFAULT_OCA_RDMA_NETWORK),
 ]
-WORKERS = [net.NamedRange("worker subnet", IPv4Network("10.140.64.0/19"))]
+WORKERS = [cidr.NamedRange("worker subnet", IPv4Network("10.140.64.0/19"))]
 
 
 def test_seed_cluster_plan_accepts_the_default_child_range() -> None:
-    assert net.child_range_problems(net.DEFAULT_CHILD_RANGE, SEED_PLAN, WORKERS) == []
+    assert cidr.child_range_problems(cidr.DEFAULT_CHILD_RANGE, SEED_PLAN, WORKERS) == []
 
 
 def test_parse_accepts_masked_prefixes_only() -> None:
-    assert net.parse_ipv4_network("10.208.0.0/12") == IPv4Network("10.208.0.0/12")
-    with pytest.raises(net.CidrError, match=r"did you mean 10\.208\.0\.0/12\?"):
-        net.parse_ipv4_network("10.208.1.0/12")
-    with pytest.raises(net.CidrError, match="no prefix length"):
-        net.parse_ipv4_network("10.208.0.0")
-    with pytest.raises(net.CidrError, match="IPv6"):
-        net.parse_ipv4_network("fd00::/8")
-    with pytest.raises(net.CidrError, match="expected an IPv4 CIDR string"):
-        net.parse_ipv4_network(12)
+    assert cidr.parse_ipv4_network("10.208.0.0/12") == IPv4Network("10.208.0.0/12")
+    with pytest.raises(cidr.CidrError, match=r"did you mean 10\.208\.0\.0/12\?"):
+        cidr.parse_ipv4_network("10.208.1.0/12")
+    with pytest.raises(cidr.CidrError, match="no prefix length"):
+        cidr.parse_ipv4_network("10.208.0.0")
+    with pytest.raises(cidr.CidrError, match="IPv6"):
+        cidr.parse_ipv4_network("fd00::/8")
+    with pytest.raises(cidr.CidrError, match="expected an IPv4 CIDR string"):
+        cidr.parse_ipv4_network(12)
 
 
 @pytest.mark.parametrize(
@@ -41,11 +41,11 @@ def test_parse_accepts_masked_prefixes_only() -> None:
 )
 def test_sixteen_rails_need_four_more_bits_than_the_subnet(subnet: str, needed: int) -> None:
     # seed 003: /16 -> /12, /19 -> /15, /24 -> /20
-    assert net.required_child_prefix(IPv4Network(subnet)) == needed
+    assert cidr.required_child_prefix(IPv4Network(subnet)) == needed
 
 
 def test_too_small_child_range_names_the_needed_size() -> None:
-    problems = net.child_range_problems(IPv4Network("10.192.0.0/16"), [], WORKERS)
+    problems = cidr.child_range_problems(IPv4Network("10.192.0.0/16"), [], WORKERS)
     assert problems == [
         "child range 10.192.0.0/16 is too small for 16 rails on worker subnet 10.140.64.0/19: it needs /15 or "
         "larger (4 bits more than the subnet), e.g. 10.192.0.0/15"
@@ -63,12 +63,12 @@ def test_too_small_child_range_names_the_needed_size() -> None:
     ],
 )
 def test_special_ranges_are_refused(child: str, label: str) -> None:
-    (problem,) = net.child_range_problems(IPv4Network(child))
+    (problem,) = cidr.child_range_problems(IPv4Network(child))
     assert label in problem
 
 
 def test_overlap_names_both_ranges() -> None:
-    problems = net.child_range_problems(IPv4Network("10.224.0.0/12"), SEED_PLAN, WORKERS)
+    problems = cidr.child_range_problems(IPv4Network("10.224.0.0/12"), SEED_PLAN, WORKERS)
     assert problems == [
         "child range 10.224.0.0/12 overlaps OCA RDMA network 10.224.0.0/12; every pod gets an on-link route "
         "for the whole child range, so traffic to 10.224.0.0/12 would go out of the rails"
@@ -76,15 +76,15 @@ def test_overlap_names_both_ranges() -> None:
 
 
 def test_prefix_bounds() -> None:
-    assert "accepts /8 to /30" in net.child_range_problems(IPv4Network("10.0.0.0/7"))[0]
-    assert "accepts /8 to /30" in net.child_range_problems(IPv4Network("10.0.0.0/31"))[0]
-    assert net.child_range_problems(IPv4Network("10.0.0.0/30")) == []
+    assert "accepts /8 to /30" in cidr.child_range_problems(IPv4Network("10.0.0.0/7"))[0]
+    assert "accepts /8 to /30" in cidr.child_range_problems(IPv4Network("10.0.0.0/31"))[0]
+    assert cidr.child_range_problems(IPv4Network("10.0.0.0/30")) == []
 
 
 @given(st.integers(min_value=16, max_value=30), st.integers(min_value=1, max_value=16))
 def test_required_prefix_holds_the_rails(subnet_prefix: int, rails: int) -> None:
     subnet = IPv4Network((0x0A000000, subnet_prefix))
-    needed = net.required_child_prefix(subnet, rails)
+    needed = cidr.required_child_prefix(subnet, rails)
     # A child range of that prefix holds `rails` blocks the size of the subnet, and one bit less does not.
     assert 2 ** (subnet_prefix - needed) >= rails
     assert rails == 1 or 2 ** (subnet_prefix - needed - 1) < rails

@@ -1,7 +1,7 @@
 """The stack configuration: one pydantic model for the whole stack, with the seed cluster's defaults.
 
 Every key a user writes under `oke-gpu-rdma:` in `stacks/Pulumi.<stack>.yaml` is a field here, in
-camelCase as in the YAML. The model checks each value alone; :mod:`components.address_plan` then
+camelCase as in the YAML. The model checks each value alone; :mod:`stack_config.address_plan` then
 checks the values against each other (the DRANET child range against every other range).
 Components receive the validated objects, never raw dictionaries.
 """
@@ -15,8 +15,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, model_validator
 
 from oke_gpu_rdma import charts
-from oke_gpu_rdma import network as net
-from oke_gpu_rdma.node_labels import DEVICE_PLUGIN_LABEL
+from oke_gpu_rdma import cidr_rules as cidr
+from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
+from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL
 from oke_gpu_rdma.topology import DEFAULT_SHAPE, SHAPES
 
 PROJECT = "oke-gpu-rdma"
@@ -50,24 +51,24 @@ def _dns_label(value: str) -> str:
 
 def _cidr(value: Any) -> IPv4Network:
     try:
-        return net.parse_ipv4_network(value)
-    except net.CidrError as err:
+        return cidr.parse_ipv4_network(value)
+    except cidr.CidrError as err:
         raise ValueError(str(err)) from None
 
 
 def _oci_block(value: IPv4Network) -> IPv4Network:
-    if not net.OCI_PREFIX_MIN <= value.prefixlen <= net.OCI_PREFIX_MAX:
+    if not cidr.OCI_PREFIX_MIN <= value.prefixlen <= cidr.OCI_PREFIX_MAX:
         raise ValueError(
-            f"OCI accepts VCN and subnet blocks from /{net.OCI_PREFIX_MIN} to /{net.OCI_PREFIX_MAX}"
+            f"OCI accepts VCN and subnet blocks from /{cidr.OCI_PREFIX_MIN} to /{cidr.OCI_PREFIX_MAX}"
         )
     return value
 
 
 def _child_prefix(value: IPv4Network) -> IPv4Network:
-    if not net.CHILD_PREFIX_MIN <= value.prefixlen <= net.CHILD_PREFIX_MAX:
+    if not cidr.CHILD_PREFIX_MIN <= value.prefixlen <= cidr.CHILD_PREFIX_MAX:
         raise ValueError(
-            f"has prefix /{value.prefixlen}; DRANET accepts child ranges from /{net.CHILD_PREFIX_MIN} "
-            f"to /{net.CHILD_PREFIX_MAX}"
+            f"has prefix /{value.prefixlen}; DRANET accepts child ranges from /{cidr.CHILD_PREFIX_MIN} "
+            f"to /{cidr.CHILD_PREFIX_MAX}"
         )
     return value
 
@@ -164,7 +165,7 @@ class NetworkConfig(_Model):
     create: NewNetwork | None = Field(None, description="Create a VCN and its subnets.")
     existing: ExistingNetwork | None = Field(None, description="Use existing subnets.")
     rdma_cidr: Cidr = Field(
-        net.DEFAULT_OCA_RDMA_NETWORK,
+        cidr.DEFAULT_OCA_RDMA_NETWORK,
         alias="rdmaCidr",
         description="The RDMA network Oracle Cloud Agent puts on the rails (OCA default 10.224.0.0/12).",
     )
@@ -184,9 +185,9 @@ class NewCluster(_Model):
         alias="kubernetesVersion", description="For example v1.34.1."
     )
     cni_type: CniType = Field("FLANNEL_OVERLAY", alias="cniType", description="Pod networking.")
-    pods_cidr: Cidr = Field(net.SEED_PODS_CIDR, alias="podsCidr", description="Pod CIDR (flannel).")
+    pods_cidr: Cidr = Field(cidr.SEED_PODS_CIDR, alias="podsCidr", description="Pod CIDR (flannel).")
     services_cidr: Cidr = Field(
-        net.OKE_DEFAULT_SERVICES_CIDR, alias="servicesCidr", description="Service CIDR."
+        cidr.OKE_DEFAULT_SERVICES_CIDR, alias="servicesCidr", description="Service CIDR."
     )
 
 
@@ -206,8 +207,8 @@ class ExistingCluster(_Model):
         alias="kubernetesVersion", description="The node pools' Kubernetes version."
     )
     cni_type: CniType = Field("FLANNEL_OVERLAY", alias="cniType")
-    pods_cidr: Cidr = Field(net.SEED_PODS_CIDR, alias="podsCidr")
-    services_cidr: Cidr = Field(net.OKE_DEFAULT_SERVICES_CIDR, alias="servicesCidr")
+    pods_cidr: Cidr = Field(cidr.SEED_PODS_CIDR, alias="podsCidr")
+    services_cidr: Cidr = Field(cidr.OKE_DEFAULT_SERVICES_CIDR, alias="servicesCidr")
 
 
 class ClusterConfig(_Model):
@@ -258,7 +259,8 @@ def tolerations(taints: list[Taint]) -> list[dict[str, str]]:
     ]
 
 
-GPU_TAINT = Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
+# The taint OKE GPU nodes carry (the seeds' pods tolerate it); the key is the device plugin's resource name.
+GPU_TAINT = Taint(key=NVIDIA_GPU_RESOURCE, value="present", effect="NoSchedule")
 
 
 class NodeCycling(_Model):
@@ -341,9 +343,10 @@ class DranetConfig(_Model):
         None, alias="imageTag", description="DRANET image tag; defaults to chartVersion."
     )
     child_range: ChildRange = Field(
-        net.DEFAULT_CHILD_RANGE,
+        cidr.DEFAULT_CHILD_RANGE,
         alias="childRange",
-        description="oke.rdma-child-ipv4-cidr: the IPvlan child range of the rails (DRANET default 10.208.0.0/12).",
+        description=f"{charts.DRANET_CHILD_RANGE_OPTION}: the IPvlan child range of the rails (DRANET default "
+        f"{cidr.DEFAULT_CHILD_RANGE}).",
     )
     native_infiniband: bool = Field(
         False, alias="nativeInfiniband", description="Rails are native InfiniBand: moveIBInterfaces false."
@@ -359,7 +362,7 @@ class GpuDriverConfig(_Model):
     """The NVIDIA DRA driver for GPUs; the GPU pools then carry the label that turns the device plugin off."""
 
     enabled: bool = Field(
-        True, description="Deploy the driver; GPUs then come from DRA claims, not nvidia.com/gpu."
+        True, description=f"Deploy the driver; GPUs then come from DRA claims, not {NVIDIA_GPU_RESOURCE}."
     )
     chart_version: str = Field(
         charts.NVIDIA_GPU_DEFAULT_VERSION,

@@ -1,0 +1,314 @@
+"""The policy pack's config: one typed contract, written by the program and read by the pack.
+
+`make preview` builds a :class:`PackConfig` from the stack config and writes it to
+`rendered/<stack>/policy-pack-config.json`; `pulumi preview --policy-pack policies
+--policy-pack-config <that file>` hands it to the pack, whose policies read their own section back
+with the same models (:meth:`ChildRangeSettings.from_properties`, :meth:`ClaimsSettings.from_properties`).
+The JSON schemas the pack reports to the CLI are generated from these models, so a renamed field
+breaks the type checker and the tests, not a user's CI.
+
+File format (every key optional)::
+
+    {
+      "all": "mandatory",                                  # level of every policy
+      "dranet-child-range": {"enforcementLevel": "mandatory", "ocaRdmaNetwork": "10.224.0.0/12",
+                             "existingCidrs": [{"name": "existing VCN", "cidr": "10.140.0.0/16"}],
+                             "workerSubnetCidrs": ["10.140.64.0/19"]},
+      "gpu-rail-claims-aligned": {"shape": "BM.GPU.B4.8", "shapeTopologies": {}},
+      "rdma-workloads-baseline": "disabled"                # a level alone is fine too
+    }
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from enum import StrEnum
+from ipaddress import IPv4Network
+from typing import Annotated, Any, ClassVar, Final, Literal, Self, get_args
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    field_validator,
+)
+
+from oke_gpu_rdma.cidr_rules import DEFAULT_OCA_RDMA_NETWORK, CidrError, parse_ipv4_network
+from oke_gpu_rdma.errors import TopologyError
+from oke_gpu_rdma.topology import DEFAULT_SHAPE, Topology, topology_from_dict
+
+
+class PolicyName(StrEnum):
+    """The pack's policies, by the names the CLI and the pack config use."""
+
+    CHILD_RANGE = "dranet-child-range"
+    CLAIMS_ALIGNED = "gpu-rail-claims-aligned"
+    NO_DEVICE_PLUGIN_GPUS = "no-device-plugin-gpus-with-dra-rails"
+    NCCL_GID_INDEX = "nccl-gid-index-with-dranet"
+    OKE_PROFILE_CLAIMS = "dranet-oke-profile-claims"
+    DEVICE_PLUGIN_OFF = "gpu-device-plugin-off"
+    BASELINE = "rdma-workloads-baseline"
+
+
+Level = Literal["advisory", "mandatory", "remediate", "disabled"]
+LEVELS: Final[tuple[str, ...]] = get_args(Level)
+ALL_KEY: Final = "all"
+LEVEL_KEY: Final = "enforcementLevel"
+
+DEFAULT_LEVELS: Final[dict[PolicyName, Level]] = {
+    PolicyName.CHILD_RANGE: "mandatory",
+    PolicyName.CLAIMS_ALIGNED: "mandatory",
+    PolicyName.NO_DEVICE_PLUGIN_GPUS: "mandatory",
+    PolicyName.NCCL_GID_INDEX: "mandatory",
+    PolicyName.OKE_PROFILE_CLAIMS: "mandatory",
+    PolicyName.DEVICE_PLUGIN_OFF: "mandatory",
+    PolicyName.BASELINE: "advisory",
+}
+
+CIDR_PATTERN: Final = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"
+
+
+def _cidr(value: Any) -> IPv4Network:
+    try:
+        return parse_ipv4_network(value)
+    except CidrError as err:
+        raise ValueError(str(err)) from None
+
+
+Cidr = Annotated[
+    IPv4Network,
+    BeforeValidator(_cidr),
+    PlainSerializer(str, return_type=str),
+    Field(json_schema_extra={"type": "string", "pattern": CIDR_PATTERN}),
+]
+
+
+def _plain_numbers(value: Any) -> Any:
+    """The engine hands pack config over as a protobuf Struct: whole numbers arrive as floats."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain_numbers(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain_numbers(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+class KeyedError(ValueError):
+    """A problem with one key of a map-valued setting; the key joins the path in messages."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        super().__init__(message)
+
+
+class SettingsError(ValueError):
+    """A pack-config section that does not fit its model; one line per problem, naming the key."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+class PolicySettings(BaseModel):
+    """One policy's properties. Unknown keys are errors, so a misspelt key is not a silent default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    policy: ClassVar[PolicyName]
+
+    @classmethod
+    def from_properties(cls, raw: Mapping[str, Any]) -> Self:
+        """Parse the properties the engine hands a policy; :class:`SettingsError` names each bad key."""
+        data = {k: v for k, v in _plain_numbers(raw).items() if k != LEVEL_KEY}
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:
+            raise SettingsError(_problems(cls, err)) from None
+
+    @classmethod
+    def key(cls, field: str) -> str:
+        """How the file spells the field ``field`` (its alias), for messages."""
+        info = cls.model_fields[field]
+        return info.alias or field
+
+    def properties(self) -> dict[str, Any]:
+        """The section as JSON data, keys as the file spells them."""
+        data: dict[str, Any] = self.model_dump(mode="json", by_alias=True)
+        return data
+
+
+def _problems(model: type[PolicySettings], err: ValidationError) -> list[str]:
+    out = []
+    for item in err.errors(include_url=False):
+        path = str(model.policy)
+        for part in item["loc"]:
+            path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        message = str(item["msg"]).removeprefix("Value error, ")
+        cause = item.get("ctx", {}).get("error")
+        if isinstance(cause, KeyedError):
+            path += f".{cause.key}"
+            message = str(cause)
+        if item["type"] == "extra_forbidden":
+            known = ", ".join([LEVEL_KEY, *(f.alias or n for n, f in model.model_fields.items())])
+            message = f"unknown key (known: {known})"
+        out.append(f"{path}: {message}")
+    return out
+
+
+class NamedCidr(BaseModel):
+    """A range the child range must avoid, with what it is (for messages)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="what the range is, for messages")
+    cidr: Cidr
+
+
+class ChildRangeSettings(PolicySettings):
+    """dranet-child-range: the address plan the stack references but does not declare."""
+
+    policy: ClassVar[PolicyName] = PolicyName.CHILD_RANGE
+
+    oca_rdma_network: Cidr = Field(
+        DEFAULT_OCA_RDMA_NETWORK,
+        alias="ocaRdmaNetwork",
+        description="The RDMA network Oracle Cloud Agent configures on the rails (its default "
+        "10.224.0.0/12); the DRANET child range must not overlap it.",
+    )
+    existing_cidrs: tuple[NamedCidr, ...] = Field(
+        (),
+        alias="existingCidrs",
+        description="CIDRs the stack does not declare but the child range must avoid: an existing VCN and "
+        "its subnets, an existing cluster's pods and services CIDRs, peered networks.",
+    )
+    worker_subnet_cidrs: tuple[Cidr, ...] = Field(
+        (),
+        alias="workerSubnetCidrs",
+        description="Primary VNIC subnets of the RDMA GPU nodes; the child range must be 4 bits larger "
+        "(16 rails). Without it, the subnets the stack's GPU node pools depend on are used.",
+    )
+
+
+class ClaimsSettings(PolicySettings):
+    """gpu-rail-claims-aligned: the shape to judge on without pools, and user-supplied topologies."""
+
+    policy: ClassVar[PolicyName] = PolicyName.CLAIMS_ALIGNED
+
+    shape: str = Field(
+        DEFAULT_SHAPE,
+        description="Shape to judge claims on when the stack declares no GPU node pool (an existing cluster).",
+    )
+    shape_topologies: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        alias="shapeTopologies",
+        description="Topologies (oke_gpu_rdma.topology dict format) for shapes whose GPU/NIC pairing the "
+        "catalog does not verify, by shape name.",
+    )
+
+    @field_validator("shape_topologies")
+    @classmethod
+    def _parse_topologies(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name in value:
+            cls.topology(value, name)
+        return value
+
+    @staticmethod
+    def topology(supplied: Mapping[str, Mapping[str, Any]], shape: str) -> Topology:
+        """The supplied topology of ``shape``; ValueError (naming the shape) if it is malformed."""
+        try:
+            return topology_from_dict({**supplied[shape], "shape": shape})
+        except TopologyError as err:
+            raise KeyedError(shape, str(err)) from None
+
+    def topologies(self) -> dict[str, Topology]:
+        return {name: self.topology(self.shape_topologies, name) for name in self.shape_topologies}
+
+
+SETTINGS: Final[dict[PolicyName, type[PolicySettings]]] = {
+    PolicyName.CHILD_RANGE: ChildRangeSettings,
+    PolicyName.CLAIMS_ALIGNED: ClaimsSettings,
+}
+
+
+def json_schema(policy: PolicyName) -> dict[str, dict[str, Any]]:
+    """The properties schema the pack reports for ``policy`` (what the CLI validates), from its model."""
+    model = SETTINGS.get(policy)
+    if model is None:
+        return {}
+    schema = model.model_json_schema(by_alias=True, mode="serialization")
+    defs = schema.get("$defs", {})
+    props: dict[str, dict[str, Any]] = {
+        name: _inline(prop, defs) for name, prop in schema.get("properties", {}).items()
+    }
+    return props
+
+
+def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
+    """Resolve `$ref`s (the CLI validates each policy's properties alone) and drop pydantic's titles."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inline(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+        out = {k: _inline(v, defs) for k, v in node.items() if k != "title"}
+        if out.get("type") == "object" and "properties" in out:
+            out.setdefault("additionalProperties", False)
+        return out
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+class PackConfig(BaseModel):
+    """What the program writes for a stack: the sections it can derive; levels stay the pack's defaults."""
+
+    model_config = ConfigDict(frozen=True)
+
+    child_range: ChildRangeSettings
+    claims: ClaimsSettings
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            PolicyName.CHILD_RANGE.value: self.child_range.properties(),
+            PolicyName.CLAIMS_ALIGNED.value: self.claims.properties(),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+
+def validate_file(config: Mapping[str, Any]) -> list[str]:
+    """Problems of a whole pack-config file (what the CLI's schema check refuses), one per line."""
+    problems: list[str] = []
+    names = {p.value for p in PolicyName}
+    for name, value in config.items():
+        if name == ALL_KEY:
+            if value not in LEVELS:
+                problems.append(f"all: {value!r} is not an enforcement level ({', '.join(LEVELS)})")
+            continue
+        if name not in names:
+            problems.append(f"{name}: no such policy in this pack ({', '.join(names)})")
+            continue
+        if isinstance(value, str):
+            if value not in LEVELS:
+                problems.append(f"{name}: {value!r} is not an enforcement level ({', '.join(LEVELS)})")
+            continue
+        if not isinstance(value, Mapping):
+            problems.append(f"{name}: expected an enforcement level or an object")
+            continue
+        level = value.get(LEVEL_KEY)
+        if level is not None and level not in LEVELS:
+            problems.append(f"{name}.{LEVEL_KEY}: {level!r} is not one of {', '.join(LEVELS)}")
+        model = SETTINGS.get(PolicyName(name))
+        if model is None:
+            extra = sorted(k for k in value if k != LEVEL_KEY)
+            if extra:
+                problems.append(f"{name}.{extra[0]}: unknown key (known: {LEVEL_KEY})")
+            continue
+        try:
+            model.from_properties(value)
+        except SettingsError as err:
+            problems += err.problems
+    return problems

@@ -1,0 +1,40 @@
+"""Pulumi type tokens: the ones this program declares and the ones the policy pack looks for.
+
+pulumi-oci names a resource `oci:<Module>/<resource>:<Resource>`; pulumi-kubernetes names an object of
+kind K in group/version G `kubernetes:G:K` (the core group as `core/v1`). The program's own components
+are `oke-gpu-rdma:index:<Name>`; a token is part of every URN, so changing one replaces resources.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# OCI (pulumi-oci).
+VCN: Final = "oci:Core/vcn:Vcn"
+SUBNET: Final = "oci:Core/subnet:Subnet"
+COMPUTE_CLUSTER: Final = "oci:Core/computeCluster:ComputeCluster"
+CLUSTER: Final = "oci:ContainerEngine/cluster:Cluster"
+NODE_POOL: Final = "oci:ContainerEngine/nodePool:NodePool"
+IAM_POLICY: Final = "oci:Identity/policy:Policy"
+
+# Kubernetes (pulumi-kubernetes).
+NAMESPACE: Final = "kubernetes:core/v1:Namespace"
+CONFIG_MAP: Final = "kubernetes:core/v1:ConfigMap"
+DAEMONSET: Final = "kubernetes:apps/v1:DaemonSet"
+HELM_RELEASE: Final = "kubernetes:helm.sh/v3:Release"
+HELM_CHART_V3: Final = "kubernetes:helm.sh/v3:Chart"
+HELM_CHART_V4: Final = "kubernetes:helm.sh/v4:Chart"
+HELM_TYPES: Final = (HELM_RELEASE, HELM_CHART_V4, HELM_CHART_V3)
+DRA_GROUP_PREFIX: Final = "kubernetes:resource.k8s.io/"
+
+# This program's components (type oke-gpu-rdma:index:<Name>).
+_COMPONENT: Final = "oke-gpu-rdma:index:"
+NETWORK_COMPONENT: Final = _COMPONENT + "Network"
+CLUSTER_COMPONENT: Final = _COMPONENT + "OkeCluster"
+NODE_POOL_COMPONENT: Final = _COMPONENT + "RdmaGpuNodePool"
+LAUNCH_POLICY_COMPONENT: Final = _COMPONENT + "ComputeClusterLaunchPolicy"
+DRANET_COMPONENT: Final = _COMPONENT + "Dranet"
+GPU_DRIVER_COMPONENT: Final = _COMPONENT + "NvidiaGpuDraDriver"
+WORKLOAD_NAMESPACE_COMPONENT: Final = _COMPONENT + "RdmaWorkloadNamespace"
+CLAIM_TEMPLATES_COMPONENT: Final = _COMPONENT + "GpuRailClaimTemplates"
+ACCEPTANCE_JOBS_COMPONENT: Final = _COMPONENT + "AcceptanceJobs"

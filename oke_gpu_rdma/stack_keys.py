@@ -1,0 +1,32 @@
+"""Stack-config keys that messages outside the config loader tell users to set.
+
+The policy pack cannot import the stack config model (it runs alone from `policies/`), yet its
+messages point users at stack settings. They name them through these constants, and a test checks
+each one against the model (`tests/stack_config/test_stack_keys.py`), so a message never sends a
+user to a key that does not exist (unknown keys are errors).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+GPU_DRIVER_ENABLED: Final = "gpuDriver.enabled"
+NODE_POOL_LABELS: Final = "nodePools[].labels"
+NODE_POOL_SHAPE: Final = "nodePools[].shape"
+DRANET_CHILD_RANGE: Final = "dranet.childRange"
+SHAPE_TOPOLOGIES: Final = "shapeTopologies"
+CLAIM_TEMPLATES: Final = "workloads.claimTemplates"
+
+ALL: Final = (
+    GPU_DRIVER_ENABLED,
+    NODE_POOL_LABELS,
+    NODE_POOL_SHAPE,
+    DRANET_CHILD_RANGE,
+    SHAPE_TOPOLOGIES,
+    CLAIM_TEMPLATES,
+)
+
+
+def stack_setting(key: str, value: str | None = None) -> str:
+    """How a message names a stack setting: `stack config gpuDriver.enabled: true`."""
+    return f"stack config {key}" + (f": {value}" if value is not None else "")

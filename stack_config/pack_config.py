@@ -1,0 +1,39 @@
+"""The policy pack's config for a stack, derived from the stack config.
+
+The pack sees only the resources a stack declares. What a stack merely references (an existing VCN,
+subnets, an existing cluster's pod and service CIDRs) and what it knows about its nodes (the worker
+subnet, the RDMA network, user-supplied topologies) reaches the pack through this config, in the
+contract both sides share (:mod:`oke_gpu_rdma.pack_config`): `make preview` passes it to the pack,
+and writes it to `rendered/<stack>/` for CI's
+`pulumi preview --policy-pack policies --policy-pack-config ...`.
+"""
+
+from __future__ import annotations
+
+from oke_gpu_rdma.pack_config import ChildRangeSettings, ClaimsSettings, NamedCidr, PackConfig
+
+from . import address_plan
+from .model import StackConfig
+
+FILENAME = "policy-pack-config.json"
+
+
+def policy_pack_config(config: StackConfig) -> PackConfig:
+    """The pack config of a validated stack."""
+    # Ranges the stack creates reach the pack as resources; the ones it only references, through this list.
+    existing = [
+        r
+        for r in address_plan.plan_ranges(config)
+        if not r.declared and r.role is not address_plan.Role.OCA_RDMA_NETWORK
+    ]
+    return PackConfig(
+        child_range=ChildRangeSettings(
+            oca_rdma_network=config.network.rdma_cidr,
+            existing_cidrs=tuple(NamedCidr(name=r.label, cidr=r.network) for r in existing),
+            worker_subnet_cidrs=(address_plan.worker_range(config).network,),
+        ),
+        claims=ClaimsSettings(
+            shape=config.node_pools[0].shape,
+            shape_topologies={k: dict(v) for k, v in config.shape_topologies.items()},
+        ),
+    )

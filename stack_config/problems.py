@@ -1,0 +1,37 @@
+"""What is wrong with a stack config: one problem per key, rendered as one line each."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One thing wrong with the stack config: where, the value found, and what to do."""
+
+    path: str
+    value: object
+    message: str
+
+    def render(self) -> str:
+        if self.value is None:
+            joiner = " " if self.message.startswith("is ") else ": "
+            return f"{self.path}{joiner}{self.message}"
+        return f"{self.path} = {_show(self.value)}: {self.message}"
+
+
+def _show(value: object) -> str:
+    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class ConfigError(Exception):
+    """The stack config is invalid; `str()` is the full message, one line per problem."""
+
+    def __init__(self, source: str, problems: Sequence[ConfigProblem]) -> None:
+        self.source = source
+        self.problems = list(problems)
+        lines = [f"{source}: {p.render()}" for p in self.problems]
+        super().__init__("invalid stack config:\n  " + "\n  ".join(lines))

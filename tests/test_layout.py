@@ -1,0 +1,153 @@
+"""The seams between the program and the pack: one home per shared fact, layers kept apart.
+
+These read the product's source with `ast` (string constants, imports), so they check what ships,
+not what a test happens to build.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oke_gpu_rdma import charts, labels, pack_config, stack_keys
+from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
+from stack_config.model import StackConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT = ["__main__.py", "components", "stack_config", "oke_gpu_rdma", "policies/oke_rdma_policies", "tools"]
+
+
+def product_files() -> list[Path]:
+    files: list[Path] = []
+    for entry in PRODUCT:
+        path = ROOT / entry
+        files += [path] if path.is_file() else sorted(path.rglob("*.py"))
+    return files
+
+
+def string_constants(path: Path) -> Iterator[str]:
+    """String literals of a module, docstrings (prose, not values) left out."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node.value
+
+
+# Each shared string and the one module allowed to spell it.
+SHARED = {
+    **{name.value: "oke_gpu_rdma/pack_config.py" for name in pack_config.PolicyName},
+    "ocaRdmaNetwork": "oke_gpu_rdma/pack_config.py",
+    "existingCidrs": "oke_gpu_rdma/pack_config.py",
+    "workerSubnetCidrs": "oke_gpu_rdma/pack_config.py",
+    charts.DRANET_CHILD_RANGE_KEY: "oke_gpu_rdma/charts.py",
+    charts.DRANET_CHART_NAME: "oke_gpu_rdma/charts.py",
+    charts.NVIDIA_GPU_CHART_NAME: "oke_gpu_rdma/charts.py",
+    labels.POD_SECURITY_ENFORCE_LABEL: "oke_gpu_rdma/labels.py",
+    NVIDIA_GPU_RESOURCE: "oke_gpu_rdma/attributes.py",
+}
+
+
+@pytest.mark.parametrize("text", sorted(SHARED))
+def test_each_shared_string_is_defined_once(text: str) -> None:
+    homes = [
+        str(path.relative_to(ROOT))
+        for path in product_files()
+        for constant in string_constants(path)
+        if constant == text
+        or (len(text) > 12 and re.search(rf"(?<![\w.]){re.escape(text)}(?![\w.-])", constant))
+    ]
+    assert homes == [SHARED[text]], f"{text!r} is spelt in {homes}; import it from {SHARED[text]}"
+
+
+def _resolve(key: str) -> bool:
+    """Whether `a.b[].c` names a field of the stack config model (camelCase aliases, [] for list items)."""
+    model: Any = StackConfig
+    for part in key.split("."):
+        name = part.removesuffix("[]")
+        fields = {f.alias or n: f for n, f in model.model_fields.items()}
+        if name not in fields:
+            return False
+        annotation = fields[name].annotation
+        model = _model_in(annotation)
+        if model is None:
+            return part == key.split(".")[-1]
+    return True
+
+
+def _model_in(annotation: Any) -> Any:
+    """The pydantic model inside `X`, `list[X]`, `X | None` and the like; None for plain values."""
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("key", stack_keys.ALL)
+def test_every_key_a_message_names_is_a_stack_config_key(key: str) -> None:
+    assert _resolve(key), f"stack_keys names {key!r}, which the stack config does not have"
+
+
+def test_policy_messages_name_stack_settings_only_through_stack_keys() -> None:
+    policies = ROOT / "policies" / "oke_rdma_policies"
+    for path in policies.glob("*.py"):
+        for constant in string_constants(path):
+            assert "stack config" not in constant, (
+                f"{path.name} spells a stack setting in {constant!r}; use oke_gpu_rdma.stack_keys"
+            )
+
+
+def test_resolve_refuses_a_key_that_does_not_exist() -> None:
+    assert not _resolve("nodePools[].gpusFromDra")
+    assert _resolve("nodePools[].labels") and _resolve("gpuDriver.enabled")
+
+
+def _imports(path: Path) -> Iterator[tuple[str, str | None]]:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                yield node.module, alias.name
+
+
+def test_every_module_under_components_is_a_pulumi_layer() -> None:
+    for path in sorted((ROOT / "components").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        modules = {module.split(".")[0] for module, _ in _imports(path)}
+        assert modules & {"pulumi", "pulumi_kubernetes", "pulumi_oci"}, (
+            f"components/{path.name} imports no Pulumi: it belongs in stack_config/ or oke_gpu_rdma/"
+        )
+
+
+@pytest.mark.parametrize("package", ["oke_gpu_rdma", "stack_config"])
+def test_the_plain_layers_import_no_pulumi(package: str) -> None:
+    for path in sorted((ROOT / package).glob("*.py")):
+        modules = {module.split(".")[0] for module, _ in _imports(path)}
+        assert not modules & {"pulumi", "pulumi_kubernetes", "pulumi_oci", "pulumi_policy"}, path.name
+
+
+def test_no_product_module_imports_a_private_pulumi_name() -> None:
+    for path in product_files():
+        for module, name in _imports(path):
+            if module.split(".")[0] not in ("pulumi", "pulumi_kubernetes"):
+                continue
+            private = [p for p in [*module.split("."), name or ""] if p.startswith("_")]
+            assert not private, f"{path.relative_to(ROOT)} imports {module}.{name or ''}"
