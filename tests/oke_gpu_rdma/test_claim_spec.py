@@ -109,7 +109,10 @@ def test_device_class_required() -> None:
 
 
 def test_count_rules() -> None:
-    assert "count must be greater than zero (got 0)" in one_problem(spec(req("rails", count=0)))
+    """validation.go validateDeviceAllocationMode; v1/defaults.go SetDefaults_ExactDeviceRequest."""
+    assert "count must be greater than zero (got -1)" in one_problem(spec(req("rails", count=-1)))
+    # Defaulting runs before validation: ExactCount with count 0 (the unset value) gets 1.
+    assert parse_claim(spec(req("rails", count=0))).requests[0].alternatives[0].count == 1
     assert "count must not be specified when allocationMode is 'All'" in one_problem(
         spec(req("rails", allocationMode="All", count=2))
     )
@@ -152,7 +155,7 @@ def test_constraint_may_name_a_subrequest() -> None:
 
 def test_all_problems_are_reported_and_the_exception_is_one_line() -> None:
     with pytest.raises(ClaimValidationError) as info:
-        parse_claim(spec(req("Bad", count=0), constraints=[{"matchAttribute": "x"}]))
+        parse_claim(spec(req("Bad", count=-2), constraints=[{"matchAttribute": "x"}]))
     assert len(info.value.problems) == 3
     assert "\n" not in str(info.value)
     assert isinstance(info.value, ValueError)

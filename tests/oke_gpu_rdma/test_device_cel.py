@@ -33,7 +33,14 @@ def test_driver_and_attributes_by_domain() -> None:
     assert not selector_matches(attr.DRANET_CLASS_SELECTOR, GPU0)
     assert selector_matches(attr.NVIDIA_GPU_CLASS_SELECTOR, GPU0)
     assert selector_matches('device.attributes["resource.kubernetes.io"].pcieRoot == "pci0000:3e"', GPU0)
-    assert selector_matches('device.capacity["gpu.nvidia.com"].memory >= 40 * 1024 * 1024 * 1024', GPU0)
+    assert selector_matches('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0', GPU0)
+
+
+def test_capacity_is_a_quantity_so_comparing_it_with_an_int_does_not_compile() -> None:
+    """cel/compile.go declares capacity values as apiservercel.QuantityDeclType: `>=` with an int has no
+    overload, so the API server rejects the selector at admission."""
+    with pytest.raises(SelectorError, match="no matching overload"):
+        compile_selector('device.capacity["gpu.nvidia.com"].memory >= 40 * 1024 * 1024 * 1024')
 
 
 def test_rail_selector_matches_rails_only() -> None:
@@ -62,8 +69,15 @@ def test_compile_error_quotes_the_expression() -> None:
 
 
 def test_non_bool_result_aborts() -> None:
+    """compile.go DeviceMatches: a dyn result that is not a bool is a runtime error."""
     with pytest.raises(SelectorError, match="could not be converted to bool"):
-        selector_matches("device.driver", RDMA0)
+        selector_matches('device.attributes["dra.net"].ifName', RDMA0)
+
+
+def test_non_bool_type_is_a_compile_error() -> None:
+    """compile.go CompileCELExpression: "must evaluate to bool or the unknown type" (driver is a string)."""
+    with pytest.raises(SelectorError, match="must evaluate to bool or the unknown type, not string"):
+        compile_selector("device.driver")
 
 
 def test_careless_selector_on_the_modelled_node_does_not_match_eth1() -> None:

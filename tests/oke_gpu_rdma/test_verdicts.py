@@ -15,7 +15,7 @@ from oke_gpu_rdma.claim_spec import parse_claim
 from oke_gpu_rdma.claims import judge_claim
 from oke_gpu_rdma.inventory import node_inventory
 from oke_gpu_rdma.topology import get_topology
-from oke_gpu_rdma.verdicts import judge
+from oke_gpu_rdma.verdicts import UnsatisfiableCause, judge
 
 B4 = get_topology("BM.GPU.B4.8")
 INV = node_inventory(B4)
@@ -50,7 +50,9 @@ def test_shape_root_is_unsatisfiable_no_root_has_4_gpus_and_16_rails() -> None:
     assert "each root of BM.GPU.B4.8 has 2 GPUs and 4 rails" in v.message
     assert "stay Pending" in v.message
     assert v.requests == ("gpus", "rails")
-    assert v.nodes_visited == 1
+    assert v.cause == UnsatisfiableCause.ROOT_CAPACITY
+    assert v.group is not None and (v.group.gpus, v.group.rails) == (4, 16)
+    assert v.nodes_visited <= 2  # refuted by the first flow computations, no search
 
 
 def test_shape_any_is_unaligned_with_a_counterexample_and_a_fix() -> None:
@@ -95,7 +97,11 @@ def test_gpus_only_claim_is_not_applicable() -> None:
 
 def test_invalid_claim_verdict_lists_problems() -> None:
     v = judge_claim(
-        {"devices": {"requests": [{"name": "Rails", "exactly": {"deviceClassName": "dra.net", "count": 0}}]}},
+        {
+            "devices": {
+                "requests": [{"name": "Rails", "exactly": {"deviceClassName": "dra.net", "count": -1}}]
+            }
+        },
         B4,
     )
     assert v.kind == "invalid"
