@@ -385,9 +385,11 @@ def _all_mode_hazard(matcher: Matcher, prefixes: bool) -> _Hazard | None:
             earlier = tuple(a.selection.name for e in claim.requests[:j] for a in e if ci in a.constraints)
             distinct = set(values)
             if None in distinct or len(distinct) > 1:
-                bad = next(
-                    (p for p in alt.candidates if claim.values[ci][p] is None),
-                    next(p for p in alt.candidates if claim.values[ci][p] != values[0]),
+                missing = [p for p in alt.candidates if claim.values[ci][p] is None]
+                bad = (
+                    missing[0]
+                    if missing
+                    else next(p for p in alt.candidates if claim.values[ci][p] != values[0])
                 )
                 return _Hazard(alt, ci, earlier, None, None, claim.devices[bad])
             (value,) = distinct
