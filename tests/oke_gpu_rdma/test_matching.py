@@ -99,7 +99,7 @@ def brute_kind(claim: dict[str, Any], devices: Sequence[Device] = TINY_DEVICES) 
         return True
 
     # allocationMode All: every matching device is taken; upstream aborts when one fails a constraint.
-    for j, alts in enumerate(sels):
+    for alts in sels:
         s, cands = alts[0]
         if len(alts) != 1 or s.mode != "All" or not cands:
             continue
