@@ -308,29 +308,60 @@ class _Query:
             if picks is None:
                 return None
             return Witness(tuple(picks), dict(assigned))
+        # Constraints on one attribute that share a chosen request with devices take one value together.
+        tied = self._tied(chosen, open_, assigned)
         domains: dict[int, list[ValueKey]] = {}
         for ci in open_:
             domains[ci] = self._viable(ci, chosen, assigned)
             if not domains[ci]:
                 return None
         ci = min(open_, key=lambda c: (len(domains[c]), -sum(a.need for a in chosen if c in a.constraints)))
+        members = tied[ci]
         attribute = self.m.attributes[ci]
         used = {v for c, v in assigned.items() if self.m.attributes[c] == attribute}
         classes = self._classes(attribute)
         seen_classes: set[int] = set()
         for v in domains[ci]:
+            if any(v not in domains[c] for c in members):
+                continue
             if v not in used:
                 cls = classes.get(v, -1 - len(seen_classes))
                 if cls in seen_classes:
                     continue  # an unused value interchangeable with one already tried
                 seen_classes.add(cls)
-            assigned[ci] = v
+            for c in members:
+                assigned[c] = v
             if self.feasible(chosen, assigned) is not None:
                 found = self.values(chosen, assigned)
                 if found is not None:
                     return found
-            del assigned[ci]
+            for c in members:
+                del assigned[c]
         return None
+
+    def _tied(
+        self, chosen: list[CandidateList], open_: list[int], assigned: Mapping[int, ValueKey]
+    ) -> dict[int, list[int]]:
+        parent = {ci: ci for ci in open_}
+
+        def root(c: int) -> int:
+            while parent[c] != c:
+                c = parent[c]
+            return c
+
+        for alt in chosen:
+            if alt.need <= 0:
+                continue
+            by_attribute: dict[str, int] = {}
+            for c in alt.constraints:
+                if c not in parent:
+                    continue
+                first = by_attribute.setdefault(self.m.attributes[c], c)
+                parent[root(c)] = root(first)
+        groups: dict[int, list[int]] = {}
+        for c in open_:
+            groups.setdefault(root(c), []).append(c)
+        return {c: groups[root(c)] for c in open_}
 
     def _classes(self, attribute: str) -> dict[ValueKey, int]:
         hit = self._class_of.get(attribute)

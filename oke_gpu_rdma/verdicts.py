@@ -322,7 +322,7 @@ def judge(
             nodes_visited=matcher.nodes,
         )
     devices = prepared.devices
-    for root_class in matcher.value_classes(PCIE_ROOT, kinds=True):
+    for root_class in [] if _anchored(prepared) else matcher.value_classes(PCIE_ROOT, kinds=True):
         root = root_class[0][1]
         for want, avoid in (("gpu", "rail"), ("rail", "gpu")):
             required = [p for p, d in enumerate(devices) if d.kind == want and d.root == root]
@@ -347,6 +347,30 @@ def judge(
         warnings=warnings,
         nodes_visited=matcher.nodes,
     )
+
+
+def _anchored(claim: ClaimToAllocate) -> bool:
+    """A sufficient condition for alignment, checked on the claim's structure: every (sub)request that can
+    get a GPU or a rail is under a pcieRoot constraint that also holds a request certain to take a GPU
+    and one certain to take a rail (single-alternative requests whose candidates are all GPUs, resp. all
+    rails). Then every device shares its root with a claimed GPU and a claimed rail in any allocation."""
+    devices = claim.devices
+    anchors: dict[int, set[str]] = {}
+    for alts in claim.requests:
+        if len(alts) != 1 or alts[0].need <= 0:
+            continue
+        kinds = {devices[p].kind for p in alts[0].candidates}
+        if len(kinds) == 1 and kinds <= {"gpu", "rail"}:
+            for ci in alts[0].constraints:
+                if claim.constraint_specs[ci].attribute == PCIE_ROOT:
+                    anchors.setdefault(ci, set()).update(kinds)
+    for alts in claim.requests:
+        for alt in alts:
+            if any(devices[p].kind in ("gpu", "rail") for p in alt.candidates) and not any(
+                anchors.get(ci) == {"gpu", "rail"} for ci in alt.constraints
+            ):
+                return False
+    return True
 
 
 def _allocated(claim: ClaimToAllocate, witness: Witness) -> tuple[AllocatedDevice, ...]:
