@@ -117,6 +117,12 @@ def claims(n: int, seed: int = 11) -> list[dict[str, Any]]:
     return out
 
 
+def _time(claim: dict[str, Any], topology: Any, inventory: Any) -> float:
+    start = time.perf_counter()
+    judge(claim, topology, inventory=inventory)
+    return (time.perf_counter() - start) * 1000
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     b4 = get_topology("BM.GPU.B4.8")
@@ -137,11 +143,12 @@ def main() -> None:
     print(f"judge on {b4.shape}: {len(population)} claims (adversarial included)")
     print(f"  per claim: p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {times[-1]:.2f} ms")
     print(f"  kinds: {dict(kinds)}")
-    print("  slowest:")
+    print("  slowest (and the same claim timed again: the machine is shared, a pause is not the judge):")
     for ms, kind, i in sorted(samples, reverse=True)[:5]:
         reqs = len(population[i]["devices"]["requests"])
         cons = len(population[i]["devices"].get("constraints", []))
-        print(f"    #{i}: {ms:.2f} ms, {kind}, {reqs} requests, {cons} constraints")
+        again = min(_time(population[i], b4, inv) for _ in range(3))
+        print(f"    #{i}: {ms:.2f} ms (again {again:.2f} ms), {kind}, {reqs} requests, {cons} constraints")
     distinct = claims(2000, seed=2026)
     start = time.perf_counter()
     for claim in distinct:
