@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claim_spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, DeviceSelection, MatchAttribute
@@ -127,9 +128,34 @@ class CandidateList:
     candidates: tuple[int, ...]
     constraints: tuple[int, ...]
 
-    @property
+    @cached_property
     def need(self) -> int:
         return self.selection.count if self.selection.mode == "ExactCount" else len(self.candidates)
+
+
+_MATCHING: dict[
+    tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...]], tuple[tuple[Device, ...], list[int]]
+] = {}
+
+
+def _matching(
+    devices: tuple[Device, ...], class_selectors: tuple[str, ...], selectors: tuple[str, ...]
+) -> list[int]:
+    """Positions of the devices that the class selectors and then the request's selectors accept, cached
+    by the identity of the device objects (the cache holds them, so identities stay unique)."""
+    key = (tuple(map(id, devices)), class_selectors, selectors)
+    hit = _MATCHING.get(key)
+    if hit is not None:
+        return hit[1]
+    found = [
+        pos
+        for pos, device in enumerate(devices)
+        if ClaimToAllocate._selectable(device, class_selectors, selectors)
+    ]
+    if len(_MATCHING) >= 4096:
+        _MATCHING.clear()
+    _MATCHING[key] = (devices, found)
+    return found
 
 
 class ClaimToAllocate:
@@ -148,7 +174,8 @@ class ClaimToAllocate:
             [_value_key(d.attribute(c.attribute)) for d in self.devices] for c in spec.constraints
         ]
         self.requests: list[list[CandidateList]] = []
-        # Requests with the same class and selectors match the same devices: evaluate CEL once.
+        # Requests with the same class and selectors match the same devices: evaluate CEL once (and once
+        # per device list across claims, see _matching).
         matching: dict[tuple[str, tuple[str, ...]], list[int]] = {}
         for ri, request in enumerate(spec.requests):
             alts: list[CandidateList] = []
@@ -162,12 +189,9 @@ class ClaimToAllocate:
                 applying = tuple(i for i, c in enumerate(spec.constraints) if c.applies_to(sel))
                 key = (sel.device_class, sel.selectors)
                 if key not in matching:
-                    class_selectors = tuple(device_classes[sel.device_class])
-                    matching[key] = [
-                        pos
-                        for pos, device in enumerate(self.devices)
-                        if self._selectable(device, class_selectors, sel.selectors)
-                    ]
+                    matching[key] = _matching(
+                        self.devices, tuple(device_classes[sel.device_class]), sel.selectors
+                    )
                 cands: list[int] = []
                 for pos in matching[key]:
                     if sel.mode == "ExactCount" and any(self.values[c][pos] is None for c in applying):

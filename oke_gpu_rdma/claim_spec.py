@@ -1,14 +1,24 @@
-"""ResourceClaim specs: unwrap, parse and validate them like the resource.k8s.io/v1 API server does.
+"""ResourceClaim specs: unwrap, default, validate and parse them like the API server does, per version.
 
-Input is the Kubernetes JSON form (camelCase): a ResourceClaimSpec ``{"devices": {...}}``, a
-ResourceClaim (``spec``) or a ResourceClaimTemplate (``spec.spec``). Validation follows
-``pkg/apis/resource/validation``: at most 32 requests, 32 constraints, 32 config entries, 32 selectors
-per request and 8 subrequests; request names are DNS labels and unique; each request has exactly one
-of ``exactly`` and ``firstAvailable``; a device class name is required (DNS subdomain);
-``allocationMode`` is ExactCount (default, ``count`` >= 1, default 1) or All (no ``count``); a CEL
-expression is at most 10 Ki characters and must compile; a constraint needs ``matchAttribute``, a fully
-qualified name ``domain/name``, and its ``requests`` must name requests (or ``request/subrequest``)
-of the claim. Every problem gets one message naming the request or constraint.
+Input is the Kubernetes JSON form (camelCase) as written: a ResourceClaimSpec ``{"devices": {...}}``, a
+ResourceClaim (``spec``) or a ResourceClaimTemplate (``spec.spec``), in ``resource.k8s.io/v1``,
+``v1beta2`` or ``v1beta1`` (the ``api_version`` argument, else the object's ``apiVersion``, else v1).
+v1 and v1beta2 put a request's device fields under ``exactly``; v1beta1 puts them on the request itself
+and has no ``exactly`` field, so a v1beta1 claim written with ``exactly`` is rejected at admission.
+:func:`claim_spec_to_v1` converts a spec to the v1 form (what the conversion in
+``pkg/apis/resource/v1beta1/conversion.go`` does via the internal type).
+
+Defaulting (``pkg/apis/resource/v1/defaults.go``, ``v1beta2/defaults.go``, ``v1beta1/defaults.go``):
+``allocationMode`` defaults to ExactCount and an ExactCount request with ``count`` 0 or unset gets 1
+(in v1beta1 only when ``deviceClassName`` is set). Validation (``pkg/apis/resource/validation/
+validation.go``): at most 32 requests, 32 constraints, 32 config entries, 32 selectors per request and
+8 subrequests; request names are DNS labels and unique; each request has exactly one of ``exactly`` and
+``firstAvailable``; a device class name is required (DNS subdomain); ExactCount needs ``count`` > 0
+after defaulting, All no ``count``; a CEL expression is at most 10 Ki characters and must compile and
+type-check to bool (``validateCELExpression`` -> ``dynamic-resource-allocation/cel/compile.go``); a
+constraint needs ``matchAttribute``, a fully qualified name ``domain/name``, and its ``requests`` must
+name requests (or ``request/subrequest``) of the claim. Every problem gets one message naming the request
+or constraint.
 """
 
 from __future__ import annotations
@@ -28,6 +38,20 @@ MAX_SELECTORS = 32
 MAX_SUBREQUESTS = 8
 MAX_CEL_LENGTH = 10 * 1024
 MAX_DEVICES_PER_CLAIM = 32  # AllocationResultsMaxSize, enforced by the allocator
+
+API_V1 = "resource.k8s.io/v1"
+API_V1BETA2 = "resource.k8s.io/v1beta2"
+API_V1BETA1 = "resource.k8s.io/v1beta1"
+API_VERSIONS = (API_V1, API_V1BETA2, API_V1BETA1)
+# v1beta1 DeviceRequest fields that v1beta2 and v1 moved under `exactly` (ExactDeviceRequest).
+V1BETA1_EXACT_FIELDS = (
+    "deviceClassName",
+    "selectors",
+    "allocationMode",
+    "count",
+    "adminAccess",
+    "tolerations",
+)
 
 AllocationMode = Literal["ExactCount", "All"]
 
@@ -83,11 +107,14 @@ class MatchAttribute:
 
 @dataclass(frozen=True)
 class ClaimSpec:
-    """A validated claim spec."""
+    """A validated claim spec. ``unevaluated`` names selectors that are valid but use a Kubernetes CEL
+    function this model does not evaluate (see :mod:`oke_gpu_rdma.device_cel`)."""
 
     name: str
     requests: tuple[DeviceRequest, ...]
     constraints: tuple[MatchAttribute, ...]
+    api_version: str = API_V1
+    unevaluated: tuple[str, ...] = ()
 
     @property
     def request_names(self) -> tuple[str, ...]:
@@ -111,20 +138,80 @@ def unwrap_claim(obj: Mapping[str, Any], name: str | None = None) -> tuple[str, 
     return claim_name, spec
 
 
-def parse_claim(obj: Mapping[str, Any], name: str | None = None) -> ClaimSpec:
-    """Validate and parse; :class:`ClaimValidationError` lists every problem."""
+def resolve_api_version(obj: Mapping[str, Any], api_version: str | None = None) -> str:
+    """The API version to validate with: the argument, else the object's ``apiVersion``, else v1."""
+    found = obj.get("apiVersion") if isinstance(obj, Mapping) else None
+    version = api_version or (found if isinstance(found, str) else None) or API_V1
+    if "/" not in version:
+        version = f"resource.k8s.io/{version}"
+    if version not in API_VERSIONS:
+        raise ClaimValidationError(
+            [f"apiVersion {version!r} is not served for claims; use one of {', '.join(API_VERSIONS)}"]
+        )
+    return version
+
+
+def parse_claim(obj: Mapping[str, Any], name: str | None = None, api_version: str | None = None) -> ClaimSpec:
+    """Default, validate and parse as the API server does for ``api_version`` (see the module docstring);
+    :class:`ClaimValidationError` lists every problem."""
+    version = resolve_api_version(obj, api_version)
     claim_name, spec = unwrap_claim(obj, name)
     problems: list[str] = []
-    parsed = _parse_spec(claim_name, spec, problems)
+    unevaluated: list[str] = []
+    if version == API_V1BETA1:
+        spec = _v1beta1_spec(claim_name, spec, problems)
+    parsed = _parse_spec(claim_name, spec, problems, unevaluated)
     if problems:
         raise ClaimValidationError(problems)
-    return parsed
+    return ClaimSpec(parsed.name, parsed.requests, parsed.constraints, version, tuple(unevaluated))
 
 
-def claim_problems(obj: Mapping[str, Any]) -> list[str]:
+def claim_spec_to_v1(spec: Mapping[str, Any], api_version: str) -> dict[str, Any]:
+    """A ResourceClaimSpec of ``api_version`` in the v1 form (v1beta2 has the v1 form already).
+
+    v1beta1 -> v1 as ``pkg/apis/resource/v1beta1/conversion.go`` does: a request with a
+    ``deviceClassName`` gets its device fields under ``exactly``; ``firstAvailable`` stays. A v1beta1
+    request that already has ``exactly`` (invalid in v1beta1) is left as is; :func:`parse_claim` with
+    ``api_version`` reports it.
+    """
+    version = resolve_api_version({}, api_version)
+    if version != API_V1BETA1:
+        return dict(spec)
+    devices = spec.get("devices")
+    if not isinstance(devices, Mapping) or not isinstance(devices.get("requests"), list):
+        return dict(spec)
+    requests = []
+    for request in devices["requests"]:
+        if isinstance(request, Mapping) and "exactly" not in request and request.get("deviceClassName"):
+            exactly = {k: request[k] for k in V1BETA1_EXACT_FIELDS if k in request}
+            rest = {k: v for k, v in request.items() if k not in V1BETA1_EXACT_FIELDS}
+            requests.append({**rest, "exactly": exactly})
+        elif isinstance(request, Mapping) and "exactly" not in request:
+            requests.append({k: v for k, v in request.items() if k not in V1BETA1_EXACT_FIELDS})
+        else:
+            requests.append(request)
+    return {**spec, "devices": {**devices, "requests": requests}}
+
+
+def _v1beta1_spec(claim: str, spec: Mapping[str, Any], problems: list[str]) -> Mapping[str, Any]:
+    devices = spec.get("devices")
+    if isinstance(devices, Mapping) and isinstance(devices.get("requests"), list):
+        for i, request in enumerate(devices["requests"]):
+            if isinstance(request, Mapping) and "exactly" in request:
+                label = request.get("name") if isinstance(request.get("name"), str) else f"#{i}"
+                problems.append(
+                    f"claim {claim}: request {label}: unknown field `exactly` in resource.k8s.io/v1beta1 "
+                    "(v1beta1 puts deviceClassName, selectors, allocationMode and count on the request; "
+                    "`exactly` exists in v1beta2 and v1): set apiVersion resource.k8s.io/v1 or move the "
+                    "fields up"
+                )
+    return claim_spec_to_v1(spec, API_V1BETA1) if not problems else {"devices": {}}
+
+
+def claim_problems(obj: Mapping[str, Any], api_version: str | None = None) -> list[str]:
     """Every validation problem of a claim (empty when valid)."""
     try:
-        parse_claim(obj)
+        parse_claim(obj, api_version=api_version)
     except ClaimValidationError as exc:
         return list(exc.problems)
     return []
@@ -154,7 +241,9 @@ def _check_label(value: Any, where: str, problems: list[str]) -> str:
     return value
 
 
-def _parse_spec(claim: str, spec: Mapping[str, Any], problems: list[str]) -> ClaimSpec:
+def _parse_spec(
+    claim: str, spec: Mapping[str, Any], problems: list[str], unevaluated: list[str]
+) -> ClaimSpec:
     devices = spec.get("devices", {})
     if not isinstance(devices, Mapping):
         problems.append(f"claim {claim}: spec.devices must be a mapping")
@@ -165,7 +254,7 @@ def _parse_spec(claim: str, spec: Mapping[str, Any], problems: list[str]) -> Cla
     requests: list[DeviceRequest] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_requests):
-        req = _parse_request(claim, i, raw, problems)
+        req = _parse_request(claim, i, raw, problems, unevaluated)
         if req is None:
             continue
         if req.name in seen:
@@ -198,7 +287,9 @@ def _parse_spec(claim: str, spec: Mapping[str, Any], problems: list[str]) -> Cla
     return ClaimSpec(claim, tuple(requests), tuple(constraints))
 
 
-def _parse_request(claim: str, i: int, raw: Any, problems: list[str]) -> DeviceRequest | None:
+def _parse_request(
+    claim: str, i: int, raw: Any, problems: list[str], unevaluated: list[str]
+) -> DeviceRequest | None:
     if not isinstance(raw, Mapping):
         problems.append(f"claim {claim}: request #{i} must be a mapping")
         return None
@@ -207,7 +298,10 @@ def _parse_request(claim: str, i: int, raw: Any, problems: list[str]) -> DeviceR
     exactly, first = raw.get("exactly"), raw.get("firstAvailable")
     legacy = [k for k in ("deviceClassName", "selectors", "count", "allocationMode") if k in raw]
     if legacy:
-        problems.append(f"{where}: {', '.join(legacy)} belong under 'exactly' in resource.k8s.io/v1")
+        problems.append(
+            f"{where}: {', '.join(legacy)} belong under 'exactly' in resource.k8s.io/v1 and v1beta2 "
+            "(only v1beta1 puts them on the request)"
+        )
     if exactly is not None and first:
         problems.append(
             f"{where}: exactly one of `exactly` or `firstAvailable` is required, but both are set"
@@ -217,7 +311,7 @@ def _parse_request(claim: str, i: int, raw: Any, problems: list[str]) -> DeviceR
         problems.append(f"{where}: exactly one of `exactly` or `firstAvailable` is required")
         return None
     if exactly is not None:
-        sel = _parse_selection(name, exactly, where, problems)
+        sel = _parse_selection(name, exactly, where, problems, unevaluated)
         return DeviceRequest(name, (sel,) if sel else ())
     subs = _list(first, f"{where}: firstAvailable", problems)
     if len(subs) > MAX_SUBREQUESTS:
@@ -232,13 +326,15 @@ def _parse_request(claim: str, i: int, raw: Any, problems: list[str]) -> DeviceR
         if sname in seen:
             problems.append(f"{where}: subrequest {sname}: duplicate subrequest name")
         seen.add(sname)
-        sel = _parse_selection(f"{name}/{sname}", sub, f"{where}/{sname}", problems)
+        sel = _parse_selection(f"{name}/{sname}", sub, f"{where}/{sname}", problems, unevaluated)
         if sel:
             alternatives.append(sel)
     return DeviceRequest(name, tuple(alternatives), first_available=True)
 
 
-def _parse_selection(full: str, raw: Any, where: str, problems: list[str]) -> DeviceSelection | None:
+def _parse_selection(
+    full: str, raw: Any, where: str, problems: list[str], unevaluated: list[str]
+) -> DeviceSelection | None:
     if not isinstance(raw, Mapping):
         problems.append(f"{where}: must be a mapping")
         return None
@@ -265,15 +361,21 @@ def _parse_selection(full: str, raw: Any, where: str, problems: list[str]) -> De
             )
             continue
         try:
-            compile_selector(expr)
+            compiled = compile_selector(expr)
         except SelectorError as exc:
             problems.append(f"{where}: selector #{k}: {exc}")
             continue
+        if compiled.unsupported:
+            unevaluated.append(f"{where}: selector #{k} uses {compiled.unsupported}")
         selectors.append(expr)
-    mode = raw.get("allocationMode", "ExactCount")
+    mode = raw.get("allocationMode") or "ExactCount"  # defaults.go: "" -> ExactCount
     count = raw.get("count")
+    if count is not None and not _is_int(count):
+        problems.append(f"{where}: count must be an integer (got {count!r})")
+        return None
     if mode == "All":
-        if count is not None:
+        # validation.go validateDeviceAllocationMode: count must not be set (0 is the unset value).
+        if count:
             problems.append(
                 f"{where}: count must not be specified when allocationMode is 'All' (got {count!r})"
             )
@@ -281,9 +383,9 @@ def _parse_selection(full: str, raw: Any, where: str, problems: list[str]) -> De
     if mode != "ExactCount":
         problems.append(f"{where}: allocationMode {mode!r} is not supported; use ExactCount or All")
         return None
-    if count is None:
-        count = 1
-    if not _is_int(count) or count <= 0:
+    if not count:
+        count = 1  # defaults.go SetDefaults_ExactDeviceRequest / SetDefaults_DeviceSubRequest
+    if count < 0:
         problems.append(f"{where}: count must be greater than zero (got {count!r})")
         return None
     return DeviceSelection(full, cls, tuple(selectors), "ExactCount", count)

@@ -1,10 +1,18 @@
-"""Verdicts: is a claim aligned on a shape, i.e. does every claimed GPU sit next to one of its rails?
+"""Verdicts on a shape, i.e. does every claimed GPU sit next to one of its rails?
 
-For one claim against one shape (an empty node of it) the verdict is, in this order:
+For one claim against one shape (an empty node of it) the verdict kind (:class:`VerdictKind`) is, in
+this order:
 
-* ``invalid``: the API server would reject the claim (:mod:`oke_gpu_rdma.claim_spec`);
-* ``unsatisfiable``: the allocator finds no devices even on an empty node, or aborts (CEL error,
-  unknown DeviceClass, more than 32 devices); the pod would stay Pending;
+* ``invalid``: the API server would reject the claim (:mod:`oke_gpu_rdma.claim_spec`, per API version);
+* ``not checked``: the claim is valid but a selector uses a Kubernetes CEL function this model does not
+  evaluate; advisory, never a rejection;
+* ``unsatisfiable``: no allocation exists even on an empty node, or the allocator always aborts (CEL
+  runtime error, unknown DeviceClass, more than 32 devices, ``allocationMode: All`` whose devices break
+  a constraint); the pod would stay Pending. ``Verdict.cause`` says which (:class:`UnsatisfiableCause`);
+* ``order-dependent``: an ``allocationMode: All`` request shares a constraint with an earlier request, and
+  the allocator aborts or succeeds depending on which devices the earlier request takes first (upstream
+  aborts the claim when an All device fails the constraint, ``allocateDevice`` with ``must`` in
+  ``structured/internal/stable/allocator_stable.go``);
 * ``not applicable``: the claim asks only for GPUs or only for rails (or neither): alignment between
   GPUs and rails does not apply; ``allocatable`` says whether it fits an empty node;
 * ``unaligned``: some allocation the scheduler could pick puts a claimed GPU on a PCIe root with none
@@ -16,12 +24,12 @@ order of pools and slices nor the order of devices in a slice is guaranteed (dri
 informer cache has no order), and a node that runs other claims has fewer free devices. So a claim
 whose alignment depends on device order is not aligned. A claim is aligned iff EVERY allocation that
 satisfies its requests and constraints is aligned; for ``firstAvailable`` every subrequest counts,
-because on a busy node the scheduler falls back to later ones. The judge searches for a counterexample
-with the same pruned depth-first search the allocator uses, which is exhaustive and so does not depend
-on device order: for each root R, one search requires a GPU on R while excluding every rail on R, and
-another requires a rail on R while excluding every GPU on R. The first counterexample found is returned
-in ``Verdict.devices``; for ``aligned`` and ``not applicable`` the devices are the first fit in the
-inventory's order.
+because on a busy node the scheduler falls back to later ones. The judge asks
+:class:`~oke_gpu_rdma.matching.Matcher` (exact, no device-by-device search): for each root R (one per
+class of interchangeable roots), is there an allocation with a GPU on R and no rail on R, or a rail on R
+and no GPU on R? Such an allocation is returned in ``Verdict.devices``; for ``aligned`` and ``not
+applicable`` the devices are one allocation (values and devices tried in inventory order).
+``nodes_visited`` counts the matcher's flow computations.
 """
 
 from __future__ import annotations
@@ -29,17 +37,64 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from enum import StrEnum
+from functools import lru_cache
+from typing import Any
 
-from oke_gpu_rdma.allocator import AllocatedDevice, Allocator, ClaimToAllocate
+from oke_gpu_rdma.allocator import AllocatedDevice, CandidateList, ClaimToAllocate
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
-from oke_gpu_rdma.claim_spec import ClaimSpec, parse_claim, unwrap_claim
+from oke_gpu_rdma.claim_spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, parse_claim, unwrap_claim
+from oke_gpu_rdma.device_cel import compile_selector
 from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
 from oke_gpu_rdma.inventory import Device, NodeInventory, node_inventory
+from oke_gpu_rdma.matching import Matcher, ValueKey, Witness
 from oke_gpu_rdma.pairing import suggest_pairs
 from oke_gpu_rdma.topology import Topology
 
-VerdictKind = Literal["invalid", "unsatisfiable", "unaligned", "aligned", "not applicable"]
+
+class VerdictKind(StrEnum):
+    """What the judge decided; compare with the members (they also equal their string values)."""
+
+    INVALID = "invalid"
+    NOT_CHECKED = "not checked"
+    UNSATISFIABLE = "unsatisfiable"
+    ORDER_DEPENDENT = "order-dependent"
+    NOT_APPLICABLE = "not applicable"
+    UNALIGNED = "unaligned"
+    ALIGNED = "aligned"
+
+    @property
+    def blocks_deploy(self) -> bool:
+        """True for kinds a deploy must not pass: the claim is rejected, can stay Pending, or misaligns."""
+        return self in _BLOCKING
+
+
+_BLOCKING = frozenset(
+    {VerdictKind.INVALID, VerdictKind.UNSATISFIABLE, VerdictKind.ORDER_DEPENDENT, VerdictKind.UNALIGNED}
+)
+
+
+class UnsatisfiableCause(StrEnum):
+    """Why an ``unsatisfiable`` claim cannot be allocated."""
+
+    NO_ALLOCATION = "no allocation"  # requests and constraints cannot be met together
+    ROOT_CAPACITY = "root capacity"  # a pcieRoot matchAttribute group needs more than one root holds
+    ALL_MODE_CONSTRAINT = "allocationMode All breaks a constraint"
+    CEL_ERROR = "CEL error"
+    UNKNOWN_DEVICE_CLASS = "unknown device class"
+    TOO_MANY_DEVICES = "too many devices"
+
+
+@dataclass(frozen=True)
+class GroupNeed:
+    """What the requests of one ``matchAttribute`` group need, against what one value (root) holds."""
+
+    requests: tuple[str, ...]
+    attribute: str
+    gpus: int
+    rails: int
+    root_gpus: int
+    root_rails: int
 
 
 @dataclass(frozen=True)
@@ -64,7 +119,8 @@ class DeviceRef:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The judgement of one claim on one shape; ``message`` is one paragraph a user can act on."""
+    """The judgement of one claim on one shape; ``message`` is one paragraph a user can act on, rendered
+    from the fields (``kind``, ``cause``, ``group``, ``devices``, ``misplaced``, ``fix``)."""
 
     kind: VerdictKind
     message: str
@@ -80,11 +136,19 @@ class Verdict:
     warnings: tuple[str, ...] = ()
     nodes_visited: int = 0
     details: Mapping[str, Any] = field(default_factory=dict)
+    cause: UnsatisfiableCause | None = None
+    group: GroupNeed | None = None
 
     @property
     def ok(self) -> bool:
         """True for verdicts that need no change: aligned, or not applicable and allocatable."""
-        return self.kind == "aligned" or (self.kind == "not applicable" and bool(self.allocatable))
+        return self.kind == VerdictKind.ALIGNED or (
+            self.kind == VerdictKind.NOT_APPLICABLE and bool(self.allocatable)
+        )
+
+    @property
+    def blocks_deploy(self) -> bool:
+        return self.kind.blocks_deploy
 
 
 def misplaced_devices(devices: Sequence[DeviceRef]) -> tuple[DeviceRef, ...]:
@@ -150,18 +214,25 @@ class _ClaimShape:
         return sum(self.counts[n] for n in self.gpu), sum(self.counts[n] for n in self.rail)
 
 
+@lru_cache(maxsize=32)
+def _default_inventory(topology: Topology) -> NodeInventory:
+    return node_inventory(topology)
+
+
 def judge(
     claim: Mapping[str, Any],
     topology: Topology,
     inventory: NodeInventory | None = None,
     device_classes: Mapping[str, Sequence[str]] = DEVICE_CLASS_SELECTORS,
     name: str | None = None,
+    api_version: str | None = None,
 ) -> Verdict:
-    """The verdict of ``claim`` on an empty node of ``topology`` (module docstring)."""
+    """The verdict of ``claim`` (as written in ``api_version``, else its ``apiVersion``, else v1) on an
+    empty node of ``topology`` (module docstring)."""
     shape = topology.shape
     try:
         claim_name, _ = unwrap_claim(claim, name)
-        spec = parse_claim(claim, name)
+        spec = parse_claim(claim, name, api_version=api_version)
     except ClaimValidationError as exc:
         label = name or "claim"
         if isinstance(claim, Mapping):
@@ -169,39 +240,76 @@ def judge(
             if isinstance(meta, Mapping) and isinstance(meta.get("name"), str):
                 label = name or meta["name"]
         return Verdict(
-            "invalid",
+            VerdictKind.INVALID,
             f"claim {label} would be rejected by the API server: {'; '.join(exc.problems)}",
             label,
             shape,
             problems=exc.problems,
             allocatable=False,
         )
-    inv = inventory or node_inventory(topology)
-    allocator = Allocator(inv, device_classes)
-    requests = spec.request_names
-    try:
-        prepared = allocator.prepare(spec)
-        first = allocator.allocate(prepared)
-    except (SelectorError, AllocationAbortedError) as exc:
+    unevaluated = list(spec.unevaluated)
+    for sel in (a for r in spec.requests for a in r.alternatives):
+        for k, expr in enumerate(device_classes.get(sel.device_class, ())):
+            try:
+                compiled = compile_selector(expr)
+            except SelectorError:
+                continue  # reported as a CEL error when the class is used
+            if compiled.unsupported:
+                unevaluated.append(
+                    f"DeviceClass {sel.device_class}: selector #{k} uses {compiled.unsupported}"
+                )
+    if unevaluated:
         return Verdict(
-            "unsatisfiable",
+            VerdictKind.NOT_CHECKED,
+            f"claim {claim_name} is valid but not checked on {shape}: {'; '.join(dict.fromkeys(unevaluated))}, "
+            "which this model does not evaluate; check its allocation on a node",
+            claim_name,
+            shape,
+            requests=spec.request_names,
+            problems=tuple(dict.fromkeys(unevaluated)),
+        )
+    inv = inventory or _default_inventory(topology)
+
+    def aborted(cause: UnsatisfiableCause, exc: Exception) -> Verdict:
+        return Verdict(
+            VerdictKind.UNSATISFIABLE,
             f"claim {claim_name} can never be allocated on {shape}: {exc}",
             claim_name,
             shape,
-            requests=requests,
+            requests=spec.request_names,
             allocatable=False,
+            cause=cause,
+        )
+
+    try:
+        prepared = ClaimToAllocate(spec, inv.devices(), device_classes)
+    except SelectorError as exc:
+        return aborted(UnsatisfiableCause.CEL_ERROR, exc)
+    except AllocationAbortedError as exc:
+        return aborted(UnsatisfiableCause.UNKNOWN_DEVICE_CLASS, exc)
+    if prepared.min_devices() > MAX_DEVICES_PER_CLAIM:
+        return aborted(
+            UnsatisfiableCause.TOO_MANY_DEVICES,
+            AllocationAbortedError(
+                f"number of requested devices {prepared.min_devices()} exceeds the claim limit of "
+                f"{MAX_DEVICES_PER_CLAIM}"
+            ),
         )
     info = _ClaimShape(prepared)
     warnings = tuple(info.warnings)
-    nodes = first.nodes
-    if first.devices is None:
-        return _unsatisfiable(spec, topology, info, first.reason, nodes, warnings)
-    chosen = tuple(DeviceRef.of(a.request, a.device) for a in first.devices)
+    matcher = Matcher(prepared)
+    first = matcher.find()
+    hazard = _all_mode_hazard(matcher, prefixes=first is not None)
+    if hazard is not None:
+        return _order_verdict(spec, topology, hazard, first is not None, matcher.nodes, warnings)
+    if first is None:
+        return _unsatisfiable(spec, topology, info, prepared, matcher.nodes, warnings)
+    chosen = _refs(prepared, first)
     if not info.gpu or not info.rail:
         only = "GPUs" if info.gpu else "rails" if info.rail else "neither GPUs nor rails"
-        asked = info.gpu or info.rail or list(requests)
+        asked = info.gpu or info.rail or list(spec.request_names)
         return Verdict(
-            "not applicable",
+            VerdictKind.NOT_APPLICABLE,
             f"claim {claim_name} asks only for {only} (requests {', '.join(asked)}), so GPU/rail alignment "
             f"does not apply; it can be allocated on an empty {shape} node ({describe(chosen)})",
             claim_name,
@@ -211,36 +319,25 @@ def judge(
             devices=chosen,
             allocatable=True,
             warnings=warnings,
-            nodes_visited=nodes,
+            nodes_visited=matcher.nodes,
         )
-    devices = inv.devices()
-    for root in topology.roots:
+    devices = prepared.devices
+    for root_class in [] if _anchored(prepared) else matcher.value_classes(PCIE_ROOT, kinds=True):
+        root = root_class[0][1]
         for want, avoid in (("gpu", "rail"), ("rail", "gpu")):
-            required = [d for d in devices if d.kind == want and d.root == root.name]
-            excluded = [d for d in devices if d.kind == avoid and d.root == root.name]
+            required = [p for p, d in enumerate(devices) if d.kind == want and d.root == root]
+            excluded = [p for p, d in enumerate(devices) if d.kind == avoid and d.root == root]
             if not required:
                 continue
-            try:
-                found = allocator.find(prepared, exclude=excluded, require_any=required)
-            except (SelectorError, AllocationAbortedError) as exc:
-                return Verdict(
-                    "unsatisfiable",
-                    f"claim {claim_name} may fail to allocate on {shape}: {exc}",
-                    claim_name,
-                    shape,
-                    requests=requests,
-                    allocatable=False,
-                    nodes_visited=nodes,
-                )
-            nodes += found.nodes
-            if found.devices is not None:
-                return _unaligned(spec, topology, info, found.devices, nodes, warnings)
+            found = matcher.find(excluded=excluded, required=required)
+            if found is not None:
+                return _unaligned(spec, topology, info, _allocated(prepared, found), matcher.nodes, warnings)
     used_roots = tuple(sorted({d.root for d in chosen if d.root}))
     return Verdict(
-        "aligned",
+        VerdictKind.ALIGNED,
         f"claim {claim_name} is aligned on {shape}: every allocation that satisfies requests "
         f"{', '.join(info.gpu + info.rail)} puts each GPU on a PCIe root with one of the claim's rails "
-        f"and each rail on a root with one of its GPUs; first fit in slice order: {describe(chosen)}",
+        f"and each rail on a root with one of its GPUs; for example {describe(chosen)}",
         claim_name,
         shape,
         requests=tuple(info.gpu + info.rail),
@@ -248,16 +345,165 @@ def judge(
         devices=chosen,
         allocatable=True,
         warnings=warnings,
-        nodes_visited=nodes,
+        nodes_visited=matcher.nodes,
     )
 
 
+def _anchored(claim: ClaimToAllocate) -> bool:
+    """A sufficient condition for alignment, checked on the claim's structure: every (sub)request that can
+    get a GPU or a rail is under a pcieRoot constraint that also holds a request certain to take a GPU
+    and one certain to take a rail (single-alternative requests whose candidates are all GPUs, resp. all
+    rails). Then every device shares its root with a claimed GPU and a claimed rail in any allocation."""
+    devices = claim.devices
+    anchors: dict[int, set[str]] = {}
+    for alts in claim.requests:
+        if len(alts) != 1 or alts[0].need <= 0:
+            continue
+        kinds = {devices[p].kind for p in alts[0].candidates}
+        if len(kinds) == 1 and kinds <= {"gpu", "rail"}:
+            for ci in alts[0].constraints:
+                if claim.constraint_specs[ci].attribute == PCIE_ROOT:
+                    anchors.setdefault(ci, set()).update(kinds)
+    for alts in claim.requests:
+        for alt in alts:
+            if any(devices[p].kind in ("gpu", "rail") for p in alt.candidates) and not any(
+                anchors.get(ci) == {"gpu", "rail"} for ci in alt.constraints
+            ):
+                return False
+    return True
+
+
+def _allocated(claim: ClaimToAllocate, witness: Witness) -> tuple[AllocatedDevice, ...]:
+    return tuple(AllocatedDevice(alt.selection.name, claim.devices[p]) for alt, p in witness.picks)
+
+
+def _refs(claim: ClaimToAllocate, witness: Witness) -> tuple[DeviceRef, ...]:
+    return tuple(DeviceRef.of(a.request, a.device) for a in _allocated(claim, witness))
+
+
+@dataclass(frozen=True)
+class _Hazard:
+    """An ``allocationMode: All`` request under a constraint that an earlier request can set otherwise."""
+
+    later: CandidateList
+    constraint: int
+    earlier: tuple[str, ...]
+    value: ValueKey | None  # the value every device of the All request has; None if they differ
+    other: ValueKey | None  # a value an earlier request can fix first
+    device: Device
+
+
+def _all_mode_hazard(matcher: Matcher, prefixes: bool) -> _Hazard | None:
+    """allocator_stable.go ``allocateOne``: the devices of an All request are added one by one with
+    ``must`` set, and a device that a constraint rejects aborts the whole claim ("cannot add device ...
+    because a claim constraint would not be satisfied"); the allocator does not try other devices for the
+    earlier requests. Requests with ``firstAvailable`` are not analysed here. With ``prefixes`` False (the
+    claim has no allocation anyway) only the All requests whose own devices break a constraint count."""
+    claim = matcher.claim
+    for j, alts in enumerate(claim.requests):
+        if len(alts) != 1 or alts[0].selection.mode != "All" or not alts[0].candidates:
+            continue
+        alt = alts[0]
+        for ci in alt.constraints:
+            values = [claim.values[ci][p] for p in alt.candidates]
+            earlier = tuple(a.selection.name for e in claim.requests[:j] for a in e if ci in a.constraints)
+            distinct = set(values)
+            if None in distinct or len(distinct) > 1:
+                missing = [p for p in alt.candidates if claim.values[ci][p] is None]
+                bad = (
+                    missing[0]
+                    if missing
+                    else next(p for p in alt.candidates if claim.values[ci][p] != values[0])
+                )
+                return _Hazard(alt, ci, earlier, None, None, claim.devices[bad])
+            (value,) = distinct
+            if not earlier or not prefixes:
+                continue
+            others = {v for v in claim.values[ci] if v is not None and v != value}
+            for other in sorted(others, key=lambda v: claim.values[ci].index(v)):
+                if matcher.find(fixed={ci: other}, upto=j, active=ci) is not None:
+                    return _Hazard(alt, ci, earlier, value, other, claim.devices[alt.candidates[0]])
+    return None
+
+
+def _order_verdict(
+    spec: ClaimSpec, topology: Topology, h: _Hazard, satisfiable: bool, nodes: int, warnings: tuple[str, ...]
+) -> Verdict:
+    c = spec.constraints[h.constraint]
+    later = h.later.selection.name
+    if h.value is None:
+        fix = (
+            f"take request {later} out of {c.label} or narrow its selectors: allocationMode All takes "
+            f"every matching device, and they do not share one value of {c.attribute}"
+        )
+        return Verdict(
+            VerdictKind.UNSATISFIABLE,
+            f"claim {spec.name} can never be allocated on {topology.shape}: request {later} "
+            f"(allocationMode All) cannot add device {h.device.id} ({h.device.display}) because a claim "
+            f"constraint would not be satisfied ({c.label}), and the allocator aborts the claim. Fix: {fix}",
+            spec.name,
+            topology.shape,
+            requests=(later, *h.earlier),
+            allocatable=False,
+            fix=fix,
+            warnings=warnings,
+            nodes_visited=nodes,
+            cause=UnsatisfiableCause.ALL_MODE_CONSTRAINT,
+        )
+    fix = (
+        f"list request {later} before {', '.join(h.earlier)} in spec.devices.requests, so that its devices "
+        f"fix the value of {c.attribute} first and the other requests follow it"
+    )
+    value = h.value[1]
+    other = h.other[1] if h.other else "?"
+    if not satisfiable:
+        head = f"claim {spec.name} can never be allocated on {topology.shape}"
+        kind = VerdictKind.UNSATISFIABLE
+    else:
+        head = f"claim {spec.name} may or may not be allocated on {topology.shape}, depending on device order"
+        kind = VerdictKind.ORDER_DEPENDENT
+    return Verdict(
+        kind,
+        f"{head}: request {later} (allocationMode All) needs {c.attribute} {value}, but the earlier "
+        f"request(s) {', '.join(h.earlier)} in {c.label} can take devices with {other} first; then the "
+        f'allocator cannot add {h.device.display} "because a claim constraint would not be satisfied" '
+        f"and aborts the claim instead of trying other devices. Fix: {fix}",
+        spec.name,
+        topology.shape,
+        requests=(*h.earlier, later),
+        allocatable=satisfiable,
+        fix=fix,
+        warnings=warnings,
+        nodes_visited=nodes,
+        cause=UnsatisfiableCause.ALL_MODE_CONSTRAINT if not satisfiable else None,
+    )
+
+
+def _reason(claim: ClaimToAllocate) -> str:
+    for alts in claim.requests:
+        if len(alts) == 1 and len(alts[0].candidates) < alts[0].need:
+            alt = alts[0]
+            return (
+                f"request {alt.selection.name} needs {alt.need} device(s), "
+                f"{len(alt.candidates)} match its class and selectors"
+            )
+        if alts and all(
+            len(a.candidates) < a.need or (a.selection.mode == "All" and not a.candidates) for a in alts
+        ):
+            return f"no subrequest of request {alts[0].selection.request} has enough matching devices"
+    return "no set of devices satisfies all requests and constraints together"
+
+
 def _unsatisfiable(
-    spec: ClaimSpec, topology: Topology, info: _ClaimShape, reason: str, nodes: int, warnings: tuple[str, ...]
+    spec: ClaimSpec,
+    topology: Topology,
+    info: _ClaimShape,
+    claim: ClaimToAllocate,
+    nodes: int,
+    warnings: tuple[str, ...],
 ) -> Verdict:
     shape = topology.shape
-    message = f"claim {spec.name} can never be allocated on {shape}: {reason or 'no devices fit'}"
-    involved = spec.request_names
+    reason = _reason(claim)
     for c in spec.constraints:
         if c.attribute != PCIE_ROOT:
             continue
@@ -272,25 +518,49 @@ def _unsatisfiable(
         r = sum(info.counts[n] for n in members if n in info.rail)
         if any(len(x.gpus) >= g and len(x.rails) >= r for x in topology.roots):
             continue
+        group = GroupNeed(
+            tuple(members),
+            c.attribute,
+            g,
+            r,
+            max(len(x.gpus) for x in topology.roots),
+            max(len(x.rails) for x in topology.roots),
+        )
         what = " and ".join(p for p in (f"{g} GPUs" if g else "", f"{r} rails" if r else "") if p)
-        message = (
+        fix = (
+            f"a {PCIE_ROOT} constraint can hold at most what one root has ({group.root_gpus} GPUs and "
+            f"{group.root_rails} rails): split the requests into per-root pairs gpus-i/rails-i, each pair "
+            "with its own constraint (oke_gpu_rdma.claims.aligned_claim_spec), or ask for fewer devices"
+        )
+        return Verdict(
+            VerdictKind.UNSATISFIABLE,
             f"claim {spec.name} can never be allocated on {shape}: no PCIe root has {what} "
             f"({_root_capacity(topology)}); requests {', '.join(members)} share "
-            f"matchAttribute {PCIE_ROOT}, so the pod would stay Pending"
+            f"matchAttribute {PCIE_ROOT}, so the pod would stay Pending",
+            spec.name,
+            shape,
+            requests=tuple(members),
+            roots=topology.root_names,
+            allocatable=False,
+            fix=fix,
+            warnings=warnings,
+            nodes_visited=nodes,
+            details={"reason": reason},
+            cause=UnsatisfiableCause.ROOT_CAPACITY,
+            group=group,
         )
-        involved = tuple(members)
-        break
     return Verdict(
-        "unsatisfiable",
-        message,
+        VerdictKind.UNSATISFIABLE,
+        f"claim {spec.name} can never be allocated on {shape}: {reason}",
         spec.name,
         shape,
-        requests=involved,
+        requests=spec.request_names,
         roots=topology.root_names,
         allocatable=False,
         warnings=warnings,
         nodes_visited=nodes,
         details={"reason": reason},
+        cause=UnsatisfiableCause.NO_ALLOCATION,
     )
 
 
@@ -347,7 +617,7 @@ def _unaligned(
         f"{'; '.join(parts)}. Fix: {fix}"
     )
     return Verdict(
-        "unaligned",
+        VerdictKind.UNALIGNED,
         message,
         spec.name,
         topology.shape,

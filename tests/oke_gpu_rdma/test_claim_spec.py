@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import seed_claims
 
-from oke_gpu_rdma.claim_spec import claim_problems, parse_claim, unwrap_claim
+from oke_gpu_rdma.claim_spec import claim_problems, claim_spec_to_v1, parse_claim, unwrap_claim
 from oke_gpu_rdma.errors import ClaimValidationError
 
 
@@ -109,7 +109,10 @@ def test_device_class_required() -> None:
 
 
 def test_count_rules() -> None:
-    assert "count must be greater than zero (got 0)" in one_problem(spec(req("rails", count=0)))
+    """validation.go validateDeviceAllocationMode; v1/defaults.go SetDefaults_ExactDeviceRequest."""
+    assert "count must be greater than zero (got -1)" in one_problem(spec(req("rails", count=-1)))
+    # Defaulting runs before validation: ExactCount with count 0 (the unset value) gets 1.
+    assert parse_claim(spec(req("rails", count=0))).requests[0].alternatives[0].count == 1
     assert "count must not be specified when allocationMode is 'All'" in one_problem(
         spec(req("rails", allocationMode="All", count=2))
     )
@@ -152,7 +155,69 @@ def test_constraint_may_name_a_subrequest() -> None:
 
 def test_all_problems_are_reported_and_the_exception_is_one_line() -> None:
     with pytest.raises(ClaimValidationError) as info:
-        parse_claim(spec(req("Bad", count=0), constraints=[{"matchAttribute": "x"}]))
+        parse_claim(spec(req("Bad", count=-2), constraints=[{"matchAttribute": "x"}]))
     assert len(info.value.problems) == 3
     assert "\n" not in str(info.value)
     assert isinstance(info.value, ValueError)
+
+
+# -- issue 11 item 4: the API server decides "invalid", per API version ----------------------------
+
+V1BETA1_FLAT = {
+    "apiVersion": "resource.k8s.io/v1beta1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "flat"},
+    "spec": {"devices": {"requests": [{"name": "gpus", "deviceClassName": "gpu.nvidia.com", "count": 2}]}},
+}
+
+
+def test_v1beta1_flat_request_is_valid_and_converted() -> None:
+    """k8s.io/api/resource/v1beta1 DeviceRequest carries deviceClassName/count itself."""
+    parsed = parse_claim(V1BETA1_FLAT)
+    assert parsed.api_version == "resource.k8s.io/v1beta1"
+    assert parsed.requests[0].alternatives[0].count == 2
+    converted = claim_spec_to_v1(V1BETA1_FLAT["spec"], "resource.k8s.io/v1beta1")
+    assert converted["devices"]["requests"][0] == {
+        "name": "gpus",
+        "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2},
+    }
+
+
+def test_v1beta1_claim_written_with_exactly_is_rejected() -> None:
+    """v1beta1 has no `exactly` (it came with v1beta2 and v1): the API server rejects the field."""
+    claim = {**seed_claims.pair_check, "apiVersion": "resource.k8s.io/v1beta1"}
+    problems = claim_problems(claim)
+    assert problems and all("unknown field `exactly` in resource.k8s.io/v1beta1" in p for p in problems)
+    assert claim_problems(seed_claims.pair_check) == []  # the same claim as v1 is valid
+    assert claim_problems(seed_claims.pair_check, api_version="resource.k8s.io/v1beta2") == []
+
+
+def test_v1_claim_with_v1beta1_fields_is_rejected() -> None:
+    as_v1 = {**V1BETA1_FLAT, "apiVersion": "resource.k8s.io/v1"}
+    problems = claim_problems(as_v1)
+    assert any("belong under 'exactly' in resource.k8s.io/v1 and v1beta2" in p for p in problems)
+    assert any("exactly one of `exactly` or `firstAvailable` is required" in p for p in problems)
+
+
+def test_v1beta1_defaulting_of_count() -> None:
+    """pkg/apis/resource/v1beta1/defaults.go SetDefaults_DeviceRequest: count 0 -> 1 when a class is set."""
+    claim = {"devices": {"requests": [{"name": "g", "deviceClassName": "gpu.nvidia.com", "count": 0}]}}
+    assert parse_claim(claim, api_version="resource.k8s.io/v1beta1").requests[0].alternatives[0].count == 1
+
+
+def test_all_mode_with_count_zero_is_valid() -> None:
+    """validation.go validateDeviceAllocationMode: All forbids a count other than 0 (the unset value)."""
+    assert claim_problems(spec(req("rails", allocationMode="All", count=0))) == []
+
+
+def test_selector_type_errors_are_invalid_at_admission() -> None:
+    """validation.go validateCELExpression -> cel/compile.go: compile errors and non-bool types."""
+    assert "must evaluate to bool" in one_problem(
+        spec(req("rails", selectors=[{"cel": {"expression": "device.driver"}}]))
+    )
+    cap = 'device.capacity["gpu.nvidia.com"].memory > 1'
+    assert "no matching overload" in one_problem(spec(req("rails", selectors=[{"cel": {"expression": cap}}])))
+
+
+def test_unserved_api_version() -> None:
+    assert "is not served" in one_problem({"apiVersion": "resource.k8s.io/v2", "devices": {"requests": []}})

@@ -33,7 +33,14 @@ def test_driver_and_attributes_by_domain() -> None:
     assert not selector_matches(attr.DRANET_CLASS_SELECTOR, GPU0)
     assert selector_matches(attr.NVIDIA_GPU_CLASS_SELECTOR, GPU0)
     assert selector_matches('device.attributes["resource.kubernetes.io"].pcieRoot == "pci0000:3e"', GPU0)
-    assert selector_matches('device.capacity["gpu.nvidia.com"].memory >= 40 * 1024 * 1024 * 1024', GPU0)
+    assert selector_matches('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0', GPU0)
+
+
+def test_capacity_is_a_quantity_so_comparing_it_with_an_int_does_not_compile() -> None:
+    """cel/compile.go declares capacity values as apiservercel.QuantityDeclType: `>=` with an int has no
+    overload, so the API server rejects the selector at admission."""
+    with pytest.raises(SelectorError, match="no matching overload"):
+        compile_selector('device.capacity["gpu.nvidia.com"].memory >= 40 * 1024 * 1024 * 1024')
 
 
 def test_rail_selector_matches_rails_only() -> None:
@@ -62,8 +69,15 @@ def test_compile_error_quotes_the_expression() -> None:
 
 
 def test_non_bool_result_aborts() -> None:
+    """compile.go DeviceMatches: a dyn result that is not a bool is a runtime error."""
     with pytest.raises(SelectorError, match="could not be converted to bool"):
-        selector_matches("device.driver", RDMA0)
+        selector_matches('device.attributes["dra.net"].ifName', RDMA0)
+
+
+def test_non_bool_type_is_a_compile_error() -> None:
+    """compile.go CompileCELExpression: "must evaluate to bool or the unknown type" (driver is a string)."""
+    with pytest.raises(SelectorError, match="must evaluate to bool or the unknown type, not string"):
+        compile_selector("device.driver")
 
 
 def test_careless_selector_on_the_modelled_node_does_not_match_eth1() -> None:
@@ -134,3 +148,61 @@ def test_compiled_expressions_are_cached() -> None:
 def test_string_extensions_and_bind_are_available() -> None:
     assert selector_matches('device.attributes["dra.net"].ifName.lowerAscii() == "rdma0"', RDMA0)
     assert selector_matches('cel.bind(d, device.attributes["dra.net"], d.rdma && d.numaNode == 3)', RDMA0)
+
+
+def test_in_sees_only_the_domains_the_device_has() -> None:
+    """compile.go newStringInterfaceMapWithDefault: only Find (lookups) falls back to the empty map;
+    `in` tests the real keys. Failing variant before the fix: empty maps were pre-filled for every domain
+    literal, so this was true on a GPU."""
+    assert not selector_matches('"dra.net" in device.attributes && device.attributes["dra.net"].rdma', GPU0)
+    assert selector_matches('"dra.net" in device.attributes && device.attributes["dra.net"].rdma', RDMA0)
+    assert not selector_matches('"gpu.nvidia.com" in device.capacity', RDMA0)
+    assert selector_matches('"gpu.nvidia.com" in device.capacity', GPU0)
+    assert selector_matches('device.attributes["dra" + ".net"].size() == 0', GPU0)  # computed domain
+
+
+def test_semver_library() -> None:
+    """library/semverlib.go; version attributes are Semver values (compile.go getAttributeValue)."""
+    version = 'device.attributes["gpu.nvidia.com"].driverVersion'
+    assert selector_matches(f'{version}.isGreaterThan(semver("500.0.0"))', GPU0)
+    assert not selector_matches(f'{version}.isLessThan(semver("500.0.0"))', GPU0)
+    assert selector_matches(f"{version}.major() == 550 && {version}.minor() == 0", GPU0)
+    assert selector_matches(f'{version}.compareTo(semver("v550", true)) == 0', GPU0)
+    assert selector_matches('semver("1.2.3-rc.1").isLessThan(semver("1.2.3")) && isSemver("1.0.0")', GPU0)
+    assert not selector_matches('isSemver("1.0")', GPU0)
+    with pytest.raises(SelectorError, match="runtime error"):
+        selector_matches('semver("not a version").major() == 1', GPU0)
+    with pytest.raises(SelectorError, match="no matching overload"):
+        compile_selector(f'{version} == semver("550.0.0") && semver("1.0.0") == "1.0.0"')
+
+
+def test_quantity_library() -> None:
+    """library/quantity.go; capacity values are Quantity (compile.go DeviceMatches)."""
+    memory = 'device.capacity["gpu.nvidia.com"].memory'
+    assert selector_matches(f'{memory}.isGreaterThan(quantity("39Gi"))', GPU0)  # A100-SXM4-40GB
+    assert not selector_matches(f'{memory}.isGreaterThan(quantity("40Gi"))', GPU0)
+    assert selector_matches(f'{memory}.compareTo(quantity("40Gi")) == 0', GPU0)
+    assert selector_matches(f"{memory}.asInteger() == 40 * 1024 * 1024 * 1024", GPU0)
+    assert selector_matches(
+        'quantity("1.5k").add(500).isGreaterThan(quantity("1999")) && quantity("2").sign() == 1', GPU0
+    )
+    assert selector_matches('isQuantity("10Mi") && !isQuantity("10 Mi")', GPU0)
+    assert selector_matches(
+        'quantity("500m").asApproximateFloat() == 0.5 && !quantity("500m").isInteger()', GPU0
+    )
+
+
+def test_kubernetes_libraries_not_evaluated_here_compile_as_unsupported_not_invalid() -> None:
+    """base.go: Lists, Regex, URLs, IP/CIDR, Sets, Format and two-variable comprehensions are part of the
+    environment that validates DRA selectors, so such selectors are valid."""
+    for expr in (
+        'device.attributes["dra.net"].ifName.find("[0-9]+") == "0"',
+        "[1].isSorted()",
+        "[1].all(i, v, v > 0)",
+    ):
+        compiled = compile_selector(expr)
+        assert compiled.unsupported
+        with pytest.raises(SelectorError, match="does not evaluate"):
+            compiled.matches(RDMA0)
+    with pytest.raises(SelectorError, match="undeclared reference"):
+        compile_selector("noSuchFunction(device.driver)")

@@ -15,7 +15,7 @@ from oke_gpu_rdma.claim_spec import parse_claim
 from oke_gpu_rdma.claims import judge_claim
 from oke_gpu_rdma.inventory import node_inventory
 from oke_gpu_rdma.topology import get_topology
-from oke_gpu_rdma.verdicts import judge
+from oke_gpu_rdma.verdicts import UnsatisfiableCause, VerdictKind, judge
 
 B4 = get_topology("BM.GPU.B4.8")
 INV = node_inventory(B4)
@@ -50,7 +50,9 @@ def test_shape_root_is_unsatisfiable_no_root_has_4_gpus_and_16_rails() -> None:
     assert "each root of BM.GPU.B4.8 has 2 GPUs and 4 rails" in v.message
     assert "stay Pending" in v.message
     assert v.requests == ("gpus", "rails")
-    assert v.nodes_visited == 1
+    assert v.cause == UnsatisfiableCause.ROOT_CAPACITY
+    assert v.group is not None and (v.group.gpus, v.group.rails) == (4, 16)
+    assert v.nodes_visited <= 2  # refuted by the first flow computations, no search
 
 
 def test_shape_any_is_unaligned_with_a_counterexample_and_a_fix() -> None:
@@ -95,7 +97,11 @@ def test_gpus_only_claim_is_not_applicable() -> None:
 
 def test_invalid_claim_verdict_lists_problems() -> None:
     v = judge_claim(
-        {"devices": {"requests": [{"name": "Rails", "exactly": {"deviceClassName": "dra.net", "count": 0}}]}},
+        {
+            "devices": {
+                "requests": [{"name": "Rails", "exactly": {"deviceClassName": "dra.net", "count": -1}}]
+            }
+        },
         B4,
     )
     assert v.kind == "invalid"
@@ -182,3 +188,127 @@ def test_random_claims_verdict_is_order_free_and_sound(
         assert verdict.misplaced
     if verdict.kind == "unsatisfiable":
         assert first_fit.devices is None
+
+
+# -- issue 11 item 2: allocationMode All under a constraint shared with an earlier request ---------
+
+ROOT_3E_RAILS = 'device.attributes["resource.kubernetes.io"].?pcieRoot.orValue("") == "pci0000:3e"'
+
+
+def _all_after(first: dict[str, Any], all_selector: str, all_first: bool = False) -> dict[str, Any]:
+    every = {
+        "name": "rails",
+        "exactly": {
+            "deviceClassName": "dra.net",
+            "allocationMode": "All",
+            "selectors": [{"cel": {"expression": all_selector}}],
+        },
+    }
+    requests = [every, first] if all_first else [first, every]
+    return {
+        "devices": {
+            "requests": requests,
+            "constraints": [{"requests": ["gpus", "rails"], "matchAttribute": attr.PCIE_ROOT}],
+        }
+    }
+
+
+GPU_1 = {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1}}
+
+
+def test_all_mode_after_a_request_that_can_pick_another_root_is_order_dependent() -> None:
+    """allocator_stable.go allocateOne/allocateDevice(must=true): the All devices are added after the
+    earlier request's devices; if gpus took a GPU on another root, constraint.add fails and the claim
+    aborts ("cannot add device ... because a claim constraint would not be satisfied") without trying
+    other GPUs. Success depends on device order."""
+    v = judge(_all_after(GPU_1, ROOT_3E_RAILS), B4)
+    assert v.kind == VerdictKind.ORDER_DEPENDENT and v.kind.blocks_deploy
+    assert v.allocatable is True
+    assert "because a claim constraint would not be satisfied" in v.message
+    assert v.fix is not None and "list request rails before gpus" in v.fix
+
+
+def test_all_mode_listed_first_fixes_the_value_and_is_aligned() -> None:
+    """Passing variant: with the All request first its devices fix pcieRoot, and gpus only considers
+    GPUs on that root (constraint.add rejects the others, no error for a non-All request)."""
+    v = judge(_all_after(GPU_1, ROOT_3E_RAILS, all_first=True), B4)
+    assert v.kind == VerdictKind.ALIGNED
+    assert {d.root for d in v.devices} == {"pci0000:3e"}
+
+
+def test_all_mode_whose_devices_differ_in_the_attribute_never_allocates() -> None:
+    """All takes every rail (four roots): the second root's rail fails the constraint, always."""
+    v = judge(_all_after(GPU_1, attr.RAIL_SELECTOR), B4)
+    assert v.kind == VerdictKind.UNSATISFIABLE
+    assert v.cause == UnsatisfiableCause.ALL_MODE_CONSTRAINT
+    assert v.fix is not None and "allocationMode All takes every matching device" in v.fix
+
+
+def test_all_mode_after_a_request_pinned_to_the_same_root_is_not_order_dependent() -> None:
+    """Passing variant: the earlier request can only take GPUs on pci0000:3e, so the All rails always fit."""
+    pinned = {
+        "name": "gpus",
+        "exactly": {
+            "deviceClassName": "gpu.nvidia.com",
+            "selectors": [{"cel": {"expression": ROOT_3E_RAILS}}],
+        },
+    }
+    assert judge(_all_after(pinned, ROOT_3E_RAILS), B4).kind == VerdictKind.ALIGNED
+
+
+# -- issue 13: decisions as data ------------------------------------------------------------------
+
+
+def test_verdict_kinds_are_str_enums_that_say_whether_they_block() -> None:
+    assert VerdictKind.UNALIGNED == "unaligned" and isinstance(VerdictKind.ALIGNED, str)
+    blocking = {k.value for k in VerdictKind if k.blocks_deploy}
+    assert blocking == {"invalid", "unsatisfiable", "order-dependent", "unaligned"}
+    assert not VerdictKind.NOT_CHECKED.blocks_deploy
+
+
+def test_not_checked_is_advisory_for_a_valid_claim_using_an_unevaluated_kubernetes_library() -> None:
+    """base.go enables the Lists library (isSorted) for DRA selectors: the claim is valid, the model
+    cannot evaluate it, so the verdict is 'not checked', never a rejection."""
+    claim = {
+        "devices": {
+            "requests": [
+                {
+                    "name": "rails",
+                    "exactly": {
+                        "deviceClassName": "dra.net",
+                        "selectors": [{"cel": {"expression": "[1, 2].isSorted()"}}],
+                    },
+                }
+            ]
+        }
+    }
+    v = judge(claim, B4)
+    assert v.kind == VerdictKind.NOT_CHECKED and not v.blocks_deploy
+    assert "isSorted" in v.message
+
+
+def test_semver_and_quantity_selectors_are_evaluated() -> None:
+    """semverlib.go / quantity.go: version attributes are Semver, capacity is Quantity."""
+    sel = (
+        'device.attributes["gpu.nvidia.com"].driverVersion.isGreaterThan(semver("500.0.0")) && '
+        'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40G")) >= 0'
+    )
+    claim = {
+        "devices": {
+            "requests": [
+                {
+                    "name": "g",
+                    "exactly": {
+                        "deviceClassName": "gpu.nvidia.com",
+                        "count": 8,
+                        "selectors": [{"cel": {"expression": sel}}],
+                    },
+                }
+            ]
+        }
+    }
+    assert judge(claim, B4).kind == VerdictKind.NOT_APPLICABLE
+    too_new = sel.replace('semver("500.0.0")', 'semver("600.0.0")')
+    claim["devices"]["requests"][0]["exactly"]["selectors"] = [{"cel": {"expression": too_new}}]
+    v = judge(claim, B4)
+    assert v.kind == VerdictKind.UNSATISFIABLE and "8 device(s), 0 match" in v.message

@@ -41,7 +41,7 @@ def test_shape_any_is_unaligned_with_the_requests_and_the_fix():
 
 def test_invalid_claim():
     claim = copy.deepcopy(seed_claims.pair_check)
-    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = 0
+    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = -1  # 0 is defaulted to 1 (v1/defaults.go)
     (v,) = judged(k8s(claim))[0]
     assert "would be rejected by the API server" in v.message
 

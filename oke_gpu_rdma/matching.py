@@ -1,0 +1,479 @@
+"""Exact questions about the allocations of one claim on one node, answered without a device-by-device search.
+
+The structured allocator (``staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/
+allocator_stable.go``) tries devices one by one and backtracks; on some claims that takes minutes, and the
+scheduler gives up after its filter timeout (kubernetes/kubernetes#131730). Which allocations EXIST does
+not depend on that order, so this module decides existence another way:
+
+1. choose an alternative for each ``firstAvailable`` request (in order; a combination above 32 devices is
+   skipped, as upstream's ``errAllocationResultMaxSizeExceeded`` makes the allocator try the next one);
+2. choose a value for each ``matchAttribute`` constraint that applies to a chosen (sub)request: each
+   constraint is a variable whose domain is the values its devices can share (four PCIe roots on
+   BM.GPU.B4.8);
+3. with every choice made, the rest is a bipartite b-matching: each (sub)request needs ``count`` distinct
+   devices among its candidates that have the chosen values (``allocationMode: All`` needs all of them).
+   That is a max-flow on a graph of requests and device *types* (devices that the same requests accept),
+   a few dozen nodes.
+
+Steps 1 and 2 are a search, but every node is pruned by the same max-flow with the undecided constraints
+relaxed (devices only need the attribute), and values that are interchangeable are tried once: two values
+of an attribute are interchangeable when the devices holding them look alike to every request and every
+other constraint (on BM.GPU.B4.8 the four roots are, for the usual selectors). A search over at most 32
+constraints with at most a handful of distinct values each, pruned by an exact relaxation, stays small;
+:attr:`Matcher.nodes` counts the flow computations.
+
+``find`` answers "is there an allocation that avoids ``excluded`` devices and, if given, uses at least one
+``required`` device", with constraint values optionally ``fixed`` and optionally only for the first
+``upto`` requests. The required-device part needs no extra search: when some allocation exists and some
+chosen request could take a required device, moving one of that request's devices onto it keeps the
+allocation valid (the required device is free, else it would already be used).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from oke_gpu_rdma.allocator import CandidateList, ClaimToAllocate
+from oke_gpu_rdma.claim_spec import MAX_DEVICES_PER_CLAIM
+
+ValueKey = tuple[str, object]
+
+
+@dataclass(frozen=True)
+class Witness:
+    """One allocation: (the (sub)request, device position) pairs, and the value of each constraint used."""
+
+    picks: tuple[tuple[CandidateList, int], ...]
+    values: Mapping[int, ValueKey]
+
+
+class _Flow:
+    """Max-flow from requests (capacity = need) through device types to the sink (capacity = size)."""
+
+    def __init__(self, needs: Sequence[int], edges: Sequence[Sequence[int]], sizes: Sequence[int]) -> None:
+        self.needs = needs
+        self.edges = edges  # request -> types it accepts
+        self.sizes = sizes
+        self.flow = [dict.fromkeys(e, 0) for e in edges]
+        self.used = [0] * len(sizes)
+
+    def run(self) -> bool:
+        """True when every request gets its need."""
+        missing = [0] * len(self.needs)
+        # Greedy start, then augmenting paths for what is left.
+        for r, need in enumerate(self.needs):
+            left = need
+            for t in self.edges[r]:
+                if not left:
+                    break
+                take = min(left, self.sizes[t] - self.used[t])
+                if take > 0:
+                    self.flow[r][t] += take
+                    self.used[t] += take
+                    left -= take
+            missing[r] = left
+        users: list[list[int]] = [[] for _ in self.sizes]
+        for r, e in enumerate(self.edges):
+            for t in e:
+                users[t].append(r)
+        for r in range(len(self.needs)):
+            while missing[r]:
+                pushed = self._augment(r, missing[r], users)
+                if not pushed:
+                    return False
+                missing[r] -= pushed
+        return True
+
+    def _augment(self, start: int, amount: int, users: list[list[int]]) -> int:
+        # BFS over requests: from request r to a type t (always), from t to a sink if it has room, or
+        # back to another request r2 that sends flow into t (r2 gives up a unit of t, takes another).
+        parent_t: dict[int, int] = {}  # type -> request that reached it
+        parent_r: dict[int, int] = {start: -1}  # request -> type it was reached through
+        queue = [start]
+        for r in queue:
+            for t in self.edges[r]:
+                if t in parent_t:
+                    continue
+                parent_t[t] = r
+                room = self.sizes[t] - self.used[t]
+                if room > 0:
+                    return self._apply(t, min(amount, room), parent_t, parent_r)
+                for r2 in users[t]:
+                    if r2 not in parent_r and self.flow[r2][t] > 0:
+                        parent_r[r2] = t
+                        queue.append(r2)
+        return 0
+
+    def _apply(self, t: int, amount: int, parent_t: dict[int, int], parent_r: dict[int, int]) -> int:
+        # Bottleneck along the path: the units each displaced request holds in the type it gives up.
+        path: list[tuple[int, int]] = []
+        node_t = t
+        while True:
+            r = parent_t[node_t]
+            path.append((r, node_t))
+            back = parent_r[r]
+            if back == -1:
+                break
+            amount = min(amount, self.flow[r][back])
+            node_t = back
+        self.used[t] += amount
+        for r, tt in path:
+            self.flow[r][tt] += amount
+            back = parent_r[r]
+            if back != -1:
+                self.flow[r][back] -= amount
+        return amount
+
+
+class Matcher:
+    """Existence of allocations of one prepared claim (see the module docstring)."""
+
+    def __init__(self, claim: ClaimToAllocate) -> None:
+        self.claim = claim
+        self.values = claim.values
+        self.attributes = [c.attribute for c in claim.constraint_specs]
+        self.nodes = 0
+        self._all_alts = [alt for alts in claim.requests for alt in alts]
+        self._member = [frozenset(alt.candidates) for alt in self._all_alts]
+        # Device sets as bitmasks (bit p = device position p).
+        self.value_masks: list[dict[ValueKey, int]] = []
+        self.has_mask: list[int] = []
+        for column in claim.values:
+            masks: dict[ValueKey, int] = {}
+            for p, v in enumerate(column):
+                if v is not None:
+                    masks[v] = masks.get(v, 0) | (1 << p)
+            self.value_masks.append(masks)
+            self.has_mask.append(_union(masks.values()))
+        self.base_mask: dict[int, int] = {}
+        for alt in self._all_alts:
+            mask = _mask(alt.candidates)
+            for ci in alt.constraints:
+                mask &= self.has_mask[ci]
+            self.base_mask[id(alt)] = mask
+        self.full_mask = {id(alt): _mask(alt.candidates) for alt in self._all_alts}
+        self._membership = [tuple(p in s for s in self._member) for p in range(len(claim.devices))]
+        self._signatures: dict[tuple[str, bool], list[tuple[ValueKey | None, tuple[object, ...]]]] = {}
+
+    def signatures(self, attribute: str, kinds: bool) -> list[tuple[ValueKey | None, tuple[object, ...]]]:
+        """Per device: its value of ``attribute`` and what the claim sees of it apart from that value."""
+        hit = self._signatures.get((attribute, kinds))
+        if hit is None:
+            others = [ci for ci, a in enumerate(self.attributes) if a != attribute]
+            hit = [
+                (
+                    _device_value(d.attribute(attribute)),
+                    (
+                        self._membership[p],
+                        tuple(self.values[ci][p] for ci in others),
+                        d.kind if kinds else "",
+                    ),
+                )
+                for p, d in enumerate(self.claim.devices)
+            ]
+            self._signatures[(attribute, kinds)] = hit
+        return hit
+
+    # -- public -------------------------------------------------------------------------------------
+    def find(
+        self,
+        excluded: Iterable[int] = (),
+        required: Iterable[int] | None = None,
+        fixed: Mapping[int, ValueKey] | None = None,
+        upto: int | None = None,
+        active: int | None = None,
+    ) -> Witness | None:
+        """An allocation of requests ``[:upto]`` avoiding ``excluded``, using one of ``required`` if given,
+        with constraint values ``fixed``; ``active`` demands that this constraint applies to a chosen
+        (sub)request (so that its value is set). None if there is none."""
+        q = _Query(
+            self,
+            frozenset(excluded),
+            None if required is None else frozenset(required),
+            dict(fixed or {}),
+            active,
+        )
+        requests = self.claim.requests[: len(self.claim.requests) if upto is None else upto]
+        return q.alternatives(requests, 0, [], 0)
+
+    def value_classes(
+        self, attribute: str, distinguished: Iterable[int] = (), kinds: bool = False
+    ) -> list[list[ValueKey]]:
+        """Values of ``attribute`` (over all devices) grouped into interchangeable classes.
+
+        ``distinguished`` devices (e.g. excluded ones) count as a separate kind of device.
+        """
+        marked = frozenset(distinguished)
+        return _classes(self, attribute, marked, None, kinds)
+
+
+def _mask(positions: Iterable[int]) -> int:
+    mask = 0
+    for p in positions:
+        mask |= 1 << p
+    return mask
+
+
+def _union(masks: Iterable[int]) -> int:
+    out = 0
+    for m in masks:
+        out |= m
+    return out
+
+
+def _bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def _device_value(device_attr: object) -> ValueKey | None:
+    return None if device_attr is None else (type(device_attr).__name__, device_attr)
+
+
+def _classes(
+    m: Matcher, attribute: str, marked: frozenset[int], required: frozenset[int] | None, kinds: bool
+) -> list[list[ValueKey]]:
+    by_value: dict[ValueKey, Counter[tuple[object, ...]]] = {}
+    order: dict[ValueKey, int] = {}
+    for p, (v, sig) in enumerate(m.signatures(attribute, kinds)):
+        if v is None:
+            continue
+        key = (sig, p in marked, required is not None and p in required)
+        by_value.setdefault(v, Counter())[key] += 1
+        order.setdefault(v, p)
+    groups: dict[frozenset[tuple[tuple[object, ...], int]], list[ValueKey]] = {}
+    for v in sorted(by_value, key=lambda v: order[v]):
+        groups.setdefault(frozenset(by_value[v].items()), []).append(v)
+    return list(groups.values())
+
+
+class _Query:
+    def __init__(
+        self,
+        m: Matcher,
+        excluded: frozenset[int],
+        required: frozenset[int] | None,
+        fixed: dict[int, ValueKey],
+        active: int | None,
+    ) -> None:
+        self.m = m
+        self.excluded = excluded
+        self.keep = ~_mask(excluded)
+        self.required = required
+        self.required_mask = _mask(required) if required is not None else 0
+        self.fixed = fixed
+        self.active = active
+        self._class_of: dict[str, dict[ValueKey, int]] = {}
+        self._first_pos: dict[ValueKey, int] = {}
+
+    # -- step 1: alternatives of firstAvailable requests ------------------------------------------
+    def alternatives(
+        self, requests: Sequence[Sequence[CandidateList]], i: int, chosen: list[CandidateList], total: int
+    ) -> Witness | None:
+        if i == len(requests):
+            if self.active is not None and not any(
+                self.active in alt.constraints and alt.need > 0 for alt in chosen
+            ):
+                return None
+            return self.values(chosen, dict(self.fixed))
+        for alt in requests[i]:
+            need = alt.need
+            if alt.selection.mode == "All" and need == 0:
+                continue  # at least one device is required for All
+            if total + need > MAX_DEVICES_PER_CLAIM:
+                continue
+            chosen.append(alt)
+            if self.feasible(chosen, self.fixed, complete=i + 1 == len(requests)) is not None:
+                found = self.alternatives(requests, i + 1, chosen, total + need)
+                if found is not None:
+                    return found
+            chosen.pop()
+        return None
+
+    # -- step 2: constraint values -----------------------------------------------------------------
+    def values(self, chosen: list[CandidateList], assigned: dict[int, ValueKey]) -> Witness | None:
+        open_ = [
+            ci
+            for ci in range(len(self.m.attributes))
+            if ci not in assigned and any(ci in alt.constraints and alt.need > 0 for alt in chosen)
+        ]
+        if not open_:
+            picks = self.feasible(chosen, assigned, witness=True)
+            if picks is None:
+                return None
+            return Witness(tuple(picks), dict(assigned))
+        # Constraints on one attribute that share a chosen request with devices take one value together.
+        tied = self._tied(chosen, open_, assigned)
+        domains: dict[int, list[ValueKey]] = {}
+        for ci in open_:
+            domains[ci] = self._viable(ci, chosen, assigned)
+            if not domains[ci]:
+                return None
+        ci = min(open_, key=lambda c: (len(domains[c]), -sum(a.need for a in chosen if c in a.constraints)))
+        members = tied[ci]
+        attribute = self.m.attributes[ci]
+        used = {v for c, v in assigned.items() if self.m.attributes[c] == attribute}
+        classes = self._classes(attribute)
+        seen_classes: set[int] = set()
+        for v in domains[ci]:
+            if any(v not in domains[c] for c in members):
+                continue
+            if v not in used:
+                cls = classes.get(v, -1 - len(seen_classes))
+                if cls in seen_classes:
+                    continue  # an unused value interchangeable with one already tried
+                seen_classes.add(cls)
+            for c in members:
+                assigned[c] = v
+            if self.feasible(chosen, assigned) is not None:
+                found = self.values(chosen, assigned)
+                if found is not None:
+                    return found
+            for c in members:
+                del assigned[c]
+        return None
+
+    def _tied(
+        self, chosen: list[CandidateList], open_: list[int], assigned: Mapping[int, ValueKey]
+    ) -> dict[int, list[int]]:
+        parent = {ci: ci for ci in open_}
+
+        def root(c: int) -> int:
+            while parent[c] != c:
+                c = parent[c]
+            return c
+
+        for alt in chosen:
+            if alt.need <= 0:
+                continue
+            by_attribute: dict[str, int] = {}
+            for c in alt.constraints:
+                if c not in parent:
+                    continue
+                first = by_attribute.setdefault(self.m.attributes[c], c)
+                parent[root(c)] = root(first)
+        groups: dict[int, list[int]] = {}
+        for c in open_:
+            groups.setdefault(root(c), []).append(c)
+        return {c: groups[root(c)] for c in open_}
+
+    def _classes(self, attribute: str) -> dict[ValueKey, int]:
+        hit = self._class_of.get(attribute)
+        if hit is None:
+            fixed_values = {v for c, v in self.fixed.items() if self.m.attributes[c] == attribute}
+            groups = _classes(self.m, attribute, self.excluded, self.required, False)
+            hit = {}
+            for n, group in enumerate(groups):
+                for v in group:
+                    # A fixed value is not interchangeable with any other.
+                    hit[v] = n if v not in fixed_values else 10_000 + len(hit)
+            self._class_of[attribute] = hit
+        return hit
+
+    def _viable(
+        self, ci: int, chosen: list[CandidateList], assigned: Mapping[int, ValueKey]
+    ) -> list[ValueKey]:
+        """Values of constraint ``ci`` for which each constrained request alone, and all together, have
+        enough devices (a quick necessary condition; the flow decides)."""
+        group = [alt for alt in chosen if ci in alt.constraints and alt.need > 0]
+        masks = [self._candidates(alt, assigned, skip=ci) for alt in group]
+        total = sum(a.need for a in group)
+        ok: list[tuple[int, ValueKey]] = []
+        for v, vmask in self.m.value_masks[ci].items():
+            union = 0
+            for alt, mask in zip(group, masks, strict=True):
+                inside = mask & vmask
+                if inside.bit_count() < alt.need:
+                    break
+                union |= inside
+            else:
+                if union.bit_count() >= total:
+                    ok.append(((vmask & -vmask).bit_length(), v))
+        return [v for _, v in sorted(ok)]
+
+    # -- step 3: the matching ----------------------------------------------------------------------
+    def _candidates(
+        self, alt: CandidateList, assigned: Mapping[int, ValueKey], skip: int | None = None
+    ) -> int:
+        mask = self.m.base_mask[id(alt)] & self.keep
+        for ci in alt.constraints:
+            if ci in assigned and ci != skip:
+                mask &= self.m.value_masks[ci].get(assigned[ci], 0)
+        return mask
+
+    def feasible(
+        self,
+        chosen: list[CandidateList],
+        assigned: Mapping[int, ValueKey],
+        witness: bool = False,
+        complete: bool = True,
+    ) -> list[tuple[CandidateList, int]] | None:
+        """The allocation (when ``witness``) or [] if the chosen requests fit with constraints ``assigned``
+        (undecided constraints relaxed); None if not. The required devices count only when the chosen
+        requests are ``complete``."""
+        self.m.nodes += 1
+        active = [alt for alt in chosen if alt.need > 0]
+        cands: list[int] = []
+        union = 0
+        for alt in active:
+            c = self._candidates(alt, assigned)
+            if alt.selection.mode == "All" and c != self.m.full_mask[id(alt)]:
+                return None  # All takes every matching device: one is excluded or breaks a constraint
+            if c.bit_count() < alt.need:
+                return None
+            cands.append(c)
+            union |= c
+        needs = [a.need for a in active]
+        if sum(needs) > union.bit_count():
+            return None
+        # Device types: the cells of the partition of the candidate devices by the requests accepting them.
+        types = [union]
+        for c in cands:
+            split = []
+            for t in types:
+                a, b = t & c, t & ~c
+                if a:
+                    split.append(a)
+                if b:
+                    split.append(b)
+            types = split
+        types.sort(key=lambda t: t & -t)
+        edges = [[t for t, tm in enumerate(types) if tm & c] for c in cands]
+        flow = _Flow(needs, edges, [t.bit_count() for t in types])
+        if not flow.run():
+            return None
+        required = self.required_mask if complete and self.required is not None else None
+        if required is not None:
+            usable = [(r, t) for r in range(len(active)) for t in edges[r] if types[t] & required]
+            if not usable:
+                return None
+            if not any(flow.used[t] for _, t in usable):
+                # Move one unit of a request onto a free required type (see the module docstring).
+                r, t = usable[0]
+                give = next(t2 for t2 in edges[r] if flow.flow[r][t2] > 0)
+                flow.flow[r][give] -= 1
+                flow.used[give] -= 1
+                flow.flow[r][t] += 1
+                flow.used[t] += 1
+        if not witness:
+            return []
+        picks: list[tuple[CandidateList, int]] = []
+        free = [_bits(t) for t in types]
+        if required is not None:
+            for positions in free:  # required devices first inside a type, so one is picked
+                positions.sort(key=lambda p: (not (required >> p) & 1, p))
+        for r, alt in enumerate(active):
+            taken: list[int] = []
+            for t in edges[r]:
+                amount = flow.flow[r][t]
+                if amount:
+                    taken += free[t][:amount]
+                    del free[t][:amount]
+            picks += [(alt, p) for p in sorted(taken)]
+        return picks
