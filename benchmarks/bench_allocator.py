@@ -21,7 +21,7 @@ import seed_claims
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.allocator import Allocator
 from oke_gpu_rdma.claim_spec import parse_claim
-from oke_gpu_rdma.claims import judge_claim, pack_claims
+from oke_gpu_rdma.claims import judge_claim
 from oke_gpu_rdma.inventory import node_inventory
 from oke_gpu_rdma.topology import get_topology
 
@@ -67,13 +67,6 @@ def main() -> None:
     print()
     print("allocator, 24 single-device requests under one pcieRoot constraint (unsatisfiable)")
     print(f"  nodes {result.nodes}, {ms:.2f} ms: {result.reason}")
-
-    pair = [seed_claims.aligned_4gpu_8rails_a, seed_claims.aligned_4gpu_8rails_a]
-    ms, report = timed(lambda: pack_claims(pair, b4, inventory=inv))
-    print()
-    print(f"pack_claims, two aligned-4gpu-8rails claims: nodes {report.nodes_visited}, {ms:.2f} ms")
-    for line in report.lines():
-        print(f"  {line}")
 
 
 if __name__ == "__main__":
