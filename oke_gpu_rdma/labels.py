@@ -20,3 +20,9 @@ POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 POD_SECURITY_BASELINE = "baseline"
 # Levels at least as strict as baseline.
 POD_SECURITY_ENFORCING = ("baseline", "restricted")
+
+# Set to "true" at run time by the GPU Operator (GPU feature discovery over NFD) on nodes with NVIDIA
+# GPUs; the NVIDIA DRA driver's default kubelet-plugin affinity requires it
+# (kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/.../values.yaml kubeletPlugin.affinity).
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+GPU_PRESENT = "true"
