@@ -4,7 +4,14 @@ import pulumi
 
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs
 from components.cluster import OkeCluster, OkeClusterArgs
-from components.dra_drivers import Dranet, DranetArgs, NvidiaGpuDraDriver, NvidiaGpuDraDriverArgs
+from components.dra_drivers import (
+    Dranet,
+    DranetArgs,
+    GpuOperator,
+    GpuOperatorArgs,
+    NvidiaGpuDraDriver,
+    NvidiaGpuDraDriverArgs,
+)
 from components.gpu_node_pool import (
     ComputeClusterLaunchPolicy,
     ComputeClusterLaunchPolicyArgs,
@@ -32,21 +39,34 @@ except ConfigError as err:
 
 config = checked.config
 cluster_spec = config.cluster.spec
-shapes = list(checked.claims.shapes)
+pool_names = [pool.name for pool in config.node_pools]
 taints = list({t: None for pool in config.node_pools for t in pool.taints})
 
 # --- OCI: network, cluster, GPU node pools -------------------------------------------------------
 
+
+def renamed(name: str) -> pulumi.ResourceOptions:
+    """Options for a component whose logical name once carried the stack name, which URNs already hold.
+
+    The alias keeps stacks created before the rename stable: no replacement; children follow, since
+    their names start with the component's (the engine's inherited child aliases).
+    """
+    return pulumi.ResourceOptions(aliases=[pulumi.Alias(name=f"{stack}-{name}")])
+
+
 network = Network(
-    f"{stack}-network",
+    "network",
     NetworkArgs(
         compartment_id=config.compartment_id,
         network=config.network,
         vcn_native_pods=cluster_spec.cni_type == "OCI_VCN_IP_NATIVE",
+        display_prefix=f"{stack}-network",
+        protect=config.protect,
     ),
+    opts=renamed("network"),
 )
 cluster = OkeCluster(
-    f"{stack}-oke",
+    "oke",
     OkeClusterArgs(
         compartment_id=config.compartment_id,
         cluster=config.cluster,
@@ -54,15 +74,23 @@ cluster = OkeCluster(
         api_endpoint_subnet_id=network.api_endpoint_subnet_id,
         load_balancer_subnet_id=network.load_balancer_subnet_id,
         api_endpoint_public=bool(config.network.create and config.network.create.api_endpoint_public),
+        protect=config.protect,
     ),
+    opts=renamed("oke"),
 )
 
 pool_dependencies: list[pulumi.Resource] = []
 if config.create_compute_cluster_policy:
+    assert config.home_region is not None  # the stack config requires it with the policy
     pool_dependencies.append(
         ComputeClusterLaunchPolicy(
-            f"{stack}-compute-cluster-launch",
-            ComputeClusterLaunchPolicyArgs(compartment_id=config.compartment_id),
+            "compute-cluster-launch",
+            ComputeClusterLaunchPolicyArgs(
+                compartment_id=config.compartment_id,
+                home_region=config.home_region,
+                policy_name=f"{stack}-compute-cluster-launch",
+            ),
+            opts=renamed("compute-cluster-launch"),
         )
     )
 
@@ -78,65 +106,86 @@ pools = {
             gpus_from_dra=config.gpu_driver.enabled,
             pod_subnet_id=network.pod_subnet_id,
             pool=pool,
+            protect=config.protect,
         ),
         opts=pulumi.ResourceOptions(depends_on=pool_dependencies),
     )
     for pool in config.node_pools
 }
 
-# --- Kubernetes: DRA drivers, workload namespace, aligned claim templates -------------------------
+# --- Kubernetes: GPU Operator, DRA drivers, workload namespaces, aligned claim templates ----------
+
+if config.deploys_gpu_operator:
+    GpuOperator(
+        "gpu-operator",
+        GpuOperatorArgs(
+            config=config.gpu_operator,
+            taints=taints,
+            provider=cluster.provider,
+            node_pools=list(pools.values()),
+        ),
+    )
 
 device_classes: list[str] = []
 drivers: list[pulumi.Resource] = []
 if config.dranet.enabled:
     drivers.append(
         Dranet(
-            f"{stack}-dranet",
+            "dranet",
             DranetArgs(
                 config=config.dranet,
-                shapes=shapes,
+                pools=pool_names,
                 taints=taints,
                 provider=cluster.provider,
                 node_pools=list(pools.values()),
             ),
+            opts=renamed("dranet"),
         )
     )
     device_classes.append(attributes.DRANET_DEVICE_CLASS)
 if config.gpu_driver.enabled:
     drivers.append(
         NvidiaGpuDraDriver(
-            f"{stack}-gpu-dra-driver",
+            "gpu-dra-driver",
             NvidiaGpuDraDriverArgs(
                 config=config.gpu_driver,
-                shapes=shapes,
+                pools=pool_names,
                 taints=taints,
                 provider=cluster.provider,
                 node_pools=list(pools.values()),
             ),
+            opts=renamed("gpu-dra-driver"),
         )
     )
     device_classes.append(attributes.NVIDIA_GPU_DEVICE_CLASS)
 
+# Every namespace a claim template lives in gets the same Pod Security level and tools as the workloads'.
 workloads = config.workloads
-workload_namespace = RdmaWorkloadNamespace(
-    f"{stack}-workloads", RdmaWorkloadNamespaceArgs(namespace=workloads.namespace, provider=cluster.provider)
-)
+namespaces = {
+    namespace: RdmaWorkloadNamespace(
+        "workloads" if namespace == workloads.namespace else f"workloads-{namespace}",
+        RdmaWorkloadNamespaceArgs(namespace=namespace, provider=cluster.provider),
+        opts=renamed("workloads") if namespace == workloads.namespace else None,
+    )
+    for namespace in dict.fromkeys([workloads.namespace, *checked.claims.namespaces])
+}
 
 # Templates were judged aligned on every pool shape while the config loaded; they are emitted as judged.
 claim_templates = GpuRailClaimTemplates(
-    f"{stack}-claim-templates",
+    "claim-templates",
     GpuRailClaimTemplatesArgs(
         templates=[ClaimTemplate(t.name, t.namespace, t.spec) for t in checked.claims.templates],
         provider=cluster.provider,
-        depends_on=[workload_namespace],
+        depends_on=list(namespaces.values()),
     ),
+    opts=renamed("claim-templates"),
 )
 
 acceptance = workloads.acceptance_jobs
 if acceptance.enabled:
     # The stack config checked that the NCCL job's template is in the plan (stack_config/claim_plan.py).
     AcceptanceJobs(
-        f"{stack}-acceptance",
+        "acceptance",
         AcceptanceJobsArgs(
             config=acceptance,
             namespace=workloads.namespace,
@@ -144,11 +193,12 @@ if acceptance.enabled:
             if acceptance.nccl
             else None,
             rails_template=checked.claims.rails_only if acceptance.rail_bandwidth else None,
-            shape=shapes[0],
+            pool=acceptance.node_pool or pool_names[0],
             taints=taints,
             provider=cluster.provider,
             depends_on=[claim_templates, *drivers],
         ),
+        opts=renamed("acceptance"),
     )
 
 pulumi.export("clusterId", cluster.cluster_id)
@@ -157,4 +207,4 @@ pulumi.export("nodePools", {name: p.node_pool_id for name, p in pools.items()})
 pulumi.export("computeClusters", {name: p.compute_cluster_id for name, p in pools.items()})
 pulumi.export("deviceClasses", device_classes)
 pulumi.export("claimTemplates", claim_templates.names)
-pulumi.export("ncclSettings", workload_namespace.nccl_settings)
+pulumi.export("ncclSettings", namespaces[workloads.namespace].nccl_settings)

@@ -101,7 +101,9 @@ def program_stack(pools: int) -> tuple[ProgramRun, dict[str, Any]]:
     ]
     config_map = pulumi_config_map(document)
     run = run_program("bench", config_map)
-    return run, policy_pack_config(parse_stack_config(raw_config(config_map), "bench"))
+    return run, policy_pack_config(
+        parse_stack_config(raw_config(config_map), "bench", config_map.get("oci:region"))
+    ).to_dict()
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
+from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config.claim_plan import PlannedTemplate
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
@@ -56,7 +56,7 @@ mpirun --allow-run-as-root --hostfile /etc/mpi/hostfile -mca coll ^hcoll \\
 
 
 def mpijob_spec(
-    config: AcceptanceJobsConfig, claim: PlannedTemplate, shape: str, taints: list[Taint]
+    config: AcceptanceJobsConfig, claim: PlannedTemplate, pool: str, taints: list[Taint]
 ) -> dict[str, Any]:
     """The MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes."""
     launcher = {
@@ -73,7 +73,7 @@ def mpijob_spec(
     }
     worker = {
         "spec": {
-            "nodeSelector": {INSTANCE_TYPE_LABEL: shape},
+            "nodeSelector": {POOL_LABEL: pool},
             "tolerations": tolerations(taints),
             "resourceClaims": [{"name": "gpus-rails", "resourceClaimTemplateName": claim.name}],
             "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}],
@@ -102,11 +102,11 @@ def mpijob_spec(
 
 
 def rail_pod_spec(
-    config: AcceptanceJobsConfig, rails_template: str, shape: str, taints: list[Taint]
+    config: AcceptanceJobsConfig, rails_template: str, pool: str, taints: list[Taint]
 ) -> dict[str, Any]:
     """A pod holding every rail of its node, one per node (anti-affinity), with the rail tools."""
     return {
-        "nodeSelector": {INSTANCE_TYPE_LABEL: shape},
+        "nodeSelector": {POOL_LABEL: pool},
         "tolerations": tolerations(taints),
         "affinity": {
             "podAntiAffinity": {
@@ -142,8 +142,8 @@ class AcceptanceJobsArgs:
     """The aligned template the NCCL workers use (None: no MPI operator, no NCCL job)."""
     rails_template: PlannedTemplate | None
     """The rails-only template of the rail test pods (None: no rail pods)."""
-    shape: str
-    """Shape the jobs run on."""
+    pool: str
+    """The GPU pool the jobs run in: one compute cluster, so one RDMA fabric (two pools share none)."""
     taints: list[Taint]
     """Taints of the GPU pools."""
     provider: k8s.Provider
@@ -175,7 +175,7 @@ class AcceptanceJobs(pulumi.ComponentResource):
                     namespace=args.namespace,
                     annotations={"oke-gpu-rdma/expected": EXPECTED_NCCL},
                 ),
-                spec=mpijob_spec(args.config, args.nccl_template, args.shape, args.taints),
+                spec=mpijob_spec(args.config, args.nccl_template, args.pool, args.taints),
                 opts=pulumi.ResourceOptions.merge(
                     child, pulumi.ResourceOptions(depends_on=[operator, *args.depends_on])
                 ),
@@ -192,7 +192,7 @@ class AcceptanceJobs(pulumi.ComponentResource):
                     ),
                     spec=to_input_type(
                         k8s.core.v1.PodSpecArgs,
-                        rail_pod_spec(args.config, args.rails_template.name, args.shape, args.taints),
+                        rail_pod_spec(args.config, args.rails_template.name, args.pool, args.taints),
                         "spec",
                     ),
                     opts=pulumi.ResourceOptions.merge(

@@ -29,6 +29,8 @@ class OkeClusterArgs:
     """Subnet for service load balancers (used only when creating it)."""
     api_endpoint_public: bool = False
     """Whether the created endpoint gets a public IP."""
+    protect: bool = True
+    """Protect a created cluster from deletion."""
 
 
 class OkeCluster(pulumi.ComponentResource):
@@ -66,7 +68,7 @@ class OkeCluster(pulumi.ComponentResource):
                     if args.load_balancer_subnet_id
                     else None,
                 ),
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
             )
             self.cluster_id = cluster.id
             endpoint = "PUBLIC_ENDPOINT" if args.api_endpoint_public else "PRIVATE_ENDPOINT"

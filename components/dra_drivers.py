@@ -15,8 +15,8 @@ import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import attributes, charts, resource_types
 from oke_gpu_rdma import cidr_rules as cidr
-from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
-from stack_config.model import DranetConfig, GpuDriverConfig, Taint, tolerations
+from oke_gpu_rdma.labels import POOL_LABEL
+from stack_config.model import DranetConfig, GpuDriverConfig, GpuOperatorConfig, Taint, tolerations
 
 from .typed_inputs import to_input_type
 
@@ -29,11 +29,15 @@ class ChartValuesError(ValueError):
     """Values with keys the chart does not document."""
 
 
-def node_placement(shapes: Sequence[str]) -> dict[str, Any]:
-    """Chart values that put pods on the GPU pools' shapes: nodeSelector for one, affinity for several."""
-    if len(shapes) == 1:
-        return {"nodeSelector": {INSTANCE_TYPE_LABEL: shapes[0]}}
-    term = {"matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": list(shapes)}]}
+def node_placement(pools: Sequence[str]) -> dict[str, Any]:
+    """Chart values (an `affinity`) that put a driver's pods on the nodes of these GPU pools.
+
+    The pools' nodes carry POOL_LABEL from their creation (an initial node label), so the selection holds
+    from the first boot and never reaches pools of another kind. For the NVIDIA driver this also replaces
+    the chart's default kubelet-plugin affinity, which waits for the GPU Operator's
+    `nvidia.com/gpu.present` label.
+    """
+    term = {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": list(pools)}]}
     return {
         "affinity": {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
@@ -45,9 +49,7 @@ def node_placement(shapes: Sequence[str]) -> dict[str, Any]:
 DRANET_DEFAULT_TOLERATIONS: list[dict[str, str]] = [{"operator": "Exists", "effect": "NoSchedule"}]
 
 
-def dranet_values(
-    config: DranetConfig, shapes: Sequence[str], taints: Sequence[Taint] = ()
-) -> dict[str, Any]:
+def dranet_values(config: DranetConfig, pools: Sequence[str], taints: Sequence[Taint] = ()) -> dict[str, Any]:
     """The dranet chart values of seed 000, plus only what the stack changes.
 
     The chart's default tolerations cover NoSchedule taints; pools with other effects (NoExecute,
@@ -55,7 +57,7 @@ def dranet_values(
     """
     values: dict[str, Any] = {
         "image": {"tag": config.image_tag or config.chart_version},
-        **node_placement(shapes),
+        **node_placement(pools),
     }
     charts.set_value(values, charts.DRANET_PROVIDER_HINT_VALUE, charts.DRANET_OKE_HINT)
     if config.child_range != cidr.DEFAULT_CHILD_RANGE:
@@ -75,9 +77,9 @@ def dranet_values(
     return _documented(values, charts.DRANET_VALUE_PATHS, charts.DRANET_CHART_NAME)
 
 
-def gpu_driver_values(shapes: Sequence[str], taints: Sequence[Taint]) -> dict[str, Any]:
+def gpu_driver_values(pools: Sequence[str], taints: Sequence[Taint]) -> dict[str, Any]:
     """The NVIDIA GPU DRA driver values of seed 000: GPUs on, compute domains off, on the GPU pools."""
-    kubelet_plugin: dict[str, Any] = {**node_placement(shapes)}
+    kubelet_plugin: dict[str, Any] = {**node_placement(pools)}
     if taints:
         kubelet_plugin["tolerations"] = tolerations(list(taints))
     values = {
@@ -100,8 +102,8 @@ def _documented(values: dict[str, Any], documented: frozenset[str], chart: str) 
 class DranetArgs:
     config: DranetConfig
     """Validated DRANET config."""
-    shapes: Sequence[str]
-    """Shapes of the GPU pools DRANET runs on."""
+    pools: Sequence[str]
+    """Names of the GPU pools DRANET runs on."""
     taints: Sequence[Taint]
     """Taints of those pools."""
     provider: k8s.Provider
@@ -118,7 +120,7 @@ class Dranet(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DranetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(resource_types.DRANET_COMPONENT, name, None, opts)
-        values = dranet_values(args.config, args.shapes, args.taints)
+        values = dranet_values(args.config, args.pools, args.taints)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         # The chart creates no DeviceClass; claims name this one (seed 000 deviceclass.yaml).
         device_class = k8s.resource.v1.DeviceClass(
@@ -153,8 +155,8 @@ class Dranet(pulumi.ComponentResource):
 class NvidiaGpuDraDriverArgs:
     config: GpuDriverConfig
     """Validated driver config."""
-    shapes: Sequence[str]
-    """Shapes of the GPU pools the kubelet plugin runs on."""
+    pools: Sequence[str]
+    """Names of the GPU pools the kubelet plugin runs on."""
     taints: Sequence[Taint]
     """Taints of those pools, which the kubelet plugin tolerates."""
     provider: k8s.Provider
@@ -181,7 +183,7 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
                 version=args.config.chart_version,
                 namespace=args.config.namespace,
                 create_namespace=True,
-                values=gpu_driver_values(args.shapes, args.taints),
+                values=gpu_driver_values(args.pools, args.taints),
                 timeout=RELEASE_TIMEOUT_SECONDS,
             ),
             opts=pulumi.ResourceOptions(
@@ -191,3 +193,54 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
         self.device_class = attributes.NVIDIA_GPU_DEVICE_CLASS
         self.release_name = release.name
         self.register_outputs({"deviceClass": self.device_class, "releaseName": self.release_name})
+
+
+def gpu_operator_values(taints: Sequence[Taint]) -> dict[str, Any]:
+    """GPU Operator values: the image has the GPU driver (driver off); its DaemonSets tolerate the pools' taints.
+
+    The device plugin stays on in the chart: the DRA pools carry `nvidia.com/gpu.deploy.device-plugin=false`
+    from their creation, which keeps it off their nodes.
+    """
+    values: dict[str, Any] = {"driver": {"enabled": False}}
+    if taints:
+        values["daemonsets"] = {"tolerations": tolerations(list(taints))}
+    return _documented(values, charts.GPU_OPERATOR_VALUE_PATHS, charts.GPU_OPERATOR_CHART_NAME)
+
+
+@dataclass
+class GpuOperatorArgs:
+    config: GpuOperatorConfig
+    """Validated GPU Operator config."""
+    taints: Sequence[Taint]
+    """Taints of the GPU pools, which its DaemonSets tolerate."""
+    provider: k8s.Provider
+    """Provider of the target cluster."""
+    node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
+    """The pools to wait for."""
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The NVIDIA GPU Operator release (official chart), with the image's GPU driver."""
+
+    release_name: pulumi.Output[str | None]
+
+    def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(resource_types.GPU_OPERATOR_COMPONENT, name, None, opts)
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            k8s.helm.v3.ReleaseArgs(
+                name=charts.GPU_OPERATOR_CHART_NAME,
+                chart=charts.GPU_OPERATOR_CHART_NAME,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=charts.GPU_OPERATOR_REPO),
+                version=args.config.chart_version,
+                namespace=args.config.namespace,
+                create_namespace=True,
+                values=gpu_operator_values(args.taints),
+                timeout=RELEASE_TIMEOUT_SECONDS,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=list(args.node_pools)
+            ),
+        )
+        self.release_name = release.name
+        self.register_outputs({"releaseName": self.release_name})

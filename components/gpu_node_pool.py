@@ -38,6 +38,8 @@ class RdmaGpuNodePoolArgs:
     """The NVIDIA DRA driver serves the GPUs: the device plugin is labelled off."""
     pod_subnet_id: pulumi.Input[str] | None = None
     """Pod subnet for OCI_VCN_IP_NATIVE."""
+    protect: bool = True
+    """Protect the compute cluster and the node pool from deletion (bare-metal GPU capacity)."""
 
 
 def initial_node_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]:
@@ -64,7 +66,7 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
         self, name: str, args: RdmaGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(resource_types.NODE_POOL_COMPONENT, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        kept = pulumi.ResourceOptions(parent=self, protect=args.protect)
         pool = args.pool
         if pool.compute_cluster_id is None:
             assert pool.availability_domain is not None  # NodePoolConfig requires it here
@@ -73,7 +75,7 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 compartment_id=args.compartment_id,
                 availability_domain=pool.availability_domain,
                 display_name=f"{name}-compute-cluster",
-                opts=child,
+                opts=kept,
             )
             self.compute_cluster_id = compute_cluster.id
             self.availability_domain = compute_cluster.availability_domain
@@ -127,7 +129,7 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 maximum_unavailable=str(pool.cycling.maximum_unavailable),
             ),
             ssh_public_key=pool.ssh_public_key,
-            opts=child,
+            opts=kept,
         )
         self.node_pool_id = node_pool.id
         self.register_outputs(
@@ -151,10 +153,18 @@ def launch_statement(compartment_id: str) -> str:
 class ComputeClusterLaunchPolicyArgs:
     compartment_id: str
     """Compartment of the compute clusters; the policy lives there too."""
+    home_region: str
+    """The tenancy's home region: OCI writes IAM policies only there (403 NotAllowed elsewhere)."""
+    policy_name: str
+    """The policy's name, unique in the tenancy (the program prefixes it with the stack name)."""
 
 
 class ComputeClusterLaunchPolicy(pulumi.ComponentResource):
-    """The IAM policy without which node pools cannot launch into a compute cluster."""
+    """The IAM policy without which node pools cannot launch into a compute cluster.
+
+    It is written through a provider for the home region, whatever the stack's `oci:region`. An explicit
+    provider takes its credentials from the environment or ~/.oci/config, as the default one does.
+    """
 
     policy_id: pulumi.Output[str]
 
@@ -162,13 +172,16 @@ class ComputeClusterLaunchPolicy(pulumi.ComponentResource):
         self, name: str, args: ComputeClusterLaunchPolicyArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(resource_types.LAUNCH_POLICY_COMPONENT, name, None, opts)
+        home = oci.Provider(
+            f"{name}-home-region", region=args.home_region, opts=pulumi.ResourceOptions(parent=self)
+        )
         policy = oci.identity.Policy(
             f"{name}-policy",
             compartment_id=args.compartment_id,
-            name=name,
+            name=args.policy_name,
             description="Lets OKE node pools launch bare-metal GPU nodes into compute clusters (RDMA placement).",
             statements=[launch_statement(args.compartment_id)],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, provider=home),
         )
         self.policy_id = policy.id
         self.register_outputs({"policyId": self.policy_id})

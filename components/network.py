@@ -24,6 +24,10 @@ class NetworkArgs:
     """Validated network config: `create` or `existing`."""
     vcn_native_pods: bool
     """Whether the cluster's CNI is OCI_VCN_IP_NATIVE (then a pod subnet is needed)."""
+    display_prefix: str | None = None
+    """Prefix of the OCI display names (default: the component's name); the program passes the stack's."""
+    protect: bool = True
+    """Protect the created VCN from deletion (subnets, gateways and the cluster depend on it)."""
 
 
 class Network(pulumi.ComponentResource):
@@ -59,14 +63,16 @@ class Network(pulumi.ComponentResource):
 
     def _create(self, name: str, args: NetworkArgs, new: NewNetwork) -> None:
         child = pulumi.ResourceOptions(parent=self)
+        # Logical names follow the component (URNs); display names the prefix (what the console shows).
+        shown = args.display_prefix or name
         compartment = args.compartment_id
         vcn = oci.core.Vcn(
             f"{name}-vcn",
             compartment_id=compartment,
             cidr_blocks=[str(new.vcn_cidr)],
-            display_name=f"{name}-vcn",
+            display_name=f"{shown}-vcn",
             dns_label=new.dns_label.replace("-", "")[:15],
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
         services = oci.core.get_services_output(
             filters=[
@@ -78,13 +84,13 @@ class Network(pulumi.ComponentResource):
         )
         all_services = services.services[0]
         nat = oci.core.NatGateway(
-            f"{name}-nat", compartment_id=compartment, vcn_id=vcn.id, display_name=f"{name}-nat", opts=child
+            f"{name}-nat", compartment_id=compartment, vcn_id=vcn.id, display_name=f"{shown}-nat", opts=child
         )
         sgw = oci.core.ServiceGateway(
             f"{name}-sgw",
             compartment_id=compartment,
             vcn_id=vcn.id,
-            display_name=f"{name}-sgw",
+            display_name=f"{shown}-sgw",
             services=[oci.core.ServiceGatewayServiceArgs(service_id=all_services.id)],
             opts=child,
         )
@@ -92,7 +98,7 @@ class Network(pulumi.ComponentResource):
             f"{name}-private-rt",
             compartment_id=compartment,
             vcn_id=vcn.id,
-            display_name=f"{name}-private",
+            display_name=f"{shown}-private",
             route_rules=[
                 oci.core.RouteTableRouteRuleArgs(
                     network_entity_id=nat.id, destination=ANYWHERE, destination_type="CIDR_BLOCK"
@@ -110,7 +116,7 @@ class Network(pulumi.ComponentResource):
             f"{name}-intra-vcn",
             compartment_id=compartment,
             vcn_id=vcn.id,
-            display_name=f"{name}-intra-vcn",
+            display_name=f"{shown}-intra-vcn",
             ingress_security_rules=[
                 oci.core.SecurityListIngressSecurityRuleArgs(protocol=ALL_TRAFFIC, source=str(new.vcn_cidr))
             ],
@@ -136,7 +142,7 @@ class Network(pulumi.ComponentResource):
                     f"{name}-api-endpoint",
                     compartment_id=compartment,
                     vcn_id=vcn.id,
-                    display_name=f"{name}-api-endpoint",
+                    display_name=f"{shown}-api-endpoint",
                     ingress_security_rules=endpoint_rules,
                     opts=child,
                 ).id
@@ -146,14 +152,14 @@ class Network(pulumi.ComponentResource):
                 f"{name}-igw",
                 compartment_id=compartment,
                 vcn_id=vcn.id,
-                display_name=f"{name}-igw",
+                display_name=f"{shown}-igw",
                 opts=child,
             )
             endpoint_rt = oci.core.RouteTable(
                 f"{name}-public-rt",
                 compartment_id=compartment,
                 vcn_id=vcn.id,
-                display_name=f"{name}-public",
+                display_name=f"{shown}-public",
                 route_rules=[
                     oci.core.RouteTableRouteRuleArgs(
                         network_entity_id=igw.id, destination=ANYWHERE, destination_type="CIDR_BLOCK"
@@ -170,7 +176,7 @@ class Network(pulumi.ComponentResource):
                 compartment_id=compartment,
                 vcn_id=vcn.id,
                 cidr_block=cidr,
-                display_name=f"{name}-{role}",
+                display_name=f"{shown}-{role}",
                 dns_label=role.replace("-", "")[:15],
                 prohibit_public_ip_on_vnic=not public,
                 route_table_id=endpoint_rt if public else private_rt.id,

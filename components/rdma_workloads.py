@@ -94,6 +94,14 @@ class GpuRailClaimTemplatesArgs:
     """The namespace (and the drivers) the templates need."""
 
 
+# ResourceClaimTemplate.spec is immutable in resource.k8s.io/v1 (kubernetes/kubernetes
+# pkg/apis/resource/validation/validation.go ValidateResourceClaimTemplateUpdate: "field is immutable"),
+# and pulumi-kubernetes has no replace rule for it: a changed spec replaces the object. The name stays,
+# so the old one is deleted first. Pods keep the ResourceClaims already made from the old template;
+# new pods get claims from the new one.
+SPEC_IS_IMMUTABLE = pulumi.ResourceOptions(replace_on_changes=["spec"], delete_before_replace=True)
+
+
 class GpuRailClaimTemplates(pulumi.ComponentResource):
     """ResourceClaimTemplates (resource.k8s.io/v1) built with the typed input classes."""
 
@@ -111,7 +119,7 @@ class GpuRailClaimTemplates(pulumi.ComponentResource):
                 spec=to_input_type(
                     k8s.resource.v1.ResourceClaimTemplateSpecArgs, {"spec": template.spec}, "spec"
                 ),
-                opts=child,
+                opts=pulumi.ResourceOptions.merge(child, SPEC_IS_IMMUTABLE),
             )
         self.names = [{"name": t.name, "namespace": t.namespace} for t in args.templates]
         self.register_outputs({"claimTemplates": self.names})

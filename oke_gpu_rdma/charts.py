@@ -21,6 +21,12 @@ NVIDIA_GPU_CHART: Final = f"oci://registry.k8s.io/dra-driver-nvidia/charts/{NVID
 NVIDIA_GPU_DEFAULT_VERSION: Final = "0.5.1"
 NVIDIA_GPU_RELEASE: Final = NVIDIA_GPU_CHART_NAME
 NVIDIA_GPU_NAMESPACE: Final = NVIDIA_GPU_CHART_NAME
+# The NVIDIA GPU Operator (seed 000's cluster ran 26.3.3, with the image's GPU driver).
+GPU_OPERATOR_CHART_NAME: Final = "gpu-operator"
+GPU_OPERATOR_REPO: Final = "https://helm.ngc.nvidia.com/nvidia"
+GPU_OPERATOR_DEFAULT_VERSION: Final = "v26.3.3"
+GPU_OPERATOR_NAMESPACE: Final = "gpu-operator"
+
 # The chart's name now and under its earlier names (kubernetes-sigs/dra-driver-nvidia-gpu, formerly
 # NVIDIA/k8s-dra-driver-gpu): the policy pack recognises an installation by any of them.
 NVIDIA_GPU_CHART_NAMES: Final = (NVIDIA_GPU_CHART_NAME, "nvidia-dra-driver-gpu", "k8s-dra-driver-gpu")
@@ -82,6 +88,15 @@ NVIDIA_GPU_VALUE_PATHS: Final = frozenset(
         "controller.affinity.*",
         "image.repository",
         "image.tag",
+    }
+)
+
+
+# Values of the gpu-operator chart this project sets (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml).
+GPU_OPERATOR_VALUE_PATHS: Final = frozenset(
+    {
+        "driver.enabled",
+        "daemonsets.tolerations",
     }
 )
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pydantic
 
-from . import address_plan
+from . import address_plan, placement
 from .claim_plan import ClaimPlan, plan_claims
 from .model import PROJECT, StackConfig, config_keys
 from .problems import ConfigError, ConfigProblem
@@ -60,23 +60,26 @@ def _problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem
     return problems
 
 
-def load_stack(raw: Mapping[str, Any], source: str) -> Stack:
-    """Validate raw config values (keys without the project prefix); ConfigError lists every problem."""
+def load_stack(raw: Mapping[str, Any], source: str, region: str | None) -> Stack:
+    """Validate raw config values (keys without the project prefix) for a stack in ``region`` (`oci:region`).
+
+    ConfigError lists every problem.
+    """
     # Unknown keys, top-level ones included, are reported by the model (extra="forbid").
     try:
         config = StackConfig.model_validate(dict(raw))
     except pydantic.ValidationError as err:
         raise ConfigError(source, _problems_from_pydantic(err)) from None
     claims = plan_claims(config)
-    found = address_plan.problems(config) + list(claims.problems)
+    found = address_plan.problems(config) + placement.problems(config, region) + list(claims.problems)
     if found:
         raise ConfigError(source, found)
     return Stack(config, claims)
 
 
-def parse_stack_config(raw: Mapping[str, Any], source: str) -> StackConfig:
+def parse_stack_config(raw: Mapping[str, Any], source: str, region: str | None) -> StackConfig:
     """The validated StackConfig alone (see :func:`load_stack`)."""
-    return load_stack(raw, source).config
+    return load_stack(raw, source, region).config
 
 
 def decode_config_value(value: str, structured: bool) -> Any:
@@ -111,4 +114,7 @@ def load_program_stack(config_env: Mapping[str, Any], stack: str) -> Stack:
 
     Everything the CLI passed is read, so misspelt top-level keys are reported too.
     """
-    return load_stack(raw_config(config_env), stack_source(stack))
+    region = config_env.get(placement.REGION_KEY)
+    return load_stack(
+        raw_config(config_env), stack_source(stack), region if isinstance(region, str) else None
+    )

@@ -23,7 +23,9 @@ from oke_gpu_rdma.topology import DEFAULT_SHAPE, SHAPES
 PROJECT = "oke-gpu-rdma"
 
 _OCID = re.compile(r"^ocid1\.[a-z0-9]+\.[a-z0-9-]+\.[a-z0-9-]*\.[a-z0-9]+$")
-_K8S_VERSION = re.compile(r"^v1\.\d+\.\d+$")
+_K8S_VERSION = re.compile(r"^v1\.(\d+)\.\d+$")
+# Every DRA object here is resource.k8s.io/v1, served from Kubernetes 1.34 on (KEP-4381: DRA GA in 1.34).
+MIN_KUBERNETES_MINOR = 34
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
@@ -36,8 +38,15 @@ def _ocid(value: str) -> str:
 
 
 def _k8s_version(value: str) -> str:
-    if not _K8S_VERSION.match(value):
+    match = _K8S_VERSION.match(value)
+    if not match:
         raise ValueError("is not a Kubernetes version of the form v1.X.Y (for example v1.34.1)")
+    if int(match.group(1)) < MIN_KUBERNETES_MINOR:
+        raise ValueError(
+            f"is older than v1.{MIN_KUBERNETES_MINOR}: the claim templates and DeviceClasses are "
+            f"resource.k8s.io/v1, which Kubernetes serves from v1.{MIN_KUBERNETES_MINOR}; use an OKE "
+            f"version v1.{MIN_KUBERNETES_MINOR}.x or later"
+        )
     return value
 
 
@@ -372,6 +381,25 @@ class GpuDriverConfig(_Model):
     namespace: DnsLabel = Field(charts.NVIDIA_GPU_NAMESPACE, description="Namespace of the driver.")
 
 
+class GpuOperatorConfig(_Model):
+    """The NVIDIA GPU Operator: GPU feature discovery (`nvidia.com/gpu.present`), the container toolkit, and
+    the device plugin, which stays off on the DRA pools through their initial node label."""
+
+    enabled: bool | None = Field(
+        None,
+        description="Deploy the GPU Operator; default: on when the stack creates the cluster, off for an "
+        "existing cluster (which usually runs one already, as the seed cluster did).",
+    )
+    chart_version: str = Field(
+        charts.GPU_OPERATOR_DEFAULT_VERSION,
+        alias="chartVersion",
+        description="Version of the gpu-operator chart.",
+    )
+    namespace: DnsLabel = Field(
+        charts.GPU_OPERATOR_NAMESPACE, description="Namespace of the operator (created)."
+    )
+
+
 class ClaimTemplateConfig(_Model):
     """A ResourceClaimTemplate pairing GPUs with the rails on their PCIe roots."""
 
@@ -400,6 +428,11 @@ class AcceptanceJobsConfig(_Model):
     )
     mpi_operator_version: str = Field(
         "v0.6.0", alias="mpiOperatorVersion", description="Kubeflow MPI operator."
+    )
+    node_pool: DnsLabel | None = Field(
+        None,
+        alias="nodePool",
+        description="Pool the jobs run in (default: the first pool): one compute cluster, one RDMA fabric.",
     )
 
     @model_validator(mode="after")
@@ -459,12 +492,32 @@ class StackConfig(_Model):
         description="PCIe topology per shape for shapes the catalog has not verified "
         "(format: oke_gpu_rdma/topology.py).",
     )
+    gpu_operator: GpuOperatorConfig = Field(default_factory=lambda: GpuOperatorConfig(), alias="gpuOperator")
+    home_region: str | None = Field(
+        None,
+        alias="homeRegion",
+        pattern=r"^[a-z]+(-[a-z]+)+-[0-9]+$",
+        description="The tenancy's home region (e.g. us-ashburn-1): OCI writes IAM policies only there. "
+        "Required when createComputeClusterPolicy is on.",
+    )
+    protect: bool = Field(
+        True,
+        description="Protect what is expensive to lose (the created VCN and cluster, the compute clusters, the "
+        "GPU node pools) from deletion; set false for a deliberate teardown.",
+    )
     create_compute_cluster_policy: bool = Field(
         True,
         alias="createComputeClusterPolicy",
         description="Create the IAM policy that lets node pools launch into compute clusters "
         "(turn off where the tenancy already has it).",
     )
+
+    @property
+    def deploys_gpu_operator(self) -> bool:
+        """The GPU Operator's switch, defaulting to on exactly where the stack creates the cluster."""
+        if self.gpu_operator.enabled is not None:
+            return self.gpu_operator.enabled
+        return self.cluster.create is not None
 
     @model_validator(mode="after")
     def _unique_pool_names(self) -> StackConfig:

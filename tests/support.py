@@ -11,6 +11,9 @@ from oke_gpu_rdma.topology import Topology
 from tools.mock_runtime import PROJECT, ProgramRun, RecordedResource
 from tools.preview import stack_file
 
+# The region of the example stacks (their oci:region).
+EXAMPLE_REGION = "us-ashburn-1"
+
 
 def stack_document(stack: str) -> dict[str, Any]:
     """The YAML of stacks/Pulumi.<stack>.yaml."""
@@ -28,8 +31,12 @@ def raw_config(stack: str) -> dict[str, Any]:
     }
 
 
-def as_stack_file(raw: dict[str, Any]) -> dict[str, Any]:
-    return {"config": {f"{PROJECT}:{k}": v for k, v in raw.items()}}
+def as_stack_file(raw: dict[str, Any], region: str | None = EXAMPLE_REGION) -> dict[str, Any]:
+    """A stack file with `raw` as its project keys, in `region` (None: no oci:region)."""
+    config: dict[str, Any] = {f"{PROJECT}:{k}": v for k, v in raw.items()}
+    if region is not None:
+        config["oci:region"] = region
+    return {"config": config}
 
 
 class Run:

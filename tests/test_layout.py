@@ -53,7 +53,6 @@ SHARED = {
     "existingCidrs": "oke_gpu_rdma/pack_config.py",
     "workerSubnetCidrs": "oke_gpu_rdma/pack_config.py",
     charts.DRANET_CHILD_RANGE_KEY: "oke_gpu_rdma/charts.py",
-    charts.DRANET_CHART_NAME: "oke_gpu_rdma/charts.py",
     charts.NVIDIA_GPU_CHART_NAME: "oke_gpu_rdma/charts.py",
     labels.POD_SECURITY_ENFORCE_LABEL: "oke_gpu_rdma/labels.py",
     NVIDIA_GPU_RESOURCE: "oke_gpu_rdma/attributes.py",

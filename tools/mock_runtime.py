@@ -21,17 +21,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pulumi
-from google.protobuf import struct_pb2
+from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import run_pulumi_func
 
 from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.oci_regions import region_key
 
 T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "oke-gpu-rdma"
-REGION = "iad"
 STACK_TYPE = "pulumi:pulumi:Stack"
 UNKNOWN_TEXT = "(known after apply)"
 _CONFIG_ENV = "PULUMI_CONFIG"
@@ -63,14 +63,15 @@ _OCID_KINDS = {
 }
 
 
-def placeholder_ocid(kind: str, name: str) -> str:
-    """A stable, realistic-looking OCID for a mock resource."""
+def placeholder_ocid(kind: str, name: str, region: str | None) -> str:
+    """A stable, realistic-looking OCID for a mock resource in ``region`` (the stack's oci:region)."""
     digest = hashlib.sha256(f"{kind}/{name}".encode()).hexdigest()[:60]
-    realm_region = "oc1." if kind in {"policy", "compartment", "tenancy"} else f"oc1.{REGION}"
+    regional = kind not in {"policy", "compartment", "tenancy"} and region
+    realm_region = f"oc1.{region_key(region) or region}" if regional and region else "oc1."
     return f"ocid1.{kind}.{realm_region}.aaaaaaaa{digest}"
 
 
-def placeholder_kubeconfig(cluster_id: str) -> str:
+def placeholder_kubeconfig(cluster_id: str, region: str | None) -> str:
     """A kubeconfig shaped like the one OCI generates (exec credential plugin, token v2)."""
     short = cluster_id.rsplit(".", 1)[-1][-11:]
     return (
@@ -91,18 +92,24 @@ def placeholder_kubeconfig(cluster_id: str) -> str:
         "    exec:\n"
         "      apiVersion: client.authentication.k8s.io/v1beta1\n"
         "      command: oci\n"
-        f"      args: [ce, cluster, generate-token, --cluster-id, {cluster_id}, --region, us-ashburn-1]\n"
+        f"      args: [ce, cluster, generate-token, --cluster-id, {cluster_id}, --region, {region or '<oci:region>'}]\n"
     )
 
 
 class OfflineMocks(mocks.Mocks):
-    """Placeholder outputs for OCI and Kubernetes resources and the invokes the program makes."""
+    """Placeholder outputs for OCI and Kubernetes resources and the invokes the program makes.
+
+    Outputs follow the stack's region (`oci:region`): OCIDs carry its key, ADs its name.
+    """
+
+    def __init__(self, region: str | None = None) -> None:
+        self.region = region
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         state = dict(args.inputs)
         kind = _OCID_KINDS.get(args.typ)
         if kind is not None:
-            resource_id = placeholder_ocid(kind, args.name)
+            resource_id = placeholder_ocid(kind, args.name, self.region)
             state.setdefault("state", "ACTIVE")
         elif args.typ.startswith("kubernetes:"):
             metadata = state.get("metadata") or {}
@@ -116,19 +123,20 @@ class OfflineMocks(mocks.Mocks):
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         if args.token == "oci:ContainerEngine/getClusterKubeConfig:getClusterKubeConfig":
             cluster_id = str(args.args.get("clusterId"))
-            return {"clusterId": cluster_id, "content": placeholder_kubeconfig(cluster_id)}, []
+            return {"clusterId": cluster_id, "content": placeholder_kubeconfig(cluster_id, self.region)}, []
         if args.token == "oci:Core/getServices:getServices":
+            key = (region_key(self.region) if self.region else None) or "region"
             service = {
-                "id": placeholder_ocid("service", "all-services"),
-                "cidrBlock": f"all-{REGION}-services-in-oracle-services-network",
-                "name": f"All {REGION.upper()} Services In Oracle Services Network",
+                "id": placeholder_ocid("service", "all-services", self.region),
+                "cidrBlock": f"all-{key}-services-in-oracle-services-network",
+                "name": f"All {key.upper()} Services In Oracle Services Network",
                 "description": "All services in the Oracle Services Network",
             }
             return {"services": [service], "id": "services"}, []
         if args.token == "oci:Core/getComputeCluster:getComputeCluster":
             return {
                 "computeClusterId": args.args.get("computeClusterId"),
-                "availabilityDomain": "Uocm:US-ASHBURN-AD-1",
+                "availabilityDomain": f"Uocm:{(self.region or 'REGION-1').upper()}-AD-1",
                 "state": "ACTIVE",
             }, []
         raise NotImplementedError(
@@ -150,6 +158,8 @@ class RecordedResource:
     id: str
     provider: str = ""
     dependencies: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    """Resource options the engine acts on (protect, aliases, replace rules), as sent; only those set."""
 
     @property
     def is_component(self) -> bool:
@@ -181,6 +191,7 @@ class RecordingMonitor(mocks.MockMonitor):
                 id=response.id,
                 provider=request.provider,
                 dependencies=list(request.dependencies),
+                options=_options(request),
             )
         )
         return response
@@ -190,6 +201,21 @@ class RecordingMonitor(mocks.MockMonitor):
             response = super().Invoke(request)
             self.invokes.append((request.tok, _plain(rpc.deserialize_properties(request.args))))
             return response
+
+
+def _options(request: Any) -> dict[str, Any]:
+    """The options of a RegisterResourceRequest that decide what an update does, where set."""
+    options: dict[str, Any] = {}
+    if request.protect:
+        options["protect"] = True
+    if request.deleteBeforeReplace:
+        options["deleteBeforeReplace"] = True
+    if request.replaceOnChanges:
+        options["replaceOnChanges"] = list(request.replaceOnChanges)
+    aliases = [json_format.MessageToDict(a) for a in request.aliases] + list(request.aliasURNs)
+    if aliases:
+        options["aliases"] = aliases
+    return options
 
 
 @contextlib.contextmanager
@@ -252,10 +278,11 @@ def record(stack: str, config: Mapping[str, str], declare: Callable[[], object])
 
     Each call starts from fresh mock state, so runs do not leak into each other.
     """
-    monitor = RecordingMonitor(OfflineMocks())
+    region = config.get("oci:region")
+    monitor = RecordingMonitor(OfflineMocks(region))
     # A new root stack per run: set_mocks only creates one when none exists.
     settings.set_root_resource(None)  # type: ignore[arg-type]
-    mocks.set_mocks(OfflineMocks(), project=PROJECT, stack=stack, preview=True, monitor=monitor)
+    mocks.set_mocks(OfflineMocks(region), project=PROJECT, stack=stack, preview=True, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config), [])
     # The Python language host hands a program its config in PULUMI_CONFIG (JSON), which
     # pulumi.runtime.get_config_env() reads; set it the same way for this run.

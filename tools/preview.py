@@ -23,6 +23,7 @@ import pulumi
 import yaml
 
 from oke_gpu_rdma import yamltext
+from stack_config import placement
 from stack_config.loading import parse_stack_config, raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
@@ -80,7 +81,9 @@ def preview(stack: str, stacks_dir: Path = STACKS_DIR) -> Preview:
     except pulumi.RunError as err:
         raise PreviewError(str(err)) from None
     # The program accepted this config, so parsing it again cannot fail.
-    stack_config = parse_stack_config(raw_config(config_map), stack_source(stack))
+    stack_config = parse_stack_config(
+        raw_config(config_map), stack_source(stack), config_map.get(placement.REGION_KEY)
+    )
     pack_config = policy_pack_config(stack_config).to_dict()
     return Preview(run, pack_config, analyze_run(run, pack_config))
 

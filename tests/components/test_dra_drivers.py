@@ -22,7 +22,22 @@ from tests.support import Run, raw_config
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DEVICE_CLASS = "kubernetes:resource.k8s.io/v1:DeviceClass"
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
-B4 = ["BM.GPU.B4.8"]
+POOLS = ["gpu-b4"]
+ON_POOLS = {
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "oke-gpu-rdma/node-pool", "operator": "In", "values": POOLS}
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+}
 
 
 def dranet(**changes: object) -> DranetConfig:
@@ -30,22 +45,23 @@ def dranet(**changes: object) -> DranetConfig:
 
 
 def test_seed_values_by_default() -> None:
-    # seed 000 dranet-values.yaml: image tag, nodeSelector on the shape, the OKE hint; nothing else.
-    assert dranet_values(dranet(), B4) == {
+    # seed 000 dranet-values.yaml: image tag, the OKE hint; placement on the GPU pools' nodes by the pool
+    # label they carry from creation (seed 000 used the shape; a pool label keeps other pools out).
+    assert dranet_values(dranet(), POOLS) == {
         "image": {"tag": "v1.5.0"},
-        "nodeSelector": {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"},
+        **ON_POOLS,
         "args": {"cloudProviderHint": "OKE"},
     }
 
 
 def test_child_range_option_only_when_not_the_default() -> None:
-    values = dranet_values(dranet(childRange="10.192.0.0/14"), B4)
+    values = dranet_values(dranet(childRange="10.192.0.0/14"), POOLS)
     assert values["args"]["cloudProviderOptions"] == {"oke": {"rdma-child-ipv4-cidr": "10.192.0.0/14"}}
-    assert "cloudProviderOptions" not in dranet_values(dranet(childRange="10.208.0.0/12"), B4)["args"]
+    assert "cloudProviderOptions" not in dranet_values(dranet(childRange="10.208.0.0/12"), POOLS)["args"]
 
 
 def test_native_infiniband_and_oca_mount() -> None:
-    values = dranet_values(dranet(nativeInfiniband=True, mountOcaConfig=True, imageTag="v1.5.1"), B4)
+    values = dranet_values(dranet(nativeInfiniband=True, mountOcaConfig=True, imageTag="v1.5.1"), POOLS)
     assert values["args"]["moveIBInterfaces"] is False
     assert values["image"] == {"tag": "v1.5.1"}
     assert values["extraVolumes"] == [
@@ -57,8 +73,8 @@ def test_native_infiniband_and_oca_mount() -> None:
     assert undocumented_value_paths(values, DRANET_VALUE_PATHS) == []
 
 
-def test_several_shapes_use_node_affinity() -> None:
-    values = dranet_values(dranet(), ["BM.GPU.B4.8", "BM.GPU.A100-v2.8"])
+def test_several_pools_are_one_affinity_term() -> None:
+    values = dranet_values(dranet(), ["gpu-b4", "gpu-a100"])
     assert "nodeSelector" not in values
     term = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
@@ -66,9 +82,9 @@ def test_several_shapes_use_node_affinity() -> None:
     assert term == {
         "matchExpressions": [
             {
-                "key": "node.kubernetes.io/instance-type",
+                "key": "oke-gpu-rdma/node-pool",
                 "operator": "In",
-                "values": ["BM.GPU.B4.8", "BM.GPU.A100-v2.8"],
+                "values": ["gpu-b4", "gpu-a100"],
             }
         ]
     }
@@ -76,16 +92,16 @@ def test_several_shapes_use_node_affinity() -> None:
 
 def test_gpu_driver_seed_values_and_tolerations() -> None:
     taints = [Taint(key="nvidia.com/gpu", value="present"), Taint(key="nvidia.com/gpu", value="other")]
-    assert gpu_driver_values(B4, taints) == {
+    assert gpu_driver_values(POOLS, taints) == {
         "nvidiaDriverRoot": "/",
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "kubeletPlugin": {
-            "nodeSelector": {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"},
+            **ON_POOLS,
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         },
     }
-    assert undocumented_value_paths(gpu_driver_values(B4, taints), NVIDIA_GPU_VALUE_PATHS) == []
+    assert undocumented_value_paths(gpu_driver_values(POOLS, taints), NVIDIA_GPU_VALUE_PATHS) == []
 
 
 def test_misspelt_value_is_refused() -> None:
@@ -98,6 +114,7 @@ def test_misspelt_value_is_refused() -> None:
 def test_releases_as_declared(run_stack: Callable[..., Run]) -> None:
     run = run_stack("dev")
     releases = {r.inputs["chart"]: r.inputs for r in run.of_type(RELEASE)}
+    # The dev stack's cluster exists and runs its own GPU Operator (seed 000): only the DRA drivers.
     assert set(releases) == {charts.DRANET_CHART, charts.NVIDIA_GPU_CHART}
     dranet_release = releases[charts.DRANET_CHART]
     assert (dranet_release["name"], dranet_release["namespace"], dranet_release["version"]) == (
@@ -105,7 +122,7 @@ def test_releases_as_declared(run_stack: Callable[..., Run]) -> None:
         "kube-system",
         "v1.5.0",
     )
-    assert dranet_release["values"] == dranet_values(dranet(), B4)
+    assert dranet_release["values"] == dranet_values(dranet(), POOLS)
     gpu = releases[charts.NVIDIA_GPU_CHART]
     assert (gpu["namespace"], gpu["version"], gpu["createNamespace"]) == (
         "dra-driver-nvidia-gpu",
@@ -123,7 +140,7 @@ def test_releases_wait_for_the_node_pools(run_stack: Callable[..., Run]) -> None
     for release in run.of_type(RELEASE):
         assert pools <= set(release.dependencies)
         assert release.provider.startswith("urn:pulumi:full::oke-gpu-rdma::")
-        assert "pulumi:providers:kubernetes::full-oke-k8s" in release.provider
+        assert "pulumi:providers:kubernetes::oke-k8s" in release.provider
 
 
 def test_dranet_device_class(run_stack: Callable[..., Run]) -> None:
@@ -154,8 +171,8 @@ def test_drivers_can_be_turned_off(run_stack: Callable[..., Run]) -> None:
 
 
 def test_dranet_tolerates_pool_taints_the_chart_default_misses() -> None:
-    assert "tolerations" not in dranet_values(dranet(), B4, [Taint(key="nvidia.com/gpu", value="present")])
-    values = dranet_values(dranet(), B4, [Taint(key="dedicated", value="rdma", effect="NoExecute")])
+    assert "tolerations" not in dranet_values(dranet(), POOLS, [Taint(key="nvidia.com/gpu", value="present")])
+    values = dranet_values(dranet(), POOLS, [Taint(key="dedicated", value="rdma", effect="NoExecute")])
     assert values["tolerations"] == [
         {"operator": "Exists", "effect": "NoSchedule"},
         {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"},

@@ -11,7 +11,7 @@ from components.gpu_node_pool import launch_statement
 from oke_gpu_rdma import cloud_init
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL
 from oke_gpu_rdma.resource_types import LAUNCH_POLICY_COMPONENT, NODE_POOL_COMPONENT
-from tests.support import Run, raw_config
+from tests.support import EXAMPLE_REGION, Run, raw_config
 from tools.mock_runtime import placeholder_ocid
 
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
@@ -47,7 +47,7 @@ def test_node_pool_is_b4_8_in_its_compute_cluster(run_stack: Callable[..., Run])
     assert (
         details["computeClusterId"]
         == compute.id
-        == placeholder_ocid("computecluster", "gpu-b4-compute-cluster")
+        == placeholder_ocid("computecluster", "gpu-b4-compute-cluster", EXAMPLE_REGION)
     )
     assert details["size"] == 2
     assert details["placementConfigs"] == [
@@ -108,7 +108,7 @@ def test_existing_compute_cluster_is_used_not_created(run_stack: Callable[..., R
     details = run.one(NODE_POOL).inputs["nodeConfigDetails"]
     assert details["computeClusterId"] == existing
     # The AD comes from the existing compute cluster (looked up through the OCI API).
-    assert details["placementConfigs"][0]["availabilityDomain"] == "Uocm:US-ASHBURN-AD-1"
+    assert details["placementConfigs"][0]["availabilityDomain"] == "Uocm:US-ASHBURN-1-AD-1"
 
 
 def test_launch_policy_is_created_once_and_pools_wait_for_it(run_stack: Callable[..., Run]) -> None:

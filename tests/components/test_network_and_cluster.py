@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from components.cluster import CLUSTER_TYPE
-from tests.support import Run, raw_config
+from tests.support import EXAMPLE_REGION, Run, raw_config
 from tools.mock_runtime import placeholder_kubeconfig
 
 SUBNET = "oci:Core/subnet:Subnet"
@@ -29,12 +29,12 @@ def test_full_stack_creates_the_subnets_with_their_cidrs(run_stack: Callable[...
     assert vcn.inputs["cidrBlocks"] == ["10.140.0.0/16"]
     subnets = {r.name: r.inputs for r in run.of_type(SUBNET)}
     assert {name: s["cidrBlock"] for name, s in subnets.items()} == {
-        "full-network-api-endpoint": "10.140.0.0/28",
-        "full-network-load-balancers": "10.140.1.0/24",
-        "full-network-workers": "10.140.64.0/19",
+        "network-api-endpoint": "10.140.0.0/28",
+        "network-load-balancers": "10.140.1.0/24",
+        "network-workers": "10.140.64.0/19",
     }
     assert all(s["prohibitPublicIpOnVnic"] for s in subnets.values())
-    workers = run.one(SUBNET, "full-network-workers")
+    workers = run.one(SUBNET, "network-workers")
     for pool in run.of_type(NODE_POOL):
         assert pool.inputs["nodeConfigDetails"]["placementConfigs"][0]["subnetId"] == workers.id
 
@@ -43,7 +43,7 @@ def test_vcn_native_pods_get_a_pod_subnet(run_stack: Callable[..., Run]) -> None
     raw = raw_config("full")
     raw["cluster"]["create"]["cniType"] = "OCI_VCN_IP_NATIVE"
     run = run_stack("full", raw)
-    pods = run.one(SUBNET, "full-network-pods")
+    pods = run.one(SUBNET, "network-pods")
     assert pods.inputs["cidrBlock"] == "10.140.128.0/18"
     details = run.of_type(NODE_POOL)[0].inputs["nodeConfigDetails"]["nodePoolPodNetworkOptionDetails"]
     assert details == {"cniType": "OCI_VCN_IP_NATIVE", "podSubnetIds": [pods.id]}
@@ -59,7 +59,7 @@ def test_created_cluster_is_enhanced_with_the_configured_cidrs(run_stack: Callab
         "podsCidr": "10.240.0.0/12",
         "servicesCidr": "10.96.0.0/16",
     }
-    endpoint = run.one(SUBNET, "full-network-api-endpoint")
+    endpoint = run.one(SUBNET, "network-api-endpoint")
     assert cluster.inputs["endpointConfig"] == {"subnetId": endpoint.id, "isPublicIpEnabled": False}
     for pool in run.of_type(NODE_POOL):
         assert pool.inputs["clusterId"] == cluster.id
@@ -71,7 +71,7 @@ def test_kubernetes_provider_gets_the_cluster_kubeconfig_as_a_secret(run_stack: 
     assert provider.inputs["kubeconfig"] == "[secret]"
     assert run.run.outputs["kubeconfig"] == "[secret]"
     assert run.run.outputs["clusterId"] == "ocid1.cluster.oc1.iad.aaaaaaaaexampleclustergpurdma"
-    assert "generate-token" in placeholder_kubeconfig(run.run.outputs["clusterId"])
+    assert "generate-token" in placeholder_kubeconfig(run.run.outputs["clusterId"], EXAMPLE_REGION)
 
 
 def kubeconfig_lookup(run: Run) -> dict:

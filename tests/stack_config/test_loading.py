@@ -10,14 +10,14 @@ import pytest
 from oke_gpu_rdma import cidr_rules as cidr
 from stack_config.loading import ConfigError, parse_stack_config
 from stack_config.model import GPU_TAINT, StackConfig
-from tests.support import raw_config
+from tests.support import EXAMPLE_REGION, raw_config
 
 SOURCE = "stacks/Pulumi.dev.yaml"
 
 
 def problems_of(raw: dict[str, Any]) -> list[str]:
     with pytest.raises(ConfigError) as caught:
-        parse_stack_config(raw, SOURCE)
+        parse_stack_config(raw, SOURCE, EXAMPLE_REGION)
     return str(caught.value).splitlines()[1:]
 
 
@@ -28,7 +28,7 @@ def only_problem(raw: dict[str, Any]) -> str:
 
 
 def test_dev_stack_matches_the_seed_cluster() -> None:
-    config = parse_stack_config(raw_config("dev"), SOURCE)
+    config = parse_stack_config(raw_config("dev"), SOURCE, EXAMPLE_REGION)
     assert isinstance(config, StackConfig)
     existing = config.network.existing
     assert existing is not None
@@ -49,7 +49,7 @@ def test_dev_stack_matches_the_seed_cluster() -> None:
 
 
 def test_full_stack_is_valid() -> None:
-    config = parse_stack_config(raw_config("full"), SOURCE)
+    config = parse_stack_config(raw_config("full"), SOURCE, EXAMPLE_REGION)
     assert config.network.create is not None and config.cluster.create is not None
     assert [p.name for p in config.node_pools] == ["gpu-b4-a", "gpu-b4-b"]
 
@@ -131,7 +131,7 @@ def test_availability_domain_optional_with_existing_compute_cluster() -> None:
     raw = raw_config("dev")
     del raw["nodePools"][0]["availabilityDomain"]
     raw["nodePools"][0]["computeClusterId"] = "ocid1.computecluster.oc1.iad.aaaaaaaaexisting"
-    assert parse_stack_config(raw, SOURCE).node_pools[0].availability_domain is None
+    assert parse_stack_config(raw, SOURCE, EXAMPLE_REGION).node_pools[0].availability_domain is None
 
 
 def test_misspelt_key_is_an_error() -> None:
@@ -233,7 +233,7 @@ def test_unverified_shape_without_templates_is_fine() -> None:
     raw = raw_config("dev")
     raw["nodePools"][0]["shape"] = "BM.GPU.H100.8"
     raw["workloads"] = {"claimTemplates": [], "railsOnlyTemplate": None}
-    assert parse_stack_config(raw, SOURCE).node_pools[0].shape == "BM.GPU.H100.8"
+    assert parse_stack_config(raw, SOURCE, EXAMPLE_REGION).node_pools[0].shape == "BM.GPU.H100.8"
 
 
 def test_duplicate_template_names() -> None:

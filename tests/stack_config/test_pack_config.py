@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from stack_config.loading import parse_stack_config
 from stack_config.pack_config import policy_pack_config
-from tests.support import raw_config
+from tests.support import EXAMPLE_REGION, raw_config
 
 
 def test_existing_stack_hands_its_referenced_ranges_to_the_pack() -> None:
-    pack = policy_pack_config(parse_stack_config(raw_config("dev"), "dev")).to_dict()
+    pack = policy_pack_config(parse_stack_config(raw_config("dev"), "dev", EXAMPLE_REGION)).to_dict()
     assert pack == {
         "dranet-child-range": {
             "ocaRdmaNetwork": "10.224.0.0/12",
@@ -25,6 +25,6 @@ def test_existing_stack_hands_its_referenced_ranges_to_the_pack() -> None:
 
 
 def test_created_ranges_reach_the_pack_as_resources_not_config() -> None:
-    pack = policy_pack_config(parse_stack_config(raw_config("full"), "full")).to_dict()
+    pack = policy_pack_config(parse_stack_config(raw_config("full"), "full", EXAMPLE_REGION)).to_dict()
     assert pack["dranet-child-range"]["existingCidrs"] == []
     assert pack["dranet-child-range"]["workerSubnetCidrs"] == ["10.140.64.0/19"]

@@ -1,0 +1,96 @@
+"""Checks that tie a stack to its region and to what OKE can run (stack_config/placement.py, model.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from oke_gpu_rdma import resource_types
+from stack_config.loading import load_stack
+from stack_config.problems import ConfigError
+from tests.support import EXAMPLE_REGION, Run, as_stack_file, raw_config
+from tools.mock_runtime import pulumi_config_map, run_program
+
+SOURCE = "stacks/Pulumi.dev.yaml"
+
+
+def problems(raw: dict[str, Any], region: str | None = EXAMPLE_REGION) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(raw, SOURCE, region)
+    return [f"{SOURCE}: {p.render()}" for p in caught.value.problems]
+
+
+def test_kubernetes_older_than_1_34_is_refused() -> None:
+    raw = raw_config("dev")
+    raw["cluster"]["existing"]["kubernetesVersion"] = "v1.33.1"
+    (line,) = problems(raw)
+    assert line == (
+        f"{SOURCE}: cluster.existing.kubernetesVersion = 'v1.33.1': is older than v1.34: the claim templates and "
+        "DeviceClasses are resource.k8s.io/v1, which Kubernetes serves from v1.34; use an OKE version v1.34.x "
+        "or later"
+    )
+
+
+def test_an_availability_domain_of_another_region_is_refused() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["availabilityDomain"] = "Uocm:PHX-AD-1"
+    (line,) = problems(raw)
+    assert line.startswith(
+        f"{SOURCE}: nodePools[0].availabilityDomain = 'Uocm:PHX-AD-1': is not an availability domain of "
+        "oci:region us-ashburn-1"
+    )
+
+
+def test_ocids_of_another_region_are_refused() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["imageId"] = "ocid1.image.oc1.phx.aaaaaaaaexampleimage"
+    raw["cluster"]["existing"]["id"] = "ocid1.cluster.oc1.eu-frankfurt-1.aaaaaaaaexamplecluster"
+    found = problems(raw)
+    assert [line.split(" = ")[0] for line in found] == [
+        f"{SOURCE}: cluster.existing.id",
+        f"{SOURCE}: nodePools[0].imageId",
+    ]
+    assert "belongs to another region than oci:region us-ashburn-1" in found[0]
+
+
+def test_tenancy_wide_ocids_and_other_regions_keys_and_names_pass() -> None:
+    # The compartment OCID has no region; Frankfurt OCIDs carry the region name, Ashburn's its key.
+    raw = raw_config("dev")
+    load_stack(raw, SOURCE, EXAMPLE_REGION)
+    raw["nodePools"][0]["availabilityDomain"] = "Uocm:EU-FRANKFURT-1-AD-2"
+    raw["homeRegion"] = "us-ashburn-1"
+    for key in ("vcnId",):
+        raw["network"]["existing"][key] = "ocid1.vcn.oc1.eu-frankfurt-1.aaaaaaaaexamplevcn"
+    raw["network"]["existing"]["workerSubnet"]["id"] = "ocid1.subnet.oc1.fra.aaaaaaaaexamplesubnet"
+    raw["cluster"]["existing"]["id"] = "ocid1.cluster.oc1.eu-frankfurt-1.aaaaaaaaexamplecluster"
+    raw["nodePools"][0]["imageId"] = "ocid1.image.oc1.eu-frankfurt-1.aaaaaaaaexampleimage"
+    load_stack(raw, SOURCE, "eu-frankfurt-1")
+
+
+def test_the_home_region_is_required_for_the_launch_policy() -> None:
+    raw = raw_config("dev")
+    del raw["homeRegion"]
+    (line,) = problems(raw)
+    assert line.startswith(f"{SOURCE}: homeRegion is required with createComputeClusterPolicy (the default)")
+    raw["createComputeClusterPolicy"] = False
+    load_stack(raw, SOURCE, EXAMPLE_REGION)
+
+
+def test_a_stack_without_a_region_is_refused() -> None:
+    (line,) = problems(raw_config("dev"), region=None)
+    assert (
+        line
+        == f"{SOURCE}: oci:region is missing; set the stack's region (pulumi config set oci:region us-ashburn-1)"
+    )
+
+
+def test_the_offline_run_follows_the_stacks_region() -> None:
+    # No region is built into the mock runtime: OCIDs and ADs it makes up follow oci:region.
+    raw = raw_config("full")
+    for pool in raw["nodePools"]:
+        pool["availabilityDomain"] = "Uocm:EU-FRANKFURT-1-AD-1"
+        pool["imageId"] = "ocid1.image.oc1.eu-frankfurt-1.aaaaaaaaexampleimage"
+    run = Run(run_program("full", pulumi_config_map(as_stack_file(raw, region="eu-frankfurt-1"))))
+    assert run.one(resource_types.VCN).id.startswith("ocid1.vcn.oc1.fra.")
+    assert run.one(resource_types.CLUSTER).id.startswith("ocid1.cluster.oc1.fra.")

@@ -1,0 +1,202 @@
+"""What a real `pulumi up` needs from the program (__main__.py): resource options, providers, placement.
+
+Each test reads the exact options the engine would receive (tools.mock_runtime records them from the
+RegisterResource request): `protect`, `aliases`, `replaceOnChanges`, `deleteBeforeReplace`, the provider.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+import pytest
+
+from oke_gpu_rdma import charts, resource_types
+from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, POOL_LABEL
+from tests.support import Run, raw_config
+
+TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
+RELEASE = resource_types.HELM_RELEASE
+
+
+def alias_names(run: Run, type_: str, name: str) -> list[str]:
+    return [a["spec"]["name"] for a in run.one(type_, name).options.get("aliases", [])]
+
+
+# --- 1. claim templates: spec is immutable -------------------------------------------------------
+
+
+def test_claim_templates_are_replaced_delete_first_when_their_spec_changes(
+    run_stack: Callable[..., Run],
+) -> None:
+    templates = run_stack("dev").of_type(TEMPLATE)
+    assert len(templates) == 3
+    for template in templates:
+        assert template.options["replaceOnChanges"] == ["spec"]
+        assert template.options["deleteBeforeReplace"] is True
+
+
+# --- 2. every namespace a template uses exists ------------------------------------------------------
+
+
+def test_a_template_namespace_is_created_with_baseline_and_the_tools(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("dev")
+    raw["workloads"] = {"claimTemplates": [{"name": "pair", "gpusPerWorker": 2, "namespace": "team-a"}]}
+    run = run_stack("dev", raw)
+    namespaces = {r.inputs["metadata"]["name"]: r for r in run.of_type(resource_types.NAMESPACE)}
+    assert set(namespaces) == {"rdma-dranet", "team-a"}
+    assert namespaces["team-a"].inputs["metadata"]["labels"] == {POD_SECURITY_ENFORCE_LABEL: "baseline"}
+    maps = {
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"])
+        for r in run.of_type(resource_types.CONFIG_MAP)
+    }
+    assert {("team-a", "rdma-dranet-tools"), ("team-a", "nccl-env")} <= maps
+    (template,) = [t for t in run.of_type(TEMPLATE) if t.inputs["metadata"]["name"] == "pair"]
+    # The template waits for its namespace (a component dependency reaches the engine as its children).
+    assert namespaces["team-a"].urn in template.dependencies
+
+
+# --- 3. IAM in the home region ------------------------------------------------------------------------
+
+
+def test_the_launch_policy_is_written_through_a_home_region_provider(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("dev")
+    raw["homeRegion"] = "us-phoenix-1"
+    run = run_stack("dev", raw)
+    policy = run.one(resource_types.IAM_POLICY)
+    provider = run.one("pulumi:providers:oci", "compute-cluster-launch-home-region")
+    assert provider.inputs["region"] == "us-phoenix-1"
+    assert policy.provider.startswith(provider.urn + "::")
+    assert policy.inputs["name"] == "dev-compute-cluster-launch"
+    # Everything else uses the stack's default provider (oci:region).
+    assert all(not r.provider.startswith(provider.urn) for r in run.of_type(resource_types.NODE_POOL))
+
+
+# --- 4. the GPU Operator where the stack creates the cluster ----------------------------------------
+
+
+def gpu_operator(run: Run) -> list[Any]:
+    return [r for r in run.of_type(RELEASE) if r.inputs["chart"] == charts.GPU_OPERATOR_CHART_NAME]
+
+
+def test_a_created_cluster_gets_the_gpu_operator_with_the_images_driver(
+    run_stack: Callable[..., Run],
+) -> None:
+    (release,) = gpu_operator(run_stack("full"))
+    assert release.inputs["repositoryOpts"] == {"repo": charts.GPU_OPERATOR_REPO}
+    assert (release.inputs["version"], release.inputs["namespace"]) == ("v26.3.3", "gpu-operator")
+    assert release.inputs["values"]["driver"] == {"enabled": False}
+
+
+def test_an_existing_cluster_keeps_its_own_gpu_operator_unless_asked(run_stack: Callable[..., Run]) -> None:
+    assert gpu_operator(run_stack("dev")) == []
+    raw = raw_config("dev")
+    raw["gpuOperator"] = {"enabled": True}
+    assert len(gpu_operator(run_stack("dev", raw))) == 1
+
+
+@pytest.mark.parametrize("stack", ["dev", "full"])
+def test_the_gpu_dra_driver_selects_exactly_the_gpu_pools_by_their_initial_labels(
+    run_stack: Callable[..., Run], stack: str
+) -> None:
+    run = run_stack(stack)
+    (driver,) = [r for r in run.of_type(RELEASE) if r.inputs["chart"] == charts.NVIDIA_GPU_CHART]
+    affinity = driver.inputs["values"]["kubeletPlugin"]["affinity"]["nodeAffinity"]
+    (term,) = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (expression,) = term["matchExpressions"]
+    assert (expression["key"], expression["operator"]) == (POOL_LABEL, "In")
+    for pool in run.of_type(resource_types.NODE_POOL):
+        labels = {item["key"]: item["value"] for item in pool.inputs["initialNodeLabels"]}
+        assert labels[POOL_LABEL] in expression["values"]
+    assert len(expression["values"]) == len(run.of_type(resource_types.NODE_POOL))
+
+
+# --- 6. acceptance jobs stay in one pool --------------------------------------------------------------
+
+
+def acceptance_config(**changes: Any) -> dict[str, Any]:
+    raw = raw_config("full")
+    raw["workloads"] = {"acceptanceJobs": {"enabled": True, **changes}}
+    return raw
+
+
+def test_the_nccl_job_runs_in_one_pool(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full", acceptance_config(nodePool="gpu-b4-b"))
+    (job,) = run.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob")
+    worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert worker["nodeSelector"] == {POOL_LABEL: "gpu-b4-b"}
+
+
+def test_the_rail_pods_default_to_the_first_pool(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full", acceptance_config(nccl=False, railBandwidth=True))
+    for pod in run.of_type("kubernetes:core/v1:Pod"):
+        assert pod.inputs["spec"]["nodeSelector"] == {POOL_LABEL: "gpu-b4-a"}
+
+
+def test_an_unknown_acceptance_pool_is_refused(run_stack: Callable[..., Run]) -> None:
+    with pytest.raises(pulumi.RunError) as caught:
+        run_stack("full", acceptance_config(nodePool="gpu-b4-c"))
+    assert (
+        "workloads.acceptanceJobs.nodePool = 'gpu-b4-c': no such pool in nodePools (gpu-b4-a, gpu-b4-b)"
+        in str(caught.value)
+    )
+
+
+# --- 7. protect what is expensive to lose ---------------------------------------------------------------
+
+PROTECTED = [
+    resource_types.VCN,
+    resource_types.CLUSTER,
+    resource_types.COMPUTE_CLUSTER,
+    resource_types.NODE_POOL,
+]
+
+
+def test_created_cluster_network_compute_clusters_and_pools_are_protected(
+    run_stack: Callable[..., Run],
+) -> None:
+    run = run_stack("full")
+    for type_ in PROTECTED:
+        found = run.of_type(type_)
+        assert found and all(r.options.get("protect") is True for r in found), type_
+    assert not any(r.options.get("protect") for r in run.of_type(resource_types.SUBNET))
+
+
+def test_protect_false_allows_a_teardown(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("full")
+    raw["protect"] = False
+    run = run_stack("full", raw)
+    assert not any(r.options.get("protect") for r in run.resources)
+
+
+# --- 8. names that survive a stack rename ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("type_", "name"),
+    [
+        (resource_types.NETWORK_COMPONENT, "network"),
+        (resource_types.CLUSTER_COMPONENT, "oke"),
+        (resource_types.LAUNCH_POLICY_COMPONENT, "compute-cluster-launch"),
+        (resource_types.DRANET_COMPONENT, "dranet"),
+        (resource_types.GPU_DRIVER_COMPONENT, "gpu-dra-driver"),
+        (resource_types.WORKLOAD_NAMESPACE_COMPONENT, "workloads"),
+        (resource_types.CLAIM_TEMPLATES_COMPONENT, "claim-templates"),
+    ],
+)
+def test_components_drop_the_stack_prefix_and_alias_the_old_name(
+    run_stack: Callable[..., Run], type_: str, name: str
+) -> None:
+    run = run_stack("full")
+    assert alias_names(run, type_, name) == [f"full-{name}"]
+    # Children are named after their component, so the engine derives their old names from the alias.
+    children = [r for r in run.resources if r.parent == run.one(type_, name).urn]
+    assert children and all(r.name.startswith(name) for r in children)
+
+
+def test_no_logical_name_carries_the_stack_name(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full")
+    assert [r.name for r in run.resources[1:] if r.name.startswith("full-")] == []
+    # Display names keep the stack, so two stacks stay apart in the console.
+    assert run.one(resource_types.VCN).inputs["displayName"] == "full-network-vcn"
