@@ -6,7 +6,8 @@ PYTHON ?= python3
 VENV := venv
 PY := $(VENV)/bin/python
 STACK ?= dev
-STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
+# Every stack the offline preview renders: the examples and the user's own (stacks/).
+STACKS := $(sort $(patsubst examples/Pulumi.%.yaml,%,$(wildcard examples/Pulumi.*.yaml)) $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml)))
 STAMP := $(VENV)/.installed
 # The policy pack runs from policies/ with a virtualenv of its own, as the Pulumi CLI starts it.
 PACK_VENV := policies/venv
@@ -15,7 +16,7 @@ PACK_STAMP := $(PACK_VENV)/.installed
 .PHONY: help preview render test lint typecheck unit bench clean
 
 help:
-	@echo "make preview [STACK=dev]  offline preview: resource tree, rendered/<stack>/ YAML, policy findings"
+	@echo "make preview [STACK=dev]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: tree, rendered/<stack>/, policy findings"
 	@echo "make render               make preview for every stack: rendered/<stack>/ for all of them"
 	@echo "make test                 ruff, mypy, actionlint and pytest"
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"

@@ -10,14 +10,15 @@ import yaml
 from oke_gpu_rdma.topology import Topology
 from tools.mock_runtime import PROJECT, ProgramRun, RecordedResource
 from tools.preview import stack_file
+from tools.stack_list import EXAMPLES
 
 # The region of the example stacks (their oci:region).
 EXAMPLE_REGION = "us-ashburn-1"
 
 
 def stack_document(stack: str) -> dict[str, Any]:
-    """The YAML of stacks/Pulumi.<stack>.yaml."""
-    document: dict[str, Any] = yaml.safe_load(stack_file(stack).read_text())
+    """The YAML of the example stack examples/Pulumi.<stack>.yaml (what the tests assert against)."""
+    document: dict[str, Any] = yaml.safe_load(stack_file(stack, [EXAMPLES]).read_text())
     return document
 
 

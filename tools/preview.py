@@ -14,7 +14,7 @@ import argparse
 import json
 import shutil
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,8 +30,11 @@ from stack_config.pack_config import policy_pack_config
 
 from .mock_runtime import ROOT, ProgramRun, RecordedResource, pulumi_config_map, run_program
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
+from .stack_list import EXAMPLES, USER_STACKS, stack_names
 
-STACKS_DIR = ROOT / "stacks"
+STACKS_DIR = USER_STACKS
+# Where `--stack NAME` is looked up: the user's stacks first, then the examples.
+STACK_DIRS = (USER_STACKS, EXAMPLES)
 RENDERED_DIR = ROOT / "rendered"
 # Resources that are Kubernetes objects a reviewer reads as manifests (not providers).
 _NOT_MANIFESTS = ("pulumi:providers:",)
@@ -41,17 +44,24 @@ class PreviewError(Exception):
     """A problem to report as one message and exit 1."""
 
 
-def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
-    path = stacks_dir / f"Pulumi.{stack}.yaml"
-    if not path.is_file():
-        known = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
-        raise PreviewError(f"no stack file {_shown(path)}; stacks: {', '.join(known) or 'none'}")
-    return path
+def stack_file(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Path:
+    """The file of ``stack`` in ``dirs``; a name in two folders is ambiguous and refused."""
+    found = [d / f"Pulumi.{stack}.yaml" for d in dirs if (d / f"Pulumi.{stack}.yaml").is_file()]
+    if len(found) > 1:
+        raise PreviewError(
+            f"{' and '.join(_shown(p) for p in found)} both exist; give your stack a name of its own "
+            f"(the examples are {', '.join(stack_names(EXAMPLES))})"
+        )
+    if not found:
+        known = sorted({name for d in dirs for name in stack_names(d)})
+        where = " or ".join(_shown(d / f"Pulumi.{stack}.yaml") for d in dirs)
+        raise PreviewError(f"no stack file {where}; stacks: {', '.join(known) or 'none'}")
+    return found[0]
 
 
-def load_stack(stack: str, stacks_dir: Path = STACKS_DIR) -> dict[str, str]:
+def load_stack(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> dict[str, str]:
     """The stack's config as the CLI would pass it to the program."""
-    path = stack_file(stack, stacks_dir)
+    path = stack_file(stack, dirs)
     try:
         document = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
@@ -70,16 +80,17 @@ class Preview:
     findings: list[Finding]
 
 
-def preview(stack: str, stacks_dir: Path = STACKS_DIR) -> Preview:
+def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
     """Run the program offline, then the policy pack on what it declared.
 
-    A config problem becomes a PreviewError with the program's own message.
+    A config problem becomes a PreviewError with the program's own message, naming the file previewed
+    (the program names stacks/Pulumi.<stack>.yaml, where the CLI keeps stack files).
     """
-    config_map = load_stack(stack, stacks_dir)
+    config_map = load_stack(stack, dirs)
     try:
         run = run_program(stack, config_map)
     except pulumi.RunError as err:
-        raise PreviewError(str(err)) from None
+        raise PreviewError(str(err).replace(stack_source(stack), _shown(stack_file(stack, dirs)))) from None
     # The program accepted this config, so parsing it again cannot fail.
     stack_config = parse_stack_config(
         raw_config(config_map), stack_source(stack), config_map.get(placement.REGION_KEY)
@@ -202,14 +213,16 @@ def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--stack", default="dev", help="stack name: stacks/Pulumi.<stack>.yaml (default dev)")
     parser.add_argument(
-        "--stacks-dir", type=Path, default=STACKS_DIR, help="folder of Pulumi.<stack>.yaml files"
+        "--stack", default="dev", help="stack name: stacks/ or examples/Pulumi.<stack>.yaml (default dev)"
+    )
+    parser.add_argument(
+        "--stacks-dir", type=Path, default=None, help="look only in this folder of Pulumi.<stack>.yaml files"
     )
     parser.add_argument("--rendered", type=Path, default=RENDERED_DIR, help="where manifests go")
     args = parser.parse_args(argv)
     try:
-        result = preview(args.stack, args.stacks_dir)
+        result = preview(args.stack, [args.stacks_dir] if args.stacks_dir else STACK_DIRS)
     except (PreviewError, PackConfigError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -1,19 +1,20 @@
-"""The GitHub workflows cover every stack in stacks/ (.github/workflows/)."""
+"""The GitHub workflows: matrices from the user's stack files, previews with the policy pack (.github/workflows/)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from tools.mock_runtime import ROOT
+from tools.stack_list import EXAMPLES, USER_STACKS, stack_names
 
 WORKFLOWS = ROOT / ".github" / "workflows"
-
-
-def stacks() -> list[str]:
-    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 
 
 def workflow(name: str) -> dict[str, Any]:
@@ -26,8 +27,25 @@ def pulumi_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(("file", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "up")])
-def test_every_stack_is_in_the_matrix(file: str, job: str) -> None:
-    assert sorted(workflow(file)["jobs"][job]["strategy"]["matrix"]["stack"]) == stacks()
+def test_the_matrix_is_the_users_stack_files(file: str, job: str) -> None:
+    # No list kept by hand: a stack file added to stacks/ is previewed and deployed, examples never.
+    jobs = workflow(file)["jobs"]
+    assert jobs[job]["strategy"]["matrix"]["stack"] == "${{ fromJSON(needs.stacks.outputs.list) }}"
+    assert "stacks" in jobs[job]["needs"] and "needs.stacks.outputs.list != '[]'" in jobs[job]["if"]
+    runs = [s.get("run", "") for s in jobs["stacks"]["steps"]]
+    assert any("python3 tools/stack_list.py" in r for r in runs)
+
+
+def test_the_stack_list_holds_only_the_users_stacks(tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.prod.yaml").write_text("config: {}\n")
+    (tmp_path / "Pulumi.lab.yaml").write_text("config: {}\n")
+    (tmp_path / "README.md").write_text("not a stack\n")
+    assert stack_names(tmp_path) == ["lab", "prod"]
+    listed = subprocess.run(
+        [sys.executable, "tools/stack_list.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert json.loads(listed.stdout) == stack_names(USER_STACKS)
+    assert not set(json.loads(listed.stdout)) & set(stack_names(EXAMPLES))
 
 
 def test_preview_posts_a_diff_with_the_policy_pack() -> None:
@@ -53,7 +71,7 @@ def test_offline_job_checks_rendered_is_current() -> None:
 
 def test_preview_is_skipped_without_credentials() -> None:
     preview = workflow("pull-request.yml")["jobs"]["preview"]
-    assert preview["if"] == "needs.credentials.outputs.present == 'true'"
+    assert preview["if"].startswith("needs.credentials.outputs.present == 'true'")
 
 
 @pytest.mark.parametrize(("file", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "up")])

@@ -18,6 +18,7 @@ from stack_config.pack_config import policy_pack_config
 from tests.support import Run, as_stack_file, raw_config
 from tools import preview
 from tools.mock_runtime import ROOT, RecordedResource
+from tools.stack_list import USER_STACKS, stack_names
 
 
 def run_cli(
@@ -83,7 +84,10 @@ def test_bad_config_exits_1_with_the_message_and_no_traceback(tmp_path: Path) ->
 def test_unknown_stack_names_the_known_ones() -> None:
     result = run_cli("nope")
     assert result.returncode == 1
-    assert "no stack file stacks/Pulumi.nope.yaml; stacks: dev, full" in result.stderr
+    assert (
+        "no stack file stacks/Pulumi.nope.yaml or examples/Pulumi.nope.yaml; stacks: dev, full"
+        in result.stderr
+    )
 
 
 def test_manifest_field_order_is_stable() -> None:
@@ -212,3 +216,36 @@ def test_stack_file_whose_config_is_not_a_mapping(tmp_path: Path, capsys: pytest
     assert (
         err == "error: stacks/Pulumi.odd.yaml must be a mapping with a `config:` mapping of keys to values\n"
     )
+
+
+def test_a_stack_of_your_own_previews_cleanly(tmp_path: Path) -> None:
+    # As the README says: an example copied under your own name, with your own region, OCIDs and pools.
+    raw = raw_config("dev")
+    raw["homeRegion"] = "eu-frankfurt-1"
+    raw["compartmentId"] = "ocid1.compartment.oc1..aaaaaaaamyowncompartment"
+    existing = raw["network"]["existing"]
+    existing["vcnId"] = "ocid1.vcn.oc1.eu-frankfurt-1.aaaaaaaamyownvcn"
+    existing["vcnCidrs"] = ["10.50.0.0/16"]
+    existing["workerSubnet"] = {"id": "ocid1.subnet.oc1.fra.aaaaaaaamyownworkers", "cidr": "10.50.32.0/20"}
+    raw["cluster"]["existing"]["id"] = "ocid1.cluster.oc1.eu-frankfurt-1.aaaaaaaamyowncluster"
+    raw["cluster"]["existing"]["kubernetesVersion"] = "v1.35.0"
+    raw["nodePools"] = [
+        {
+            "name": "train",
+            "count": 4,
+            "availabilityDomain": "Uocm:EU-FRANKFURT-1-AD-3",
+            "imageId": "ocid1.image.oc1.eu-frankfurt-1.aaaaaaaamyownimage",
+        }
+    ]
+    raw["dranet"] = {"childRange": "10.192.0.0/14"}
+    (tmp_path / "Pulumi.prod.yaml").write_text(yaml.safe_dump(as_stack_file(raw, region="eu-frankfurt-1")))
+    result = run_cli("prod", stacks_dir=tmp_path, rendered=tmp_path / "rendered")
+    assert result.returncode == 0, result.stderr
+    assert "Previewing update (prod) offline" in result.stdout
+    assert (tmp_path / "rendered" / "prod" / "policy-pack-config.json").is_file()
+
+
+@pytest.mark.parametrize("stack", stack_names(USER_STACKS))
+def test_every_stack_of_yours_previews_without_a_mandatory_finding(stack: str, tmp_path: Path) -> None:
+    result = run_cli(stack, stacks_dir=USER_STACKS, rendered=tmp_path)
+    assert result.returncode == 0, f"make preview STACK={stack} fails:\n{result.stderr}"
