@@ -46,7 +46,7 @@ from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
 from oke_gpu_rdma.claim_spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, parse_claim, unwrap_claim
 from oke_gpu_rdma.device_cel import compile_selector
 from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
-from oke_gpu_rdma.inventory import Device, NodeInventory, node_inventory
+from oke_gpu_rdma.inventory import Device, DeviceKind, NodeInventory, node_inventory
 from oke_gpu_rdma.matching import Matcher, ValueKey, Witness
 from oke_gpu_rdma.pairing import suggest_pairs
 from oke_gpu_rdma.topology import Topology
@@ -105,7 +105,7 @@ class DeviceRef:
     driver: str
     pool: str
     name: str
-    kind: str
+    kind: DeviceKind
     root: str | None
     label: str
 
