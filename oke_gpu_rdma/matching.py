@@ -232,6 +232,54 @@ def _bits(mask: int) -> list[int]:
     return out
 
 
+def _types(masks: Iterable[int], union: int) -> list[int]:
+    """Device types: the cells of the partition of ``union`` by the masks (devices in one cell are accepted
+    by the same requests), ordered by their lowest device."""
+    types = [union]
+    for c in masks:
+        split = []
+        for t in types:
+            a, b = t & c, t & ~c
+            if a:
+                split.append(a)
+            if b:
+                split.append(b)
+        types = split
+    types.sort(key=lambda t: t & -t)
+    return types
+
+
+_HALL_MAX_GROUPS = 4
+
+
+def _fits(groups: Mapping[int, int], union: int) -> bool:
+    """Whether every group (candidate mask -> devices it needs) gets its devices, no device used twice.
+
+    The caller has checked each group alone and all together. By Hall's theorem (for b-matchings: every
+    set of groups needs at most as many devices as their candidates hold) that decides up to two groups;
+    up to a few groups the remaining subsets are checked directly, beyond that a max-flow decides.
+    """
+    masks = list(groups)
+    k = len(masks)
+    if k <= 2:
+        return True
+    needs = list(groups.values())
+    if k <= _HALL_MAX_GROUPS:
+        unions = [0] * (1 << k)
+        totals = [0] * (1 << k)
+        for s in range(1, 1 << k):
+            low = s & -s
+            i = low.bit_length() - 1
+            unions[s] = unions[s ^ low] | masks[i]
+            totals[s] = totals[s ^ low] + needs[i]
+            if totals[s] > unions[s].bit_count():
+                return False
+        return True
+    types = _types(masks, union)
+    edges = [[t for t, tm in enumerate(types) if tm & c] for c in masks]
+    return _Flow(needs, edges, [t.bit_count() for t in types]).run()
+
+
 def _device_value(device_attr: object) -> ValueKey | None:
     return None if device_attr is None else (type(device_attr).__name__, device_attr)
 
@@ -418,41 +466,49 @@ class _Query:
         (undecided constraints relaxed); None if not. The required devices count only when the chosen
         requests are ``complete``."""
         self.m.nodes += 1
-        active = [alt for alt in chosen if alt.need > 0]
-        cands: list[int] = []
+        # (Sub)requests with the same candidates are interchangeable for the question "does it fit": one
+        # group needing the sum of their counts (the max-flow has fewer nodes, often one per root).
+        groups: dict[int, int] = {}
         union = 0
-        for alt in active:
+        for alt in chosen:
+            need = alt.need
+            if need <= 0:
+                continue
             c = self._candidates(alt, assigned)
             if alt.selection.mode == "All" and c != self.m.full_mask[id(alt)]:
                 return None  # All takes every matching device: one is excluded or breaks a constraint
-            if c.bit_count() < alt.need:
+            total = groups.get(c, 0) + need
+            if c.bit_count() < total:
                 return None
-            cands.append(c)
+            groups[c] = total
             union |= c
-        needs = [a.need for a in active]
-        if sum(needs) > union.bit_count():
+        if sum(groups.values()) > union.bit_count():
             return None
-        # Device types: the cells of the partition of the candidate devices by the requests accepting them.
-        types = [union]
-        for c in cands:
-            split = []
-            for t in types:
-                a, b = t & c, t & ~c
-                if a:
-                    split.append(a)
-                if b:
-                    split.append(b)
-            types = split
-        types.sort(key=lambda t: t & -t)
+        if complete and self.required is not None and not union & self.required_mask:
+            return None  # no chosen request can take a required device
+        if not _fits(groups, union):
+            return None
+        if not witness:
+            return []
+        return self._witness(chosen, assigned, complete)
+
+    def _witness(
+        self, chosen: list[CandidateList], assigned: Mapping[int, ValueKey], complete: bool
+    ) -> list[tuple[CandidateList, int]]:
+        """The devices of a fitting allocation, one max-flow over the (sub)requests themselves, so that
+        the example in a verdict names devices per request (the caller knows that it fits)."""
+        active = [alt for alt in chosen if alt.need > 0]
+        cands = [self._candidates(alt, assigned) for alt in active]
+        union = _union(cands)
+        needs = [a.need for a in active]
+        types = _types(cands, union)
         edges = [[t for t, tm in enumerate(types) if tm & c] for c in cands]
         flow = _Flow(needs, edges, [t.bit_count() for t in types])
-        if not flow.run():
-            return None
+        fitted = flow.run()
+        assert fitted, "the grouped max-flow said it fits"
         required = self.required_mask if complete and self.required is not None else None
         if required is not None:
             usable = [(r, t) for r in range(len(active)) for t in edges[r] if types[t] & required]
-            if not usable:
-                return None
             if not any(flow.used[t] for _, t in usable):
                 # Move one unit of a request onto a free required type (see the module docstring).
                 r, t = usable[0]
@@ -461,8 +517,6 @@ class _Query:
                 flow.used[give] -= 1
                 flow.flow[r][t] += 1
                 flow.used[t] += 1
-        if not witness:
-            return []
         picks: list[tuple[CandidateList, int]] = []
         free = [_bits(t) for t in types]
         if required is not None:
