@@ -147,6 +147,10 @@ class Matcher:
                     masks[v] = masks.get(v, 0) | (1 << p)
             self.value_masks.append(masks)
             self.has_mask.append(_union(masks.values()))
+        # Values of each constraint in order of their first device (the order values are tried in).
+        self.value_order = [
+            sorted(masks.items(), key=lambda vm: vm[1] & -vm[1]) for masks in self.value_masks
+        ]
         self.base_mask: dict[int, int] = {}
         for alt in self._all_alts:
             mask = _mask(alt.candidates)
@@ -301,6 +305,22 @@ def _classes(
     return list(groups.values())
 
 
+class _Leaf:
+    """The chosen (sub)requests at the end of step 1, and what step 2 asks of them at every node."""
+
+    def __init__(self, q: _Query, chosen: list[CandidateList], assigned: Mapping[int, ValueKey]) -> None:
+        self.chosen = list(chosen)
+        self.active = [alt for alt in chosen if alt.need > 0]
+        # Constraint -> positions in ``active`` of the (sub)requests it applies to, and their total need.
+        self.under: dict[int, list[int]] = {}
+        for k, alt in enumerate(self.active):
+            for ci in alt.constraints:
+                self.under.setdefault(ci, []).append(k)
+        self.under = {ci: self.under[ci] for ci in sorted(self.under)}
+        self.need_under = {ci: sum(self.active[k].need for k in ks) for ci, ks in self.under.items()}
+        self.tied = q.tied(self.active, [ci for ci in self.under if ci not in assigned])
+
+
 class _Query:
     def __init__(
         self,
@@ -330,6 +350,7 @@ class _Query:
             ):
                 return None
             return self.values(chosen, dict(self.fixed))
+        last = i + 1 == len(requests)
         for alt in requests[i]:
             need = alt.need
             if alt.selection.mode == "All" and need == 0:
@@ -337,34 +358,45 @@ class _Query:
             if total + need > MAX_DEVICES_PER_CLAIM:
                 continue
             chosen.append(alt)
-            if self.feasible(chosen, self.fixed, complete=i + 1 == len(requests)) is not None:
-                found = self.alternatives(requests, i + 1, chosen, total + need)
-                if found is not None:
-                    return found
+            if self._worth_checking(requests, i) and self.feasible(chosen, self.fixed, complete=last) is None:
+                chosen.pop()
+                continue
+            found = self.alternatives(requests, i + 1, chosen, total + need)
+            if found is not None:
+                return found
             chosen.pop()
         return None
 
+    @staticmethod
+    def _worth_checking(requests: Sequence[Sequence[CandidateList]], i: int) -> bool:
+        """Whether a chosen prefix ``requests[:i + 1]`` should be checked before going on: always at the
+        last request; before that only when a later request still offers a choice of subrequests, which
+        a prefix that does not fit prunes. Otherwise the rest is one path, and the check at its end
+        refutes it the same way (adding requests never makes the relaxed allocation fit)."""
+        return i + 1 == len(requests) or any(len(alts) > 1 for alts in requests[i + 1 :])
+
     # -- step 2: constraint values -----------------------------------------------------------------
     def values(self, chosen: list[CandidateList], assigned: dict[int, ValueKey]) -> Witness | None:
-        open_ = [
-            ci
-            for ci in range(len(self.m.attributes))
-            if ci not in assigned and any(ci in alt.constraints and alt.need > 0 for alt in chosen)
-        ]
+        """Search values for the constraints that apply to a chosen (sub)request with devices."""
+        leaf = _Leaf(self, chosen, assigned)
+        return self._assign(leaf, assigned, [self._candidates(alt, assigned) for alt in leaf.active])
+
+    def _assign(self, leaf: _Leaf, assigned: dict[int, ValueKey], cands: list[int]) -> Witness | None:
+        # ``cands``: the candidates of each active (sub)request under the values ``assigned`` so far.
+        open_ = [ci for ci in leaf.under if ci not in assigned]
         if not open_:
-            picks = self.feasible(chosen, assigned, witness=True)
+            picks = self.feasible(leaf.chosen, assigned, witness=True)
             if picks is None:
                 return None
             return Witness(tuple(picks), dict(assigned))
-        # Constraints on one attribute that share a chosen request with devices take one value together.
-        tied = self._tied(chosen, open_, assigned)
         domains: dict[int, list[ValueKey]] = {}
         for ci in open_:
-            domains[ci] = self._viable(ci, chosen, assigned)
+            domains[ci] = self._viable(ci, leaf, cands)
             if not domains[ci]:
                 return None
-        ci = min(open_, key=lambda c: (len(domains[c]), -sum(a.need for a in chosen if c in a.constraints)))
-        members = tied[ci]
+        # Fewest values first; among those the constraint over the most devices.
+        ci = min(open_, key=lambda c: (len(domains[c]), -leaf.need_under[c]))
+        members = leaf.tied[ci]
         attribute = self.m.attributes[ci]
         used = {v for c, v in assigned.items() if self.m.attributes[c] == attribute}
         classes = self._classes(attribute)
@@ -377,19 +409,25 @@ class _Query:
                 if cls in seen_classes:
                     continue  # an unused value interchangeable with one already tried
                 seen_classes.add(cls)
+            narrowed = list(cands)
             for c in members:
                 assigned[c] = v
-            if self.feasible(chosen, assigned) is not None:
-                found = self.values(chosen, assigned)
+                vmask = self.m.value_masks[c].get(v, 0)
+                for k in leaf.under[c]:
+                    narrowed[k] &= vmask
+            if self._fit(leaf.active, narrowed, complete=True):
+                found = self._assign(leaf, assigned, narrowed)
                 if found is not None:
                     return found
             for c in members:
                 del assigned[c]
         return None
 
-    def _tied(
-        self, chosen: list[CandidateList], open_: list[int], assigned: Mapping[int, ValueKey]
-    ) -> dict[int, list[int]]:
+    def tied(self, active: list[CandidateList], open_: list[int]) -> dict[int, list[int]]:
+        """Constraints on one attribute that share a chosen request with devices take one value together.
+
+        Computed once per leaf: each step of the search assigns a whole group, so the groups of the
+        constraints still open stay the same."""
         parent = {ci: ci for ci in open_}
 
         def root(c: int) -> int:
@@ -397,9 +435,7 @@ class _Query:
                 c = parent[c]
             return c
 
-        for alt in chosen:
-            if alt.need <= 0:
-                continue
+        for alt in active:
             by_attribute: dict[str, int] = {}
             for c in alt.constraints:
                 if c not in parent:
@@ -424,34 +460,29 @@ class _Query:
             self._class_of[attribute] = hit
         return hit
 
-    def _viable(
-        self, ci: int, chosen: list[CandidateList], assigned: Mapping[int, ValueKey]
-    ) -> list[ValueKey]:
+    def _viable(self, ci: int, leaf: _Leaf, cands: list[int]) -> list[ValueKey]:
         """Values of constraint ``ci`` for which each constrained request alone, and all together, have
-        enough devices (a quick necessary condition; the flow decides)."""
-        group = [alt for alt in chosen if ci in alt.constraints and alt.need > 0]
-        masks = [self._candidates(alt, assigned, skip=ci) for alt in group]
-        total = sum(a.need for a in group)
-        ok: list[tuple[int, ValueKey]] = []
-        for v, vmask in self.m.value_masks[ci].items():
+        enough devices (a quick necessary condition; the flow decides), in order of their first device."""
+        group = leaf.under[ci]
+        total = leaf.need_under[ci]
+        ok: list[ValueKey] = []
+        for v, vmask in self.m.value_order[ci]:
             union = 0
-            for alt, mask in zip(group, masks, strict=True):
-                inside = mask & vmask
-                if inside.bit_count() < alt.need:
+            for k in group:
+                inside = cands[k] & vmask
+                if inside.bit_count() < leaf.active[k].need:
                     break
                 union |= inside
             else:
                 if union.bit_count() >= total:
-                    ok.append(((vmask & -vmask).bit_length(), v))
-        return [v for _, v in sorted(ok)]
+                    ok.append(v)
+        return ok
 
     # -- step 3: the matching ----------------------------------------------------------------------
-    def _candidates(
-        self, alt: CandidateList, assigned: Mapping[int, ValueKey], skip: int | None = None
-    ) -> int:
+    def _candidates(self, alt: CandidateList, assigned: Mapping[int, ValueKey]) -> int:
         mask = self.m.base_mask[id(alt)] & self.keep
         for ci in alt.constraints:
-            if ci in assigned and ci != skip:
+            if ci in assigned:
                 mask &= self.m.value_masks[ci].get(assigned[ci], 0)
         return mask
 
@@ -465,32 +496,33 @@ class _Query:
         """The allocation (when ``witness``) or [] if the chosen requests fit with constraints ``assigned``
         (undecided constraints relaxed); None if not. The required devices count only when the chosen
         requests are ``complete``."""
+        active = [alt for alt in chosen if alt.need > 0]
+        if not self._fit(active, [self._candidates(alt, assigned) for alt in active], complete):
+            return None
+        if not witness:
+            return []
+        return self._witness(chosen, assigned, complete)
+
+    def _fit(self, active: Sequence[CandidateList], cands: Sequence[int], complete: bool) -> bool:
+        """Whether the ``active`` (sub)requests (need > 0) get their devices from their ``cands``."""
         self.m.nodes += 1
         # (Sub)requests with the same candidates are interchangeable for the question "does it fit": one
         # group needing the sum of their counts (the max-flow has fewer nodes, often one per root).
         groups: dict[int, int] = {}
         union = 0
-        for alt in chosen:
-            need = alt.need
-            if need <= 0:
-                continue
-            c = self._candidates(alt, assigned)
+        for alt, c in zip(active, cands, strict=True):
             if alt.selection.mode == "All" and c != self.m.full_mask[id(alt)]:
-                return None  # All takes every matching device: one is excluded or breaks a constraint
-            total = groups.get(c, 0) + need
+                return False  # All takes every matching device: one is excluded or breaks a constraint
+            total = groups.get(c, 0) + alt.need
             if c.bit_count() < total:
-                return None
+                return False
             groups[c] = total
             union |= c
         if sum(groups.values()) > union.bit_count():
-            return None
+            return False
         if complete and self.required is not None and not union & self.required_mask:
-            return None  # no chosen request can take a required device
-        if not _fits(groups, union):
-            return None
-        if not witness:
-            return []
-        return self._witness(chosen, assigned, complete)
+            return False  # no chosen request can take a required device
+        return _fits(groups, union)
 
     def _witness(
         self, chosen: list[CandidateList], assigned: Mapping[int, ValueKey], complete: bool
