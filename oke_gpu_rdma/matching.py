@@ -136,21 +136,21 @@ class Matcher:
         self.attributes = [c.attribute for c in claim.constraint_specs]
         self.nodes = 0
         self._all_alts = [alt for alts in claim.requests for alt in alts]
-        self._member = [frozenset(alt.candidates) for alt in self._all_alts]
-        # Device sets as bitmasks (bit p = device position p).
-        self.value_masks: list[dict[ValueKey, int]] = []
-        self.has_mask: list[int] = []
-        for column in claim.values:
-            masks: dict[ValueKey, int] = {}
-            for p, v in enumerate(column):
-                if v is not None:
-                    masks[v] = masks.get(v, 0) | (1 << p)
-            self.value_masks.append(masks)
-            self.has_mask.append(_union(masks.values()))
-        # Values of each constraint in order of their first device (the order values are tried in).
-        self.value_order = [
-            sorted(masks.items(), key=lambda vm: vm[1] & -vm[1]) for masks in self.value_masks
-        ]
+        # Device sets as bitmasks (bit p = device position p). A constraint's values depend only on its
+        # attribute, and claims often put many constraints on pcieRoot: one set of masks per attribute.
+        per_attribute: dict[str, tuple[dict[ValueKey, int], int, list[tuple[ValueKey, int]]]] = {}
+        for ci, attribute in enumerate(self.attributes):
+            if attribute not in per_attribute:
+                masks: dict[ValueKey, int] = {}
+                for p, v in enumerate(claim.values[ci]):
+                    if v is not None:
+                        masks[v] = masks.get(v, 0) | (1 << p)
+                # Values in order of their first device (the order values are tried in).
+                order = sorted(masks.items(), key=lambda vm: vm[1] & -vm[1])
+                per_attribute[attribute] = (masks, _union(masks.values()), order)
+        self.value_masks = [per_attribute[a][0] for a in self.attributes]
+        self.has_mask = [per_attribute[a][1] for a in self.attributes]
+        self.value_order = [per_attribute[a][2] for a in self.attributes]
         self.base_mask: dict[int, int] = {}
         for alt in self._all_alts:
             mask = _mask(alt.candidates)
@@ -158,7 +158,11 @@ class Matcher:
                 mask &= self.has_mask[ci]
             self.base_mask[id(alt)] = mask
         self.full_mask = {id(alt): _mask(alt.candidates) for alt in self._all_alts}
-        self._membership = [tuple(p in s for s in self._member) for p in range(len(claim.devices))]
+        # Per device: the (sub)requests whose candidates hold it, as a bitmask over ``_all_alts``.
+        self._membership = [0] * len(claim.devices)
+        for k, alt in enumerate(self._all_alts):
+            for p in alt.candidates:
+                self._membership[p] |= 1 << k
         self._signatures: dict[tuple[str, bool], list[tuple[ValueKey | None, tuple[object, ...]]]] = {}
 
     def signatures(self, attribute: str, kinds: bool) -> list[tuple[ValueKey | None, tuple[object, ...]]]:
@@ -200,6 +204,7 @@ class Matcher:
             active,
         )
         requests = self.claim.requests[: len(self.claim.requests) if upto is None else upto]
+        q.check_prefix = _prefix_checks(requests)
         return q.alternatives(requests, 0, [], 0)
 
     def value_classes(
@@ -234,6 +239,19 @@ def _bits(mask: int) -> list[int]:
         out.append(low.bit_length() - 1)
         mask ^= low
     return out
+
+
+def _prefix_checks(requests: Sequence[Sequence[CandidateList]]) -> list[bool]:
+    """Per request i: whether step 1 checks the chosen prefix ``requests[:i + 1]`` before going on. Always
+    at the last request; before that only when a later request still offers a choice of subrequests,
+    which a prefix that does not fit prunes. Otherwise the rest is one path, and the check at its end
+    refutes it the same way (adding requests never makes the relaxed allocation fit)."""
+    checks = [False] * len(requests)
+    choice_later = False
+    for i in range(len(requests) - 1, -1, -1):
+        checks[i] = choice_later or i == len(requests) - 1
+        choice_later = choice_later or len(requests[i]) > 1
+    return checks
 
 
 def _types(masks: Iterable[int], union: int) -> list[int]:
@@ -338,6 +356,7 @@ class _Query:
         self.fixed = fixed
         self.active = active
         self._class_of: dict[str, dict[ValueKey, int]] = {}
+        self.check_prefix: list[bool] = []  # set by Matcher.find, see _prefix_checks
         self._first_pos: dict[ValueKey, int] = {}
 
     # -- step 1: alternatives of firstAvailable requests ------------------------------------------
@@ -358,7 +377,7 @@ class _Query:
             if total + need > MAX_DEVICES_PER_CLAIM:
                 continue
             chosen.append(alt)
-            if self._worth_checking(requests, i) and self.feasible(chosen, self.fixed, complete=last) is None:
+            if self.check_prefix[i] and self.feasible(chosen, self.fixed, complete=last) is None:
                 chosen.pop()
                 continue
             found = self.alternatives(requests, i + 1, chosen, total + need)
@@ -366,14 +385,6 @@ class _Query:
                 return found
             chosen.pop()
         return None
-
-    @staticmethod
-    def _worth_checking(requests: Sequence[Sequence[CandidateList]], i: int) -> bool:
-        """Whether a chosen prefix ``requests[:i + 1]`` should be checked before going on: always at the
-        last request; before that only when a later request still offers a choice of subrequests, which
-        a prefix that does not fit prunes. Otherwise the rest is one path, and the check at its end
-        refutes it the same way (adding requests never makes the relaxed allocation fit)."""
-        return i + 1 == len(requests) or any(len(alts) > 1 for alts in requests[i + 1 :])
 
     # -- step 2: constraint values -----------------------------------------------------------------
     def values(self, chosen: list[CandidateList], assigned: dict[int, ValueKey]) -> Witness | None:
