@@ -390,10 +390,18 @@ class _Query:
     def values(self, chosen: list[CandidateList], assigned: dict[int, ValueKey]) -> Witness | None:
         """Search values for the constraints that apply to a chosen (sub)request with devices."""
         leaf = _Leaf(self, chosen, assigned)
-        return self._assign(leaf, assigned, [self._candidates(alt, assigned) for alt in leaf.active])
+        return self._assign(leaf, assigned, [self._candidates(alt, assigned) for alt in leaf.active], {})
 
-    def _assign(self, leaf: _Leaf, assigned: dict[int, ValueKey], cands: list[int]) -> Witness | None:
-        # ``cands``: the candidates of each active (sub)request under the values ``assigned`` so far.
+    def _assign(
+        self,
+        leaf: _Leaf,
+        assigned: dict[int, ValueKey],
+        cands: list[int],
+        known: Mapping[int, list[ValueKey]],
+    ) -> Witness | None:
+        # ``cands``: the candidates of each active (sub)request under the values ``assigned`` so far;
+        # ``known``: domains from the parent node whose requests' candidates this node left unchanged
+        # (a domain depends on nothing else), so that only the neighbours of the last step are redone.
         open_ = [ci for ci in leaf.under if ci not in assigned]
         if not open_:
             picks = self.feasible(leaf.chosen, assigned, witness=True)
@@ -402,15 +410,21 @@ class _Query:
             return Witness(tuple(picks), dict(assigned))
         domains: dict[int, list[ValueKey]] = {}
         for ci in open_:
-            domains[ci] = self._viable(ci, leaf, cands)
-            if not domains[ci]:
-                return None
+            domain = known.get(ci)
+            if domain is None:
+                domain = self._viable(ci, leaf, cands)
+                if not domain:
+                    return None
+            domains[ci] = domain
         # Fewest values first; among those the constraint over the most devices.
         ci = min(open_, key=lambda c: (len(domains[c]), -leaf.need_under[c]))
         members = leaf.tied[ci]
         attribute = self.m.attributes[ci]
         used = {v for c, v in assigned.items() if self.m.attributes[c] == attribute}
         classes = self._classes(attribute)
+        # Constraints whose requests share one with the members: their domains change with the value.
+        stale = {c2 for c in members for k in leaf.under[c] for c2 in leaf.active[k].constraints}
+        unchanged = {c2: d for c2, d in domains.items() if c2 not in stale}
         seen_classes: set[int] = set()
         for v in domains[ci]:
             if any(v not in domains[c] for c in members):
@@ -427,7 +441,7 @@ class _Query:
                 for k in leaf.under[c]:
                     narrowed[k] &= vmask
             if self._fit(leaf.active, narrowed, complete=True):
-                found = self._assign(leaf, assigned, narrowed)
+                found = self._assign(leaf, assigned, narrowed, unchanged)
                 if found is not None:
                     return found
             for c in members:
