@@ -13,14 +13,20 @@ not depend on that order, so this module decides existence another way:
 3. with every choice made, the rest is a bipartite b-matching: each (sub)request needs ``count`` distinct
    devices among its candidates that have the chosen values (``allocationMode: All`` needs all of them).
    That is a max-flow on a graph of requests and device *types* (devices that the same requests accept),
-   a few dozen nodes.
+   a few dozen nodes. For the yes/no question (every search node) requests with the same candidates are
+   one group needing the sum of their counts, and up to four groups Hall's condition is checked directly
+   (every set of groups needs at most the devices their candidates hold); the per-request flow runs only
+   for the allocation that is returned, so the devices a verdict names do not depend on the grouping.
 
 Steps 1 and 2 are a search, but every node is pruned by the same max-flow with the undecided constraints
 relaxed (devices only need the attribute), and values that are interchangeable are tried once: two values
 of an attribute are interchangeable when the devices holding them look alike to every request and every
 other constraint (on BM.GPU.B4.8 the four roots are, for the usual selectors). A search over at most 32
 constraints with at most a handful of distinct values each, pruned by an exact relaxation, stays small;
-:attr:`Matcher.nodes` counts the flow computations.
+:attr:`Matcher.nodes` counts the flow computations. Work that cannot change an answer is skipped: a
+prefix of step 1 is checked only when a later request offers a choice it could prune, and step 2 narrows
+the candidate masks by each value it sets and recomputes only the domains of constraints that share a
+request with the ones just set.
 
 ``find`` answers "is there an allocation that avoids ``excluded`` devices and, if given, uses at least one
 ``required`` device", with constraint values optionally ``fixed`` and optionally only for the first
