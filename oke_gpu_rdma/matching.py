@@ -13,14 +13,20 @@ not depend on that order, so this module decides existence another way:
 3. with every choice made, the rest is a bipartite b-matching: each (sub)request needs ``count`` distinct
    devices among its candidates that have the chosen values (``allocationMode: All`` needs all of them).
    That is a max-flow on a graph of requests and device *types* (devices that the same requests accept),
-   a few dozen nodes.
+   a few dozen nodes. For the yes/no question (every search node) requests with the same candidates are
+   one group needing the sum of their counts, and up to four groups Hall's condition is checked directly
+   (every set of groups needs at most the devices their candidates hold); the per-request flow runs only
+   for the allocation that is returned, so the devices a verdict names do not depend on the grouping.
 
 Steps 1 and 2 are a search, but every node is pruned by the same max-flow with the undecided constraints
 relaxed (devices only need the attribute), and values that are interchangeable are tried once: two values
 of an attribute are interchangeable when the devices holding them look alike to every request and every
 other constraint (on BM.GPU.B4.8 the four roots are, for the usual selectors). A search over at most 32
 constraints with at most a handful of distinct values each, pruned by an exact relaxation, stays small;
-:attr:`Matcher.nodes` counts the flow computations.
+:attr:`Matcher.nodes` counts the flow computations. Work that cannot change an answer is skipped: a
+prefix of step 1 is checked only when a later request offers a choice it could prune, and step 2 narrows
+the candidate masks by each value it sets and recomputes only the domains of constraints that share a
+request with the ones just set.
 
 ``find`` answers "is there an allocation that avoids ``excluded`` devices and, if given, uses at least one
 ``required`` device", with constraint values optionally ``fixed`` and optionally only for the first
@@ -136,17 +142,21 @@ class Matcher:
         self.attributes = [c.attribute for c in claim.constraint_specs]
         self.nodes = 0
         self._all_alts = [alt for alts in claim.requests for alt in alts]
-        self._member = [frozenset(alt.candidates) for alt in self._all_alts]
-        # Device sets as bitmasks (bit p = device position p).
-        self.value_masks: list[dict[ValueKey, int]] = []
-        self.has_mask: list[int] = []
-        for column in claim.values:
-            masks: dict[ValueKey, int] = {}
-            for p, v in enumerate(column):
-                if v is not None:
-                    masks[v] = masks.get(v, 0) | (1 << p)
-            self.value_masks.append(masks)
-            self.has_mask.append(_union(masks.values()))
+        # Device sets as bitmasks (bit p = device position p). A constraint's values depend only on its
+        # attribute, and claims often put many constraints on pcieRoot: one set of masks per attribute.
+        per_attribute: dict[str, tuple[dict[ValueKey, int], int, list[tuple[ValueKey, int]]]] = {}
+        for ci, attribute in enumerate(self.attributes):
+            if attribute not in per_attribute:
+                masks: dict[ValueKey, int] = {}
+                for p, v in enumerate(claim.values[ci]):
+                    if v is not None:
+                        masks[v] = masks.get(v, 0) | (1 << p)
+                # Values in order of their first device (the order values are tried in).
+                order = sorted(masks.items(), key=lambda vm: vm[1] & -vm[1])
+                per_attribute[attribute] = (masks, _union(masks.values()), order)
+        self.value_masks = [per_attribute[a][0] for a in self.attributes]
+        self.has_mask = [per_attribute[a][1] for a in self.attributes]
+        self.value_order = [per_attribute[a][2] for a in self.attributes]
         self.base_mask: dict[int, int] = {}
         for alt in self._all_alts:
             mask = _mask(alt.candidates)
@@ -154,7 +164,11 @@ class Matcher:
                 mask &= self.has_mask[ci]
             self.base_mask[id(alt)] = mask
         self.full_mask = {id(alt): _mask(alt.candidates) for alt in self._all_alts}
-        self._membership = [tuple(p in s for s in self._member) for p in range(len(claim.devices))]
+        # Per device: the (sub)requests whose candidates hold it, as a bitmask over ``_all_alts``.
+        self._membership = [0] * len(claim.devices)
+        for k, alt in enumerate(self._all_alts):
+            for p in alt.candidates:
+                self._membership[p] |= 1 << k
         self._signatures: dict[tuple[str, bool], list[tuple[ValueKey | None, tuple[object, ...]]]] = {}
 
     def signatures(self, attribute: str, kinds: bool) -> list[tuple[ValueKey | None, tuple[object, ...]]]:
@@ -196,6 +210,7 @@ class Matcher:
             active,
         )
         requests = self.claim.requests[: len(self.claim.requests) if upto is None else upto]
+        q.check_prefix = _prefix_checks(requests)
         return q.alternatives(requests, 0, [], 0)
 
     def value_classes(
@@ -232,6 +247,67 @@ def _bits(mask: int) -> list[int]:
     return out
 
 
+def _prefix_checks(requests: Sequence[Sequence[CandidateList]]) -> list[bool]:
+    """Per request i: whether step 1 checks the chosen prefix ``requests[:i + 1]`` before going on. Always
+    at the last request; before that only when a later request still offers a choice of subrequests,
+    which a prefix that does not fit prunes. Otherwise the rest is one path, and the check at its end
+    refutes it the same way (adding requests never makes the relaxed allocation fit)."""
+    checks = [False] * len(requests)
+    choice_later = False
+    for i in range(len(requests) - 1, -1, -1):
+        checks[i] = choice_later or i == len(requests) - 1
+        choice_later = choice_later or len(requests[i]) > 1
+    return checks
+
+
+def _types(masks: Iterable[int], union: int) -> list[int]:
+    """Device types: the cells of the partition of ``union`` by the masks (devices in one cell are accepted
+    by the same requests), ordered by their lowest device."""
+    types = [union]
+    for c in masks:
+        split = []
+        for t in types:
+            a, b = t & c, t & ~c
+            if a:
+                split.append(a)
+            if b:
+                split.append(b)
+        types = split
+    types.sort(key=lambda t: t & -t)
+    return types
+
+
+_HALL_MAX_GROUPS = 4
+
+
+def _fits(groups: Mapping[int, int], union: int) -> bool:
+    """Whether every group (candidate mask -> devices it needs) gets its devices, no device used twice.
+
+    The caller has checked each group alone and all together. By Hall's theorem (for b-matchings: every
+    set of groups needs at most as many devices as their candidates hold) that decides up to two groups;
+    up to a few groups the remaining subsets are checked directly, beyond that a max-flow decides.
+    """
+    masks = list(groups)
+    k = len(masks)
+    if k <= 2:
+        return True
+    needs = list(groups.values())
+    if k <= _HALL_MAX_GROUPS:
+        unions = [0] * (1 << k)
+        totals = [0] * (1 << k)
+        for s in range(1, 1 << k):
+            low = s & -s
+            i = low.bit_length() - 1
+            unions[s] = unions[s ^ low] | masks[i]
+            totals[s] = totals[s ^ low] + needs[i]
+            if totals[s] > unions[s].bit_count():
+                return False
+        return True
+    types = _types(masks, union)
+    edges = [[t for t, tm in enumerate(types) if tm & c] for c in masks]
+    return _Flow(needs, edges, [t.bit_count() for t in types]).run()
+
+
 def _device_value(device_attr: object) -> ValueKey | None:
     return None if device_attr is None else (type(device_attr).__name__, device_attr)
 
@@ -253,6 +329,22 @@ def _classes(
     return list(groups.values())
 
 
+class _Leaf:
+    """The chosen (sub)requests at the end of step 1, and what step 2 asks of them at every node."""
+
+    def __init__(self, q: _Query, chosen: list[CandidateList], assigned: Mapping[int, ValueKey]) -> None:
+        self.chosen = list(chosen)
+        self.active = [alt for alt in chosen if alt.need > 0]
+        # Constraint -> positions in ``active`` of the (sub)requests it applies to, and their total need.
+        self.under: dict[int, list[int]] = {}
+        for k, alt in enumerate(self.active):
+            for ci in alt.constraints:
+                self.under.setdefault(ci, []).append(k)
+        self.under = {ci: self.under[ci] for ci in sorted(self.under)}
+        self.need_under = {ci: sum(self.active[k].need for k in ks) for ci, ks in self.under.items()}
+        self.tied = q.tied(self.active, [ci for ci in self.under if ci not in assigned])
+
+
 class _Query:
     def __init__(
         self,
@@ -270,6 +362,7 @@ class _Query:
         self.fixed = fixed
         self.active = active
         self._class_of: dict[str, dict[ValueKey, int]] = {}
+        self.check_prefix: list[bool] = []  # set by Matcher.find, see _prefix_checks
         self._first_pos: dict[ValueKey, int] = {}
 
     # -- step 1: alternatives of firstAvailable requests ------------------------------------------
@@ -282,6 +375,7 @@ class _Query:
             ):
                 return None
             return self.values(chosen, dict(self.fixed))
+        last = i + 1 == len(requests)
         for alt in requests[i]:
             need = alt.need
             if alt.selection.mode == "All" and need == 0:
@@ -289,37 +383,54 @@ class _Query:
             if total + need > MAX_DEVICES_PER_CLAIM:
                 continue
             chosen.append(alt)
-            if self.feasible(chosen, self.fixed, complete=i + 1 == len(requests)) is not None:
-                found = self.alternatives(requests, i + 1, chosen, total + need)
-                if found is not None:
-                    return found
+            if self.check_prefix[i] and self.feasible(chosen, self.fixed, complete=last) is None:
+                chosen.pop()
+                continue
+            found = self.alternatives(requests, i + 1, chosen, total + need)
+            if found is not None:
+                return found
             chosen.pop()
         return None
 
     # -- step 2: constraint values -----------------------------------------------------------------
     def values(self, chosen: list[CandidateList], assigned: dict[int, ValueKey]) -> Witness | None:
-        open_ = [
-            ci
-            for ci in range(len(self.m.attributes))
-            if ci not in assigned and any(ci in alt.constraints and alt.need > 0 for alt in chosen)
-        ]
+        """Search values for the constraints that apply to a chosen (sub)request with devices."""
+        leaf = _Leaf(self, chosen, assigned)
+        return self._assign(leaf, assigned, [self._candidates(alt, assigned) for alt in leaf.active], {})
+
+    def _assign(
+        self,
+        leaf: _Leaf,
+        assigned: dict[int, ValueKey],
+        cands: list[int],
+        known: Mapping[int, list[ValueKey]],
+    ) -> Witness | None:
+        # ``cands``: the candidates of each active (sub)request under the values ``assigned`` so far;
+        # ``known``: domains from the parent node whose requests' candidates this node left unchanged
+        # (a domain depends on nothing else), so that only the neighbours of the last step are redone.
+        open_ = [ci for ci in leaf.under if ci not in assigned]
         if not open_:
-            picks = self.feasible(chosen, assigned, witness=True)
+            picks = self.feasible(leaf.chosen, assigned, witness=True)
             if picks is None:
                 return None
             return Witness(tuple(picks), dict(assigned))
-        # Constraints on one attribute that share a chosen request with devices take one value together.
-        tied = self._tied(chosen, open_, assigned)
         domains: dict[int, list[ValueKey]] = {}
         for ci in open_:
-            domains[ci] = self._viable(ci, chosen, assigned)
-            if not domains[ci]:
-                return None
-        ci = min(open_, key=lambda c: (len(domains[c]), -sum(a.need for a in chosen if c in a.constraints)))
-        members = tied[ci]
+            domain = known.get(ci)
+            if domain is None:
+                domain = self._viable(ci, leaf, cands)
+                if not domain:
+                    return None
+            domains[ci] = domain
+        # Fewest values first; among those the constraint over the most devices.
+        ci = min(open_, key=lambda c: (len(domains[c]), -leaf.need_under[c]))
+        members = leaf.tied[ci]
         attribute = self.m.attributes[ci]
         used = {v for c, v in assigned.items() if self.m.attributes[c] == attribute}
         classes = self._classes(attribute)
+        # Constraints whose requests share one with the members: their domains change with the value.
+        stale = {c2 for c in members for k in leaf.under[c] for c2 in leaf.active[k].constraints}
+        unchanged = {c2: d for c2, d in domains.items() if c2 not in stale}
         seen_classes: set[int] = set()
         for v in domains[ci]:
             if any(v not in domains[c] for c in members):
@@ -329,19 +440,25 @@ class _Query:
                 if cls in seen_classes:
                     continue  # an unused value interchangeable with one already tried
                 seen_classes.add(cls)
+            narrowed = list(cands)
             for c in members:
                 assigned[c] = v
-            if self.feasible(chosen, assigned) is not None:
-                found = self.values(chosen, assigned)
+                vmask = self.m.value_masks[c].get(v, 0)
+                for k in leaf.under[c]:
+                    narrowed[k] &= vmask
+            if self._fit(leaf.active, narrowed, complete=True):
+                found = self._assign(leaf, assigned, narrowed, unchanged)
                 if found is not None:
                     return found
             for c in members:
                 del assigned[c]
         return None
 
-    def _tied(
-        self, chosen: list[CandidateList], open_: list[int], assigned: Mapping[int, ValueKey]
-    ) -> dict[int, list[int]]:
+    def tied(self, active: list[CandidateList], open_: list[int]) -> dict[int, list[int]]:
+        """Constraints on one attribute that share a chosen request with devices take one value together.
+
+        Computed once per leaf: each step of the search assigns a whole group, so the groups of the
+        constraints still open stay the same."""
         parent = {ci: ci for ci in open_}
 
         def root(c: int) -> int:
@@ -349,9 +466,7 @@ class _Query:
                 c = parent[c]
             return c
 
-        for alt in chosen:
-            if alt.need <= 0:
-                continue
+        for alt in active:
             by_attribute: dict[str, int] = {}
             for c in alt.constraints:
                 if c not in parent:
@@ -376,34 +491,29 @@ class _Query:
             self._class_of[attribute] = hit
         return hit
 
-    def _viable(
-        self, ci: int, chosen: list[CandidateList], assigned: Mapping[int, ValueKey]
-    ) -> list[ValueKey]:
+    def _viable(self, ci: int, leaf: _Leaf, cands: list[int]) -> list[ValueKey]:
         """Values of constraint ``ci`` for which each constrained request alone, and all together, have
-        enough devices (a quick necessary condition; the flow decides)."""
-        group = [alt for alt in chosen if ci in alt.constraints and alt.need > 0]
-        masks = [self._candidates(alt, assigned, skip=ci) for alt in group]
-        total = sum(a.need for a in group)
-        ok: list[tuple[int, ValueKey]] = []
-        for v, vmask in self.m.value_masks[ci].items():
+        enough devices (a quick necessary condition; the flow decides), in order of their first device."""
+        group = leaf.under[ci]
+        total = leaf.need_under[ci]
+        ok: list[ValueKey] = []
+        for v, vmask in self.m.value_order[ci]:
             union = 0
-            for alt, mask in zip(group, masks, strict=True):
-                inside = mask & vmask
-                if inside.bit_count() < alt.need:
+            for k in group:
+                inside = cands[k] & vmask
+                if inside.bit_count() < leaf.active[k].need:
                     break
                 union |= inside
             else:
                 if union.bit_count() >= total:
-                    ok.append(((vmask & -vmask).bit_length(), v))
-        return [v for _, v in sorted(ok)]
+                    ok.append(v)
+        return ok
 
     # -- step 3: the matching ----------------------------------------------------------------------
-    def _candidates(
-        self, alt: CandidateList, assigned: Mapping[int, ValueKey], skip: int | None = None
-    ) -> int:
+    def _candidates(self, alt: CandidateList, assigned: Mapping[int, ValueKey]) -> int:
         mask = self.m.base_mask[id(alt)] & self.keep
         for ci in alt.constraints:
-            if ci in assigned and ci != skip:
+            if ci in assigned:
                 mask &= self.m.value_masks[ci].get(assigned[ci], 0)
         return mask
 
@@ -417,42 +527,51 @@ class _Query:
         """The allocation (when ``witness``) or [] if the chosen requests fit with constraints ``assigned``
         (undecided constraints relaxed); None if not. The required devices count only when the chosen
         requests are ``complete``."""
-        self.m.nodes += 1
         active = [alt for alt in chosen if alt.need > 0]
-        cands: list[int] = []
-        union = 0
-        for alt in active:
-            c = self._candidates(alt, assigned)
-            if alt.selection.mode == "All" and c != self.m.full_mask[id(alt)]:
-                return None  # All takes every matching device: one is excluded or breaks a constraint
-            if c.bit_count() < alt.need:
-                return None
-            cands.append(c)
-            union |= c
-        needs = [a.need for a in active]
-        if sum(needs) > union.bit_count():
+        if not self._fit(active, [self._candidates(alt, assigned) for alt in active], complete):
             return None
-        # Device types: the cells of the partition of the candidate devices by the requests accepting them.
-        types = [union]
-        for c in cands:
-            split = []
-            for t in types:
-                a, b = t & c, t & ~c
-                if a:
-                    split.append(a)
-                if b:
-                    split.append(b)
-            types = split
-        types.sort(key=lambda t: t & -t)
+        if not witness:
+            return []
+        return self._witness(chosen, assigned, complete)
+
+    def _fit(self, active: Sequence[CandidateList], cands: Sequence[int], complete: bool) -> bool:
+        """Whether the ``active`` (sub)requests (need > 0) get their devices from their ``cands``."""
+        self.m.nodes += 1
+        # (Sub)requests with the same candidates are interchangeable for the question "does it fit": one
+        # group needing the sum of their counts (the max-flow has fewer nodes, often one per root).
+        groups: dict[int, int] = {}
+        union = 0
+        for alt, c in zip(active, cands, strict=True):
+            if alt.selection.mode == "All" and c != self.m.full_mask[id(alt)]:
+                return False  # All takes every matching device: one is excluded or breaks a constraint
+            total = groups.get(c, 0) + alt.need
+            if c.bit_count() < total:
+                return False
+            groups[c] = total
+            union |= c
+        if sum(groups.values()) > union.bit_count():
+            return False
+        if complete and self.required is not None and not union & self.required_mask:
+            return False  # no chosen request can take a required device
+        return _fits(groups, union)
+
+    def _witness(
+        self, chosen: list[CandidateList], assigned: Mapping[int, ValueKey], complete: bool
+    ) -> list[tuple[CandidateList, int]]:
+        """The devices of a fitting allocation, one max-flow over the (sub)requests themselves, so that
+        the example in a verdict names devices per request (the caller knows that it fits)."""
+        active = [alt for alt in chosen if alt.need > 0]
+        cands = [self._candidates(alt, assigned) for alt in active]
+        union = _union(cands)
+        needs = [a.need for a in active]
+        types = _types(cands, union)
         edges = [[t for t, tm in enumerate(types) if tm & c] for c in cands]
         flow = _Flow(needs, edges, [t.bit_count() for t in types])
-        if not flow.run():
-            return None
+        fitted = flow.run()
+        assert fitted, "the grouped max-flow said it fits"
         required = self.required_mask if complete and self.required is not None else None
         if required is not None:
             usable = [(r, t) for r in range(len(active)) for t in edges[r] if types[t] & required]
-            if not usable:
-                return None
             if not any(flow.used[t] for _, t in usable):
                 # Move one unit of a request onto a free required type (see the module docstring).
                 r, t = usable[0]
@@ -461,8 +580,6 @@ class _Query:
                 flow.used[give] -= 1
                 flow.flow[r][t] += 1
                 flow.used[t] += 1
-        if not witness:
-            return []
         picks: list[tuple[CandidateList, int]] = []
         free = [_bits(t) for t in types]
         if required is not None:
