@@ -1,4 +1,5 @@
-"""RDMA GPU nodes on OKE, configured for DRA: read the stack config, build the parts, export outputs."""
+"""RDMA GPU nodes on OKE, with rails from DRA (DRANET) or SR-IOV VFs: read the stack config, build the parts,
+export outputs."""
 
 import pulumi
 
@@ -12,6 +13,12 @@ from components.gpu_node_pool import (
     RdmaGpuNodePoolArgs,
 )
 from components.network import Network, NetworkArgs
+from components.network_operator import (
+    NetworkOperator,
+    NetworkOperatorArgs,
+    SriovRailNetworks,
+    SriovRailNetworksArgs,
+)
 from components.rdma_workloads import (
     ClaimTemplate,
     GpuRailClaimTemplates,
@@ -19,7 +26,9 @@ from components.rdma_workloads import (
     RdmaWorkloadNamespace,
     RdmaWorkloadNamespaceArgs,
 )
+from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from oke_gpu_rdma import attributes
+from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config.loading import load_program_stack
 from stack_config.problems import ConfigError
 
@@ -32,8 +41,11 @@ except ConfigError as err:
 
 config = checked.config
 cluster_spec = config.cluster.spec
-shapes = list(checked.claims.shapes)
-taints = list({t: None for pool in config.node_pools for t in pool.taints})
+# The DRA drivers run on the rdma: dranet pools only; rdma: sriov pools get the NVIDIA Network Operator.
+shapes = list(dict.fromkeys(pool.shape for pool in config.dra_pools))
+taints = list({t: None for pool in config.dra_pools for t in pool.taints})
+sriov_taints = list({t: None for pool in config.sriov_pools for t in pool.taints})
+has_sriov = bool(config.sriov_pools)
 
 # --- OCI: network, cluster, GPU node pools -------------------------------------------------------
 
@@ -76,6 +88,7 @@ pools = {
             worker_subnet_id=network.worker_subnet_id,
             cni_type=cluster_spec.cni_type,
             gpus_from_dra=config.gpu_driver.enabled,
+            sriov_rdma_mode=config.network_operator.rdma_mode,
             pod_subnet_id=network.pod_subnet_id,
             pool=pool,
         ),
@@ -98,6 +111,7 @@ if config.dranet.enabled:
                 taints=taints,
                 provider=cluster.provider,
                 node_pools=list(pools.values()),
+                avoid_sriov=has_sriov,
             ),
         )
     )
@@ -112,28 +126,59 @@ if config.gpu_driver.enabled:
                 taints=taints,
                 provider=cluster.provider,
                 node_pools=list(pools.values()),
+                avoid_sriov=has_sriov,
             ),
         )
     )
     device_classes.append(attributes.NVIDIA_GPU_DEVICE_CLASS)
 
 workloads = config.workloads
-workload_namespace = RdmaWorkloadNamespace(
-    f"{stack}-workloads", RdmaWorkloadNamespaceArgs(namespace=workloads.namespace, provider=cluster.provider)
-)
+claim_templates: GpuRailClaimTemplates | None = None
+if config.dra_pools:
+    workload_namespace = RdmaWorkloadNamespace(
+        f"{stack}-workloads",
+        RdmaWorkloadNamespaceArgs(namespace=workloads.namespace, provider=cluster.provider),
+    )
+    # Templates were judged aligned on every pool shape while the config loaded; they are emitted as judged.
+    claim_templates = GpuRailClaimTemplates(
+        f"{stack}-claim-templates",
+        GpuRailClaimTemplatesArgs(
+            templates=[ClaimTemplate(t.name, t.namespace, t.spec) for t in checked.claims.templates],
+            provider=cluster.provider,
+            depends_on=[workload_namespace],
+        ),
+    )
 
-# Templates were judged aligned on every pool shape while the config loaded; they are emitted as judged.
-claim_templates = GpuRailClaimTemplates(
-    f"{stack}-claim-templates",
-    GpuRailClaimTemplatesArgs(
-        templates=[ClaimTemplate(t.name, t.namespace, t.spec) for t in checked.claims.templates],
-        provider=cluster.provider,
-        depends_on=[workload_namespace],
-    ),
-)
+# --- Kubernetes: SR-IOV rails (NVIDIA Network Operator) for rdma: sriov pools ----------------------
+
+sriov_networks: SriovRailNetworks | None = None
+if checked.sriov is not None:
+    operator = NetworkOperator(
+        f"{stack}-network-operator",
+        NetworkOperatorArgs(
+            plan=checked.sriov,
+            provider=cluster.provider,
+            node_pools=[pools[name] for name in checked.sriov.pools],
+        ),
+    )
+    sriov_networks = SriovRailNetworks(
+        f"{stack}-rail-vfs",
+        SriovRailNetworksArgs(plan=checked.sriov, operator=operator, provider=cluster.provider),
+    )
 
 acceptance = workloads.acceptance_jobs
-if acceptance.enabled:
+if acceptance.enabled and checked.sriov is not None and sriov_networks is not None and not config.dra_pools:
+    SriovAcceptanceJobs(
+        f"{stack}-vf-acceptance",
+        SriovAcceptanceJobsArgs(
+            config=acceptance,
+            plan=checked.sriov,
+            taints=sriov_taints,
+            provider=cluster.provider,
+            depends_on=[sriov_networks],
+        ),
+    )
+if acceptance.enabled and claim_templates is not None:
     # The stack config checked that the NCCL job's template is in the plan (stack_config/claim_plan.py).
     AcceptanceJobs(
         f"{stack}-acceptance",
@@ -156,5 +201,8 @@ pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("nodePools", {name: p.node_pool_id for name, p in pools.items()})
 pulumi.export("computeClusters", {name: p.compute_cluster_id for name, p in pools.items()})
 pulumi.export("deviceClasses", device_classes)
-pulumi.export("claimTemplates", claim_templates.names)
-pulumi.export("ncclSettings", workload_namespace.nccl_settings)
+pulumi.export("claimTemplates", claim_templates.names if claim_templates is not None else [])
+pulumi.export("ncclSettings", dict(NCCL_SETTINGS))
+if sriov_networks is not None:
+    pulumi.export("sriovNetworks", sriov_networks.networks)
+    pulumi.export("sriovResources", sriov_networks.resources)

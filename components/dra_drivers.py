@@ -15,7 +15,13 @@ import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import attributes, charts, resource_types
 from oke_gpu_rdma import cidr_rules as cidr
-from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
+from oke_gpu_rdma.labels import (
+    DEVICE_PLUGIN_LABEL,
+    DEVICE_PLUGIN_OFF,
+    INSTANCE_TYPE_LABEL,
+    RDMA_PATH_LABEL,
+    RDMA_PATH_SRIOV,
+)
 from stack_config.model import DranetConfig, GpuDriverConfig, Taint, tolerations
 
 from .typed_inputs import to_input_type
@@ -29,11 +35,23 @@ class ChartValuesError(ValueError):
     """Values with keys the chart does not document."""
 
 
-def node_placement(shapes: Sequence[str]) -> dict[str, Any]:
-    """Chart values that put pods on the GPU pools' shapes: nodeSelector for one, affinity for several."""
-    if len(shapes) == 1:
-        return {"nodeSelector": {INSTANCE_TYPE_LABEL: shapes[0]}}
-    term = {"matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": list(shapes)}]}
+def node_placement(
+    shapes: Sequence[str], require: dict[str, str] | None = None, avoid_sriov: bool = False
+) -> dict[str, Any]:
+    """Chart values that put pods on the GPU pools' shapes: nodeSelector for one, affinity for several.
+
+    ``require`` adds labels every selected node must carry; ``avoid_sriov`` keeps the pods off nodes
+    labelled as SR-IOV pools (a NotIn term, so nodes without the label, as every DRANET pool's, stay
+    selected).
+    """
+    required = dict(require or {})
+    if len(shapes) == 1 and not avoid_sriov:
+        return {"nodeSelector": {INSTANCE_TYPE_LABEL: shapes[0], **required}}
+    expressions = [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": list(shapes)}]
+    expressions += [{"key": k, "operator": "In", "values": [v]} for k, v in required.items()]
+    if avoid_sriov:
+        expressions.append({"key": RDMA_PATH_LABEL, "operator": "NotIn", "values": [RDMA_PATH_SRIOV]})
+    term = {"matchExpressions": expressions}
     return {
         "affinity": {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
@@ -46,16 +64,17 @@ DRANET_DEFAULT_TOLERATIONS: list[dict[str, str]] = [{"operator": "Exists", "effe
 
 
 def dranet_values(
-    config: DranetConfig, shapes: Sequence[str], taints: Sequence[Taint] = ()
+    config: DranetConfig, shapes: Sequence[str], taints: Sequence[Taint] = (), avoid_sriov: bool = False
 ) -> dict[str, Any]:
     """The dranet chart values of seed 000, plus only what the stack changes.
 
     The chart's default tolerations cover NoSchedule taints; pools with other effects (NoExecute,
-    PreferNoSchedule) add theirs, or DRANET would not run on those nodes.
+    PreferNoSchedule) add theirs, or DRANET would not run on those nodes. In a stack with SR-IOV
+    pools (``avoid_sriov``) DRANET stays off their nodes.
     """
     values: dict[str, Any] = {
         "image": {"tag": config.image_tag or config.chart_version},
-        **node_placement(shapes),
+        **node_placement(shapes, avoid_sriov=avoid_sriov),
     }
     charts.set_value(values, charts.DRANET_PROVIDER_HINT_VALUE, charts.DRANET_OKE_HINT)
     if config.child_range != cidr.DEFAULT_CHILD_RANGE:
@@ -75,9 +94,18 @@ def dranet_values(
     return _documented(values, charts.DRANET_VALUE_PATHS, charts.DRANET_CHART_NAME)
 
 
-def gpu_driver_values(shapes: Sequence[str], taints: Sequence[Taint]) -> dict[str, Any]:
-    """The NVIDIA GPU DRA driver values of seed 000: GPUs on, compute domains off, on the GPU pools."""
-    kubelet_plugin: dict[str, Any] = {**node_placement(shapes)}
+def gpu_driver_values(
+    shapes: Sequence[str], taints: Sequence[Taint], avoid_sriov: bool = False
+) -> dict[str, Any]:
+    """The NVIDIA GPU DRA driver values of seed 000: GPUs on, compute domains off, on the GPU pools.
+
+    In a stack with SR-IOV pools (``avoid_sriov``) the kubelet plugin also requires the label that turns
+    the device plugin off, which only DRANET pools carry: SR-IOV nodes keep the device plugin, and the
+    two must never serve the same GPUs. (A nodeSelector, not an affinity, keeps the chart's default
+    affinity on the GPU Operator's labels.)
+    """
+    require = {DEVICE_PLUGIN_LABEL: DEVICE_PLUGIN_OFF} if avoid_sriov else None
+    kubelet_plugin: dict[str, Any] = {**node_placement(shapes, require)}
     if taints:
         kubelet_plugin["tolerations"] = tolerations(list(taints))
     values = {
@@ -108,6 +136,8 @@ class DranetArgs:
     """Provider of the target cluster."""
     node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
     """The pools to wait for: the DaemonSet is only useful once the nodes exist."""
+    avoid_sriov: bool = False
+    """The stack has SR-IOV pools: keep off their nodes."""
 
 
 class Dranet(pulumi.ComponentResource):
@@ -118,7 +148,7 @@ class Dranet(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DranetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(resource_types.DRANET_COMPONENT, name, None, opts)
-        values = dranet_values(args.config, args.shapes, args.taints)
+        values = dranet_values(args.config, args.shapes, args.taints, args.avoid_sriov)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         # The chart creates no DeviceClass; claims name this one (seed 000 deviceclass.yaml).
         device_class = k8s.resource.v1.DeviceClass(
@@ -161,6 +191,8 @@ class NvidiaGpuDraDriverArgs:
     """Provider of the target cluster."""
     node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
     """The pools to wait for."""
+    avoid_sriov: bool = False
+    """The stack has SR-IOV pools: keep off their nodes."""
 
 
 class NvidiaGpuDraDriver(pulumi.ComponentResource):
@@ -181,7 +213,7 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
                 version=args.config.chart_version,
                 namespace=args.config.namespace,
                 create_namespace=True,
-                values=gpu_driver_values(args.shapes, args.taints),
+                values=gpu_driver_values(args.shapes, args.taints, args.avoid_sriov),
                 timeout=RELEASE_TIMEOUT_SECONDS,
             ),
             opts=pulumi.ResourceOptions(
