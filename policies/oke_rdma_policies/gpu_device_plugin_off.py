@@ -24,8 +24,8 @@ from oke_gpu_rdma.pack_config import PolicyName
 from . import settings
 from .kube import Res, helm_chart_is, pod_specs
 from .report import Reporter
-from .stack import StackView
-from .values import UNKNOWN, as_list, as_map, dig
+from .stack import StackView, node_pool_labels
+from .values import UNKNOWN, as_list, dig
 
 _DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GPU_CHART_NAMES)) + ")[:@]?")
 
@@ -64,21 +64,6 @@ def _drivers(view: StackView, rep: Reporter) -> list[tuple[Res, Any]]:
     return found
 
 
-def _pool_labels(pool: Res) -> dict[str, Any] | Any:
-    items = pool.props.get("initialNodeLabels")
-    if items is UNKNOWN:
-        return UNKNOWN
-    labels: dict[str, Any] = {INSTANCE_TYPE_LABEL: pool.props.get("nodeShape")}
-    for i, item in enumerate(as_list(items, "initialNodeLabels")):
-        if item is UNKNOWN:
-            return UNKNOWN
-        item = as_map(item, f"initialNodeLabels[{i}]")
-        if item.get("key") is UNKNOWN:
-            return UNKNOWN
-        labels[str(item.get("key"))] = item.get("value")
-    return labels
-
-
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     rep = Reporter(report_violation)
     view = StackView.of(args)
@@ -87,7 +72,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         rep.finish()
         return
     for pool in view.gpu_node_pools():
-        labels = rep.guard(f"node pool {pool.name}", pool.urn, partial(_pool_labels, pool))
+        labels = rep.guard(f"node pool {pool.name}", pool.urn, partial(node_pool_labels, pool))
         if labels is None:
             continue
         if labels is UNKNOWN:
