@@ -27,7 +27,7 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import charts, resource_types
+from oke_gpu_rdma import charts, resource_types, sriov
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
 from stack_config.model import NetworkOperatorConfig
 from stack_config.sriov_plan import SriovPlan
@@ -35,7 +35,7 @@ from stack_config.sriov_plan import SriovPlan
 from .dra_drivers import _documented
 
 NIC_CLUSTER_POLICY_NAME: Final = "nic-cluster-policy"  # the only name the operator reconciles
-POOL_CONFIG_NAME: Final = "rdma-vf"
+POOL_CONFIG_NAME: Final = sriov.RESOURCE_BASE  # seed 001 names it after the resource
 # pulumi-kubernetes (>= 4.18) waits until this JSONPath matches before it reports the object created.
 WAIT_FOR_ANNOTATION: Final = "pulumi.com/waitFor"
 NIC_POLICY_READY: Final = "jsonpath={.status.state}=ready"

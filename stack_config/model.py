@@ -381,8 +381,8 @@ class NodePoolConfig(_Model):
             )
         if DEVICE_PLUGIN_LABEL in self.labels:
             raise ValueError(
-                f"label {DEVICE_PLUGIN_LABEL} is set from gpuDriver.enabled (false on every pool when the GPU "
-                "DRA driver is on); remove it from labels"
+                f"label {DEVICE_PLUGIN_LABEL} is set from gpuDriver.enabled (false on every rdma: dranet pool "
+                "when the GPU DRA driver is on); remove it from labels"
             )
         for key, value in self.labels.items():
             if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value) or len(value) > 63:

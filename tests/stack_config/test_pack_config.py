@@ -36,4 +36,7 @@ def test_sriov_stack_hands_the_vf_pool_policy_the_same_referenced_ranges() -> No
         "ocaRdmaNetwork": "10.224.0.0/12",
         "existingCidrs": pack["dranet-child-range"]["existingCidrs"],
     }
-    assert "sriov-vf-pool-range" not in policy_pack_config(parse_stack_config(raw_config("dev"), "dev")).to_dict()
+    assert (
+        "sriov-vf-pool-range"
+        not in policy_pack_config(parse_stack_config(raw_config("dev"), "dev")).to_dict()
+    )
