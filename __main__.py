@@ -1,4 +1,5 @@
-"""RDMA GPU nodes on OKE, configured for DRA: read the stack config, build the parts, export outputs."""
+"""RDMA GPU nodes on OKE, with rails from DRA (DRANET) or SR-IOV VFs: read the stack config, build the parts,
+export outputs."""
 
 import pulumi
 
@@ -19,6 +20,12 @@ from components.gpu_node_pool import (
     RdmaGpuNodePoolArgs,
 )
 from components.network import Network, NetworkArgs
+from components.network_operator import (
+    NetworkOperator,
+    NetworkOperatorArgs,
+    SriovRailNetworks,
+    SriovRailNetworksArgs,
+)
 from components.rdma_workloads import (
     ClaimTemplate,
     GpuRailClaimTemplates,
@@ -26,7 +33,9 @@ from components.rdma_workloads import (
     RdmaWorkloadNamespace,
     RdmaWorkloadNamespaceArgs,
 )
+from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from oke_gpu_rdma import attributes
+from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config.loading import load_program_stack
 from stack_config.problems import ConfigError
 
@@ -39,8 +48,10 @@ except ConfigError as err:
 
 config = checked.config
 cluster_spec = config.cluster.spec
-pool_names = [pool.name for pool in config.node_pools]
-taints = list({t: None for pool in config.node_pools for t in pool.taints})
+# The DRA drivers run on the rdma: dranet pools only; rdma: sriov pools get the NVIDIA Network Operator.
+dra_pool_names = [pool.name for pool in config.dra_pools]
+taints = list({t: None for pool in config.dra_pools for t in pool.taints})
+sriov_taints = list({t: None for pool in config.sriov_pools for t in pool.taints})
 
 # --- OCI: network, cluster, GPU node pools -------------------------------------------------------
 
@@ -104,6 +115,7 @@ pools = {
             worker_subnet_id=network.worker_subnet_id,
             cni_type=cluster_spec.cni_type,
             gpus_from_dra=config.gpu_driver.enabled,
+            sriov_rdma_mode=config.network_operator.rdma_mode,
             pod_subnet_id=network.pod_subnet_id,
             pool=pool,
             protect=config.protect,
@@ -120,7 +132,7 @@ if config.deploys_gpu_operator:
         "gpu-operator",
         GpuOperatorArgs(
             config=config.gpu_operator,
-            taints=taints,
+            taints=list(dict.fromkeys([*taints, *sriov_taints])),
             provider=cluster.provider,
             node_pools=list(pools.values()),
         ),
@@ -134,10 +146,10 @@ if config.dranet.enabled:
             "dranet",
             DranetArgs(
                 config=config.dranet,
-                pools=pool_names,
+                pools=dra_pool_names,
                 taints=taints,
                 provider=cluster.provider,
-                node_pools=list(pools.values()),
+                node_pools=[pools[name] for name in dra_pool_names],
             ),
             opts=renamed("dranet"),
         )
@@ -149,10 +161,10 @@ if config.gpu_driver.enabled:
             "gpu-dra-driver",
             NvidiaGpuDraDriverArgs(
                 config=config.gpu_driver,
-                pools=pool_names,
+                pools=dra_pool_names,
                 taints=taints,
                 provider=cluster.provider,
-                node_pools=list(pools.values()),
+                node_pools=[pools[name] for name in dra_pool_names],
             ),
             opts=renamed("gpu-dra-driver"),
         )
@@ -161,28 +173,58 @@ if config.gpu_driver.enabled:
 
 # Every namespace a claim template lives in gets the same Pod Security level and tools as the workloads'.
 workloads = config.workloads
-namespaces = {
-    namespace: RdmaWorkloadNamespace(
-        "workloads" if namespace == workloads.namespace else f"workloads-{namespace}",
-        RdmaWorkloadNamespaceArgs(namespace=namespace, provider=cluster.provider),
-        opts=renamed("workloads") if namespace == workloads.namespace else None,
+claim_templates: GpuRailClaimTemplates | None = None
+namespaces: dict[str, RdmaWorkloadNamespace] = {}
+if config.dra_pools:
+    namespaces = {
+        namespace: RdmaWorkloadNamespace(
+            "workloads" if namespace == workloads.namespace else f"workloads-{namespace}",
+            RdmaWorkloadNamespaceArgs(namespace=namespace, provider=cluster.provider),
+            opts=renamed("workloads") if namespace == workloads.namespace else None,
+        )
+        for namespace in dict.fromkeys([workloads.namespace, *checked.claims.namespaces])
+    }
+    # Templates were judged aligned on every pool shape while the config loaded; they are emitted as judged.
+    claim_templates = GpuRailClaimTemplates(
+        "claim-templates",
+        GpuRailClaimTemplatesArgs(
+            templates=[ClaimTemplate(t.name, t.namespace, t.spec) for t in checked.claims.templates],
+            provider=cluster.provider,
+            depends_on=list(namespaces.values()),
+        ),
+        opts=renamed("claim-templates"),
     )
-    for namespace in dict.fromkeys([workloads.namespace, *checked.claims.namespaces])
-}
 
-# Templates were judged aligned on every pool shape while the config loaded; they are emitted as judged.
-claim_templates = GpuRailClaimTemplates(
-    "claim-templates",
-    GpuRailClaimTemplatesArgs(
-        templates=[ClaimTemplate(t.name, t.namespace, t.spec) for t in checked.claims.templates],
-        provider=cluster.provider,
-        depends_on=list(namespaces.values()),
-    ),
-    opts=renamed("claim-templates"),
-)
+# --- Kubernetes: SR-IOV rails (NVIDIA Network Operator) for rdma: sriov pools ----------------------
+
+sriov_networks: SriovRailNetworks | None = None
+if checked.sriov is not None:
+    operator = NetworkOperator(
+        "network-operator",
+        NetworkOperatorArgs(
+            plan=checked.sriov,
+            provider=cluster.provider,
+            node_pools=[pools[name] for name in checked.sriov.pools],
+        ),
+    )
+    sriov_networks = SriovRailNetworks(
+        "rail-vfs",
+        SriovRailNetworksArgs(plan=checked.sriov, operator=operator, provider=cluster.provider),
+    )
 
 acceptance = workloads.acceptance_jobs
-if acceptance.enabled:
+if acceptance.enabled and checked.sriov is not None and sriov_networks is not None and not config.dra_pools:
+    SriovAcceptanceJobs(
+        "vf-acceptance",
+        SriovAcceptanceJobsArgs(
+            config=acceptance,
+            plan=checked.sriov,
+            taints=sriov_taints,
+            provider=cluster.provider,
+            depends_on=[sriov_networks],
+        ),
+    )
+if acceptance.enabled and claim_templates is not None:
     # The stack config checked that the NCCL job's template is in the plan (stack_config/claim_plan.py).
     AcceptanceJobs(
         "acceptance",
@@ -193,7 +235,7 @@ if acceptance.enabled:
             if acceptance.nccl
             else None,
             rails_template=checked.claims.rails_only if acceptance.rail_bandwidth else None,
-            pool=acceptance.node_pool or pool_names[0],
+            pool=acceptance.node_pool or dra_pool_names[0],
             taints=taints,
             provider=cluster.provider,
             depends_on=[claim_templates, *drivers],
@@ -206,5 +248,8 @@ pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("nodePools", {name: p.node_pool_id for name, p in pools.items()})
 pulumi.export("computeClusters", {name: p.compute_cluster_id for name, p in pools.items()})
 pulumi.export("deviceClasses", device_classes)
-pulumi.export("claimTemplates", claim_templates.names)
-pulumi.export("ncclSettings", namespaces[workloads.namespace].nccl_settings)
+pulumi.export("claimTemplates", claim_templates.names if claim_templates is not None else [])
+pulumi.export("ncclSettings", dict(NCCL_SETTINGS))
+if sriov_networks is not None:
+    pulumi.export("sriovNetworks", sriov_networks.networks)
+    pulumi.export("sriovResources", sriov_networks.resources)

@@ -53,7 +53,8 @@ def dranet_values(config: DranetConfig, pools: Sequence[str], taints: Sequence[T
     """The dranet chart values of seed 000, plus only what the stack changes.
 
     The chart's default tolerations cover NoSchedule taints; pools with other effects (NoExecute,
-    PreferNoSchedule) add theirs, or DRANET would not run on those nodes.
+    PreferNoSchedule) add theirs, or DRANET would not run on those nodes. Only the DRANET pools are
+    selected, so SR-IOV pools never run it.
     """
     values: dict[str, Any] = {
         "image": {"tag": config.image_tag or config.chart_version},

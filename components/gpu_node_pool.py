@@ -16,7 +16,14 @@ import pulumi_oci as oci
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
-from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, POOL_LABEL
+from oke_gpu_rdma.labels import (
+    DEVICE_PLUGIN_LABEL,
+    DEVICE_PLUGIN_OFF,
+    POOL_LABEL,
+    RDMA_PATH_LABEL,
+    RDMA_PATH_SRIOV,
+)
+from oke_gpu_rdma.sriov import RdmaMode, RdmaPath
 from stack_config.model import CniType, NodePoolConfig
 
 
@@ -35,7 +42,9 @@ class RdmaGpuNodePoolArgs:
     pool: NodePoolConfig
     """Validated pool config."""
     gpus_from_dra: bool = True
-    """The NVIDIA DRA driver serves the GPUs: the device plugin is labelled off."""
+    """The NVIDIA DRA driver serves the GPUs: the device plugin is labelled off (DRANET pools only)."""
+    sriov_rdma_mode: RdmaMode = "shared"
+    """RDMA namespace mode of an rdma: sriov pool's nodes (DRANET pools are always shared)."""
     pod_subnet_id: pulumi.Input[str] | None = None
     """Pod subnet for OCI_VCN_IP_NATIVE."""
     protect: bool = True
@@ -43,16 +52,25 @@ class RdmaGpuNodePoolArgs:
 
 
 def initial_node_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]:
-    """The labels every node of the pool starts with (no later `kubectl label` step)."""
+    """The labels every node of the pool starts with (no later `kubectl label` step).
+
+    SR-IOV pools keep the GPU Operator's device plugin on (their pods ask for nvidia.com/gpu) and carry
+    the label the DRA drivers stay away from.
+    """
     labels = {POOL_LABEL: pool.name, **pool.labels}
-    if gpus_from_dra:
+    if pool.rdma is RdmaPath.SRIOV:
+        labels[RDMA_PATH_LABEL] = RDMA_PATH_SRIOV
+    elif gpus_from_dra:
         labels[DEVICE_PLUGIN_LABEL] = DEVICE_PLUGIN_OFF
     return labels
 
 
-def cloud_init(pool: NodePoolConfig) -> str:
-    """The pool's cloud-init document."""
-    return render_cloud_init(NodeBootstrap(taints=tuple(t.kubelet_form() for t in pool.taints)))
+def cloud_init(pool: NodePoolConfig, sriov_rdma_mode: RdmaMode = "shared") -> str:
+    """The pool's cloud-init document; exclusive RDMA mode only on SR-IOV pools that ask for it."""
+    mode: RdmaMode = sriov_rdma_mode if pool.rdma is RdmaPath.SRIOV else "shared"
+    return render_cloud_init(
+        NodeBootstrap(taints=tuple(t.kubelet_form() for t in pool.taints), rdma_netns=mode)
+    )
 
 
 class RdmaGpuNodePool(pulumi.ComponentResource):
@@ -122,7 +140,9 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v)
                 for k, v in initial_node_labels(pool, args.gpus_from_dra).items()
             ],
-            node_metadata={"user_data": base64.b64encode(cloud_init(pool).encode()).decode()},
+            node_metadata={
+                "user_data": base64.b64encode(cloud_init(pool, args.sriov_rdma_mode).encode()).decode()
+            },
             node_pool_cycling_details=oci.containerengine.NodePoolNodePoolCyclingDetailsArgs(
                 is_node_cycling_enabled=pool.cycling.enabled,
                 maximum_surge=str(pool.cycling.maximum_surge),

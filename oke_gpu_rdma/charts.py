@@ -31,6 +31,25 @@ GPU_OPERATOR_NAMESPACE: Final = "gpu-operator"
 # NVIDIA/k8s-dra-driver-gpu): the policy pack recognises an installation by any of them.
 NVIDIA_GPU_CHART_NAMES: Final = (NVIDIA_GPU_CHART_NAME, "nvidia-dra-driver-gpu", "k8s-dra-driver-gpu")
 
+# The NVIDIA Network Operator (Mellanox/network-operator deployment/network-operator), from NVIDIA's Helm
+# repository, with its SR-IOV Network Operator subchart (seed 001: 26.7.1). Its images in the
+# NicClusterPolicy carry the tag network-operator-v<version>.
+NETWORK_OPERATOR_CHART_NAME: Final = "network-operator"
+NETWORK_OPERATOR_REPOSITORY: Final = "https://helm.ngc.nvidia.com/nvidia"
+NETWORK_OPERATOR_DEFAULT_VERSION: Final = "26.7.1"
+NETWORK_OPERATOR_RELEASE: Final = NETWORK_OPERATOR_CHART_NAME
+NETWORK_OPERATOR_NAMESPACE: Final = "nvidia-network-operator"
+NETWORK_OPERATOR_IMAGE_REPOSITORY: Final = "nvcr.io/nvidia/mellanox"
+SRIOV_SUBCHART: Final = "sriov-network-operator"
+# The SR-IOV config daemon plugin that rewrites NIC firmware (and drains and reboots nodes to apply it).
+SRIOV_FIRMWARE_PLUGIN: Final = "mellanox"
+
+
+def network_operator_image_tag(chart_version: str) -> str:
+    """The tag of the operator's component images for a chart version: network-operator-v26.7.1."""
+    return f"{NETWORK_OPERATOR_CHART_NAME}-v{chart_version.removeprefix('v')}"
+
+
 # DRANET's OKE options (kubernetes-sigs/dranet: the chart passes args.cloudProviderOptions.<provider>
 # as --cloud-provider-options=<provider>.<key>=<value>). The child range, as a value path and a flag.
 DRANET_PROVIDER_HINT_VALUE: Final = "args.cloudProviderHint"
@@ -88,6 +107,24 @@ NVIDIA_GPU_VALUE_PATHS: Final = frozenset(
         "controller.affinity.*",
         "image.repository",
         "image.tag",
+    }
+)
+
+# The network-operator chart ships no values.schema.json, so Helm ignores a misspelt value silently: the
+# component emits only these (deployment/network-operator/values.yaml and the sriov-network-operator
+# subchart's values.yaml).
+NETWORK_OPERATOR_VALUE_PATHS: Final = frozenset(
+    {
+        "nfd.enabled",
+        "sriovNetworkOperator.enabled",
+        f"{SRIOV_SUBCHART}.sriovOperatorConfig.deploy",
+        f"{SRIOV_SUBCHART}.sriovOperatorConfig.disableDrain",
+        f"{SRIOV_SUBCHART}.sriovOperatorConfig.configurationMode",
+        f"{SRIOV_SUBCHART}.sriovOperatorConfig.disablePlugins",
+        f"{SRIOV_SUBCHART}.sriovOperatorConfig.configDaemonNodeSelector.*",
+        "operator.resources.*",
+        "operator.tolerations",
+        "operator.nodeSelector.*",
     }
 )
 

@@ -20,6 +20,8 @@ DEFAULT_CHILD_RANGE = IPv4Network("10.208.0.0/12")
 DEFAULT_OCA_RDMA_NETWORK = IPv4Network("10.224.0.0/12")
 # The seed cluster's pods CIDR (oci-hpc-oke's choice), this project's default.
 SEED_PODS_CIDR = IPv4Network("10.240.0.0/12")
+# The SR-IOV VF address pool of seed 001 (NVIDIA IPAM IPPool `sriov-pool`, gateway 192.168.0.1).
+DEFAULT_VF_POOL = IPv4Network("192.168.0.0/16")
 # OKE's defaults when a cluster is created without explicit CIDRs.
 OKE_DEFAULT_PODS_CIDR = IPv4Network("10.244.0.0/16")
 OKE_DEFAULT_SERVICES_CIDR = IPv4Network("10.96.0.0/16")
@@ -130,3 +132,22 @@ def child_range_problems(
 def within(inner: IPv4Network, outer: Iterable[IPv4Network]) -> bool:
     """Whether `inner` lies entirely inside one of `outer`."""
     return any(inner.subnet_of(o) for o in outer)
+
+
+def vf_pool_problems(pool: IPv4Network, plan: Iterable[NamedRange] = ()) -> list[str]:
+    """Every reason the SR-IOV VF address pool `pool` clashes with the address plan (empty: fine).
+
+    `plan` holds the ranges the VFs' addresses must stay clear of: VCNs, subnets, pods and services
+    CIDRs, the OCA RDMA network and DRANET child ranges. Each VF interface gets an address in the pool
+    with an on-link route for the whole pool in its pod, so an overlap sends that traffic out of a VF.
+    """
+    problems: list[str] = []
+    for label, special in SPECIAL_RANGES:
+        if special.overlaps(pool):
+            problems.append(f"VF pool {pool} overlaps {label}, which no interface may use")
+    for hit in overlapping(pool, plan):
+        problems.append(
+            f"VF pool {pool} overlaps {hit.label} {hit.network}: every VF gets an address in the pool and its pod an "
+            f"on-link route for the whole pool, so traffic to {hit.network} would go out of the VFs"
+        )
+    return problems

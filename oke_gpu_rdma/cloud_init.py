@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Literal
 
 from .yamltext import dump
 
@@ -35,6 +36,12 @@ default_ulimits = [
 IB_CORE_CONF = """\
 # Shared RDMA namespace mode: DRANET's oke-rdma profile fails claims with "use shared RDMA mode" otherwise.
 options ib_core netns_mode=1
+"""
+
+# SR-IOV pools in the exclusive mode: the RDMA CNI moves each VF's RDMA device into its pod (seed 001).
+IB_CORE_EXCLUSIVE_CONF = """\
+# Exclusive RDMA namespace mode: the RDMA CNI moves each VF's RDMA device into its pod's namespace.
+options ib_core netns_mode=0
 """
 
 NETWORKD_CONF = """\
@@ -70,9 +77,10 @@ BOOTSTRAP_PATH = "/usr/local/sbin/oke-gpu-rdma-bootstrap.sh"
 
 @dataclass(frozen=True)
 class NodeBootstrap:
-    """What differs between pools: the taints the kubelet registers the node with."""
+    """What differs between pools: the taints the kubelet registers the node with, the RDMA namespace mode."""
 
     taints: tuple[str, ...]
+    rdma_netns: Literal["shared", "exclusive"] = "shared"
 
     def kubelet_extra_args(self) -> str:
         return f"--register-with-taints={','.join(self.taints)}" if self.taints else ""
@@ -84,7 +92,7 @@ def render_cloud_init(bootstrap: NodeBootstrap) -> str:
     files = [
         (NRI_PATH, NRI_CONF, "0644"),
         (MEMLOCK_PATH, MEMLOCK_CONF, "0644"),
-        (IB_CORE_PATH, IB_CORE_CONF, "0644"),
+        (IB_CORE_PATH, IB_CORE_CONF if bootstrap.rdma_netns == "shared" else IB_CORE_EXCLUSIVE_CONF, "0644"),
         (NETWORKD_PATH, NETWORKD_CONF, "0644"),
         (BOOTSTRAP_PATH, BOOTSTRAP_SH, "0755"),
     ]
@@ -97,7 +105,9 @@ def render_cloud_init(bootstrap: NodeBootstrap) -> str:
             # Persist netns_mode in the initramfs (ib_core loads early) and apply it to this boot too,
             # before the kubelet creates any pod namespace.
             ["update-initramfs", "-u"],
-            ["sh", "-c", "rdma system set netns shared || true"],
+            # rdma(8): the mode can change only while no other network namespace exists; the initramfs
+            # copy applies it from the next boot on.
+            ["sh", "-c", f"rdma system set netns {bootstrap.rdma_netns} || true"],
             ["systemctl", "restart", "systemd-networkd"],
             # CRI-O reads its drop-ins when it starts; an image that already runs it must restart it.
             ["sh", "-c", "if systemctl is-active --quiet crio; then systemctl restart crio; fi"],

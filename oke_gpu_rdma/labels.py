@@ -13,6 +13,11 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 # Which of this stack's node pools a node belongs to.
 POOL_LABEL = "oke-gpu-rdma/node-pool"
 
+# Pools that get their rails from SR-IOV VFs carry this label; the DRA drivers stay off their nodes and,
+# when DRA pools share their shape, the SR-IOV node policies select on it.
+RDMA_PATH_LABEL = "oke-gpu-rdma/rdma-path"
+RDMA_PATH_SRIOV = "sriov"
+
 # Pod Security admission (https://kubernetes.io/docs/concepts/security/pod-security-admission/): the
 # namespace label that enforces a level. DRANET pods need no privileges (seed 000 ran every RDMA pod
 # under baseline: the nodes set unlimited memlock, so no IPC_LOCK).

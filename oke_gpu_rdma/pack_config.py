@@ -52,6 +52,15 @@ class PolicyName(StrEnum):
     OKE_PROFILE_CLAIMS = "dranet-oke-profile-claims"
     DEVICE_PLUGIN_OFF = "gpu-device-plugin-off"
     BASELINE = "rdma-workloads-baseline"
+    SRIOV_RDMA_QOS = "sriov-rdma-qos"
+    SRIOV_RDMA_CNI_MODE = "sriov-rdma-cni-mode"
+    SRIOV_NODE_POLICY_LIMITS = "sriov-node-policy-limits"
+    SRIOV_ROOT_DEVICES = "sriov-rail-root-devices"
+    SRIOV_RESOURCE_PER_RAIL = "sriov-resource-per-rail"
+    SRIOV_NETWORK_REFERENCES = "sriov-network-references"
+    SRIOV_VF_POOL_RANGE = "sriov-vf-pool-range"
+    SRIOV_DRA_DISJOINT = "sriov-dra-disjoint"
+    SRIOV_PODS_ALL_RAILS = "sriov-pods-all-rails"
 
 
 Level = Literal["advisory", "mandatory", "remediate", "disabled"]
@@ -67,7 +76,20 @@ DEFAULT_LEVELS: Final[dict[PolicyName, Level]] = {
     PolicyName.OKE_PROFILE_CLAIMS: "mandatory",
     PolicyName.DEVICE_PLUGIN_OFF: "mandatory",
     PolicyName.BASELINE: "advisory",
+    PolicyName.SRIOV_RDMA_QOS: "mandatory",
+    PolicyName.SRIOV_RDMA_CNI_MODE: "mandatory",
+    PolicyName.SRIOV_NODE_POLICY_LIMITS: "mandatory",
+    PolicyName.SRIOV_ROOT_DEVICES: "mandatory",
+    PolicyName.SRIOV_RESOURCE_PER_RAIL: "mandatory",
+    PolicyName.SRIOV_NETWORK_REFERENCES: "mandatory",
+    PolicyName.SRIOV_VF_POOL_RANGE: "mandatory",
+    PolicyName.SRIOV_DRA_DISJOINT: "mandatory",
+    PolicyName.SRIOV_PODS_ALL_RAILS: "advisory",
 }
+
+# Keys two sections share (the child range and the VF pool avoid the same referenced ranges).
+OCA_RDMA_NETWORK_KEY: Final = "ocaRdmaNetwork"
+EXISTING_CIDRS_KEY: Final = "existingCidrs"
 
 CIDR_PATTERN: Final = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"
 
@@ -175,13 +197,13 @@ class ChildRangeSettings(PolicySettings):
 
     oca_rdma_network: Cidr = Field(
         DEFAULT_OCA_RDMA_NETWORK,
-        alias="ocaRdmaNetwork",
+        alias=OCA_RDMA_NETWORK_KEY,
         description="The RDMA network Oracle Cloud Agent configures on the rails (its default "
         "10.224.0.0/12); the DRANET child range must not overlap it.",
     )
     existing_cidrs: tuple[NamedCidr, ...] = Field(
         (),
-        alias="existingCidrs",
+        alias=EXISTING_CIDRS_KEY,
         description="CIDRs the stack does not declare but the child range must avoid: an existing VCN and "
         "its subnets, an existing cluster's pods and services CIDRs, peered networks.",
     )
@@ -228,9 +250,28 @@ class ClaimsSettings(PolicySettings):
         return {name: self.topology(self.shape_topologies, name) for name in self.shape_topologies}
 
 
+class VfPoolSettings(PolicySettings):
+    """sriov-vf-pool-range: the ranges the stack references but does not declare (as for the child range)."""
+
+    policy: ClassVar[PolicyName] = PolicyName.SRIOV_VF_POOL_RANGE
+
+    oca_rdma_network: Cidr = Field(
+        DEFAULT_OCA_RDMA_NETWORK,
+        alias=OCA_RDMA_NETWORK_KEY,
+        description="The RDMA network Oracle Cloud Agent configures on the rails; the VF pool must not overlap it.",
+    )
+    existing_cidrs: tuple[NamedCidr, ...] = Field(
+        (),
+        alias=EXISTING_CIDRS_KEY,
+        description="CIDRs the stack does not declare but the VF pool must avoid: an existing VCN and its "
+        "subnets, an existing cluster's pods and services CIDRs, peered networks.",
+    )
+
+
 SETTINGS: Final[dict[PolicyName, type[PolicySettings]]] = {
     PolicyName.CHILD_RANGE: ChildRangeSettings,
     PolicyName.CLAIMS_ALIGNED: ClaimsSettings,
+    PolicyName.SRIOV_VF_POOL_RANGE: VfPoolSettings,
 }
 
 
@@ -268,12 +309,17 @@ class PackConfig(BaseModel):
 
     child_range: ChildRangeSettings
     claims: ClaimsSettings
+    vf_pool: VfPoolSettings | None = None
+    """Written for stacks with SR-IOV pools only."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        sections = {
             PolicyName.CHILD_RANGE.value: self.child_range.properties(),
             PolicyName.CLAIMS_ALIGNED.value: self.claims.properties(),
         }
+        if self.vf_pool is not None:
+            sections[PolicyName.SRIOV_VF_POOL_RANGE.value] = self.vf_pool.properties()
+        return sections
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"

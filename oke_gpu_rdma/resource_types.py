@@ -27,6 +27,14 @@ HELM_CHART_V4: Final = "kubernetes:helm.sh/v4:Chart"
 HELM_TYPES: Final = (HELM_RELEASE, HELM_CHART_V4, HELM_CHART_V3)
 DRA_GROUP_PREFIX: Final = "kubernetes:resource.k8s.io/"
 
+# The SR-IOV path: NVIDIA Network Operator, SR-IOV Network Operator, NVIDIA IPAM, Multus (custom resources).
+NIC_CLUSTER_POLICY: Final = "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy"
+IP_POOL: Final = "kubernetes:nv-ipam.nvidia.com/v1alpha1:IPPool"
+SRIOV_NODE_POLICY: Final = "kubernetes:sriovnetwork.openshift.io/v1:SriovNetworkNodePolicy"
+SRIOV_NETWORK: Final = "kubernetes:sriovnetwork.openshift.io/v1:SriovNetwork"
+SRIOV_POOL_CONFIG: Final = "kubernetes:sriovnetwork.openshift.io/v1:SriovNetworkPoolConfig"
+NETWORK_ATTACHMENT: Final = "kubernetes:k8s.cni.cncf.io/v1:NetworkAttachmentDefinition"
+
 # This program's components (type oke-gpu-rdma:index:<Name>).
 _COMPONENT: Final = "oke-gpu-rdma:index:"
 NETWORK_COMPONENT: Final = _COMPONENT + "Network"
@@ -39,3 +47,6 @@ GPU_OPERATOR_COMPONENT: Final = _COMPONENT + "GpuOperator"
 WORKLOAD_NAMESPACE_COMPONENT: Final = _COMPONENT + "RdmaWorkloadNamespace"
 CLAIM_TEMPLATES_COMPONENT: Final = _COMPONENT + "GpuRailClaimTemplates"
 ACCEPTANCE_JOBS_COMPONENT: Final = _COMPONENT + "AcceptanceJobs"
+NETWORK_OPERATOR_COMPONENT: Final = _COMPONENT + "NetworkOperator"
+SRIOV_NETWORKS_COMPONENT: Final = _COMPONENT + "SriovRailNetworks"
+SRIOV_ACCEPTANCE_COMPONENT: Final = _COMPONENT + "SriovAcceptanceJobs"

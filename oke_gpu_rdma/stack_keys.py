@@ -16,6 +16,10 @@ NODE_POOL_SHAPE: Final = "nodePools[].shape"
 DRANET_CHILD_RANGE: Final = "dranet.childRange"
 SHAPE_TOPOLOGIES: Final = "shapeTopologies"
 CLAIM_TEMPLATES: Final = "workloads.claimTemplates"
+NODE_POOL_RDMA: Final = "nodePools[].rdma"
+NODE_POOL_SRIOV: Final = "nodePools[].sriov"
+NETWORK_OPERATOR_RDMA_MODE: Final = "networkOperator.rdmaMode"
+VF_POOL_SUBNET: Final = "networkOperator.vfPool.subnet"
 
 ALL: Final = (
     GPU_DRIVER_ENABLED,
@@ -24,6 +28,10 @@ ALL: Final = (
     DRANET_CHILD_RANGE,
     SHAPE_TOPOLOGIES,
     CLAIM_TEMPLATES,
+    NODE_POOL_RDMA,
+    NODE_POOL_SRIOV,
+    NETWORK_OPERATOR_RDMA_MODE,
+    VF_POOL_SUBNET,
 )
 
 

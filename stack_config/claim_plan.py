@@ -161,6 +161,8 @@ def _topology_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 
 
 def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    if not config.dra_pools:
+        return  # SR-IOV pools only: the acceptance jobs use VFs, not claim templates
     jobs = config.workloads.acceptance_jobs
     names = [t.name for t in config.workloads.claim_templates]
     if jobs.enabled and jobs.rail_bandwidth and not emits_rails_only_template(config):

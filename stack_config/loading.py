@@ -19,6 +19,7 @@ from . import address_plan, placement
 from .claim_plan import ClaimPlan, plan_claims
 from .model import PROJECT, StackConfig, config_keys
 from .problems import ConfigError, ConfigProblem
+from .sriov_plan import SriovPlan, plan_sriov
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Stack:
 
     config: StackConfig
     claims: ClaimPlan
+    sriov: SriovPlan | None = None
+    """The SR-IOV objects of the stack's rdma: sriov pools (None without such pools)."""
 
 
 def _path(loc: Sequence[int | str]) -> str:
@@ -71,10 +74,16 @@ def load_stack(raw: Mapping[str, Any], source: str, region: str | None) -> Stack
     except pydantic.ValidationError as err:
         raise ConfigError(source, _problems_from_pydantic(err)) from None
     claims = plan_claims(config)
-    found = address_plan.problems(config) + placement.problems(config, region) + list(claims.problems)
+    sriov, sriov_problems = plan_sriov(config)
+    found = (
+        address_plan.problems(config)
+        + placement.problems(config, region)
+        + list(claims.problems)
+        + sriov_problems
+    )
     if found:
         raise ConfigError(source, found)
-    return Stack(config, claims)
+    return Stack(config, claims, sriov)
 
 
 def parse_stack_config(raw: Mapping[str, Any], source: str, region: str | None) -> StackConfig:

@@ -9,7 +9,7 @@ Components receive the validated objects, never raw dictionaries.
 from __future__ import annotations
 
 import re
-from ipaddress import IPv4Network
+from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, model_validator
@@ -17,7 +17,8 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from oke_gpu_rdma import charts
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
-from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL
+from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, RDMA_PATH_LABEL
+from oke_gpu_rdma.sriov import MAX_VFS_PER_PF, RdmaMode, RdmaPath
 from oke_gpu_rdma.topology import DEFAULT_SHAPE, SHAPES
 
 PROJECT = "oke-gpu-rdma"
@@ -295,6 +296,34 @@ class NodeCycling(_Model):
         return self
 
 
+class SriovPoolConfig(_Model):
+    """How an SR-IOV pool's rails become VFs (seed 001)."""
+
+    vfs_per_pf: StrictInt = Field(
+        2,
+        ge=1,
+        le=MAX_VFS_PER_PF,
+        alias="vfsPerPf",
+        description="VFs per rail PF (numVfs): 1 for one RDMA pod per node, 2 for two (Oracle Cloud allows at most 2).",
+    )
+    resource_per_rail: bool = Field(
+        True,
+        alias="resourcePerRail",
+        description="One node policy, network and resource per rail (rdma-vf-0 ... rdma-vf-15); false: one "
+        "resource rdma-vf over every rail, only with vfsPerPf 1.",
+    )
+
+    @model_validator(mode="after")
+    def _per_rail_with_two_vfs(self) -> SriovPoolConfig:
+        if self.vfs_per_pf > 1 and not self.resource_per_rail:
+            raise ValueError(
+                f"vfsPerPf {self.vfs_per_pf} needs resourcePerRail: true: one resource over "
+                f"{self.vfs_per_pf * 16} VFs lets the kubelet give a pod both VFs of some rails and none of others "
+                "(seed 001: pods got 2 VFs on 4 or 5 rails and none on 4 or 5 others); set resourcePerRail: true"
+            )
+        return self
+
+
 class NodePoolConfig(_Model):
     """One OKE managed node pool of RDMA GPU nodes inside a compute cluster."""
 
@@ -322,6 +351,35 @@ class NodePoolConfig(_Model):
     ssh_public_key: str | None = Field(
         None, alias="sshPublicKey", description="Public key for the node user."
     )
+    rdma: RdmaPath = Field(
+        RdmaPath.DRANET,
+        description="Where pods get the rails: dranet (DRA claims, GPUs from the GPU DRA driver) or sriov (one VF "
+        "per rail per pod from the NVIDIA Network Operator, GPUs from the GPU Operator's device plugin).",
+    )
+    sriov: SriovPoolConfig | None = Field(
+        None,
+        description="SR-IOV settings of a pool with rdma: sriov (defaults: 2 VFs per PF, a resource per rail).",
+    )
+
+    @property
+    def sriov_settings(self) -> SriovPoolConfig | None:
+        """The pool's SR-IOV settings when it is an SR-IOV pool (defaults when the block is omitted)."""
+        if self.rdma is not RdmaPath.SRIOV:
+            return None
+        return self.sriov or SriovPoolConfig()
+
+    @model_validator(mode="after")
+    def _one_rdma_path(self) -> NodePoolConfig:
+        if self.sriov is not None and self.rdma is not RdmaPath.SRIOV:
+            raise ValueError(
+                f"asks for both RDMA paths: rdma is {self.rdma} but an sriov block is set. A pool uses either "
+                "DRANET or SR-IOV, never both: DRANET's oke-rdma profile needs the shared RDMA mode and the GPU "
+                "DRA driver, and the GPU DRA driver cannot run beside the device plugin that SR-IOV pods get "
+                "their GPUs from. Set rdma: sriov, or remove the sriov block"
+            )
+        if RDMA_PATH_LABEL in self.labels:
+            raise ValueError(f"label {RDMA_PATH_LABEL} is set from rdma; remove it from labels")
+        return self
 
     @model_validator(mode="after")
     def _placement(self) -> NodePoolConfig:
@@ -332,8 +390,8 @@ class NodePoolConfig(_Model):
             )
         if DEVICE_PLUGIN_LABEL in self.labels:
             raise ValueError(
-                f"label {DEVICE_PLUGIN_LABEL} is set from gpuDriver.enabled (false on every pool when the GPU "
-                "DRA driver is on); remove it from labels"
+                f"label {DEVICE_PLUGIN_LABEL} is set from gpuDriver.enabled (false on every rdma: dranet pool "
+                "when the GPU DRA driver is on); remove it from labels"
             )
         for key, value in self.labels.items():
             if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value) or len(value) > 63:
@@ -398,6 +456,66 @@ class GpuOperatorConfig(_Model):
     namespace: DnsLabel = Field(
         charts.GPU_OPERATOR_NAMESPACE, description="Namespace of the operator (created)."
     )
+
+
+class VfPoolConfig(_Model):
+    """The NVIDIA IPAM IPPool the VFs get their addresses from (seed 001 ip-pool.yaml)."""
+
+    name: DnsLabel = Field("sriov-pool", description="IPPool name; every SriovNetwork's ipam names it.")
+    subnet: Cidr = Field(
+        cidr.DEFAULT_VF_POOL,
+        description="VF address range; must overlap no VCN, subnet, pods or services CIDR, the OCA RDMA "
+        "network or the DRANET child range.",
+    )
+    gateway: IPv4Address | None = Field(
+        IPv4Address("192.168.0.1"), description="Gateway of the pool, inside subnet (null: none)."
+    )
+    per_node_block_size: StrictInt = Field(
+        100, ge=2, alias="perNodeBlockSize", description="Addresses NVIDIA IPAM gives each node."
+    )
+
+    @model_validator(mode="after")
+    def _gateway_inside(self) -> VfPoolConfig:
+        if self.gateway is not None and (
+            self.gateway not in self.subnet
+            or self.gateway in (self.subnet.network_address, self.subnet.broadcast_address)
+        ):
+            raise ValueError(f"gateway {self.gateway} is not a host address of subnet {self.subnet}")
+        if self.per_node_block_size > self.subnet.num_addresses:
+            raise ValueError(
+                f"perNodeBlockSize {self.per_node_block_size} is larger than subnet {self.subnet} "
+                f"({self.subnet.num_addresses} addresses)"
+            )
+        return self
+
+
+class NetworkOperatorConfig(_Model):
+    """The NVIDIA Network Operator for pools with rdma: sriov (deployed only when a pool has it)."""
+
+    chart_version: str = Field(
+        charts.NETWORK_OPERATOR_DEFAULT_VERSION,
+        alias="chartVersion",
+        description="network-operator chart version; the NicClusterPolicy images use network-operator-v<version>.",
+    )
+    namespace: DnsLabel = Field(charts.NETWORK_OPERATOR_NAMESPACE, description="Namespace of the operator.")
+    deploy_nfd: bool = Field(
+        False,
+        alias="deployNfd",
+        description="Deploy the chart's Node Feature Discovery (off: the cluster already runs NFD, e.g. the GPU "
+        "Operator's).",
+    )
+    rdma_mode: RdmaMode = Field(
+        "shared",
+        alias="rdmaMode",
+        description="RDMA namespace mode of the SR-IOV pools: shared (no RDMA CNI) or exclusive (netns_mode=0 "
+        "on the nodes, the RDMA CNI with rdmaQoS in every network).",
+    )
+    network_namespace: DnsLabel = Field(
+        "default",
+        alias="networkNamespace",
+        description="Namespace of the NetworkAttachmentDefinitions, i.e. of the pods that use the VFs.",
+    )
+    vf_pool: VfPoolConfig = Field(default_factory=lambda: VfPoolConfig(), alias="vfPool")
 
 
 class ClaimTemplateConfig(_Model):
@@ -485,6 +603,9 @@ class StackConfig(_Model):
     node_pools: list[NodePoolConfig] = Field(alias="nodePools", min_length=1)
     dranet: DranetConfig = Field(default_factory=lambda: DranetConfig())
     gpu_driver: GpuDriverConfig = Field(default_factory=lambda: GpuDriverConfig(), alias="gpuDriver")
+    network_operator: NetworkOperatorConfig = Field(
+        default_factory=lambda: NetworkOperatorConfig(), alias="networkOperator"
+    )
     workloads: WorkloadsConfig = Field(default_factory=lambda: WorkloadsConfig())
     shape_topologies: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
@@ -526,6 +647,14 @@ class StackConfig(_Model):
         if duplicates:
             raise ValueError(f"node pool names must be unique; repeated: {', '.join(duplicates)}")
         return self
+
+    @property
+    def sriov_pools(self) -> list[NodePoolConfig]:
+        return [p for p in self.node_pools if p.rdma is RdmaPath.SRIOV]
+
+    @property
+    def dra_pools(self) -> list[NodePoolConfig]:
+        return [p for p in self.node_pools if p.rdma is RdmaPath.DRANET]
 
 
 def config_keys() -> dict[str, bool]:

@@ -10,7 +10,7 @@ and writes it to `rendered/<stack>/` for CI's
 
 from __future__ import annotations
 
-from oke_gpu_rdma.pack_config import ChildRangeSettings, ClaimsSettings, NamedCidr, PackConfig
+from oke_gpu_rdma.pack_config import ChildRangeSettings, ClaimsSettings, NamedCidr, PackConfig, VfPoolSettings
 
 from . import address_plan
 from .model import StackConfig
@@ -26,12 +26,16 @@ def policy_pack_config(config: StackConfig) -> PackConfig:
         for r in address_plan.plan_ranges(config)
         if not r.declared and r.role is not address_plan.Role.OCA_RDMA_NETWORK
     ]
+    existing_cidrs = tuple(NamedCidr(name=r.label, cidr=r.network) for r in existing)
     return PackConfig(
         child_range=ChildRangeSettings(
             oca_rdma_network=config.network.rdma_cidr,
-            existing_cidrs=tuple(NamedCidr(name=r.label, cidr=r.network) for r in existing),
+            existing_cidrs=existing_cidrs,
             worker_subnet_cidrs=(address_plan.worker_range(config).network,),
         ),
+        vf_pool=VfPoolSettings(oca_rdma_network=config.network.rdma_cidr, existing_cidrs=existing_cidrs)
+        if config.sriov_pools
+        else None,
         claims=ClaimsSettings(
             shape=config.node_pools[0].shape,
             shape_topologies={k: dict(v) for k, v in config.shape_topologies.items()},

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma import charts, labels, pack_config, stack_keys
+from oke_gpu_rdma import charts, labels, pack_config, sriov, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from stack_config.model import StackConfig
 
@@ -56,6 +56,12 @@ SHARED = {
     charts.NVIDIA_GPU_CHART_NAME: "oke_gpu_rdma/charts.py",
     labels.POD_SECURITY_ENFORCE_LABEL: "oke_gpu_rdma/labels.py",
     NVIDIA_GPU_RESOURCE: "oke_gpu_rdma/attributes.py",
+    charts.NETWORK_OPERATOR_NAMESPACE: "oke_gpu_rdma/charts.py",
+    labels.RDMA_PATH_LABEL: "oke_gpu_rdma/labels.py",
+    sriov.RDMA_QOS_KEY: "oke_gpu_rdma/sriov.py",
+    sriov.NETWORKS_ANNOTATION: "oke_gpu_rdma/sriov.py",
+    sriov.RESOURCE_BASE: "oke_gpu_rdma/sriov.py",
+    sriov.NV_IPAM_TYPE: "oke_gpu_rdma/sriov.py",
 }
 
 

@@ -19,6 +19,15 @@ from . import (
     gpu_rail_claims,
     nccl_gid_index,
     rdma_workloads_baseline,
+    sriov_dra_disjoint,
+    sriov_network_references,
+    sriov_node_policy_limits,
+    sriov_pods_all_rails,
+    sriov_rail_root_devices,
+    sriov_rdma_cni_mode,
+    sriov_rdma_qos,
+    sriov_resource_per_rail,
+    sriov_vf_pool_range,
 )
 
 PACK_NAME: Final = "oke-gpu-rdma"
@@ -26,7 +35,8 @@ PACK_NAME: Final = "oke-gpu-rdma"
 SDK_VERSION: Final = "0.0.1"
 DESCRIPTION: Final = (
     "RDMA GPU clusters on OKE with DRA: DRANET child range, GPU/rail claim alignment, "
-    "no device-plugin GPUs next to DRA rails, DRANET oke-rdma profile rules."
+    "no device-plugin GPUs next to DRA rails, DRANET oke-rdma profile rules; with SR-IOV VFs: rdmaQoS, "
+    "RDMA CNI mode, VF limits and rail PFs, a resource per rail, network references, the VF pool."
 )
 
 POLICIES: Final[list[Policy]] = [
@@ -37,6 +47,15 @@ POLICIES: Final[list[Policy]] = [
     dranet_profile_claims.policy,
     gpu_device_plugin_off.policy,
     rdma_workloads_baseline.policy,
+    sriov_rdma_qos.policy,
+    sriov_rdma_cni_mode.policy,
+    sriov_node_policy_limits.policy,
+    sriov_rail_root_devices.policy,
+    sriov_resource_per_rail.policy,
+    sriov_network_references.policy,
+    sriov_vf_pool_range.policy,
+    sriov_dra_disjoint.policy,
+    sriov_pods_all_rails.policy,
 ]
 
 

@@ -150,7 +150,7 @@ def deployments(view: StackView, rep: Reporter) -> list[Deployment]:
     return found
 
 
-def _ranges(view: StackView, rep: Reporter) -> Iterator[NamedRange]:
+def stack_ranges(view: StackView, rep: Reporter) -> Iterator[NamedRange]:
     """Every range of the stack the child range must not touch."""
 
     def parse(value: Any, label: str, what: str) -> Iterator[NamedRange]:
@@ -224,7 +224,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     if not deps:
         rep.finish()
         return
-    plan = list(_ranges(view, rep))
+    plan = list(stack_ranges(view, rep))
     plan.append(NamedRange(f"the OCA RDMA network (pack config {OCA_KEY})", conf.oca_rdma_network))
     plan += [NamedRange(f"{r.name} (pack config {EXISTING_KEY})", r.cidr) for r in conf.existing_cidrs]
     workers = _worker_subnets(view, conf, rep)

@@ -22,10 +22,10 @@ from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, INSTANCE
 from oke_gpu_rdma.pack_config import PolicyName
 
 from . import settings
-from .kube import Res, helm_chart_is, pod_specs
+from .kube import Res, helm_chart_is, node_terms_match, pod_specs, required_node_terms
 from .report import Reporter
-from .stack import StackView
-from .values import UNKNOWN, as_list, as_map, dig
+from .stack import StackView, node_pool_labels
+from .values import UNKNOWN, as_list, dig
 
 _DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GPU_CHART_NAMES)) + ")[:@]?")
 
@@ -40,10 +40,15 @@ def _drivers(view: StackView, rep: Reporter) -> list[tuple[Res, Any]]:
 
             def read_release(res: Res = res) -> None:
                 values = res.props.get("values")
-                selector = (
-                    UNKNOWN if values is UNKNOWN else dig(values, "kubeletPlugin.nodeSelector", "values")
-                )
-                found.append((res, selector))
+                if values is UNKNOWN:
+                    found.append((res, UNKNOWN))
+                    return
+                terms = required_node_terms(dig(values, "kubeletPlugin.affinity", "values"))
+                if terms is UNKNOWN:
+                    found.append((res, UNKNOWN))
+                    return
+                selector = dig(values, "kubeletPlugin.nodeSelector", "values")
+                found.append((res, selector if not terms else (selector, terms)))
 
             rep.guard(f"Helm release {res.name}", res.urn, read_release)
     for res in view.of_type(resource_types.DAEMONSET):
@@ -64,21 +69,6 @@ def _drivers(view: StackView, rep: Reporter) -> list[tuple[Res, Any]]:
     return found
 
 
-def _pool_labels(pool: Res) -> dict[str, Any] | Any:
-    items = pool.props.get("initialNodeLabels")
-    if items is UNKNOWN:
-        return UNKNOWN
-    labels: dict[str, Any] = {INSTANCE_TYPE_LABEL: pool.props.get("nodeShape")}
-    for i, item in enumerate(as_list(items, "initialNodeLabels")):
-        if item is UNKNOWN:
-            return UNKNOWN
-        item = as_map(item, f"initialNodeLabels[{i}]")
-        if item.get("key") is UNKNOWN:
-            return UNKNOWN
-        labels[str(item.get("key"))] = item.get("value")
-    return labels
-
-
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     rep = Reporter(report_violation)
     view = StackView.of(args)
@@ -87,13 +77,16 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         rep.finish()
         return
     for pool in view.gpu_node_pools():
-        labels = rep.guard(f"node pool {pool.name}", pool.urn, partial(_pool_labels, pool))
+        labels = rep.guard(f"node pool {pool.name}", pool.urn, partial(node_pool_labels, pool))
         if labels is None:
             continue
         if labels is UNKNOWN:
             rep.unchecked(f"node pool {pool.name}: initialNodeLabels unknown until apply")
             continue
-        for driver, selector in drivers:
+        for driver, selection in drivers:
+            selector, terms = selection if isinstance(selection, tuple) else (selection, None)
+            if terms is not None and not node_terms_match(labels, terms):
+                continue
             if selector is UNKNOWN:
                 rep.unchecked(f"{driver.kind} {driver.name}: nodeSelector unknown until apply")
                 continue
@@ -115,7 +108,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             if value == DEVICE_PLUGIN_OFF:
                 continue
             shown = "is missing" if value is None else f"is {value!r}"
-            chosen = ", ".join(f"{k}={v}" for k, v in wanted.items()) or "every node"
+            chosen = ", ".join(f"{k}={v}" for k, v in wanted.items()) or (
+                "nodes by affinity" if terms else "every node"
+            )
             rep.violation(
                 f"node pool {pool.name} ({labels.get(INSTANCE_TYPE_LABEL)}) gets GPUs from the NVIDIA DRA driver "
                 f"({driver.kind} {driver.name} selects {chosen}) but its initial node label "

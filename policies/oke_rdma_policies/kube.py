@@ -380,3 +380,49 @@ def gpu_count(container: Mapping[str, Any], path: str) -> Any:
     if found is not None and not isinstance(found, int | float):
         raise PropertyTypeError(f"{path}.resources.limits.{GPU_RESOURCE}", "a whole number", found)
     return found
+
+
+def required_node_terms(affinity: Any) -> Any:
+    """The required nodeSelectorTerms of a pod `affinity` ([] without any; UNKNOWN if unknown)."""
+    terms = dig(affinity, "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms")
+    if terms is UNKNOWN:
+        return UNKNOWN
+    return as_list(
+        terms, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    )
+
+
+def node_terms_match(labels: Mapping[str, Any], terms: list[Any]) -> bool:
+    """Whether a node with ``labels`` satisfies one of ``terms`` (ORed; expressions within a term ANDed).
+
+    Operators as the scheduler reads them (kubernetes/kubernetes
+    staging/src/k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go): In, NotIn,
+    Exists, DoesNotExist; Gt/Lt compare integers.
+    """
+    for term in terms:
+        expressions = as_list(dig(term, "matchExpressions"), "nodeSelectorTerms[].matchExpressions")
+        if all(_expression_matches(labels, as_map(e, "matchExpressions[]")) for e in expressions):
+            return True
+    return not terms
+
+
+def _expression_matches(labels: Mapping[str, Any], expression: Mapping[str, Any]) -> bool:
+    key, operator = expression.get("key"), expression.get("operator")
+    values = [str(v) for v in as_list(expression.get("values"), "matchExpressions[].values")]
+    present = key in labels
+    value = str(labels.get(key)) if present else None
+    if operator == "In":
+        return present and value in values
+    if operator == "NotIn":
+        return not present or value not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and values:
+        try:
+            left, right = int(str(value)), int(values[0])
+        except ValueError:
+            return False
+        return left > right if operator == "Gt" else left < right
+    return False

@@ -10,6 +10,7 @@ from typing import Any
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
 from oke_gpu_rdma.topology import SHAPES
 
 from .kube import (
@@ -25,7 +26,7 @@ from .kube import (
     resource_claim_spec,
 )
 from .report import Reporter
-from .values import UNKNOWN, PropertyTypeError
+from .values import UNKNOWN, PropertyTypeError, as_list, as_map
 
 
 def from_resource_args(args: ResourceValidationArgs) -> Res:
@@ -152,6 +153,25 @@ class StackView:
                 if names:
                     rails.append((resolved, claim, names))
         return rails, notes
+
+
+def node_pool_labels(pool: Res) -> dict[str, Any] | Any:
+    """The labels a node pool's nodes start with: its initial node labels and the instance type (its shape).
+
+    UNKNOWN when they are unknown until apply; PropertyTypeError for a malformed label list.
+    """
+    items = pool.props.get("initialNodeLabels")
+    if items is UNKNOWN:
+        return UNKNOWN
+    labels: dict[str, Any] = {INSTANCE_TYPE_LABEL: pool.props.get("nodeShape")}
+    for i, item in enumerate(as_list(items, "initialNodeLabels")):
+        if item is UNKNOWN:
+            return UNKNOWN
+        item = as_map(item, f"initialNodeLabels[{i}]")
+        if item.get("key") is UNKNOWN:
+            return UNKNOWN
+        labels[str(item.get("key"))] = item.get("value")
+    return labels
 
 
 def labels_of(res: Res) -> Mapping[str, Any] | Any:

@@ -8,6 +8,7 @@ unknowns as the engine's sentinel) sent to the SDK servicer the CLI talks to
 
 from __future__ import annotations
 
+import base64
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,8 +23,9 @@ from tools.policy_check import Finding, analyze_resources
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oke_gpu_rdma"))
 
 import seed_claims
+import seed_sriov
 
-__all__ = ["seed_claims"]
+__all__ = ["seed_claims", "seed_sriov"]
 
 # What the engine sends for a value unknown during preview (pulumi_policy.proxy.UNKNOWN_STRING_VALUE).
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -253,3 +255,36 @@ def aligned_mpijob() -> dict[str, Any]:
     worker["resourceClaims"] = [{"name": "gpus-rails", "resourceClaimTemplateName": "aligned-4gpu-8rails-a"}]
     worker["containers"][0]["resources"] = {"claims": [{"name": "gpus-rails"}]}
     return job
+
+
+# --- the SR-IOV cluster of seed 001 -----------------------------------------------------------------------
+
+
+def sriov_pool(
+    netns_mode: int = 1, labels: dict[str, str] | None = None, name: str = "gpu-b4-vf"
+) -> RecordedResource:
+    """A BM.GPU.B4.8 pool whose cloud-init sets ib_core netns_mode (1 shared, 0 exclusive); device plugin on."""
+    user_data = base64.b64encode(
+        f"#cloud-config\n# options ib_core netns_mode={netns_mode}\n".encode()
+    ).decode()
+    items = [{"key": k, "value": v} for k, v in {"oke-gpu-rdma/node-pool": name, **(labels or {})}.items()]
+    return resource(
+        "oci:ContainerEngine/nodePool:NodePool",
+        name,
+        {"nodeShape": "BM.GPU.B4.8", "initialNodeLabels": items, "nodeMetadata": {"user_data": user_data}},
+    )
+
+
+def seed_sriov_final(
+    netns_mode: int = 1, networks: list[dict[str, Any]] | None = None
+) -> list[RecordedResource]:
+    """Seed 001's final design: the IPPool, 16 per-rail node policies (2 VFs) and 16 networks, on one pool."""
+    objects = [
+        seed_sriov.ip_pool,
+        *seed_sriov.node_policies_per_rail,
+        *(networks or seed_sriov.networks_per_rail),
+    ]
+    return [
+        sriov_pool(netns_mode),
+        *(k8s(o, f"{o['kind'].lower()}-{o['metadata']['name']}") for o in objects),
+    ]

@@ -28,3 +28,15 @@ def test_created_ranges_reach_the_pack_as_resources_not_config() -> None:
     pack = policy_pack_config(parse_stack_config(raw_config("full"), "full", EXAMPLE_REGION)).to_dict()
     assert pack["dranet-child-range"]["existingCidrs"] == []
     assert pack["dranet-child-range"]["workerSubnetCidrs"] == ["10.140.64.0/19"]
+
+
+def test_sriov_stack_hands_the_vf_pool_policy_the_same_referenced_ranges() -> None:
+    pack = policy_pack_config(parse_stack_config(raw_config("sriov"), "sriov", EXAMPLE_REGION)).to_dict()
+    assert pack["sriov-vf-pool-range"] == {
+        "ocaRdmaNetwork": "10.224.0.0/12",
+        "existingCidrs": pack["dranet-child-range"]["existingCidrs"],
+    }
+    assert (
+        "sriov-vf-pool-range"
+        not in policy_pack_config(parse_stack_config(raw_config("dev"), "dev", EXAMPLE_REGION)).to_dict()
+    )

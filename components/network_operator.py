@@ -1,0 +1,235 @@
+"""The SR-IOV path: the NVIDIA Network Operator (Helm), its NicClusterPolicy, the VF address pool, and the
+per-rail SR-IOV node policies and networks (seed 001).
+
+Order on a first `pulumi up`, and why each step waits for the one before:
+
+1. The `network-operator` Helm release installs the operator, the SR-IOV Network Operator and their CRDs
+   (NicClusterPolicy, SriovNetworkNodePolicy, SriovNetwork, SriovNetworkPoolConfig); a Release waits
+   until its resources are ready.
+2. The NicClusterPolicy makes the operator deploy Multus, the CNI plugins and NVIDIA IPAM. The IPPool
+   CRD is *not* in the chart: the operator applies it from its `state-nv-ipam-cni` manifests while it
+   reconciles the policy (Mellanox/network-operator `manifests/state-nv-ipam-cni/
+   005-nv-ipam.nvidia.com_ippools.yaml`). So the policy carries pulumi-kubernetes' `pulumi.com/waitFor`
+   annotation on `.status.state` = `ready` (the operator sets it once every state, nv-ipam's included,
+   is applied and ready; `api/v1alpha1/nicclusterpolicy_types.go` `StateReady`), and the IPPool
+   depends on the policy: Pulumi creates the IPPool only after its kind exists, instead of failing
+   with "no matches for kind IPPool" or sleeping for a guessed time.
+3. Node policies and networks depend on the release (their CRDs) and the networks on the IPPool
+   they name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from oke_gpu_rdma import charts, resource_types, sriov
+from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
+from stack_config.model import NetworkOperatorConfig
+from stack_config.sriov_plan import SriovPlan
+
+from .dra_drivers import _documented
+
+NIC_CLUSTER_POLICY_NAME: Final = "nic-cluster-policy"  # the only name the operator reconciles
+POOL_CONFIG_NAME: Final = sriov.RESOURCE_BASE  # seed 001 names it after the resource
+# pulumi-kubernetes (>= 4.18) waits until this JSONPath matches before it reports the object created.
+WAIT_FOR_ANNOTATION: Final = "pulumi.com/waitFor"
+NIC_POLICY_READY: Final = "jsonpath={.status.state}=ready"
+RELEASE_TIMEOUT_SECONDS: Final = 900  # seed 001: helm --wait --timeout 15m
+READY_TIMEOUT: Final = "20m"
+# Multus was OOM-killed at its 50Mi default (seed 001, on the nodes without GPUs); the operator takes
+# per-container resources in containerResources (api/v1alpha1 ImageSpec.ContainerResources).
+MULTUS_CONTAINER: Final = "kube-multus"
+MULTUS_RESOURCES: Final[dict[str, Any]] = {
+    "name": MULTUS_CONTAINER,
+    "requests": {"cpu": "100m", "memory": "100Mi"},
+    "limits": {"cpu": "100m", "memory": "300Mi"},
+}
+# seed 001 values.yaml: the operator's own requests and limits.
+OPERATOR_RESOURCES: Final[dict[str, Any]] = {
+    "requests": {"cpu": "5m", "memory": "256Mi"},
+    "limits": {"cpu": "500m", "memory": "512Mi"},
+}
+
+
+def network_operator_values(config: NetworkOperatorConfig) -> dict[str, Any]:
+    """seed 001 values.yaml: NFD off (the cluster runs one), the SR-IOV operator on in daemon mode with
+    drains, and its `mellanox` plugin disabled so it never rewrites NIC firmware or reboots nodes (the OCI
+    image already allows 127 VFs per PF)."""
+    values = {
+        "nfd": {"enabled": config.deploy_nfd},
+        "sriovNetworkOperator": {"enabled": True},
+        charts.SRIOV_SUBCHART: {
+            "sriovOperatorConfig": {
+                "deploy": True,
+                "disableDrain": False,
+                "configurationMode": "daemon",
+                "disablePlugins": [charts.SRIOV_FIRMWARE_PLUGIN],
+            }
+        },
+        "operator": {"resources": OPERATOR_RESOURCES},
+    }
+    return _documented(values, charts.NETWORK_OPERATOR_VALUE_PATHS, charts.NETWORK_OPERATOR_CHART_NAME)
+
+
+def nic_cluster_policy_spec(config: NetworkOperatorConfig) -> dict[str, Any]:
+    """seed 001 nic-cluster-policy.yaml: Multus, CNI plugins, NVIDIA IPAM; no ofedDriver (the image has DOCA-OFED)."""
+
+    def image(name: str) -> dict[str, Any]:
+        return {
+            "image": name,
+            "repository": charts.NETWORK_OPERATOR_IMAGE_REPOSITORY,
+            "version": charts.network_operator_image_tag(config.chart_version),
+        }
+
+    return {
+        "nvIpam": {**image("nvidia-k8s-ipam"), "enableWebhook": False},
+        "secondaryNetwork": {
+            "cniPlugins": image("plugins"),
+            "multus": {**image("multus-cni"), "containerResources": [MULTUS_RESOURCES]},
+        },
+    }
+
+
+def ip_pool_spec(config: NetworkOperatorConfig) -> dict[str, Any]:
+    """seed 001 ip-pool.yaml."""
+    pool = config.vf_pool
+    spec: dict[str, Any] = {"subnet": str(pool.subnet), "perNodeBlockSize": pool.per_node_block_size}
+    if pool.gateway is not None:
+        spec["gateway"] = str(pool.gateway)
+    return spec
+
+
+def pool_config_spec(shape: str) -> dict[str, Any]:
+    """seed 001 sriov-network-pool-config.yaml: configure (and drain) one GPU node at a time."""
+    return {
+        "maxUnavailable": 1,
+        "nodeSelector": {
+            "matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [shape]}]
+        },
+    }
+
+
+@dataclass
+class NetworkOperatorArgs:
+    plan: SriovPlan
+    """The stack's SR-IOV plan (operator config, shape, node policies, networks)."""
+    provider: k8s.Provider
+    """Provider of the target cluster."""
+    node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
+    """The pools to wait for: the operator's DaemonSets and the VFs are for their nodes."""
+
+
+class NetworkOperator(pulumi.ComponentResource):
+    """The network-operator release, the NicClusterPolicy, the IPPool and the SriovNetworkPoolConfig."""
+
+    release: k8s.helm.v3.Release
+    ip_pool: k8s.apiextensions.CustomResource
+
+    def __init__(
+        self, name: str, args: NetworkOperatorArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(resource_types.NETWORK_OPERATOR_COMPONENT, name, None, opts)
+        config = args.plan.operator
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            k8s.helm.v3.ReleaseArgs(
+                name=charts.NETWORK_OPERATOR_RELEASE,
+                chart=charts.NETWORK_OPERATOR_CHART_NAME,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=charts.NETWORK_OPERATOR_REPOSITORY),
+                version=config.chart_version,
+                namespace=config.namespace,
+                create_namespace=True,
+                values=network_operator_values(config),
+                timeout=RELEASE_TIMEOUT_SECONDS,
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=list(args.node_pools))
+            ),
+        )
+        after_release = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release]))
+        nic_policy = k8s.apiextensions.CustomResource(
+            f"{name}-nic-cluster-policy",
+            api_version="mellanox.com/v1alpha1",
+            kind="NicClusterPolicy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=NIC_CLUSTER_POLICY_NAME, annotations={WAIT_FOR_ANNOTATION: NIC_POLICY_READY}
+            ),
+            spec=nic_cluster_policy_spec(config),
+            opts=pulumi.ResourceOptions.merge(
+                after_release,
+                pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=READY_TIMEOUT)),
+            ),
+        )
+        # Its CRD exists once the NicClusterPolicy is ready (module docstring).
+        self.ip_pool = k8s.apiextensions.CustomResource(
+            f"{name}-ip-pool",
+            api_version="nv-ipam.nvidia.com/v1alpha1",
+            kind="IPPool",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=config.vf_pool.name, namespace=config.namespace),
+            spec=ip_pool_spec(config),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[nic_policy])),
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-pool-config",
+            api_version="sriovnetwork.openshift.io/v1",
+            kind="SriovNetworkPoolConfig",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=POOL_CONFIG_NAME, namespace=config.namespace),
+            spec=pool_config_spec(args.plan.shape),
+            opts=after_release,
+        )
+        self.register_outputs({"releaseName": self.release.name})
+
+
+@dataclass
+class SriovRailNetworksArgs:
+    plan: SriovPlan
+    """The node policies and networks to declare."""
+    operator: NetworkOperator
+    """The operator whose CRDs and IPPool these need."""
+    provider: k8s.Provider
+    """Provider of the target cluster."""
+
+
+class SriovRailNetworks(pulumi.ComponentResource):
+    """SriovNetworkNodePolicies (VFs on the rail PFs) and SriovNetworks (a NetworkAttachmentDefinition each)."""
+
+    networks: list[str]
+    resources: dict[str, int]
+
+    def __init__(
+        self, name: str, args: SriovRailNetworksArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(resource_types.SRIOV_NETWORKS_COMPONENT, name, None, opts)
+        namespace = args.plan.operator.namespace
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        for policy in args.plan.node_policies():
+            k8s.apiextensions.CustomResource(
+                f"{name}-policy-{policy.name}",
+                api_version="sriovnetwork.openshift.io/v1",
+                kind="SriovNetworkNodePolicy",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy.name, namespace=namespace),
+                spec=policy.spec,
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[args.operator.release])
+                ),
+            )
+        for network in args.plan.networks():
+            k8s.apiextensions.CustomResource(
+                f"{name}-network-{network.name}",
+                api_version="sriovnetwork.openshift.io/v1",
+                kind="SriovNetwork",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=network.name, namespace=namespace),
+                spec=network.spec,
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[args.operator.release, args.operator.ip_pool])
+                ),
+            )
+        self.networks = [n.name for n in args.plan.networks()]
+        self.resources = args.plan.pod_vf_limits()
+        self.register_outputs({"networks": self.networks, "resources": self.resources})

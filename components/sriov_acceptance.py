@@ -1,0 +1,217 @@
+"""Acceptance jobs for SR-IOV pools: a pod shape that asks for one VF of every rail, the NCCL run, the rail test.
+
+Every pod asks for one VF of every rail (`nvidia.com/rdma-vf-N: 1` for N in rail order, or
+`nvidia.com/rdma-vf: 16` with one resource) and lists the networks in rail order in the Multus
+annotation, so net1 is rail 0. GPUs come from the device plugin (`nvidia.com/gpu`): the kubelet does
+not pair them with VFs, but since every pod holds a VF on every rail, NCCL uses the NICs next to its
+GPUs. Expectations are seed 001's measurements, never computed:
+
+- With 2 VFs per PF (two RDMA pods per node): two MPIJobs with 4 GPUs per worker at the same time,
+  96.28 and 96.35 GB/s busbw at 8 GiB (a job alone with 4 GPUs per node: 96.64 GB/s in part 1).
+- With 1 VF per PF: one MPIJob with 8 GPUs per worker, 190.55 GB/s busbw at 8 GiB for 16 GPUs.
+- ib_write_bw per rail between two pods (`scripts/vf-rail-bandwidth.sh`): 96.86 to 96.88 Gb/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
+from oke_gpu_rdma.nccl import NCCL_SETTINGS
+from oke_gpu_rdma.sriov import NCCL_VF_HCA_EXPORT, NETWORKS_ANNOTATION, VF_GID_INDEX
+from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
+from stack_config.sriov_plan import SriovPlan
+
+from .acceptance_jobs import MPI_OPERATOR_MANIFEST
+from .typed_inputs import to_input_type
+
+EXPECTED_TWO_JOBS: Final = (
+    "busbw at 8 GiB with the other 4-GPU job running at the same time: about 96 GB/s each "
+    "(seed 001, 2 VFs per PF, a resource per rail: 96.28 / 96.35 GB/s; one resource split 8/8 without "
+    "2 VFs per rail: 17.95 / 8.99 GB/s)"
+)
+EXPECTED_ONE_JOB: Final = (
+    "busbw at 8 GiB: about 190 GB/s for 16 GPUs on 2 x BM.GPU.B4.8 (seed 001, 1 VF per PF: 190.55 GB/s)"
+)
+EXPECTED_VF_RAILS: Final = (
+    "ib_write_bw per rail: >= 96.8 Gb/s (seed 001: 96.86-96.88 Gb/s; exclusive mode without a top-level "
+    "rdmaQoS: 43.20-59.45 Gb/s)"
+)
+EXPECTED_ANNOTATION: Final = "oke-gpu-rdma/expected"
+RAIL_POD_LABEL: Final = "oke-gpu-rdma/vf-rail-test"
+GPUS_PER_NODE: Final = 8
+
+
+def sriov_launcher_script(gpus_per_worker: int) -> str:
+    """seed 001's launcher: NCCL over the pod's own VFs (GID index 3, NCCL_IB_HCA from net1 ... net16)."""
+    exports = " \\\n  ".join(f"-x {k}={v}" for k, v in NCCL_SETTINGS.items())
+    return f"""set -e -o pipefail
+NUM_GPUS={gpus_per_worker}
+NUM_HOSTS=$(sed -n '$=' /etc/mpi/hostfile)
+NP=$((NUM_HOSTS * NUM_GPUS))
+until (for host in $(awk '{{print $1}}' /etc/mpi/hostfile); do ssh -o ConnectTimeout=5 -o StrictHostKeyChecking=no "$host" exit 2>/dev/null || exit 1; done); do
+  echo "Waiting for workers to be ready..."
+  sleep 5
+done
+# Each rank uses only the RDMA devices of the VFs in its own pod (net1 to net16).
+# The 40 GB GPUs cannot hold 16 GiB buffers with validation (-c 1), so the test stops at 8 GiB.
+mpirun --allow-run-as-root --hostfile /etc/mpi/hostfile -mca coll ^hcoll \\
+  -np "$NP" -npernode "$NUM_GPUS" --bind-to numa \\
+  -x NCCL_DEBUG=WARN \\
+  -x NCCL_IB_GID_INDEX={VF_GID_INDEX} \\
+  {exports} \\
+  bash -c '{NCCL_VF_HCA_EXPORT}; exec /workspace/nccl-tests/build/all_reduce_perf -b 4G -e 8G -f 2 -g 1 -c 1'
+"""
+
+
+def vf_pod_template(
+    plan: SriovPlan, container: dict[str, Any], taints: list[Taint], gpus: int = 0
+) -> dict[str, Any]:
+    """A pod template with one VF of every rail: the networks annotation in rail order and the VF limits.
+
+    `container` is the pod's only container; its limits get the VFs (and `gpus` device-plugin GPUs).
+    """
+    limits: dict[str, Any] = {NVIDIA_GPU_RESOURCE: gpus} if gpus else {}
+    limits.update(plan.pod_vf_limits())
+    template = {
+        "metadata": {"annotations": {NETWORKS_ANNOTATION: plan.pod_networks()}},
+        "spec": {
+            "nodeSelector": dict(plan.node_selector),
+            "tolerations": tolerations(taints),
+            "containers": [{**container, "resources": {"limits": limits}}],
+        },
+    }
+    to_input_type(k8s.core.v1.PodTemplateSpecArgs, template, "template")
+    return template
+
+
+def sriov_mpijob_spec(
+    config: AcceptanceJobsConfig, plan: SriovPlan, gpus_per_worker: int, taints: list[Taint]
+) -> dict[str, Any]:
+    """An MPIJob (kubeflow.org/v2beta1) whose workers hold one VF of every rail and `gpus_per_worker` GPUs."""
+    launcher = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "mpi-launcher",
+                    "image": config.image,
+                    "command": ["bash", "-c"],
+                    "args": [sriov_launcher_script(gpus_per_worker)],
+                }
+            ]
+        }
+    }
+    to_input_type(k8s.core.v1.PodTemplateSpecArgs, launcher, "template")
+    worker = vf_pod_template(
+        plan,
+        {
+            "name": "mpi-worker",
+            "image": config.image,
+            "command": ["/bin/bash", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"],
+            "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+        },
+        taints,
+        gpus=gpus_per_worker,
+    )
+    worker["spec"]["volumes"] = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
+    return {
+        "slotsPerWorker": gpus_per_worker,
+        "runPolicy": {"cleanPodPolicy": "Running"},
+        "sshAuthMountPath": "/root/.ssh",
+        "mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "template": launcher},
+            "Worker": {"replicas": config.workers, "template": worker},
+        },
+    }
+
+
+def nccl_jobs(plan: SriovPlan) -> list[tuple[str, int, str]]:
+    """(name, GPUs per worker, expectation): two jobs side by side when a node holds two RDMA pods."""
+    if plan.pods_per_node >= 2:
+        per_job = GPUS_PER_NODE // 2
+        return [("nccl-vf-a", per_job, EXPECTED_TWO_JOBS), ("nccl-vf-b", per_job, EXPECTED_TWO_JOBS)]
+    return [("nccl-vf", GPUS_PER_NODE, EXPECTED_ONE_JOB)]
+
+
+@dataclass
+class SriovAcceptanceJobsArgs:
+    config: AcceptanceJobsConfig
+    """Validated acceptance-job config (enabled)."""
+    plan: SriovPlan
+    """The SR-IOV plan: networks, resources, node selection."""
+    taints: list[Taint]
+    """Taints of the SR-IOV pools."""
+    provider: k8s.Provider
+    """Provider of the target cluster."""
+    depends_on: list[pulumi.Resource]
+    """The networks (and node policies) the pods need."""
+
+
+class SriovAcceptanceJobs(pulumi.ComponentResource):
+    """MPI operator and the NCCL MPIJob(s), or the VF rail test pod pair, in the networks' namespace."""
+
+    def __init__(
+        self, name: str, args: SriovAcceptanceJobsArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(resource_types.SRIOV_ACCEPTANCE_COMPONENT, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        namespace = args.plan.operator.network_namespace
+        if args.config.nccl:
+            operator = k8s.yaml.v2.ConfigFile(
+                f"{name}-mpi-operator",
+                file=MPI_OPERATOR_MANIFEST.format(version=args.config.mpi_operator_version),
+                opts=child,
+            )
+            for job, gpus, expected in nccl_jobs(args.plan):
+                k8s.apiextensions.CustomResource(
+                    f"{name}-{job}",
+                    api_version="kubeflow.org/v2beta1",
+                    kind="MPIJob",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=job, namespace=namespace, annotations={EXPECTED_ANNOTATION: expected}
+                    ),
+                    spec=sriov_mpijob_spec(args.config, args.plan, gpus, args.taints),
+                    opts=pulumi.ResourceOptions.merge(
+                        child, pulumi.ResourceOptions(depends_on=[operator, *args.depends_on])
+                    ),
+                )
+        if args.config.rail_bandwidth:
+            for role in ("server", "client"):
+                template = vf_pod_template(
+                    args.plan,
+                    {"name": "rdma", "image": args.config.image, "command": ["sleep", "infinity"]},
+                    args.taints,
+                )
+                spec = template["spec"]
+                spec["affinity"] = {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "labelSelector": {"matchLabels": {RAIL_POD_LABEL: "true"}},
+                                "topologyKey": "kubernetes.io/hostname",
+                            }
+                        ]
+                    }
+                }
+                k8s.core.v1.Pod(
+                    f"{name}-vf-rail-bw-{role}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=f"vf-rail-bw-{role}",
+                        namespace=namespace,
+                        labels={RAIL_POD_LABEL: "true"},
+                        annotations={
+                            **template["metadata"]["annotations"],
+                            EXPECTED_ANNOTATION: EXPECTED_VF_RAILS,
+                        },
+                    ),
+                    spec=to_input_type(k8s.core.v1.PodSpecArgs, spec, "spec"),
+                    opts=pulumi.ResourceOptions.merge(
+                        child, pulumi.ResourceOptions(depends_on=list(args.depends_on))
+                    ),
+                )
+        self.register_outputs({})

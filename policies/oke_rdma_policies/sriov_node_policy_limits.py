@@ -1,0 +1,77 @@
+"""sriov-node-policy-limits (resource): numVfs, priority and resourceName within what OCI and the operator accept.
+
+- `numVfs` at most 2: Oracle Cloud allows at most 2 VFs on each RDMA PF (seed 001).
+- `priority` 0 to 99 and `resourceName` matching ``^[a-zA-Z0-9]([a-zA-Z0-9_-]*[a-zA-Z0-9])?$``
+  (k8snetworkplumbingwg/sriov-network-operator `api/v1/sriovnetworknodepolicy_types.go` validation
+  markers and `pkg/webhook/validate.go` resourceNameRegexp): the API server or the operator's webhook
+  refuses the policy, so no VF is created.
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
+from oke_gpu_rdma import resource_types, sriov
+from oke_gpu_rdma.pack_config import PolicyName
+
+from . import settings
+from .kube import Res
+from .report import Reporter
+from .sriov_objects import num_vfs, spec_of
+from .stack import from_resource_args
+from .values import UNKNOWN
+
+
+def check(res: Res, rep: Reporter) -> None:
+    spec = spec_of(res)
+    if spec is UNKNOWN:
+        rep.unchecked(f"{res.label}: spec unknown until apply")
+        return
+    vfs = num_vfs(spec)
+    if vfs is UNKNOWN:
+        rep.unchecked(f"{res.label}: spec.numVfs unknown until apply")
+    elif isinstance(vfs, int) and vfs > sriov.MAX_VFS_PER_PF:
+        rep.violation(
+            f"{res.label}: spec.numVfs is {vfs}, but Oracle Cloud allows at most {sriov.MAX_VFS_PER_PF} VFs on "
+            f"each RDMA PF, so the VFs are never created and pods wait for a resource no node offers. Fix: set "
+            f"spec.numVfs to 1 (one RDMA pod per node) or 2 (two pods, with one resource per rail)",
+            res.urn,
+        )
+    priority = spec.get("priority")
+    in_range = sriov.PRIORITY_MIN <= priority <= sriov.PRIORITY_MAX if isinstance(priority, int) else True
+    if isinstance(priority, int) and not isinstance(priority, bool) and not in_range:
+        rep.violation(
+            f"{res.label}: spec.priority is {priority}; the SriovNetworkNodePolicy CRD accepts "
+            f"{sriov.PRIORITY_MIN} to {sriov.PRIORITY_MAX} (sriov-network-operator validation markers), so "
+            f"the API server refuses the policy. Fix: set spec.priority to {sriov.NODE_POLICY_PRIORITY} (seed 001)",
+            res.urn,
+        )
+    name = spec.get("resourceName")
+    if isinstance(name, str) and not sriov.RESOURCE_NAME.match(name):
+        rep.violation(
+            f"{res.label}: spec.resourceName {name!r} does not match {sriov.RESOURCE_NAME.pattern} (letters, digits, "
+            "'-' and '_', starting and ending with a letter or digit; sriov-network-operator "
+            "pkg/webhook/validate.go), so the operator rejects the policy. Fix: use a name like "
+            f"{sriov.resource_name(0)}",
+            res.urn,
+        )
+
+
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    if args.resource_type != resource_types.SRIOV_NODE_POLICY:
+        return
+    res = from_resource_args(args)
+    rep = Reporter(report_violation)
+    rep.guard(res.label, None, lambda: check(res, rep))
+    rep.finish()
+
+
+policy = ResourceValidationPolicy(
+    name=PolicyName.SRIOV_NODE_POLICY_LIMITS,
+    description=(
+        f"SriovNetworkNodePolicy: numVfs at most {sriov.MAX_VFS_PER_PF} (Oracle Cloud), priority "
+        f"{sriov.PRIORITY_MIN} to {sriov.PRIORITY_MAX}, a valid resourceName."
+    ),
+    validate=validate,
+    enforcement_level=settings.level(PolicyName.SRIOV_NODE_POLICY_LIMITS),
+)

@@ -1,0 +1,215 @@
+"""SR-IOV objects as the engine sends them: node policies, networks and their CNI chains, IPPools, node selection.
+
+The rules themselves (limits, names, the rdmaQoS check) are :mod:`oke_gpu_rdma.sriov`, shared with the
+program. Here: reading the objects through the value guards, and matching node selectors and node
+affinity against the labels a node pool's nodes start with.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from oke_gpu_rdma import resource_types, sriov
+from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
+
+from .kube import Res
+from .stack import StackView, node_pool_labels
+from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig
+
+NETWORK_TYPES: Final = (resource_types.SRIOV_NETWORK, resource_types.NETWORK_ATTACHMENT)
+_NETNS_MODE: Final = re.compile(r"options\s+ib_core\s+netns_mode=([01])")
+
+
+@dataclass
+class Chain:
+    """A network's CNI plugins as the operator (or Multus) runs them; ``field`` names where they come from."""
+
+    plugins: list[Any]
+    field: str
+    single: bool = False
+    """A NetworkAttachmentDefinition config that is one plugin, not a list."""
+
+    def where(self, index: int) -> str:
+        return self.field if self.single else f"{self.field}[{index}]"
+
+
+class ChainError(ValueError):
+    """A network whose CNI configuration text does not parse; the message says where and why."""
+
+
+def network_chain(res: Res) -> Chain | Any | None:
+    """The CNI chain of a SriovNetwork (its metaPlugins) or a NetworkAttachmentDefinition (spec.config).
+
+    None when the network has no chain to check, UNKNOWN when the text is unknown until apply.
+    """
+    if res.type == resource_types.SRIOV_NETWORK:
+        text = dig(res.props, "spec.metaPlugins")
+        if text is None or text is UNKNOWN:
+            return text
+        if not isinstance(text, str):
+            raise PropertyTypeError("spec.metaPlugins", "a string of JSON plugin objects", text)
+        try:
+            return Chain(sriov.parse_meta_plugins(text), "spec.metaPlugins")
+        except sriov.MetaPluginsError as err:
+            raise ChainError(f"spec.metaPlugins {err}") from None
+    text = dig(res.props, "spec.config")
+    if text is None or text is UNKNOWN:
+        return text
+    if not isinstance(text, str):
+        raise PropertyTypeError("spec.config", "a string of CNI JSON", text)
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ChainError(f"spec.config is not JSON ({err.msg}); Multus cannot run this network") from None
+    config = as_map(config, "spec.config")
+    plugins = config.get("plugins")
+    if plugins is None:
+        return Chain([config], "spec.config", single=True)
+    return Chain(as_list(plugins, "spec.config.plugins"), "spec.config.plugins")
+
+
+def node_policies(view: StackView) -> list[Res]:
+    return view.of_type(resource_types.SRIOV_NODE_POLICY)
+
+
+def spec_of(res: Res) -> Mapping[str, Any] | Any:
+    spec = res.props.get("spec")
+    return spec if spec is UNKNOWN else as_map(spec, "spec")
+
+
+def resource_of(res: Res) -> Any:
+    """spec.resourceName (a string, UNKNOWN or None)."""
+    spec = spec_of(res)
+    return UNKNOWN if spec is UNKNOWN else spec.get("resourceName")
+
+
+def num_vfs(spec: Mapping[str, Any]) -> Any:
+    value = spec.get("numVfs")
+    if value is None or value is UNKNOWN:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PropertyTypeError("spec.numVfs", "a whole number", value)
+    return value
+
+
+def root_devices(spec: Mapping[str, Any]) -> list[Any] | Any:
+    selector = spec.get("nicSelector")
+    if selector is UNKNOWN:
+        return UNKNOWN
+    devices = as_map(selector, "spec.nicSelector").get("rootDevices")
+    return devices if devices is UNKNOWN else as_list(devices, "spec.nicSelector.rootDevices")
+
+
+def pf_names(spec: Mapping[str, Any]) -> list[Any] | Any:
+    selector = spec.get("nicSelector")
+    if selector is UNKNOWN:
+        return UNKNOWN
+    names = as_map(selector, "spec.nicSelector").get("pfNames")
+    return names if names is UNKNOWN else as_list(names, "spec.nicSelector.pfNames")
+
+
+def shape_of(spec: Mapping[str, Any]) -> Any:
+    """The shape a node policy's nodeSelector names (instance-type), or None."""
+    selector = spec.get("nodeSelector")
+    if selector is UNKNOWN:
+        return UNKNOWN
+    return as_map(selector, "spec.nodeSelector").get(INSTANCE_TYPE_LABEL)
+
+
+# --- node selection ------------------------------------------------------------------------------------
+
+
+def _requirement(expr: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    key = expr.get("key")
+    op = expr.get("operator")
+    raw = expr.get("values")
+    values: list[Any] = raw if isinstance(raw, list) else []
+    present = key in labels
+    value = labels.get(str(key))
+    if op == "In":
+        return present and value in values
+    if op == "NotIn":
+        return not present or value not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    return False
+
+
+def selects(selector: Any, affinity: Any, labels: Mapping[str, Any]) -> bool:
+    """Whether a nodeSelector map and a node affinity (required terms) both admit a node with ``labels``.
+
+    Either may be None (no constraint). Terms of the affinity are ORed, expressions in a term ANDed
+    (Kubernetes `NodeSelectorTerm`).
+    """
+    if isinstance(selector, Mapping) and any(labels.get(k) != v for k, v in selector.items()):
+        return False
+    try:
+        terms = dig(affinity, "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms")
+    except PropertyTypeError:
+        return True  # a malformed affinity constrains nothing we can read: assume it admits the node
+    if not isinstance(terms, list) or not terms:
+        return True
+
+    def term_admits(term: Any) -> bool:
+        expressions = term.get("matchExpressions") if isinstance(term, Mapping) else None
+        items: list[Any] = expressions if isinstance(expressions, list) else []
+        return isinstance(term, Mapping) and all(
+            isinstance(e, Mapping) and _requirement(e, labels) for e in items
+        )
+
+    return any(term_admits(t) for t in terms)
+
+
+@dataclass
+class Pool:
+    """A GPU node pool of the stack and the labels its nodes start with."""
+
+    res: Res
+    labels: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return f"node pool {self.res.name} ({self.labels.get(INSTANCE_TYPE_LABEL)})"
+
+
+def known_pools(view: StackView, unchecked: list[str]) -> list[Pool]:
+    """The stack's GPU node pools with known labels; pools with labels unknown until apply go to ``unchecked``."""
+    found = []
+    for pool in view.gpu_node_pools():
+        try:
+            labels = node_pool_labels(pool)
+        except PropertyTypeError:
+            continue  # gpu-device-plugin-off reports the malformed label list
+        if labels is UNKNOWN:
+            unchecked.append(f"node pool {pool.name}: initialNodeLabels unknown until apply")
+            continue
+        found.append(Pool(pool, labels))
+    return found
+
+
+def rdma_netns(pool: Res) -> str | Any | None:
+    """`shared` or `exclusive` from the ib_core option the pool's cloud-init writes; None if it writes none."""
+    data = pool.props.get("nodeMetadata")
+    if data is UNKNOWN:
+        return UNKNOWN
+    user_data = data.get("user_data") if isinstance(data, Mapping) else None
+    if user_data is UNKNOWN:
+        return UNKNOWN
+    if not isinstance(user_data, str):
+        return None
+    try:
+        text = base64.b64decode(user_data, validate=True).decode(errors="replace")
+    except (binascii.Error, ValueError):
+        text = user_data
+    found = _NETNS_MODE.findall(text)
+    if not found:
+        return None
+    return "shared" if found[-1] == "1" else "exclusive"

@@ -1,0 +1,198 @@
+"""The SR-IOV path as the program declares it (components/network_operator.py, components/sriov_acceptance.py),
+compared field by field with seed 001's objects."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.network_operator import MULTUS_RESOURCES, NIC_POLICY_READY, WAIT_FOR_ANNOTATION
+from components.sriov_acceptance import EXPECTED_TWO_JOBS
+from oke_gpu_rdma import charts, resource_types
+from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL, RDMA_PATH_LABEL
+from tests.oke_gpu_rdma import seed_sriov
+from tests.support import Run, raw_config
+from tools.preview import manifest
+
+RELEASE = resource_types.HELM_RELEASE
+NODE_POOL = resource_types.NODE_POOL
+MPIJOB = "kubernetes:kubeflow.org/v2beta1:MPIJob"
+
+
+def by_name(run: Run, type_: str) -> dict[str, dict[str, Any]]:
+    """Objects of one kind as rendered/ shows them, by metadata.name."""
+    return {r.inputs["metadata"]["name"]: manifest(r) for r in run.of_type(type_)}
+
+
+@pytest.fixture(scope="module")
+def sriov_run() -> Run:
+    from tests.support import stack_document
+    from tools.mock_runtime import pulumi_config_map, run_program
+
+    return Run(run_program("sriov", pulumi_config_map(stack_document("sriov"))))
+
+
+def test_release_has_the_seed_values(sriov_run: Run) -> None:
+    (release,) = sriov_run.of_type(RELEASE)
+    inputs = release.inputs
+    assert (inputs["name"], inputs["chart"], inputs["version"], inputs["namespace"]) == (
+        "network-operator",
+        "network-operator",
+        "26.7.1",
+        "nvidia-network-operator",
+    )
+    assert inputs["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
+    assert inputs["values"] == seed_sriov.values
+    assert charts.undocumented_value_paths(inputs["values"], charts.NETWORK_OPERATOR_VALUE_PATHS) == []
+
+
+def test_nic_cluster_policy_is_the_seeds_with_multus_memory_raised(sriov_run: Run) -> None:
+    (policy,) = sriov_run.of_type(resource_types.NIC_CLUSTER_POLICY)
+    rendered = manifest(policy)
+    multus = rendered["spec"]["secondaryNetwork"]["multus"]
+    assert multus.pop("containerResources") == [MULTUS_RESOURCES]
+    annotations = rendered["metadata"].pop("annotations")
+    assert annotations == {WAIT_FOR_ANNOTATION: NIC_POLICY_READY}
+    assert rendered == seed_sriov.nic_cluster_policy
+    assert "ofedDriver" not in rendered["spec"]
+    # The seed saw Multus OOM-killed at its 50Mi default.
+    assert MULTUS_RESOURCES["limits"]["memory"] != "50Mi"
+
+
+def test_ip_pool_and_pool_config_are_the_seeds(sriov_run: Run) -> None:
+    (pool,) = sriov_run.of_type(resource_types.IP_POOL)
+    assert manifest(pool) == seed_sriov.ip_pool
+    (config,) = sriov_run.of_type(resource_types.SRIOV_POOL_CONFIG)
+    assert manifest(config) == seed_sriov.pool_config
+
+
+def test_per_rail_node_policies_are_the_seeds(sriov_run: Run) -> None:
+    policies = by_name(sriov_run, resource_types.SRIOV_NODE_POLICY)
+    assert policies == {p["metadata"]["name"]: p for p in seed_sriov.node_policies_per_rail}
+
+
+def test_per_rail_networks_are_the_seeds_text_and_json(sriov_run: Run) -> None:
+    networks = by_name(sriov_run, resource_types.SRIOV_NETWORK)
+    assert networks == {n["metadata"]["name"]: n for n in seed_sriov.networks_per_rail}
+    for network in networks.values():
+        assert seed_sriov.meta_plugins(network) == seed_sriov.meta_plugins(seed_sriov.network_shared)
+
+
+def test_the_ip_pool_waits_for_the_nic_cluster_policy(sriov_run: Run) -> None:
+    # The IPPool CRD appears only once the operator has reconciled the NicClusterPolicy.
+    (policy,) = sriov_run.of_type(resource_types.NIC_CLUSTER_POLICY)
+    (pool,) = sriov_run.of_type(resource_types.IP_POOL)
+    (release,) = sriov_run.of_type(RELEASE)
+    assert policy.urn in pool.dependencies
+    assert release.urn in policy.dependencies
+    nodes = {r.urn for r in sriov_run.of_type(NODE_POOL)}
+    assert nodes <= set(release.dependencies)
+    for type_ in (resource_types.SRIOV_NODE_POLICY, resource_types.SRIOV_POOL_CONFIG):
+        for obj in sriov_run.of_type(type_):
+            assert release.urn in obj.dependencies
+    for network in sriov_run.of_type(resource_types.SRIOV_NETWORK):
+        assert {release.urn, pool.urn} <= set(network.dependencies)
+
+
+def test_sriov_pool_keeps_the_device_plugin_and_shared_mode(sriov_run: Run) -> None:
+    (pool,) = sriov_run.of_type(NODE_POOL)
+    labels = {item["key"]: item["value"] for item in pool.inputs["initialNodeLabels"]}
+    assert labels == {POOL_LABEL: "gpu-b4-vf", RDMA_PATH_LABEL: "sriov"}
+    assert DEVICE_PLUGIN_LABEL not in labels
+    text = base64.b64decode(pool.inputs["nodeMetadata"]["user_data"]).decode()
+    assert "options ib_core netns_mode=1" in text
+    assert sriov_run.of_type(resource_types.HELM_RELEASE)[0].inputs["chart"] == "network-operator"
+
+
+def test_two_job_nccl_run_matches_the_seeds_worker(sriov_run: Run) -> None:
+    jobs = {r.inputs["metadata"]["name"]: r.inputs for r in sriov_run.of_type(MPIJOB)}
+    assert sorted(jobs) == ["nccl-vf-a", "nccl-vf-b"]
+    seed_worker = seed_sriov.nccl_vf_a["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    for job in jobs.values():
+        assert job["metadata"]["annotations"]["oke-gpu-rdma/expected"] == EXPECTED_TWO_JOBS
+        assert job["spec"]["slotsPerWorker"] == seed_sriov.nccl_vf_a["spec"]["slotsPerWorker"] == 4
+        worker = job["spec"]["mpiReplicaSpecs"]["Worker"]
+        assert worker["replicas"] == 2
+        template = worker["template"]
+        assert template["metadata"] == seed_worker["metadata"]
+        container = template["spec"]["containers"][0]
+        assert container["resources"]["limits"] == seed_worker["spec"]["containers"][0]["resources"]["limits"]
+        assert template["spec"]["nodeSelector"] == seed_worker["spec"]["nodeSelector"]
+        assert template["spec"]["tolerations"] == seed_worker["spec"]["tolerations"]
+        launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"][0]
+        assert "-x NCCL_IB_GID_INDEX=3" in launcher and "-x NCCL_IB_TC=41" in launcher
+        assert "basename -a /sys/class/net/net*/device/infiniband/*" in launcher
+
+
+def exclusive(raw: dict[str, Any]) -> dict[str, Any]:
+    raw["networkOperator"]["rdmaMode"] = "exclusive"
+    return raw
+
+
+def test_exclusive_mode_networks_carry_top_level_rdma_qos(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("sriov", exclusive(raw_config("sriov")))
+    for network in by_name(run, resource_types.SRIOV_NETWORK).values():
+        assert seed_sriov.meta_plugins(network) == seed_sriov.meta_plugins(seed_sriov.network_exclusive_qos)
+    (pool,) = run.of_type(NODE_POOL)
+    text = base64.b64decode(pool.inputs["nodeMetadata"]["user_data"]).decode()
+    assert "options ib_core netns_mode=0" in text and "rdma system set netns exclusive" in text
+
+
+def test_one_vf_per_pf_gives_the_seeds_single_policy(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("sriov")
+    raw["nodePools"][0]["sriov"] = {"vfsPerPf": 1, "resourcePerRail": False}
+    run = run_stack("sriov", raw)
+    assert by_name(run, resource_types.SRIOV_NODE_POLICY) == {"bm-gpu-b4-8": seed_sriov.node_policy_1vf}
+    assert by_name(run, resource_types.SRIOV_NETWORK) == {"rdma-vf": seed_sriov.network_shared}
+    (job,) = run.of_type(MPIJOB)
+    worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    seed_pod = seed_sriov.vf_pods[0]
+    assert worker["metadata"]["annotations"] == seed_pod["metadata"]["annotations"]
+    assert worker["spec"]["containers"][0]["resources"]["limits"] == {
+        "nvidia.com/gpu": 8,
+        **seed_pod["spec"]["containers"][0]["resources"]["limits"],
+    }
+
+
+def mixed(raw: dict[str, Any]) -> dict[str, Any]:
+    dev = raw_config("dev")
+    raw["nodePools"] = [*dev["nodePools"], *raw["nodePools"]]
+    raw.pop("dranet")
+    raw.pop("gpuDriver")
+    raw["workloads"] = {}
+    return raw
+
+
+def test_dra_drivers_stay_off_sriov_pools_in_a_mixed_stack(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("sriov", mixed(raw_config("sriov")))
+    releases = {r.inputs["chart"]: r.inputs["values"] for r in run.of_type(RELEASE)}
+    # Both DRA drivers select the DRANET pools by name: the SR-IOV pool is not among them.
+    only_dra = [{"key": POOL_LABEL, "operator": "In", "values": ["gpu-b4"]}]
+    for affinity in (
+        releases[charts.DRANET_CHART]["affinity"],
+        releases[charts.NVIDIA_GPU_CHART]["kubeletPlugin"]["affinity"],
+    ):
+        (term,) = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        assert term["matchExpressions"] == only_dra
+    # Same shape on both paths: the node policies select the SR-IOV pool's label, not the shape alone.
+    for policy in by_name(run, resource_types.SRIOV_NODE_POLICY).values():
+        assert policy["spec"]["nodeSelector"] == {
+            "node.kubernetes.io/instance-type": "BM.GPU.B4.8",
+            RDMA_PATH_LABEL: "sriov",
+        }
+    pools = {r.inputs["name"]: r.inputs for r in run.of_type(NODE_POOL)}
+    dra_labels = {i["key"]: i["value"] for i in pools["gpu-b4"]["initialNodeLabels"]}
+    assert dra_labels == {POOL_LABEL: "gpu-b4", DEVICE_PLUGIN_LABEL: "false"}
+
+
+def test_network_metaplugins_parse_as_the_operator_renders_them(sriov_run: Run) -> None:
+    for network in sriov_run.of_type(resource_types.SRIOV_NETWORK):
+        text = network.inputs["spec"]["metaPlugins"]
+        assert isinstance(json.loads("[" + text + "]"), list)
+        assert json.loads(network.inputs["spec"]["ipam"]) == {"type": "nv-ipam", "poolName": "sriov-pool"}
