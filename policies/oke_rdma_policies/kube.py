@@ -407,10 +407,10 @@ def node_terms_match(labels: Mapping[str, Any], terms: list[Any]) -> bool:
 
 
 def _expression_matches(labels: Mapping[str, Any], expression: Mapping[str, Any]) -> bool:
-    key, operator = expression.get("key"), expression.get("operator")
+    key, operator = str(expression.get("key")), expression.get("operator")
     values = [str(v) for v in as_list(expression.get("values"), "matchExpressions[].values")]
     present = key in labels
-    value = str(labels.get(key)) if present else None
+    value = str(labels[key]) if present else None
     if operator == "In":
         return present and value in values
     if operator == "NotIn":
