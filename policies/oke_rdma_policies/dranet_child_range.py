@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from ipaddress import IPv4Network
 from typing import Any, Final
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.cidr_rules import (
@@ -32,9 +32,9 @@ from oke_gpu_rdma.pack_config import ChildRangeSettings, PolicyName
 
 from . import settings
 from .kube import Res, containers, helm_chart_is, pod_specs
-from .report import Reporter
+from .report import Reporter, guarded, stack_where
 from .stack import StackView
-from .values import UNKNOWN, as_list, dig
+from .values import UNKNOWN, as_list, as_map, dig
 
 CIDR_VALUE: Final = f"values.{charts.DRANET_CHILD_RANGE_VALUE}"
 OPTION: Final = charts.DRANET_CHILD_RANGE_OPTION
@@ -150,48 +150,84 @@ def deployments(view: StackView, rep: Reporter) -> list[Deployment]:
     return found
 
 
-def _ranges(view: StackView, rep: Reporter) -> Iterator[NamedRange]:
-    """Every range of the stack the child range must not touch."""
+def _parse(value: Any, label: str, what: str, rep: Reporter) -> list[NamedRange]:
+    if value is UNKNOWN:
+        rep.unchecked(f"{what} unknown until apply, child range not checked against it")
+    elif value is not None:
+        # A value that is not a CIDR is OCI's to reject: nothing for the child range to avoid.
+        with contextlib.suppress(CidrError):
+            return [NamedRange(label, parse_ipv4_network(value))]
+    return []
 
-    def parse(value: Any, label: str, what: str) -> Iterator[NamedRange]:
-        if value is UNKNOWN:
-            rep.unchecked(f"{what} unknown until apply, child range not checked against it")
-        elif value is not None:
-            # A value that is not a CIDR is OCI's to reject: nothing for the child range to avoid.
-            with contextlib.suppress(CidrError):
-                yield NamedRange(label, parse_ipv4_network(value))
 
+def _vcn_ranges(res: Res, rep: Reporter) -> list[NamedRange]:
+    blocks = res.props.get("cidrBlocks")
+    items = [] if blocks is None else [blocks] if blocks is UNKNOWN else as_list(blocks, "cidrBlocks")
+    if res.props.get("cidrBlock") is not None:
+        items = [*items, res.props.get("cidrBlock")]
+    found: list[NamedRange] = []
+    for value in items:
+        found += _parse(value, f"VCN {res.name} ({res.type})", f"VCN {res.name} cidrBlocks", rep)
+    return found
+
+
+def _cluster_ranges(res: Res, rep: Reporter) -> list[NamedRange]:
+    """The cluster's pods and services CIDRs; OKE's defaults where unset or unknown.
+
+    During preview a cluster being created reports `options.kubernetesNetworkConfig` as unknown when the
+    program does not set it: OKE then uses its documented defaults (pods 10.244.0.0/16, services
+    10.96.0.0/16; oke_gpu_rdma.cidr_rules), so the child range is checked against those.
+    """
+    network = dig(res.props, "options.kubernetesNetworkConfig", "")
+    if network is not UNKNOWN:
+        network = as_map(network, "options.kubernetesNetworkConfig")
+    cni = res.props.get("clusterPodNetworkOptions")
+    native = isinstance(cni, list) and any(
+        isinstance(o, Mapping) and o.get("cniType") == "OCI_VCN_IP_NATIVE" for o in cni
+    )
+    found: list[NamedRange] = []
+    for key, default in (("podsCidr", OKE_DEFAULT_PODS_CIDR), ("servicesCidr", OKE_DEFAULT_SERVICES_CIDR)):
+        value = UNKNOWN if network is UNKNOWN else network.get(key)
+        what = "pods" if key == "podsCidr" else "services"
+        if native and key == "podsCidr":
+            continue  # VCN-native pods take addresses from the pod subnets, which are checked as subnets
+        if value is None or value is UNKNOWN:
+            unknown = value is UNKNOWN
+            found.append(
+                NamedRange(
+                    f"cluster {res.name} {what} CIDR (OKE default{', its value unknown until apply' if unknown else ''}"
+                    f", {res.type})",
+                    default,
+                )
+            )
+            if unknown:
+                rep.unchecked(
+                    f"cluster {res.name} options.kubernetesNetworkConfig.{key} unknown until apply: child range "
+                    f"checked against OKE's default {default} only"
+                )
+            continue
+        found += _parse(
+            value,
+            f"cluster {res.name} {what} CIDR (options.kubernetesNetworkConfig.{key}, {res.type})",
+            f"cluster {res.name} {key}",
+            rep,
+        )
+    return found
+
+
+def _ranges(view: StackView, rep: Reporter) -> list[NamedRange]:
+    """Every range of the stack the child range must not touch; a resource that cannot be read is a
+    violation naming it, and the others still count."""
+    found: list[NamedRange] = []
     for res in view.of_type(resource_types.VCN):
-        blocks = res.props.get("cidrBlocks")
-        items = blocks if isinstance(blocks, list) else [blocks]
-        if res.props.get("cidrBlock") is not None:
-            items = [*items, res.props.get("cidrBlock")]
-        for value in items:
-            yield from parse(value, f"VCN {res.name} ({res.type})", f"VCN {res.name} cidrBlocks")
+        found += rep.guard(f"VCN {res.name}", res.urn, partial(_vcn_ranges, res, rep)) or []
     for res in view.of_type(resource_types.SUBNET):
-        yield from parse(
-            res.props.get("cidrBlock"), f"subnet {res.name} ({res.type})", f"subnet {res.name} cidrBlock"
+        found += _parse(
+            res.props.get("cidrBlock"), f"subnet {res.name} ({res.type})", f"subnet {res.name} cidrBlock", rep
         )
     for res in view.of_type(resource_types.CLUSTER):
-        network = dig(res.props, "options.kubernetesNetworkConfig")
-        cni = dig(res.props, "clusterPodNetworkOptions")
-        native = isinstance(cni, list) and any(
-            isinstance(o, Mapping) and o.get("cniType") == "OCI_VCN_IP_NATIVE" for o in cni
-        )
-        for key, default in (
-            ("podsCidr", OKE_DEFAULT_PODS_CIDR),
-            ("servicesCidr", OKE_DEFAULT_SERVICES_CIDR),
-        ):
-            value = UNKNOWN if network is UNKNOWN else dig(network, key)
-            what = "pods" if key == "podsCidr" else "services"
-            if value is None and not (native and key == "podsCidr"):
-                yield NamedRange(f"cluster {res.name} {what} CIDR (OKE default, {res.type})", default)
-                continue
-            yield from parse(
-                value,
-                f"cluster {res.name} {what} CIDR (options.kubernetesNetworkConfig.{key}, {res.type})",
-                f"cluster {res.name} {key}",
-            )
+        found += rep.guard(f"cluster {res.name}", res.urn, partial(_cluster_ranges, res, rep)) or []
+    return found
 
 
 def _worker_subnets(view: StackView, conf: ChildRangeSettings, rep: Reporter) -> list[NamedRange]:
@@ -214,17 +250,15 @@ def _worker_subnets(view: StackView, conf: ChildRangeSettings, rep: Reporter) ->
     return list(found.values())
 
 
-def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+def check(args: StackValidationArgs, rep: Reporter) -> None:
     conf, problems = settings.read_section(ChildRangeSettings, args.get_config())
     for problem in problems:
         rep.violation(f"{problem}; the child range was checked without this section of the pack config")
     view = StackView.of(args)
     deps = deployments(view, rep)
     if not deps:
-        rep.finish()
         return
-    plan = list(_ranges(view, rep))
+    plan = _ranges(view, rep)
     plan.append(NamedRange(f"the OCA RDMA network (pack config {OCA_KEY})", conf.oca_rdma_network))
     plan += [NamedRange(f"{r.name} (pack config {EXISTING_KEY})", r.cidr) for r in conf.existing_cidrs]
     workers = _worker_subnets(view, conf, rep)
@@ -262,7 +296,6 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 f"range over the rails. Use one child range on every node of an RDMA network; {dep.fix}",
                 dep.res.urn,
             )
-    rep.finish()
 
 
 policy = StackValidationPolicy(
@@ -272,7 +305,7 @@ policy = StackValidationPolicy(
         "IPv4 prefix from /8 to /30, hold 16 rails for the worker subnet, avoid special ranges, and "
         "overlap no VCN, subnet, pods or services CIDR nor the OCA RDMA network."
     ),
-    validate=validate,
+    validate=guarded(check, stack_where),
     enforcement_level=settings.level(PolicyName.CHILD_RANGE),
     config_schema=settings.schema(PolicyName.CHILD_RANGE),
 )

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, Final
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import charts, resource_types, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
@@ -23,7 +23,7 @@ from oke_gpu_rdma.pack_config import PolicyName
 
 from . import settings
 from .kube import Res, helm_chart_is, pod_specs
-from .report import Reporter
+from .report import Reporter, guarded, stack_where
 from .stack import StackView
 from .values import UNKNOWN, as_list, as_map, dig
 
@@ -79,12 +79,10 @@ def _pool_labels(pool: Res) -> dict[str, Any] | Any:
     return labels
 
 
-def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+def check(args: StackValidationArgs, rep: Reporter) -> None:
     view = StackView.of(args)
     drivers = _drivers(view, rep)
     if not drivers:
-        rep.finish()
         return
     for pool in view.gpu_node_pools():
         labels = rep.guard(f"node pool {pool.name}", pool.urn, partial(_pool_labels, pool))
@@ -126,7 +124,6 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 f"({stack_keys.stack_setting(stack_keys.GPU_DRIVER_ENABLED, 'true')} sets it on every pool)",
                 pool.urn,
             )
-    rep.finish()
 
 
 policy = StackValidationPolicy(
@@ -135,6 +132,6 @@ policy = StackValidationPolicy(
         "GPU node pools served by the NVIDIA GPU DRA driver must carry the initial node label "
         f"{DEVICE_PLUGIN_LABEL}={DEVICE_PLUGIN_OFF}."
     ),
-    validate=validate,
+    validate=guarded(check, stack_where),
     enforcement_level=settings.level(PolicyName.DEVICE_PLUGIN_OFF),
 )

@@ -20,6 +20,7 @@ from oke_gpu_rdma.attributes import (
     NVIDIA_GPU_DRIVER,
     NVIDIA_GPU_RESOURCE,
 )
+from oke_gpu_rdma.claim_spec import API_VERSIONS, claim_spec_to_v1
 
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig, plain
 
@@ -128,42 +129,21 @@ def is_claim(res: Res) -> bool:
 
 
 def resource_claim_spec(res: Res) -> Any:
-    """The claim's ResourceClaimSpec in resource.k8s.io/v1 form (None if absent, UNKNOWN if unknown)."""
-    spec = dig(res.props, "spec.spec" if res.kind == "ResourceClaimTemplate" else "spec")
+    """The claim's ResourceClaimSpec as written in its API version (None if absent, UNKNOWN if unknown)."""
+    base = "spec.spec" if res.kind == "ResourceClaimTemplate" else "spec"
+    spec = dig(res.props, base)
     if spec is None or spec is UNKNOWN:
         return spec
-    base = "spec.spec" if res.kind == "ResourceClaimTemplate" else "spec"
-    spec = as_map(spec, base)
-    if res.group_version.endswith("/v1beta1"):
-        return _v1beta1_to_v1(spec)
-    return spec
+    return as_map(spec, base)
 
 
-_V1BETA1_EXACT_FIELDS: Final = (
-    "deviceClassName",
-    "selectors",
-    "allocationMode",
-    "count",
-    "adminAccess",
-    "tolerations",
-    "capacity",
-)
-
-
-def _v1beta1_to_v1(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """v1beta1 puts a request's device fields on the request itself; v1 (and v1beta2) under `exactly`."""
-    devices = spec.get("devices")
-    if not isinstance(devices, Mapping) or not isinstance(devices.get("requests"), list):
-        return dict(spec)
-    requests = []
-    for request in devices["requests"]:
-        if isinstance(request, Mapping) and "exactly" not in request and "firstAvailable" not in request:
-            exactly = {k: request[k] for k in _V1BETA1_EXACT_FIELDS if k in request}
-            rest = {k: v for k, v in request.items() if k not in _V1BETA1_EXACT_FIELDS}
-            requests.append({**rest, "exactly": exactly})
-        else:
-            requests.append(request)
-    return {**spec, "devices": {**devices, "requests": requests}}
+def resource_claim_spec_v1(res: Res) -> Any:
+    """:func:`resource_claim_spec` in the resource.k8s.io/v1 form (v1beta1 requests get `exactly`), for
+    the policies that only ask which DeviceClasses a request uses."""
+    spec = resource_claim_spec(res)
+    if not isinstance(spec, Mapping) or res.group_version not in API_VERSIONS:
+        return spec
+    return claim_spec_to_v1(spec, res.group_version)
 
 
 def request_classes(spec: Any) -> dict[str, set[Any]]:
@@ -202,14 +182,38 @@ def _class_name(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class DeviceClasses:
-    """Which DeviceClass names select DRANET devices and which NVIDIA GPUs (defaults plus the stack's)."""
+    """Which DeviceClass names select DRANET devices and which NVIDIA GPUs (defaults plus the stack's).
+
+    ``problems`` holds (DeviceClass, message) for classes whose properties have the wrong type: they
+    select nothing here, and gpu-rail-claims-aligned reports them.
+    """
 
     dranet: frozenset[str] = frozenset({DRANET_DEVICE_CLASS})
     gpu: frozenset[str] = frozenset({NVIDIA_GPU_DEVICE_CLASS})
     selectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    problems: tuple[tuple[Res, str], ...] = ()
 
 
 _DRIVER_IN_CEL: Final = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
+
+
+def _class_selectors(res: Res) -> tuple[str, ...] | None:
+    """The CEL expressions of a DeviceClass (resource.k8s.io `spec.selectors[].cel.expression`); None when
+    unknown; PropertyTypeError naming the path when a value has the wrong type."""
+    sels = dig(res.props, "spec.selectors")
+    if sels is UNKNOWN:
+        return None
+    exprs = []
+    for i, sel in enumerate(as_list(sels, "spec.selectors")):
+        expr = dig(as_map(sel, f"spec.selectors[{i}]"), "cel.expression", f"spec.selectors[{i}]")
+        if expr is UNKNOWN:
+            return None
+        if not isinstance(expr, str):
+            raise PropertyTypeError(
+                f"spec.selectors[{i}].cel.expression", "a CEL expression (a string)", expr
+            )
+        exprs.append(expr)
+    return tuple(exprs)
 
 
 def device_classes(resources: list[Res]) -> DeviceClasses:
@@ -217,21 +221,19 @@ def device_classes(resources: list[Res]) -> DeviceClasses:
     dranet = {DRANET_DEVICE_CLASS}
     gpu = {NVIDIA_GPU_DEVICE_CLASS}
     selectors: dict[str, tuple[str, ...]] = {}
+    problems: list[tuple[Res, str]] = []
     for res in resources:
         if not (res.type.startswith(resource_types.DRA_GROUP_PREFIX) and res.kind == "DeviceClass"):
             continue
         name = res.object_name
-        sels = dig(res.props, "spec.selectors")
-        if not isinstance(name, str) or not isinstance(sels, list):
+        if not isinstance(name, str):
             continue
-        exprs = tuple(
-            s["cel"]["expression"]
-            for s in sels
-            if isinstance(s, Mapping)
-            and isinstance(s.get("cel"), Mapping)
-            and isinstance(s["cel"].get("expression"), str)
-        )
-        if len(exprs) != len(sels):
+        try:
+            exprs = _class_selectors(res)
+        except PropertyTypeError as err:
+            problems.append((res, str(err)))
+            continue
+        if exprs is None:
             continue
         selectors[name] = exprs
         drivers = {m for e in exprs for m in _DRIVER_IN_CEL.findall(e)}
@@ -239,7 +241,7 @@ def device_classes(resources: list[Res]) -> DeviceClasses:
             dranet.add(name)
         if NVIDIA_GPU_DRIVER in drivers:
             gpu.add(name)
-    return DeviceClasses(frozenset(dranet), frozenset(gpu), selectors)
+    return DeviceClasses(frozenset(dranet), frozenset(gpu), selectors, tuple(problems))
 
 
 def rail_requests(spec: Any, classes: DeviceClasses) -> list[str]:
