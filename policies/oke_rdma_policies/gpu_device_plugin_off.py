@@ -3,14 +3,18 @@
 With the NVIDIA GPU DRA driver on a node, the GPU Operator's device plugin must not also offer the
 same GPUs as `nvidia.com/gpu`: it runs only where `nvidia.com/gpu.deploy.device-plugin` is not
 "false" (seed 000 labelled the nodes by hand; the pools here carry it as an initial node label).
-A pool is served when it matches the driver's kubelet-plugin nodeSelector; the kubelet sets
-`node.kubernetes.io/instance-type` to the pool's shape.
+A pool is served when its nodes match the driver's kubelet-plugin nodeSelector and required node
+affinity (:mod:`oke_gpu_rdma.node_selection`; the chart's default affinity when its values set none).
+A node's labels are the pool's initial labels, `node.kubernetes.io/instance-type` (the kubelet sets it
+to the shape) and, on GPU shapes, the labels set at run time: `nvidia.com/gpu.present` by the GPU
+Operator (GPU feature discovery) and NFD's `feature.node.kubernetes.io/pci-10de.present`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
@@ -18,57 +22,85 @@ from pulumi_policy import StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import charts, resource_types, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
-from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, INSTANCE_TYPE_LABEL
+from oke_gpu_rdma.labels import (
+    DEVICE_PLUGIN_LABEL,
+    DEVICE_PLUGIN_OFF,
+    GPU_PRESENT,
+    GPU_PRESENT_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NFD_NVIDIA_PCI_LABEL,
+)
+from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
 from oke_gpu_rdma.pack_config import PolicyName
 
 from . import settings
+from .helm import helm_values
 from .kube import Res, helm_chart_is, pod_specs
 from .report import Reporter, guarded, stack_where
-from .stack import StackView
-from .values import UNKNOWN, as_list, as_map, dig
+from .stack import StackView, is_gpu_shape
+from .values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
 _DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GPU_CHART_NAMES)) + ")[:@]?")
 
 
-def _drivers(view: StackView, rep: Reporter) -> list[tuple[Res, Any]]:
-    """(installation, node selector) of every NVIDIA GPU DRA driver; selector UNKNOWN if unknown."""
-    found: list[tuple[Res, Any]] = []
+@dataclass
+class Driver:
+    """One NVIDIA GPU DRA driver installation and how its kubelet plugin selects nodes."""
+
+    res: Res
+    selector: Any  # Mapping, UNKNOWN or None
+    affinity: Any  # Mapping, UNKNOWN or None
+
+    @property
+    def label(self) -> str:
+        return f"{self.res.kind} {self.res.name}"
+
+
+def _helm_driver(res: Res, rep: Reporter) -> Driver | None:
+    values = helm_values(res, rep)
+    if values is None:
+        return None
+    selector = dig(values, charts.NVIDIA_GPU_KUBELET_NODE_SELECTOR_VALUE, "values")
+    affinity = dig(values, charts.NVIDIA_GPU_KUBELET_AFFINITY_VALUE, "values")
+    # The chart renders kubeletPlugin.affinity; values that set none keep the chart's default.
+    return Driver(res, selector, charts.NVIDIA_GPU_DEFAULT_KUBELET_AFFINITY if affinity is None else affinity)
+
+
+def _daemonset_driver(res: Res) -> Driver | None:
+    for pod in pod_specs(res):
+        images = [
+            c.get("image")
+            for c in as_list(pod.spec.get("containers"), f"{pod.path}.containers")
+            if isinstance(c, Mapping)
+        ]
+        if any(isinstance(i, str) and _DRIVER_IMAGE.search(i) for i in images):
+            return Driver(res, pod.spec.get("nodeSelector"), pod.spec.get("affinity"))
+    return None
+
+
+def _drivers(view: StackView, rep: Reporter) -> list[Driver]:
+    """Every NVIDIA GPU DRA driver: Helm charts of it, or DaemonSets running its image."""
+    found: list[Driver | None] = []
     helm = set()
     for res in view.resources:
         if helm_chart_is(res, charts.NVIDIA_GPU_CHART_NAMES):
             helm.add(res.urn)
-
-            def read_release(res: Res = res) -> None:
-                values = res.props.get("values")
-                selector = (
-                    UNKNOWN if values is UNKNOWN else dig(values, "kubeletPlugin.nodeSelector", "values")
-                )
-                found.append((res, selector))
-
-            rep.guard(f"Helm release {res.name}", res.urn, read_release)
+            found.append(rep.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_driver, res, rep)))
     for res in view.of_type(resource_types.DAEMONSET):
-        if any(a.urn in helm for a in view.ancestors(res)):
-            continue
-
-        def read_daemonset(res: Res = res) -> None:
-            for pod in pod_specs(res):
-                images = [
-                    c.get("image")
-                    for c in as_list(pod.spec.get("containers"), f"{pod.path}.containers")
-                    if isinstance(c, Mapping)
-                ]
-                if any(isinstance(i, str) and _DRIVER_IMAGE.search(i) for i in images):
-                    found.append((res, pod.spec.get("nodeSelector")))
-
-        rep.guard(f"DaemonSet {res.name}", res.urn, read_daemonset)
-    return found
+        if not any(a.urn in helm for a in view.ancestors(res)):
+            found.append(rep.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_driver, res)))
+    return [d for d in found if d is not None]
 
 
 def _pool_labels(pool: Res) -> dict[str, Any] | Any:
+    """The labels the pool's nodes will have (module docstring); UNKNOWN when they are unknown."""
     items = pool.props.get("initialNodeLabels")
     if items is UNKNOWN:
         return UNKNOWN
     labels: dict[str, Any] = {INSTANCE_TYPE_LABEL: pool.props.get("nodeShape")}
+    if is_gpu_shape(pool.props.get("nodeShape")):
+        labels[GPU_PRESENT_LABEL] = GPU_PRESENT
+        labels[NFD_NVIDIA_PCI_LABEL] = "true"
     for i, item in enumerate(as_list(items, "initialNodeLabels")):
         if item is UNKNOWN:
             return UNKNOWN
@@ -77,6 +109,24 @@ def _pool_labels(pool: Res) -> dict[str, Any] | Any:
             return UNKNOWN
         labels[str(item.get("key"))] = item.get("value")
     return labels
+
+
+def _selects(driver: Driver, pool: Res, labels: Mapping[str, Any], rep: Reporter) -> bool:
+    """Whether the driver's kubelet plugin runs on the pool's nodes; unknowns are noted (False)."""
+    selector, affinity = driver.selector, driver.affinity
+    if selector is UNKNOWN or contains_unknown(selector) or affinity is UNKNOWN or contains_unknown(affinity):
+        rep.unchecked(f"{driver.label}: nodeSelector or affinity unknown until apply")
+        return False
+    if not selector_matches(as_map(selector, "nodeSelector"), labels):
+        return False
+    try:
+        admitted = affinity_matches(as_map(affinity, "affinity"), labels)
+    except SelectionError as err:
+        raise PropertyTypeError(str(err).split(" ", 1)[0], "a Kubernetes node affinity", affinity) from None
+    if admitted is None:
+        rep.unchecked(f"{driver.label}: node affinity uses matchFields, node pool {pool.name} not checked")
+        return False
+    return admitted
 
 
 def check(args: StackValidationArgs, rep: Reporter) -> None:
@@ -91,20 +141,8 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
         if labels is UNKNOWN:
             rep.unchecked(f"node pool {pool.name}: initialNodeLabels unknown until apply")
             continue
-        for driver, selector in drivers:
-            if selector is UNKNOWN:
-                rep.unchecked(f"{driver.kind} {driver.name}: nodeSelector unknown until apply")
-                continue
-            if selector is not None and not isinstance(selector, Mapping):
-                rep.violation(
-                    f"{driver.kind} {driver.name}: nodeSelector must be an object of labels", driver.urn
-                )
-                continue
-            wanted = dict(selector or {})
-            if any(v is UNKNOWN for v in wanted.values()):
-                rep.unchecked(f"{driver.kind} {driver.name}: nodeSelector values unknown until apply")
-                continue
-            if any(labels.get(k) != v for k, v in wanted.items()):
+        for driver in drivers:
+            if not rep.guard(driver.label, driver.res.urn, partial(_selects, driver, pool, labels, rep)):
                 continue
             value = labels.get(DEVICE_PLUGIN_LABEL)
             if value is UNKNOWN:
@@ -113,10 +151,13 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
             if value == DEVICE_PLUGIN_OFF:
                 continue
             shown = "is missing" if value is None else f"is {value!r}"
+            wanted = driver.selector if isinstance(driver.selector, Mapping) else {}
             chosen = ", ".join(f"{k}={v}" for k, v in wanted.items()) or "every node"
+            how = " and its node affinity" if driver.affinity else ""
             rep.violation(
                 f"node pool {pool.name} ({labels.get(INSTANCE_TYPE_LABEL)}) gets GPUs from the NVIDIA DRA driver "
-                f"({driver.kind} {driver.name} selects {chosen}) but its initial node label "
+                f"({driver.label} selects {chosen}{how}, which the pool's nodes match once the GPU Operator "
+                f"labels them {GPU_PRESENT_LABEL}={GPU_PRESENT}) but its initial node label "
                 f"{DEVICE_PLUGIN_LABEL} {shown}: the GPU Operator's device plugin then offers the same GPUs as "
                 f"{NVIDIA_GPU_RESOURCE}, which the kubelet hands out without regard to the rails (seed 000: 4.27 GB/s "
                 "instead of 96.29 GB/s) and which the DRA driver may give to a claim at the same time. Fix: add "
