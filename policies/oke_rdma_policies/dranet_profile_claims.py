@@ -27,17 +27,23 @@ from .values import UNKNOWN, as_list, as_map, contains_unknown, dig
 
 
 def _applies(entry: Mapping[str, Any], spec: Any, classes: DeviceClasses) -> bool:
-    """Whether a config entry reaches a request that can get rails (no `requests` means all)."""
+    """Whether a `dra.net` config entry reaches a request that can get DRANET devices.
+
+    The kubelet hands a driver the claim's opaque config for that driver, and the config applies to the
+    devices of the requests it names, or of every request when it names none (k8s.io/api resource/v1
+    DeviceClaimConfiguration.requests; the driver filters by `opaque.driver`). So `dra.net` parameters
+    reach DRANET only where the claim allocates DRANET devices: not on a claim, or on requests, that
+    can only get GPUs. A request whose class is neither known DRANET nor known GPU may get rails.
+    """
+    used = request_classes(spec)
+
+    def may_get_rails(names: set[Any] | None) -> bool:
+        return names is None or bool(names & classes.dranet) or not names <= classes.gpu
+
     requests = entry.get("requests")
     if not isinstance(requests, list) or not requests:
-        return True
-    used = request_classes(spec)
-    for name in requests:
-        base = str(name).split("/")[0]
-        names = used.get(base)
-        if names is None or names & classes.dranet or not names <= classes.gpu:
-            return True
-    return False
+        return not used or any(may_get_rails(names) for names in used.values())
+    return any(may_get_rails(used.get(str(name).split("/")[0])) for name in requests)
 
 
 def problems(interface: Mapping[str, Any], where: str) -> list[str]:

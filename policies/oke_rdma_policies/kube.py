@@ -27,21 +27,6 @@ from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig, plain
 CLAIM_VERSIONS: Final = ("v1", "v1beta2", "v1beta1")
 GPU_RESOURCE: Final = NVIDIA_GPU_RESOURCE
 
-# Kind -> where its pod specs live (dot paths); kubeflow jobs are handled by their replica specs.
-_POD_SPEC_PATHS: Final[dict[str, tuple[str, ...]]] = {
-    "Pod": ("spec",),
-    "PodTemplate": ("template.spec",),
-    "Deployment": ("spec.template.spec",),
-    "StatefulSet": ("spec.template.spec",),
-    "DaemonSet": ("spec.template.spec",),
-    "ReplicaSet": ("spec.template.spec",),
-    "ReplicationController": ("spec.template.spec",),
-    "Job": ("spec.template.spec",),
-    "CronJob": ("spec.jobTemplate.spec.template.spec",),
-}
-# Kubeflow training operator and MPI operator kinds: spec.<x>ReplicaSpecs.<role>.template.spec.
-_KUBEFLOW_GROUP: Final = "kubeflow.org"
-
 
 @dataclass
 class Res:
@@ -265,42 +250,66 @@ class PodSpec:
         return f"replica {self.role}" if self.role else self.path
 
 
+def _may_hold_pods(res: Res) -> bool:
+    """Kubernetes objects other than DRA objects and Helm charts (which hold no pod spec themselves)."""
+    return (
+        res.type.startswith("kubernetes:")
+        and not res.type.startswith(resource_types.DRA_GROUP_PREFIX)
+        and res.type not in resource_types.HELM_TYPES
+    )
+
+
 def is_workload(res: Res) -> bool:
-    if not res.type.startswith("kubernetes:"):
+    """Whether the object holds a pod spec anywhere (any kind: Deployment, MPIJob, LeaderWorkerSet, ...)."""
+    if not _may_hold_pods(res):
         return False
-    if res.kind in _POD_SPEC_PATHS and res.group in ("", "core", "apps", "batch"):
-        return True
-    return res.group == _KUBEFLOW_GROUP or res.kind == "JobSet"
+    try:
+        return next(pod_specs(res), None) is not None
+    except PropertyTypeError:
+        return True  # its reader names the path
+
+
+def _role(path: str, props: Mapping[str, Any]) -> str | None:
+    """The replica a pod spec belongs to: `Worker` under `*ReplicaSpecs`, a JobSet job's name, a
+    LeaderWorkerSet's leader or worker template."""
+    parts = re.split(r"\.|(?=\[)", path)
+    for i, part in enumerate(parts):
+        if part.endswith("ReplicaSpecs") and i + 1 < len(parts):
+            return parts[i + 1]
+        if part == "replicatedJobs" and i + 1 < len(parts) and parts[i + 1].startswith("["):
+            job = dig(props, ".".join(parts[: i + 1]))
+            index = int(parts[i + 1].strip("[]"))
+            name = (
+                job[index].get("name") if isinstance(job, list) and isinstance(job[index], Mapping) else None
+            )
+            return str(name) if isinstance(name, str) else str(index)
+    templates = [p for p in parts if p.endswith("Template") and p != "jobTemplate"]
+    return templates[-1].removesuffix("Template") if templates else None
+
+
+def _find_pod_specs(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every PodSpec under ``value``: a `spec` object with a `containers` list (core/v1 PodSpec)."""
+    if isinstance(value, Mapping):
+        if path.endswith("spec") and "containers" in value:
+            yield path, value
+            return
+        for key, item in value.items():
+            yield from _find_pod_specs(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _find_pod_specs(item, f"{path}[{i}]")
 
 
 def pod_specs(res: Res) -> Iterator[PodSpec]:
-    """Every pod spec of a workload; PropertyTypeError for a path holding the wrong type."""
-    paths = _POD_SPEC_PATHS.get(res.kind) if res.group in ("", "core", "apps", "batch") else None
-    if paths:
-        for path in paths:
-            spec = dig(res.props, path)
-            if spec is None or spec is UNKNOWN:
-                continue
-            yield PodSpec(path, None, as_map(spec, path))
+    """Every pod spec of a workload, found by structure (a `...spec` object with `containers`), so a kind
+    the pack has never heard of (LeaderWorkerSet, a new training operator) is read like a Deployment."""
+    if not _may_hold_pods(res):
         return
-    spec = as_map(dig(res.props, "spec"), "spec") if dig(res.props, "spec") is not UNKNOWN else {}
-    if res.kind == "JobSet":
-        for i, job in enumerate(as_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
-            base = f"spec.replicatedJobs[{i}]"
-            job = as_map(job, base)
-            pod = dig(job, "template.spec.template.spec", base)
-            if isinstance(pod, Mapping):
-                yield PodSpec(f"{base}.template.spec.template.spec", str(job.get("name") or i), pod)
+    spec = res.props.get("spec")
+    if spec is None or spec is UNKNOWN:
         return
-    for key, replicas in spec.items():
-        if not key.endswith("ReplicaSpecs") or replicas is UNKNOWN:
-            continue
-        for role, replica in as_map(replicas, f"spec.{key}").items():
-            base = f"spec.{key}.{role}"
-            pod = dig(replica, "template.spec", base)
-            if pod is None or pod is UNKNOWN:
-                continue
-            yield PodSpec(f"{base}.template.spec", role, as_map(pod, f"{base}.template.spec"))
+    for path, pod in _find_pod_specs(as_map(spec, "spec"), "spec"):
+        yield PodSpec(path, _role(path, res.props), pod)
 
 
 def containers(pod: PodSpec) -> Iterator[tuple[str, Mapping[str, Any]]]:
