@@ -105,7 +105,7 @@ def program_stack(pools: int) -> tuple[ProgramRun, dict[str, Any]]:
     ]
     config_map = pulumi_config_map(document)
     run = run_program("bench", config_map)
-    return run, policy_pack_config(parse_stack_config(raw_config(config_map), "bench"))
+    return run, policy_pack_config(parse_stack_config(raw_config(config_map), "bench")).to_dict()
 
 
 def distinct_claims_stack(size: int = SIZE) -> list[RecordedResource]:
