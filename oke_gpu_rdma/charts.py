@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from oke_gpu_rdma import labels
+
 DRANET_CHART_NAME: Final = "dranet"
 DRANET_CHART: Final = f"oci://registry.k8s.io/networking/charts/{DRANET_CHART_NAME}"
 DRANET_RELEASE: Final = DRANET_CHART_NAME
@@ -49,6 +51,31 @@ def network_operator_image_tag(chart_version: str) -> str:
     """The tag of the operator's component images for a chart version: network-operator-v26.7.1."""
     return f"{NETWORK_OPERATOR_CHART_NAME}-v{chart_version.removeprefix('v')}"
 
+
+# The NVIDIA chart's default kubeletPlugin.affinity (deployments/helm/dra-driver-nvidia-gpu/values.yaml):
+# a node with NFD's NVIDIA PCI labels, NFD's NVIDIA CPU vendor, or the GPU Operator's gpu.present; the
+# kubelet plugin template renders it whenever the values set no other affinity.
+NVIDIA_GPU_KUBELET_AFFINITY_VALUE: Final = "kubeletPlugin.affinity"
+NVIDIA_GPU_KUBELET_NODE_SELECTOR_VALUE: Final = "kubeletPlugin.nodeSelector"
+
+
+def _term(key: str, value: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
+
+
+NVIDIA_GPU_DEFAULT_KUBELET_AFFINITY: Final[dict[str, Any]] = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                _term(labels.NFD_NVIDIA_PCI_LABEL, "true"),
+                _term("feature.node.kubernetes.io/pci-0302_10de.present", "true"),
+                _term("feature.node.kubernetes.io/pci-0300_10de.present", "true"),
+                _term("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
+                _term(labels.GPU_PRESENT_LABEL, labels.GPU_PRESENT),
+            ]
+        }
+    }
+}
 
 # DRANET's OKE options (kubernetes-sigs/dranet: the chart passes args.cloudProviderOptions.<provider>
 # as --cloud-provider-options=<provider>.<key>=<value>). The child range, as a value path and a flag.

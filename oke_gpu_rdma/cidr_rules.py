@@ -120,6 +120,13 @@ def child_range_problems(
         )
     for subnet in worker_subnets:
         needed = required_child_prefix(subnet.network, rails)
+        if needed < 0:
+            problems.append(
+                f"no IPv4 range holds {rails} rails for {subnet.label} {subnet.network}: a child range "
+                f"needs {rail_bits(rails)} bits more than the subnet, and /{subnet.network.prefixlen} leaves "
+                f"none; OCI subnets are /{OCI_PREFIX_MIN} to /{OCI_PREFIX_MAX}"
+            )
+            continue
         if child.prefixlen > needed:
             problems.append(
                 f"child range {child} is too small for {rails} rails on {subnet.label} "

@@ -31,3 +31,7 @@ POD_SECURITY_ENFORCING = ("baseline", "restricted")
 # (kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/.../values.yaml kubeletPlugin.affinity).
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 GPU_PRESENT = "true"
+
+# Set to "true" at run time by Node Feature Discovery (which the GPU Operator deploys) on nodes with an
+# NVIDIA PCI device (vendor 10de); the first term of the GPU DRA driver's default kubelet-plugin affinity.
+NFD_NVIDIA_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"

@@ -20,6 +20,7 @@ IAM_POLICY: Final = "oci:Identity/policy:Policy"
 # Kubernetes (pulumi-kubernetes).
 NAMESPACE: Final = "kubernetes:core/v1:Namespace"
 CONFIG_MAP: Final = "kubernetes:core/v1:ConfigMap"
+SECRET: Final = "kubernetes:core/v1:Secret"
 DAEMONSET: Final = "kubernetes:apps/v1:DaemonSet"
 HELM_RELEASE: Final = "kubernetes:helm.sh/v3:Release"
 HELM_CHART_V3: Final = "kubernetes:helm.sh/v3:Chart"

@@ -1,17 +1,18 @@
 """The oke-gpu-rdma policy pack: its policies, and the analyzer the CLI (or tools/policy_check.py) talks to.
 
 `policies/__main__.py` calls :func:`serve`; tests and the offline preview call :func:`servicer`,
-the same SDK servicer class `PolicyPack` serves over gRPC, built from the same list.
+the same servicer :func:`serve` puts behind gRPC (:class:`analyzer.PackAnalyzer`, the SDK's servicer
+deserializing the stack once for all stack policies), built from the same list.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from pulumi_policy import EnforcementLevel, Policy, PolicyPack
-from pulumi_policy.policy import _PolicyAnalyzerServicer
+from pulumi_policy import Policy
 
 from . import (
+    analyzer,
     device_plugin_gpus,
     dranet_child_range,
     dranet_profile_claims,
@@ -59,18 +60,11 @@ POLICIES: Final[list[Policy]] = [
 ]
 
 
-def servicer() -> _PolicyAnalyzerServicer:
+def servicer() -> analyzer.PackAnalyzer:
     """The analyzer servicer `serve()` puts behind gRPC, for in-process use."""
-    return _PolicyAnalyzerServicer(
-        PACK_NAME, SDK_VERSION, POLICIES, EnforcementLevel.ADVISORY, None, DESCRIPTION
-    )
+    return analyzer.PackAnalyzer(PACK_NAME, SDK_VERSION, POLICIES, DESCRIPTION)
 
 
 def serve() -> None:
     """Serve the pack as the Pulumi CLI expects: print the port, block until killed."""
-    PolicyPack(
-        name=PACK_NAME,
-        policies=POLICIES,
-        enforcement_level=EnforcementLevel.ADVISORY,
-        description=DESCRIPTION,
-    )
+    analyzer.serve(servicer())

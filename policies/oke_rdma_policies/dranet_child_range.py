@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from ipaddress import IPv4Network
 from typing import Any, Final
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.cidr_rules import (
@@ -28,13 +28,15 @@ from oke_gpu_rdma.cidr_rules import (
     child_range_problems,
     parse_ipv4_network,
 )
+from oke_gpu_rdma.dranet_options import DranetOptions, flag_options, helm_options
 from oke_gpu_rdma.pack_config import ChildRangeSettings, PolicyName
 
 from . import settings
+from .helm import helm_values
 from .kube import Res, containers, helm_chart_is, pod_specs
-from .report import Reporter
+from .report import Reporter, guarded, stack_where
 from .stack import StackView
-from .values import UNKNOWN, as_list, dig
+from .values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
 CIDR_VALUE: Final = f"values.{charts.DRANET_CHILD_RANGE_VALUE}"
 OPTION: Final = charts.DRANET_CHILD_RANGE_OPTION
@@ -58,41 +60,36 @@ class Deployment:
         return f"DRANET {self.res.kind} {self.res.name}"
 
 
+def _broken(res: Res, where: str, opts: DranetOptions, fix: str, rep: Reporter) -> None:
+    for problem in opts.problems:
+        rep.violation(
+            f"DRANET {where}: {problem}. A broken DRANET gives no rail an IPvlan child (seed 003), so RDMA "
+            f"pods get no rails. Fix: {fix}",
+            res.urn,
+        )
+
+
+def _deployment(res: Res, opts: DranetOptions, how: str, fix: str) -> Deployment | None:
+    if not opts.runs_oke:
+        return None  # another provider runs, and without OKE options (checked): no child range
+    if opts.child_range is not None:
+        return Deployment(res, f"{how} = {opts.child_range!r}", opts.child_range, fix)
+    return Deployment(res, f"uses DRANET's default child range {DEFAULT_CHILD_RANGE} (no {how})", None, fix)
+
+
 def _helm_deployment(res: Res, rep: Reporter) -> Deployment | None:
-    values = res.props.get("values")
     where = f"{res.kind} {res.name}"
-    if values is UNKNOWN:
-        rep.unchecked(f"{where}: Helm values unknown until apply, child range not checked")
+    values = helm_values(res, rep)
+    if values is None:
         return None
-    value = dig(values, charts.DRANET_OKE_OPTIONS_VALUE, "values")
-    value = value.get(charts.DRANET_CHILD_RANGE_KEY) if isinstance(value, Mapping) else value
-    hint = dig(values, charts.DRANET_PROVIDER_HINT_VALUE, "values")
-    fix = f"set {CIDR_VALUE} of {where}"
-    if value is UNKNOWN or hint is UNKNOWN:
-        rep.unchecked(f"{where}: {CIDR_VALUE} or args.cloudProviderHint unknown until apply")
+    args = dig(values, "args", "values")
+    if contains_unknown(args):
+        rep.unchecked(f"{where}: values.args unknown until apply, child range not checked")
         return None
-    if value is not None:
-        return Deployment(res, f"sets {CIDR_VALUE} = {value!r}", value, fix)
-    if hint is not None and str(hint).upper() != charts.DRANET_OKE_HINT:
-        return None  # another provider: DRANET ignores the OKE options
-    if res.props.get("valueYamlFiles"):
-        rep.unchecked(f"{where}: valueYamlFiles are not read; set {CIDR_VALUE} in values to have it checked")
-        return None
-    return Deployment(
-        res, f"uses DRANET's default child range {DEFAULT_CHILD_RANGE} (no {CIDR_VALUE})", None, fix
-    )
-
-
-def _flag_values(tokens: list[str], flag: str) -> list[str]:
-    """Values of a Go flag given as --flag=v, -flag=v, --flag v or -flag v."""
-    found = []
-    for i, token in enumerate(tokens):
-        for dash in ("--", "-"):
-            if token.startswith(f"{dash}{flag}="):
-                found.append(token.split("=", 1)[1])
-            elif token == f"{dash}{flag}" and i + 1 < len(tokens):
-                found.append(tokens[i + 1])
-    return found
+    opts = helm_options(as_map(args, "values.args"))
+    fix = f"set {CIDR_VALUE} of {where} (and {charts.DRANET_PROVIDER_HINT_VALUE}: {charts.DRANET_OKE_HINT} or unset)"
+    _broken(res, where, opts, fix, rep)
+    return _deployment(res, opts, f"sets {CIDR_VALUE}", f"set {CIDR_VALUE} of {where}")
 
 
 def _daemonset_deployment(res: Res, rep: Reporter) -> Deployment | None:
@@ -109,89 +106,144 @@ def _daemonset_deployment(res: Res, rep: Reporter) -> Deployment | None:
             tokens: list[Any] = as_list(command, f"{path}.command") + as_list(
                 container.get("args"), f"{path}.args"
             )
-            where = f"DaemonSet {res.name} container {container.get('name') or path}"
+            where = f"{res.kind} {res.name} container {container.get('name') or path}"
             if any(t is UNKNOWN for t in tokens):
                 rep.unchecked(f"{where}: args unknown until apply, child range not checked")
                 return None
-            text = [str(t) for t in tokens]
+            opts = flag_options([str(t) for t in tokens])
             fix = f"set --cloud-provider-options={OPTION}=<cidr> in {path}.args"
-            for option in _flag_values(text, "cloud-provider-options"):
-                if option.startswith(f"{OPTION}="):
-                    value = option.split("=", 1)[1]
-                    return Deployment(res, f"passes --cloud-provider-options={OPTION}={value}", value, fix)
-            hints = _flag_values(text, "cloud-provider-hint")
-            if hints and hints[-1].upper() != charts.DRANET_OKE_HINT:
-                return None
-            return Deployment(
-                res,
-                f"uses DRANET's default child range {DEFAULT_CHILD_RANGE} (no {OPTION} option)",
-                None,
-                fix,
+            _broken(
+                res, where, opts, f"{fix} and --cloud-provider-hint={charts.DRANET_OKE_HINT} (or none)", rep
             )
+            return _deployment(res, opts, f"passes --cloud-provider-options={OPTION}", fix)
     return None
 
 
 def deployments(view: StackView, rep: Reporter) -> list[Deployment]:
-    """Every DRANET installation: Helm releases/charts of the dranet chart, DaemonSets running it."""
+    """Every DRANET installation: Helm releases/charts of the dranet chart, DaemonSets running it.
+
+    A `helm.sh/v4:Chart` (and a v3 Chart) is a component: pulumi-kubernetes registers each object it
+    renders as its child (provider/pkg/helm/v4 chart.go, via yaml/v2 `Register`), so the DaemonSet it
+    renders is what runs, with the flags the chart made from the values. The chart is read through that
+    DaemonSet, and through its values only when nothing is rendered (values unknown during preview). A
+    `helm.sh/v3:Release` renders no children (Helm installs it), so its values are read (values files
+    included, :func:`~oke_rdma_policies.helm.helm_values`).
+    """
     found: list[Deployment] = []
-    helm_urns = set()
+    charts_by_urn: dict[str, Res] = {}
+    rendered: set[str] = set()
     for res in view.resources:
         if helm_chart_is(res, (charts.DRANET_CHART_NAME,)):
-            helm_urns.add(res.urn)
-            dep = rep.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_deployment, res, rep))
-            if dep is not None:
-                found.append(dep)
+            charts_by_urn[res.urn] = res
     for res in view.resources:
-        if res.type != resource_types.DAEMONSET or any(a.urn in helm_urns for a in view.ancestors(res)):
-            continue  # a DaemonSet a dranet chart renders is that chart's installation
+        if res.type != resource_types.DAEMONSET:
+            continue
+        owners = [a for a in view.ancestors(res) if a.urn in charts_by_urn]
+        if owners and owners[0].type == resource_types.HELM_RELEASE:
+            continue  # Helm installs a Release's objects; they are not in the stack
         dep = rep.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_deployment, res, rep))
+        if owners and (dep is not None or _runs_dranet_image(res)):
+            rendered.add(owners[0].urn)
+        if dep is not None:
+            found.append(dep)
+    for urn, res in charts_by_urn.items():
+        if urn in rendered:
+            continue
+        dep = rep.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_deployment, res, rep))
         if dep is not None:
             found.append(dep)
     return found
 
 
-def stack_ranges(view: StackView, rep: Reporter) -> Iterator[NamedRange]:
-    """Every range of the stack the child range must not touch."""
+def _runs_dranet_image(res: Res) -> bool:
+    try:
+        return any(
+            isinstance(c.get("image"), str) and bool(_DRANET_IMAGE.search(c["image"].split("@")[0]))
+            for pod in pod_specs(res)
+            for _, c in containers(pod)
+        )
+    except PropertyTypeError:
+        return True
 
-    def parse(value: Any, label: str, what: str) -> Iterator[NamedRange]:
-        if value is UNKNOWN:
-            rep.unchecked(f"{what} unknown until apply, child range not checked against it")
-        elif value is not None:
-            # A value that is not a CIDR is OCI's to reject: nothing for the child range to avoid.
-            with contextlib.suppress(CidrError):
-                yield NamedRange(label, parse_ipv4_network(value))
 
+def _parse(value: Any, label: str, what: str, rep: Reporter) -> list[NamedRange]:
+    if value is UNKNOWN:
+        rep.unchecked(f"{what} unknown until apply, child range not checked against it")
+    elif value is not None:
+        # A value that is not a CIDR is OCI's to reject: nothing for the child range to avoid.
+        with contextlib.suppress(CidrError):
+            return [NamedRange(label, parse_ipv4_network(value))]
+    return []
+
+
+def _vcn_ranges(res: Res, rep: Reporter) -> list[NamedRange]:
+    blocks = res.props.get("cidrBlocks")
+    items = [] if blocks is None else [blocks] if blocks is UNKNOWN else as_list(blocks, "cidrBlocks")
+    if res.props.get("cidrBlock") is not None:
+        items = [*items, res.props.get("cidrBlock")]
+    found: list[NamedRange] = []
+    for value in items:
+        found += _parse(value, f"VCN {res.name} ({res.type})", f"VCN {res.name} cidrBlocks", rep)
+    return found
+
+
+def _cluster_ranges(res: Res, rep: Reporter) -> list[NamedRange]:
+    """The cluster's pods and services CIDRs; OKE's defaults where unset or unknown.
+
+    During preview a cluster being created reports `options.kubernetesNetworkConfig` as unknown when the
+    program does not set it: OKE then uses its documented defaults (pods 10.244.0.0/16, services
+    10.96.0.0/16; oke_gpu_rdma.cidr_rules), so the child range is checked against those.
+    """
+    network = dig(res.props, "options.kubernetesNetworkConfig", "")
+    if network is not UNKNOWN:
+        network = as_map(network, "options.kubernetesNetworkConfig")
+    cni = res.props.get("clusterPodNetworkOptions")
+    native = isinstance(cni, list) and any(
+        isinstance(o, Mapping) and o.get("cniType") == "OCI_VCN_IP_NATIVE" for o in cni
+    )
+    found: list[NamedRange] = []
+    for key, default in (("podsCidr", OKE_DEFAULT_PODS_CIDR), ("servicesCidr", OKE_DEFAULT_SERVICES_CIDR)):
+        value = UNKNOWN if network is UNKNOWN else network.get(key)
+        what = "pods" if key == "podsCidr" else "services"
+        if native and key == "podsCidr":
+            continue  # VCN-native pods take addresses from the pod subnets, which are checked as subnets
+        if value is None or value is UNKNOWN:
+            unknown = value is UNKNOWN
+            found.append(
+                NamedRange(
+                    f"cluster {res.name} {what} CIDR (OKE default{', its value unknown until apply' if unknown else ''}"
+                    f", {res.type})",
+                    default,
+                )
+            )
+            if unknown:
+                rep.unchecked(
+                    f"cluster {res.name} options.kubernetesNetworkConfig.{key} unknown until apply: child range "
+                    f"checked against OKE's default {default} only"
+                )
+            continue
+        found += _parse(
+            value,
+            f"cluster {res.name} {what} CIDR (options.kubernetesNetworkConfig.{key}, {res.type})",
+            f"cluster {res.name} {key}",
+            rep,
+        )
+    return found
+
+
+def stack_ranges(view: StackView, rep: Reporter) -> list[NamedRange]:
+    """Every range of the stack the child range must not touch; a resource that cannot be read is a
+    violation naming it, and the others still count."""
+    found: list[NamedRange] = []
     for res in view.of_type(resource_types.VCN):
-        blocks = res.props.get("cidrBlocks")
-        items = blocks if isinstance(blocks, list) else [blocks]
-        if res.props.get("cidrBlock") is not None:
-            items = [*items, res.props.get("cidrBlock")]
-        for value in items:
-            yield from parse(value, f"VCN {res.name} ({res.type})", f"VCN {res.name} cidrBlocks")
+        found += rep.guard(f"VCN {res.name}", res.urn, partial(_vcn_ranges, res, rep)) or []
     for res in view.of_type(resource_types.SUBNET):
-        yield from parse(
-            res.props.get("cidrBlock"), f"subnet {res.name} ({res.type})", f"subnet {res.name} cidrBlock"
+        found += _parse(
+            res.props.get("cidrBlock"), f"subnet {res.name} ({res.type})", f"subnet {res.name} cidrBlock", rep
         )
     for res in view.of_type(resource_types.CLUSTER):
-        network = dig(res.props, "options.kubernetesNetworkConfig")
-        cni = dig(res.props, "clusterPodNetworkOptions")
-        native = isinstance(cni, list) and any(
-            isinstance(o, Mapping) and o.get("cniType") == "OCI_VCN_IP_NATIVE" for o in cni
-        )
-        for key, default in (
-            ("podsCidr", OKE_DEFAULT_PODS_CIDR),
-            ("servicesCidr", OKE_DEFAULT_SERVICES_CIDR),
-        ):
-            value = UNKNOWN if network is UNKNOWN else dig(network, key)
-            what = "pods" if key == "podsCidr" else "services"
-            if value is None and not (native and key == "podsCidr"):
-                yield NamedRange(f"cluster {res.name} {what} CIDR (OKE default, {res.type})", default)
-                continue
-            yield from parse(
-                value,
-                f"cluster {res.name} {what} CIDR (options.kubernetesNetworkConfig.{key}, {res.type})",
-                f"cluster {res.name} {key}",
-            )
+        found += rep.guard(f"cluster {res.name}", res.urn, partial(_cluster_ranges, res, rep)) or []
+    return found
 
 
 def _worker_subnets(view: StackView, conf: ChildRangeSettings, rep: Reporter) -> list[NamedRange]:
@@ -214,17 +266,15 @@ def _worker_subnets(view: StackView, conf: ChildRangeSettings, rep: Reporter) ->
     return list(found.values())
 
 
-def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+def check(args: StackValidationArgs, rep: Reporter) -> None:
     conf, problems = settings.read_section(ChildRangeSettings, args.get_config())
     for problem in problems:
         rep.violation(f"{problem}; the child range was checked without this section of the pack config")
     view = StackView.of(args)
     deps = deployments(view, rep)
     if not deps:
-        rep.finish()
         return
-    plan = list(stack_ranges(view, rep))
+    plan = stack_ranges(view, rep)
     plan.append(NamedRange(f"the OCA RDMA network (pack config {OCA_KEY})", conf.oca_rdma_network))
     plan += [NamedRange(f"{r.name} (pack config {EXISTING_KEY})", r.cidr) for r in conf.existing_cidrs]
     workers = _worker_subnets(view, conf, rep)
@@ -262,7 +312,6 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 f"range over the rails. Use one child range on every node of an RDMA network; {dep.fix}",
                 dep.res.urn,
             )
-    rep.finish()
 
 
 policy = StackValidationPolicy(
@@ -272,7 +321,7 @@ policy = StackValidationPolicy(
         "IPv4 prefix from /8 to /30, hold 16 rails for the worker subnet, avoid special ranges, and "
         "overlap no VCN, subnet, pods or services CIDR nor the OCA RDMA network."
     ),
-    validate=validate,
+    validate=guarded(check, stack_where),
     enforcement_level=settings.level(PolicyName.CHILD_RANGE),
     config_schema=settings.schema(PolicyName.CHILD_RANGE),
 )

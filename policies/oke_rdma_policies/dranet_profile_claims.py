@@ -13,30 +13,37 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 
+from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.attributes import DRANET_DRIVER
 from oke_gpu_rdma.pack_config import PolicyName
 
 from . import settings
-from .kube import DeviceClasses, Res, is_claim, request_classes, resource_claim_spec
-from .report import Reporter
+from .kube import DeviceClasses, Res, is_claim, request_classes, resource_claim_spec_v1
+from .report import Reporter, guarded
 from .stack import from_resource_args
 from .values import UNKNOWN, as_list, as_map, contains_unknown, dig
 
 
 def _applies(entry: Mapping[str, Any], spec: Any, classes: DeviceClasses) -> bool:
-    """Whether a config entry reaches a request that can get rails (no `requests` means all)."""
+    """Whether a `dra.net` config entry reaches a request that can get DRANET devices.
+
+    The kubelet hands a driver the claim's opaque config for that driver, and the config applies to the
+    devices of the requests it names, or of every request when it names none (k8s.io/api resource/v1
+    DeviceClaimConfiguration.requests; the driver filters by `opaque.driver`). So `dra.net` parameters
+    reach DRANET only where the claim allocates DRANET devices: not on a claim, or on requests, that
+    can only get GPUs. A request whose class is neither known DRANET nor known GPU may get rails.
+    """
+    used = request_classes(spec)
+
+    def may_get_rails(names: set[Any] | None) -> bool:
+        return names is None or bool(names & classes.dranet) or not names <= classes.gpu
+
     requests = entry.get("requests")
     if not isinstance(requests, list) or not requests:
-        return True
-    used = request_classes(spec)
-    for name in requests:
-        base = str(name).split("/")[0]
-        names = used.get(base)
-        if names is None or names & classes.dranet or not names <= classes.gpu:
-            return True
-    return False
+        return not used or any(may_get_rails(names) for names in used.values())
+    return any(may_get_rails(used.get(str(name).split("/")[0])) for name in requests)
 
 
 def problems(interface: Mapping[str, Any], where: str) -> list[str]:
@@ -71,7 +78,7 @@ def problems(interface: Mapping[str, Any], where: str) -> list[str]:
 
 
 def check(res: Res, rep: Reporter) -> None:
-    spec = resource_claim_spec(res)
+    spec = resource_claim_spec_v1(res)
     if spec is UNKNOWN:
         rep.unchecked(f"{res.label}: spec unknown until apply")
         return
@@ -109,15 +116,16 @@ def check(res: Res, rep: Reporter) -> None:
             rep.unchecked(f"{res.label}: {', '.join(unknown[:3])} unknown until apply")
 
 
-def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    if not args.resource_type.startswith("kubernetes:resource.k8s.io/"):
+def check_resource(args: ResourceValidationArgs, rep: Reporter) -> None:
+    if not args.resource_type.startswith(resource_types.DRA_GROUP_PREFIX):
         return
     res = from_resource_args(args)
-    if not is_claim(res):
-        return
-    rep = Reporter(report_violation)
-    rep.guard(res.label, None, lambda: check(res, rep))
-    rep.finish()
+    if is_claim(res):
+        check(res, rep)
+
+
+def _where(args: ResourceValidationArgs) -> tuple[str, str | None]:
+    return f"{args.resource_type.rsplit(':', 1)[-1]} {args.name}", args.urn
 
 
 policy = ResourceValidationPolicy(
@@ -126,6 +134,6 @@ policy = ResourceValidationPolicy(
         "dra.net claim config must not set what DRANET's oke-rdma profile rejects: interface.type "
         "Passthrough, DHCP or unnumbered addressing, or interface.addresses."
     ),
-    validate=validate,
+    validate=guarded(check_resource, _where),
     enforcement_level=settings.level(PolicyName.OKE_PROFILE_CLAIMS),
 )

@@ -3,103 +3,139 @@
 With the NVIDIA GPU DRA driver on a node, the GPU Operator's device plugin must not also offer the
 same GPUs as `nvidia.com/gpu`: it runs only where `nvidia.com/gpu.deploy.device-plugin` is not
 "false" (seed 000 labelled the nodes by hand; the pools here carry it as an initial node label).
-A pool is served when it matches the driver's kubelet-plugin nodeSelector; the kubelet sets
-`node.kubernetes.io/instance-type` to the pool's shape.
+A pool is served when its nodes match the driver's kubelet-plugin nodeSelector and required node
+affinity (:mod:`oke_gpu_rdma.node_selection`; the chart's default affinity when its values set none).
+A node's labels are the pool's initial labels, `node.kubernetes.io/instance-type` (the kubelet sets it
+to the shape) and, on GPU shapes, the labels set at run time: `nvidia.com/gpu.present` by the GPU
+Operator (GPU feature discovery) and NFD's `feature.node.kubernetes.io/pci-10de.present`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import charts, resource_types, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
-from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, INSTANCE_TYPE_LABEL
+from oke_gpu_rdma.labels import (
+    DEVICE_PLUGIN_LABEL,
+    DEVICE_PLUGIN_OFF,
+    GPU_PRESENT,
+    GPU_PRESENT_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NFD_NVIDIA_PCI_LABEL,
+)
+from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
 from oke_gpu_rdma.pack_config import PolicyName
 
 from . import settings
-from .kube import Res, helm_chart_is, node_terms_match, pod_specs, required_node_terms
-from .report import Reporter
-from .stack import StackView, node_pool_labels
-from .values import UNKNOWN, as_list, dig
+from .helm import helm_values
+from .kube import Res, helm_chart_is, pod_specs
+from .report import Reporter, guarded, stack_where
+from .stack import StackView, is_gpu_shape, node_pool_labels
+from .values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
 _DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GPU_CHART_NAMES)) + ")[:@]?")
 
 
-def _drivers(view: StackView, rep: Reporter) -> list[tuple[Res, Any]]:
-    """(installation, node selector) of every NVIDIA GPU DRA driver; selector UNKNOWN if unknown."""
-    found: list[tuple[Res, Any]] = []
+@dataclass
+class Driver:
+    """One NVIDIA GPU DRA driver installation and how its kubelet plugin selects nodes."""
+
+    res: Res
+    selector: Any  # Mapping, UNKNOWN or None
+    affinity: Any  # Mapping, UNKNOWN or None
+
+    @property
+    def label(self) -> str:
+        return f"{self.res.kind} {self.res.name}"
+
+
+def _helm_driver(res: Res, rep: Reporter) -> Driver | None:
+    values = helm_values(res, rep)
+    if values is None:
+        return None
+    selector = dig(values, charts.NVIDIA_GPU_KUBELET_NODE_SELECTOR_VALUE, "values")
+    affinity = dig(values, charts.NVIDIA_GPU_KUBELET_AFFINITY_VALUE, "values")
+    # The chart renders kubeletPlugin.affinity; values that set none keep the chart's default.
+    return Driver(res, selector, charts.NVIDIA_GPU_DEFAULT_KUBELET_AFFINITY if affinity is None else affinity)
+
+
+def _daemonset_driver(res: Res) -> Driver | None:
+    for pod in pod_specs(res):
+        images = [
+            c.get("image")
+            for c in as_list(pod.spec.get("containers"), f"{pod.path}.containers")
+            if isinstance(c, Mapping)
+        ]
+        if any(isinstance(i, str) and _DRIVER_IMAGE.search(i) for i in images):
+            return Driver(res, pod.spec.get("nodeSelector"), pod.spec.get("affinity"))
+    return None
+
+
+def _drivers(view: StackView, rep: Reporter) -> list[Driver]:
+    """Every NVIDIA GPU DRA driver: Helm charts of it, or DaemonSets running its image."""
+    found: list[Driver | None] = []
     helm = set()
     for res in view.resources:
         if helm_chart_is(res, charts.NVIDIA_GPU_CHART_NAMES):
             helm.add(res.urn)
-
-            def read_release(res: Res = res) -> None:
-                values = res.props.get("values")
-                if values is UNKNOWN:
-                    found.append((res, UNKNOWN))
-                    return
-                terms = required_node_terms(dig(values, "kubeletPlugin.affinity", "values"))
-                if terms is UNKNOWN:
-                    found.append((res, UNKNOWN))
-                    return
-                selector = dig(values, "kubeletPlugin.nodeSelector", "values")
-                found.append((res, selector if not terms else (selector, terms)))
-
-            rep.guard(f"Helm release {res.name}", res.urn, read_release)
+            found.append(rep.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_driver, res, rep)))
     for res in view.of_type(resource_types.DAEMONSET):
-        if any(a.urn in helm for a in view.ancestors(res)):
-            continue
-
-        def read_daemonset(res: Res = res) -> None:
-            for pod in pod_specs(res):
-                images = [
-                    c.get("image")
-                    for c in as_list(pod.spec.get("containers"), f"{pod.path}.containers")
-                    if isinstance(c, Mapping)
-                ]
-                if any(isinstance(i, str) and _DRIVER_IMAGE.search(i) for i in images):
-                    found.append((res, pod.spec.get("nodeSelector")))
-
-        rep.guard(f"DaemonSet {res.name}", res.urn, read_daemonset)
-    return found
+        if not any(a.urn in helm for a in view.ancestors(res)):
+            found.append(rep.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_driver, res)))
+    return [d for d in found if d is not None]
 
 
-def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+def _pool_labels(pool: Res) -> dict[str, Any] | Any:
+    """The labels the pool's nodes will have (module docstring); UNKNOWN when they are unknown."""
+    labels = node_pool_labels(pool)
+    if labels is UNKNOWN:
+        return UNKNOWN
+    if is_gpu_shape(pool.props.get("nodeShape")):
+        # Set at run time on GPU nodes by the GPU Operator (GPU feature discovery) and NFD.
+        labels[GPU_PRESENT_LABEL] = GPU_PRESENT
+        labels[NFD_NVIDIA_PCI_LABEL] = "true"
+    return labels
+
+
+def _selects(driver: Driver, pool: Res, labels: Mapping[str, Any], rep: Reporter) -> bool:
+    """Whether the driver's kubelet plugin runs on the pool's nodes; unknowns are noted (False)."""
+    selector, affinity = driver.selector, driver.affinity
+    if selector is UNKNOWN or contains_unknown(selector) or affinity is UNKNOWN or contains_unknown(affinity):
+        rep.unchecked(f"{driver.label}: nodeSelector or affinity unknown until apply")
+        return False
+    if not selector_matches(as_map(selector, "nodeSelector"), labels):
+        return False
+    try:
+        admitted = affinity_matches(as_map(affinity, "affinity"), labels)
+    except SelectionError as err:
+        raise PropertyTypeError(str(err).split(" ", 1)[0], "a Kubernetes node affinity", affinity) from None
+    if admitted is None:
+        rep.unchecked(f"{driver.label}: node affinity uses matchFields, node pool {pool.name} not checked")
+        return False
+    return admitted
+
+
+def check(args: StackValidationArgs, rep: Reporter) -> None:
     view = StackView.of(args)
     drivers = _drivers(view, rep)
     if not drivers:
-        rep.finish()
         return
     for pool in view.gpu_node_pools():
-        labels = rep.guard(f"node pool {pool.name}", pool.urn, partial(node_pool_labels, pool))
+        labels = rep.guard(f"node pool {pool.name}", pool.urn, partial(_pool_labels, pool))
         if labels is None:
             continue
         if labels is UNKNOWN:
             rep.unchecked(f"node pool {pool.name}: initialNodeLabels unknown until apply")
             continue
-        for driver, selection in drivers:
-            selector, terms = selection if isinstance(selection, tuple) else (selection, None)
-            if terms is not None and not node_terms_match(labels, terms):
-                continue
-            if selector is UNKNOWN:
-                rep.unchecked(f"{driver.kind} {driver.name}: nodeSelector unknown until apply")
-                continue
-            if selector is not None and not isinstance(selector, Mapping):
-                rep.violation(
-                    f"{driver.kind} {driver.name}: nodeSelector must be an object of labels", driver.urn
-                )
-                continue
-            wanted = dict(selector or {})
-            if any(v is UNKNOWN for v in wanted.values()):
-                rep.unchecked(f"{driver.kind} {driver.name}: nodeSelector values unknown until apply")
-                continue
-            if any(labels.get(k) != v for k, v in wanted.items()):
+        for driver in drivers:
+            if not rep.guard(driver.label, driver.res.urn, partial(_selects, driver, pool, labels, rep)):
                 continue
             value = labels.get(DEVICE_PLUGIN_LABEL)
             if value is UNKNOWN:
@@ -108,12 +144,13 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             if value == DEVICE_PLUGIN_OFF:
                 continue
             shown = "is missing" if value is None else f"is {value!r}"
-            chosen = ", ".join(f"{k}={v}" for k, v in wanted.items()) or (
-                "nodes by affinity" if terms else "every node"
-            )
+            wanted = driver.selector if isinstance(driver.selector, Mapping) else {}
+            chosen = ", ".join(f"{k}={v}" for k, v in wanted.items()) or "every node"
+            how = " and its node affinity" if driver.affinity else ""
             rep.violation(
                 f"node pool {pool.name} ({labels.get(INSTANCE_TYPE_LABEL)}) gets GPUs from the NVIDIA DRA driver "
-                f"({driver.kind} {driver.name} selects {chosen}) but its initial node label "
+                f"({driver.label} selects {chosen}{how}, which the pool's nodes match once the GPU Operator "
+                f"labels them {GPU_PRESENT_LABEL}={GPU_PRESENT}) but its initial node label "
                 f"{DEVICE_PLUGIN_LABEL} {shown}: the GPU Operator's device plugin then offers the same GPUs as "
                 f"{NVIDIA_GPU_RESOURCE}, which the kubelet hands out without regard to the rails (seed 000: 4.27 GB/s "
                 "instead of 96.29 GB/s) and which the DRA driver may give to a claim at the same time. Fix: add "
@@ -121,7 +158,6 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 f"({stack_keys.stack_setting(stack_keys.GPU_DRIVER_ENABLED, 'true')} sets it on every pool)",
                 pool.urn,
             )
-    rep.finish()
 
 
 policy = StackValidationPolicy(
@@ -130,6 +166,6 @@ policy = StackValidationPolicy(
         "GPU node pools served by the NVIDIA GPU DRA driver must carry the initial node label "
         f"{DEVICE_PLUGIN_LABEL}={DEVICE_PLUGIN_OFF}."
     ),
-    validate=validate,
+    validate=guarded(check, stack_where),
     enforcement_level=settings.level(PolicyName.DEVICE_PLUGIN_OFF),
 )

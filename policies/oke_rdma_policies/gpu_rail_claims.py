@@ -7,121 +7,127 @@ ResourceClaimTemplate of resource.k8s.io v1, v1beta2 and v1beta1 is judged; none
 silently: a claim that cannot be judged (a value unknown during preview, a DeviceClass the stack
 does not declare, a shape without verified topology) is named in the policy's advisory line or, for
 the shape, in a violation.
+
+In a mixed fleet (an inference pool of GPUs without rails next to the RDMA pools) a claim is judged on
+the shapes where its devices exist (:mod:`oke_gpu_rdma.placement`): the scheduler never places a claim
+for rails on a node without rails, so that shape cannot block it. A claim whose devices exist on no
+shape is judged on every shape. Claims go to the judge as written, in their API version
+(`resource.k8s.io/v1beta1` has no `exactly`), and a verdict the model cannot reach (a CEL function it
+does not evaluate) is reported as not checked, never as a rejection.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs, StackValidationPolicy
 
-from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
+from oke_gpu_rdma import resource_types, stack_keys
+from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
+from oke_gpu_rdma.claim_spec import claim_spec_to_v1
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.placement import devices_exist
 from oke_gpu_rdma.topology import Topology
-from oke_gpu_rdma.verdicts import Verdict, judge
+from oke_gpu_rdma.verdicts import UnsatisfiableCause, Verdict, VerdictKind, judge
 
 from . import settings
 from .kube import Res, request_classes, resource_claim_spec
-from .report import Reporter
+from .report import Reporter, guarded, stack_where
 from .stack import StackView
 from .values import UNKNOWN, contains_unknown
 
-VIOLATIONS: Final = ("invalid", "unsatisfiable", "unaligned")
-_CACHE_LIMIT: Final = 4096
-_verdicts: dict[tuple[str, str, Topology, str], Verdict] = {}
+_CACHE_LIMIT: Final = 8192
+_verdicts: dict[tuple[str, str, str, Topology, str], Verdict] = {}
+
+
+@dataclass(frozen=True)
+class _Judging:
+    """What every claim of one run is judged with."""
+
+    classes: Mapping[str, tuple[str, ...]]
+    classes_key: str
+    topologies: list[tuple[Topology, list[str]]]
 
 
 def _judge(
-    spec: Mapping[str, Any],
-    topology: Topology,
-    classes: Mapping[str, tuple[str, ...]],
-    classes_key: str,
-    name: str,
+    spec: Mapping[str, Any], api_version: str, topology: Topology, how: _Judging, name: str
 ) -> Verdict:
     """The verdict, cached by the claim's JSON: a stack repeats the same claim many times."""
-    key = (json.dumps(spec, sort_keys=True, default=str), classes_key, topology, name)
+    key = (json.dumps(spec, sort_keys=True, default=str), api_version, how.classes_key, topology, name)
     verdict = _verdicts.get(key)
     if verdict is None:
         if len(_verdicts) > _CACHE_LIMIT:
             _verdicts.clear()
-        verdict = judge(spec, topology, device_classes=classes, name=name)
+        verdict = judge(spec, topology, device_classes=how.classes, name=name, api_version=api_version)
         _verdicts[key] = verdict
     return verdict
-
-
-def _capacity(topology: Topology) -> str:
-    gpus = max(len(r.gpus) for r in topology.roots)
-    rails = max(len(r.rails) for r in topology.roots)
-    return f"{gpus} GPUs and {rails} rails"
 
 
 def message(claim: Res, verdict: Verdict, topology: Topology, pools: list[str]) -> str:
     where = f"{claim.label} on {topology.shape}" + (f" (node pools {', '.join(pools)})" if pools else "")
     text = f"{where}: {verdict.message}"
-    if verdict.kind == "unsatisfiable" and "no PCIe root has" in verdict.message:
-        text += (
-            f". Fix: a {PCIE_ROOT} constraint can hold at most what one root has ({_capacity(topology)}): "
-            "split the requests into per-root pairs gpus-i/rails-i, each pair with its own constraint "
-            "(oke_gpu_rdma.claims.aligned_claim_spec), or ask for fewer devices"
-        )
+    if verdict.cause is UnsatisfiableCause.ROOT_CAPACITY and verdict.fix:
+        text += f". Fix: {verdict.fix}"
     return text
 
 
-def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
-    conf = settings.claims_config(args.get_config())
-    for problem in conf.problems:
-        rep.violation(problem)
-    view = StackView.of(args)
-    if not view.claims:
-        rep.finish()
-        return
-    shapes: dict[str, list[str]] = {}
-    pools_by_shape: dict[str, list[Res]] = {}
+def _topologies(
+    view: StackView, conf: settings.ClaimsConfig, rep: Reporter
+) -> list[tuple[Topology, list[str]]]:
+    """The shapes claims are judged on: the GPU node pools' shapes, else the pack config's shape."""
+    shapes: dict[str, list[Res]] = {}
     for pool in view.of_type(resource_types.NODE_POOL):
-        shape = pool.props.get("nodeShape")
-        if shape is UNKNOWN:
+        if pool.props.get("nodeShape") is UNKNOWN:
             rep.unchecked(f"node pool {pool.name}: nodeShape unknown until apply")
     for pool in view.gpu_node_pools():
-        shape = pool.props["nodeShape"]
-        shapes.setdefault(shape, []).append(pool.name)
-        pools_by_shape.setdefault(shape, []).append(pool)
+        shapes.setdefault(pool.props["nodeShape"], []).append(pool)
     if not shapes:
         shapes[conf.shape] = []
-    topologies: list[tuple[Topology, list[str]]] = []
+    found: list[tuple[Topology, list[str]]] = []
     for shape, pools in shapes.items():
         try:
-            topologies.append((settings.topology_for(conf, shape), pools))
+            found.append((settings.topology_for(conf, shape), [p.name for p in pools]))
         except TopologyError as err:
             text = (
                 f"claims cannot be judged on {shape}: {err}. Supply its topology as pack config "
-                f"{PolicyName.CLAIMS_ALIGNED}.shapeTopologies.{shape}, or set this policy advisory for it"
+                f"{PolicyName.CLAIMS_ALIGNED}.shapeTopologies.{shape} (and as "
+                f"{stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}), or set this policy advisory for it"
             )
-            targets: list[Res | None] = list(pools_by_shape.get(shape, [])) or [None]
+            targets: list[Res | None] = list(pools) or [None]
             for target in targets:
                 rep.violation(
                     f"node pool {target.name}: {text}" if target else f"pack config shape: {text}",
                     target.urn if target else None,
                 )
+    return found
+
+
+def check(args: StackValidationArgs, rep: Reporter) -> None:
+    conf = settings.claims_config(args.get_config())
+    for problem in conf.problems:
+        rep.violation(problem)
+    view = StackView.of(args)
+    for res, problem in view.classes.problems:
+        rep.violation(
+            f"{res.label}: {problem}; the API server rejects such a DeviceClass, and claims that use it "
+            "are judged as if it did not exist. Fix: give each selector a cel.expression string",
+            res.urn,
+        )
+    if not view.claims:
+        return
+    topologies = _topologies(view, conf, rep)
     classes = {**DEVICE_CLASS_SELECTORS, **view.classes.selectors}
-    classes_key = json.dumps(classes, sort_keys=True)
+    how = _Judging(classes, json.dumps(classes, sort_keys=True), topologies)
     for claim in view.claims:
-        rep.guard(claim.label, claim.urn, partial(_check, claim, classes, classes_key, topologies, rep))
-    rep.finish()
+        rep.guard(claim.label, claim.urn, partial(_check, claim, how, rep))
 
 
-def _check(
-    claim: Res,
-    classes: Mapping[str, tuple[str, ...]],
-    classes_key: str,
-    topologies: list[tuple[Topology, list[str]]],
-    rep: Reporter,
-) -> None:
+def _check(claim: Res, how: _Judging, rep: Reporter) -> None:
     spec = resource_claim_spec(claim)
     if spec is UNKNOWN:
         rep.unchecked(f"{claim.label}: spec unknown until apply, not judged")
@@ -140,8 +146,9 @@ def _check(
         if unknown:
             rep.unchecked(f"{claim.label}: {', '.join(unknown[:3])} unknown until apply, not judged")
             return
-    for request, used in request_classes(spec).items():
-        missing = sorted(str(c) for c in used if isinstance(c, str) and c not in classes)
+    api_version = claim.group_version  # is_claim: one of the served versions
+    for request, used in request_classes(claim_spec_to_v1(spec, api_version)).items():
+        missing = sorted(str(c) for c in used if isinstance(c, str) and c not in how.classes)
         if missing:
             rep.unchecked(
                 f"{claim.label}: request {request} uses DeviceClass {', '.join(missing)}, which this stack "
@@ -149,9 +156,19 @@ def _check(
             )
             return
     name = claim.object_name if isinstance(claim.object_name, str) else claim.name
-    for topology, pools in topologies:
-        verdict = _judge(spec, topology, classes, classes_key, name)
-        if verdict.kind in VIOLATIONS:
+    judged = [(t, pools, _judge(spec, api_version, t, how, name)) for t, pools in how.topologies]
+    if len(judged) > 1:
+        # A mixed fleet: only the shapes where the claim's devices exist can run it (module docstring).
+        placed = [
+            (t, pools, v)
+            for t, pools, v in judged
+            if v.kind is not VerdictKind.UNSATISFIABLE or devices_exist(spec, t, how.classes, api_version)
+        ]
+        judged = placed or judged
+    for topology, pools, verdict in judged:
+        if verdict.kind is VerdictKind.NOT_CHECKED:
+            rep.unchecked(f"{claim.label} on {topology.shape}: {verdict.message}")
+        elif verdict.kind.blocks_deploy:
             rep.violation(message(claim, verdict, topology, pools), claim.urn)
 
 
@@ -160,9 +177,9 @@ policy = StackValidationPolicy(
     description=(
         "ResourceClaims and ResourceClaimTemplates must be valid, allocatable and, when they ask for "
         "GPUs and DRANET rails, aligned: every GPU on a PCIe root with one of the claim's rails, on "
-        "every GPU node pool shape of the stack."
+        "every GPU node pool shape of the stack where the claim's devices exist."
     ),
-    validate=validate,
+    validate=guarded(check, stack_where),
     enforcement_level=settings.level(PolicyName.CLAIMS_ALIGNED),
     config_schema=settings.schema(PolicyName.CLAIMS_ALIGNED),
 )

@@ -20,26 +20,12 @@ from oke_gpu_rdma.attributes import (
     NVIDIA_GPU_DRIVER,
     NVIDIA_GPU_RESOURCE,
 )
+from oke_gpu_rdma.claim_spec import API_VERSIONS, claim_spec_to_v1
 
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig, plain
 
 CLAIM_VERSIONS: Final = ("v1", "v1beta2", "v1beta1")
 GPU_RESOURCE: Final = NVIDIA_GPU_RESOURCE
-
-# Kind -> where its pod specs live (dot paths); kubeflow jobs are handled by their replica specs.
-_POD_SPEC_PATHS: Final[dict[str, tuple[str, ...]]] = {
-    "Pod": ("spec",),
-    "PodTemplate": ("template.spec",),
-    "Deployment": ("spec.template.spec",),
-    "StatefulSet": ("spec.template.spec",),
-    "DaemonSet": ("spec.template.spec",),
-    "ReplicaSet": ("spec.template.spec",),
-    "ReplicationController": ("spec.template.spec",),
-    "Job": ("spec.template.spec",),
-    "CronJob": ("spec.jobTemplate.spec.template.spec",),
-}
-# Kubeflow training operator and MPI operator kinds: spec.<x>ReplicaSpecs.<role>.template.spec.
-_KUBEFLOW_GROUP: Final = "kubeflow.org"
 
 
 @dataclass
@@ -128,42 +114,21 @@ def is_claim(res: Res) -> bool:
 
 
 def resource_claim_spec(res: Res) -> Any:
-    """The claim's ResourceClaimSpec in resource.k8s.io/v1 form (None if absent, UNKNOWN if unknown)."""
-    spec = dig(res.props, "spec.spec" if res.kind == "ResourceClaimTemplate" else "spec")
+    """The claim's ResourceClaimSpec as written in its API version (None if absent, UNKNOWN if unknown)."""
+    base = "spec.spec" if res.kind == "ResourceClaimTemplate" else "spec"
+    spec = dig(res.props, base)
     if spec is None or spec is UNKNOWN:
         return spec
-    base = "spec.spec" if res.kind == "ResourceClaimTemplate" else "spec"
-    spec = as_map(spec, base)
-    if res.group_version.endswith("/v1beta1"):
-        return _v1beta1_to_v1(spec)
-    return spec
+    return as_map(spec, base)
 
 
-_V1BETA1_EXACT_FIELDS: Final = (
-    "deviceClassName",
-    "selectors",
-    "allocationMode",
-    "count",
-    "adminAccess",
-    "tolerations",
-    "capacity",
-)
-
-
-def _v1beta1_to_v1(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """v1beta1 puts a request's device fields on the request itself; v1 (and v1beta2) under `exactly`."""
-    devices = spec.get("devices")
-    if not isinstance(devices, Mapping) or not isinstance(devices.get("requests"), list):
-        return dict(spec)
-    requests = []
-    for request in devices["requests"]:
-        if isinstance(request, Mapping) and "exactly" not in request and "firstAvailable" not in request:
-            exactly = {k: request[k] for k in _V1BETA1_EXACT_FIELDS if k in request}
-            rest = {k: v for k, v in request.items() if k not in _V1BETA1_EXACT_FIELDS}
-            requests.append({**rest, "exactly": exactly})
-        else:
-            requests.append(request)
-    return {**spec, "devices": {**devices, "requests": requests}}
+def resource_claim_spec_v1(res: Res) -> Any:
+    """:func:`resource_claim_spec` in the resource.k8s.io/v1 form (v1beta1 requests get `exactly`), for
+    the policies that only ask which DeviceClasses a request uses."""
+    spec = resource_claim_spec(res)
+    if not isinstance(spec, Mapping) or res.group_version not in API_VERSIONS:
+        return spec
+    return claim_spec_to_v1(spec, res.group_version)
 
 
 def request_classes(spec: Any) -> dict[str, set[Any]]:
@@ -202,14 +167,38 @@ def _class_name(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class DeviceClasses:
-    """Which DeviceClass names select DRANET devices and which NVIDIA GPUs (defaults plus the stack's)."""
+    """Which DeviceClass names select DRANET devices and which NVIDIA GPUs (defaults plus the stack's).
+
+    ``problems`` holds (DeviceClass, message) for classes whose properties have the wrong type: they
+    select nothing here, and gpu-rail-claims-aligned reports them.
+    """
 
     dranet: frozenset[str] = frozenset({DRANET_DEVICE_CLASS})
     gpu: frozenset[str] = frozenset({NVIDIA_GPU_DEVICE_CLASS})
     selectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    problems: tuple[tuple[Res, str], ...] = ()
 
 
 _DRIVER_IN_CEL: Final = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
+
+
+def _class_selectors(res: Res) -> tuple[str, ...] | None:
+    """The CEL expressions of a DeviceClass (resource.k8s.io `spec.selectors[].cel.expression`); None when
+    unknown; PropertyTypeError naming the path when a value has the wrong type."""
+    sels = dig(res.props, "spec.selectors")
+    if sels is UNKNOWN:
+        return None
+    exprs = []
+    for i, sel in enumerate(as_list(sels, "spec.selectors")):
+        expr = dig(as_map(sel, f"spec.selectors[{i}]"), "cel.expression", f"spec.selectors[{i}]")
+        if expr is UNKNOWN:
+            return None
+        if not isinstance(expr, str):
+            raise PropertyTypeError(
+                f"spec.selectors[{i}].cel.expression", "a CEL expression (a string)", expr
+            )
+        exprs.append(expr)
+    return tuple(exprs)
 
 
 def device_classes(resources: list[Res]) -> DeviceClasses:
@@ -217,21 +206,19 @@ def device_classes(resources: list[Res]) -> DeviceClasses:
     dranet = {DRANET_DEVICE_CLASS}
     gpu = {NVIDIA_GPU_DEVICE_CLASS}
     selectors: dict[str, tuple[str, ...]] = {}
+    problems: list[tuple[Res, str]] = []
     for res in resources:
         if not (res.type.startswith(resource_types.DRA_GROUP_PREFIX) and res.kind == "DeviceClass"):
             continue
         name = res.object_name
-        sels = dig(res.props, "spec.selectors")
-        if not isinstance(name, str) or not isinstance(sels, list):
+        if not isinstance(name, str):
             continue
-        exprs = tuple(
-            s["cel"]["expression"]
-            for s in sels
-            if isinstance(s, Mapping)
-            and isinstance(s.get("cel"), Mapping)
-            and isinstance(s["cel"].get("expression"), str)
-        )
-        if len(exprs) != len(sels):
+        try:
+            exprs = _class_selectors(res)
+        except PropertyTypeError as err:
+            problems.append((res, str(err)))
+            continue
+        if exprs is None:
             continue
         selectors[name] = exprs
         drivers = {m for e in exprs for m in _DRIVER_IN_CEL.findall(e)}
@@ -239,7 +226,7 @@ def device_classes(resources: list[Res]) -> DeviceClasses:
             dranet.add(name)
         if NVIDIA_GPU_DRIVER in drivers:
             gpu.add(name)
-    return DeviceClasses(frozenset(dranet), frozenset(gpu), selectors)
+    return DeviceClasses(frozenset(dranet), frozenset(gpu), selectors, tuple(problems))
 
 
 def rail_requests(spec: Any, classes: DeviceClasses) -> list[str]:
@@ -263,42 +250,66 @@ class PodSpec:
         return f"replica {self.role}" if self.role else self.path
 
 
+def _may_hold_pods(res: Res) -> bool:
+    """Kubernetes objects other than DRA objects and Helm charts (which hold no pod spec themselves)."""
+    return (
+        res.type.startswith("kubernetes:")
+        and not res.type.startswith(resource_types.DRA_GROUP_PREFIX)
+        and res.type not in resource_types.HELM_TYPES
+    )
+
+
 def is_workload(res: Res) -> bool:
-    if not res.type.startswith("kubernetes:"):
+    """Whether the object holds a pod spec anywhere (any kind: Deployment, MPIJob, LeaderWorkerSet, ...)."""
+    if not _may_hold_pods(res):
         return False
-    if res.kind in _POD_SPEC_PATHS and res.group in ("", "core", "apps", "batch"):
-        return True
-    return res.group == _KUBEFLOW_GROUP or res.kind == "JobSet"
+    try:
+        return next(pod_specs(res), None) is not None
+    except PropertyTypeError:
+        return True  # its reader names the path
+
+
+def _role(path: str, props: Mapping[str, Any]) -> str | None:
+    """The replica a pod spec belongs to: `Worker` under `*ReplicaSpecs`, a JobSet job's name, a
+    LeaderWorkerSet's leader or worker template."""
+    parts = re.split(r"\.|(?=\[)", path)
+    for i, part in enumerate(parts):
+        if part.endswith("ReplicaSpecs") and i + 1 < len(parts):
+            return parts[i + 1]
+        if part == "replicatedJobs" and i + 1 < len(parts) and parts[i + 1].startswith("["):
+            job = dig(props, ".".join(parts[: i + 1]))
+            index = int(parts[i + 1].strip("[]"))
+            name = (
+                job[index].get("name") if isinstance(job, list) and isinstance(job[index], Mapping) else None
+            )
+            return str(name) if isinstance(name, str) else str(index)
+    templates = [p for p in parts if p.endswith("Template") and p != "jobTemplate"]
+    return templates[-1].removesuffix("Template") if templates else None
+
+
+def _find_pod_specs(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every PodSpec under ``value``: a `spec` object with a `containers` list (core/v1 PodSpec)."""
+    if isinstance(value, Mapping):
+        if path.endswith("spec") and "containers" in value:
+            yield path, value
+            return
+        for key, item in value.items():
+            yield from _find_pod_specs(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _find_pod_specs(item, f"{path}[{i}]")
 
 
 def pod_specs(res: Res) -> Iterator[PodSpec]:
-    """Every pod spec of a workload; PropertyTypeError for a path holding the wrong type."""
-    paths = _POD_SPEC_PATHS.get(res.kind) if res.group in ("", "core", "apps", "batch") else None
-    if paths:
-        for path in paths:
-            spec = dig(res.props, path)
-            if spec is None or spec is UNKNOWN:
-                continue
-            yield PodSpec(path, None, as_map(spec, path))
+    """Every pod spec of a workload, found by structure (a `...spec` object with `containers`), so a kind
+    the pack has never heard of (LeaderWorkerSet, a new training operator) is read like a Deployment."""
+    if not _may_hold_pods(res):
         return
-    spec = as_map(dig(res.props, "spec"), "spec") if dig(res.props, "spec") is not UNKNOWN else {}
-    if res.kind == "JobSet":
-        for i, job in enumerate(as_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
-            base = f"spec.replicatedJobs[{i}]"
-            job = as_map(job, base)
-            pod = dig(job, "template.spec.template.spec", base)
-            if isinstance(pod, Mapping):
-                yield PodSpec(f"{base}.template.spec.template.spec", str(job.get("name") or i), pod)
+    spec = res.props.get("spec")
+    if spec is None or spec is UNKNOWN:
         return
-    for key, replicas in spec.items():
-        if not key.endswith("ReplicaSpecs") or replicas is UNKNOWN:
-            continue
-        for role, replica in as_map(replicas, f"spec.{key}").items():
-            base = f"spec.{key}.{role}"
-            pod = dig(replica, "template.spec", base)
-            if pod is None or pod is UNKNOWN:
-                continue
-            yield PodSpec(f"{base}.template.spec", role, as_map(pod, f"{base}.template.spec"))
+    for path, pod in _find_pod_specs(as_map(spec, "spec"), "spec"):
+        yield PodSpec(path, _role(path, res.props), pod)
 
 
 def containers(pod: PodSpec) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -380,49 +391,3 @@ def gpu_count(container: Mapping[str, Any], path: str) -> Any:
     if found is not None and not isinstance(found, int | float):
         raise PropertyTypeError(f"{path}.resources.limits.{GPU_RESOURCE}", "a whole number", found)
     return found
-
-
-def required_node_terms(affinity: Any) -> Any:
-    """The required nodeSelectorTerms of a pod `affinity` ([] without any; UNKNOWN if unknown)."""
-    terms = dig(affinity, "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms")
-    if terms is UNKNOWN:
-        return UNKNOWN
-    return as_list(
-        terms, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-    )
-
-
-def node_terms_match(labels: Mapping[str, Any], terms: list[Any]) -> bool:
-    """Whether a node with ``labels`` satisfies one of ``terms`` (ORed; expressions within a term ANDed).
-
-    Operators as the scheduler reads them (kubernetes/kubernetes
-    staging/src/k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go): In, NotIn,
-    Exists, DoesNotExist; Gt/Lt compare integers.
-    """
-    for term in terms:
-        expressions = as_list(dig(term, "matchExpressions"), "nodeSelectorTerms[].matchExpressions")
-        if all(_expression_matches(labels, as_map(e, "matchExpressions[]")) for e in expressions):
-            return True
-    return not terms
-
-
-def _expression_matches(labels: Mapping[str, Any], expression: Mapping[str, Any]) -> bool:
-    key, operator = str(expression.get("key")), expression.get("operator")
-    values = [str(v) for v in as_list(expression.get("values"), "matchExpressions[].values")]
-    present = key in labels
-    value = str(labels[key]) if present else None
-    if operator == "In":
-        return present and value in values
-    if operator == "NotIn":
-        return not present or value not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt") and present and values:
-        try:
-            left, right = int(str(value)), int(values[0])
-        except ValueError:
-            return False
-        return left > right if operator == "Gt" else left < right
-    return False

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Final
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, POD_SECURITY_ENFORCING
@@ -20,7 +20,7 @@ from oke_gpu_rdma.pack_config import PolicyName
 
 from . import settings
 from .kube import Res, container_name, containers, pod_specs
-from .report import Reporter
+from .report import Reporter, guarded, stack_where
 from .stack import StackView, labels_of
 from .values import UNKNOWN, as_list, as_map
 
@@ -67,8 +67,7 @@ def _check_workload(
             )
 
 
-def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+def check(args: StackValidationArgs, rep: Reporter) -> None:
     view = StackView.of(args)
     rdma_namespaces: dict[str, list[str]] = {}
     for claim in view.claims:
@@ -100,7 +99,6 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             f"baseline keeps privileged pods off the rails. Fix: set the label {ENFORCE}: baseline",
             ns.urn,
         )
-    rep.finish()
 
 
 policy = StackValidationPolicy(
@@ -109,6 +107,6 @@ policy = StackValidationPolicy(
         "Namespaces with DRANET rail claims enforce Pod Security baseline; pods using DRANET rails are not "
         "privileged, use no hostNetwork and add no IPC_LOCK."
     ),
-    validate=validate,
+    validate=guarded(check, stack_where),
     enforcement_level=settings.level(PolicyName.BASELINE),
 )

@@ -61,7 +61,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     if not pools:
         rep.finish()
         return
-    plan = list(stack_ranges(view, rep))
+    plan = stack_ranges(view, rep)
     plan.append(NamedRange(f"the OCA RDMA network (pack config {OCA_KEY})", conf.oca_rdma_network))
     plan += [NamedRange(f"{r.name} (pack config {EXISTING_KEY})", r.cidr) for r in conf.existing_cidrs]
     for dep in deployments(view, rep):

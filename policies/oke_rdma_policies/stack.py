@@ -23,9 +23,9 @@ from .kube import (
     is_claim,
     is_workload,
     rail_requests,
-    resource_claim_spec,
+    resource_claim_spec_v1,
 )
-from .report import Reporter
+from .report import Reporter, guarded, stack_where
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map
 
 
@@ -48,6 +48,9 @@ def from_policy_resources(resources: list[PolicyResource]) -> list[Res]:
         )
         for r in resources
     ]
+
+
+_SHARED: list[tuple[list[PolicyResource], StackView]] = []
 
 
 def is_gpu_shape(shape: object) -> bool:
@@ -80,7 +83,14 @@ class StackView:
 
     @classmethod
     def of(cls, args: StackValidationArgs) -> StackView:
-        return cls(from_policy_resources(args.resources))
+        """The view of ``args.resources``; the stack policies of one AnalyzeStack share it (the pack's
+        analyzer hands them one resource list, :mod:`oke_rdma_policies.analyzer`), so the stack is
+        converted to plain values once. Policies only read the view."""
+        if _SHARED and _SHARED[0][0] is args.resources:
+            return _SHARED[0][1]
+        view = cls(from_policy_resources(args.resources))
+        _SHARED[:] = [(args.resources, view)]
+        return view
 
     def of_type(self, type_: str) -> list[Res]:
         return [r for r in self.resources if r.type == type_]
@@ -101,7 +111,7 @@ class StackView:
         """Requests of ``claim`` that ask for DRANET devices (cached); [] if unreadable."""
         if claim.urn not in self._rails:
             try:
-                spec = resource_claim_spec(claim)
+                spec = resource_claim_spec_v1(claim)
             except PropertyTypeError:
                 spec = None
             self._rails[claim.urn] = rail_requests(spec, self.classes)
@@ -190,11 +200,9 @@ WorkloadCheck = Callable[["StackView", Any, Reporter], None]
 def validate_each_workload(check: WorkloadCheck) -> Callable[[StackValidationArgs, ReportViolation], None]:
     """A stack policy's `validate` that runs `check` on every workload, each guarded on its own."""
 
-    def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-        rep = Reporter(report_violation)
+    def run(args: StackValidationArgs, rep: Reporter) -> None:
         view = StackView.of(args)
         for workload in view.workloads:
             rep.guard(workload.label, workload.urn, partial(check, view, workload, rep))
-        rep.finish()
 
-    return validate
+    return guarded(run, stack_where)

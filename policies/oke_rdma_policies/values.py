@@ -9,9 +9,10 @@ the engine sent an unknown, and decide per item what could not be checked.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from pulumi_policy.deserialize import SPECIAL_SIG_KEY, _deserialize_property, deserialize_properties
 from pulumi_policy.proxy import (
     UNKNOWN_ARCHIVE_VALUE,
     UNKNOWN_ARRAY_VALUE,
@@ -58,12 +59,75 @@ class _Unknown:
 UNKNOWN: Final = _Unknown()
 
 
+class LazyProps(Mapping[str, Any]):
+    """A resource's properties as the engine sent them (a protobuf Struct), converted on first use.
+
+    Used as `PolicyResource.props` by the pack's analyzer: reading it as a Mapping gives the SDK's
+    unknown-checking proxy (built once), and :func:`plain` converts the Struct directly, without the
+    SDK's `MessageToDict` and proxy passes. A resource no policy reads is never converted.
+    """
+
+    def __init__(self, struct: Any) -> None:
+        self._struct = struct
+        self._proxy: Mapping[str, Any] | None = None
+        self._plain: dict[str, Any] | None = None
+
+    def _sdk(self) -> Mapping[str, Any]:
+        if self._proxy is None:
+            from google.protobuf import json_format  # type: ignore[import-untyped]
+            from pulumi_policy.proxy import unknown_checking_proxy
+
+            self._proxy = unknown_checking_proxy(
+                deserialize_properties(json_format.MessageToDict(self._struct))
+            )
+        return self._proxy
+
+    def __getitem__(self, key: str) -> Any:
+        return self._sdk()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sdk())
+
+    def __len__(self) -> int:
+        return len(self._sdk())
+
+    def plain(self) -> dict[str, Any]:
+        if self._plain is None:
+            self._plain = {str(k): _from_value(v) for k, v in self._struct.fields.items()}
+        return self._plain
+
+
+def _from_value(value: Any) -> Any:
+    """A google.protobuf Value as :func:`plain` returns it (the SDK's deserialize rules for signatures)."""
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        text = value.string_value
+        return UNKNOWN if text in _UNKNOWN_SENTINELS else text
+    if kind == "number_value":
+        number = value.number_value
+        return int(number) if number.is_integer() else number
+    if kind == "struct_value":
+        fields = value.struct_value.fields
+        if SPECIAL_SIG_KEY in fields:  # an asset, archive or secret: the SDK's own rules
+            from google.protobuf import json_format
+
+            return plain(_deserialize_property(json_format.MessageToDict(value)))
+        return {str(k): _from_value(v) for k, v in fields.items()}
+    if kind == "list_value":
+        return [_from_value(v) for v in value.list_value.values]
+    if kind == "bool_value":
+        return value.bool_value
+    return None
+
+
 def plain(value: Any) -> Any:
     """Dicts, lists and scalars without proxies; unknown sentinels become :data:`UNKNOWN`.
 
     Numbers arrive as protobuf doubles; integral ones become ``int`` (a claim's ``count: 16`` must
     stay an integer for the API rules the claim judge applies).
     """
+    if isinstance(value, LazyProps):
+        return value.plain()
     if isinstance(value, _DictProxy | _ListProxy):
         value = value["__target"]
     if isinstance(value, Secret):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from policy_helpers import (
     DRANET_CHART,
@@ -205,8 +207,9 @@ def test_daemonset_rendered_by_a_dranet_chart_is_not_counted_twice():
     )
     child = k8s(DAEMONSET, parent=chart.urn)
     found = violations(analyze([*seed_plan(), chart, child]), POLICY)
-    # The chart's default range is fine; the rendered DaemonSet is the chart's own installation.
-    assert found == []
+    # Issue 11 item 5: a v4 Chart is checked through the objects it renders (its children), once.
+    (v,) = found
+    assert v.urn == child.urn and "services CIDR" in v.message
 
 
 def test_other_cloud_provider_hint_is_not_an_oke_installation():
@@ -236,3 +239,139 @@ def test_values_of_the_wrong_shape_get_a_violation_not_a_traceback():
     release.struct["values"]["args"] = "OKE"
     (v,) = violations(analyze([*seed_plan(), release]), POLICY)
     assert "values.args must be an object, got a string ('OKE')" in v.message
+
+
+# -- issue 11 item 5: what the engine sends during preview ---------------------------------------------
+
+
+def _release_with_files(files, values=UNKNOWN):
+    props = {"chart": DRANET_CHART, "valueYamlFiles": files, "values": values}
+    return resource("kubernetes:helm.sh/v3:Release", "dranet-files", props, provider=K8S_PROVIDER)
+
+
+def _string_asset(text):
+    # How the engine sends a StringAsset (pulumi/sdk properties.go: the asset signature and its text).
+    return {"4dabf18193072939515e22adb298388d": "c44067f5952c0a294b673a41bacd8c17", "text": text}
+
+
+def test_value_files_are_read_when_values_are_unknown():
+    """Helm merges valueYamlFiles, then values (helm pkg/cli/values MergeValues)."""
+    text = "args:\n  cloudProviderOptions:\n    oke:\n      rdma-child-ipv4-cidr: 10.96.0.0/12\n"
+    findings = analyze([*seed_plan(), _release_with_files([_string_asset(text)])])
+    (v,) = violations(findings, POLICY)
+    assert "10.96.0.0/12" in v.message and "services CIDR" in v.message
+    assert any("checked with valueYamlFiles only" in n.message for n in notes(findings, POLICY))
+
+
+def test_values_override_value_files():
+    text = "args:\n  cloudProviderOptions:\n    oke:\n      rdma-child-ipv4-cidr: 10.96.0.0/12\n"
+    values = {"args": {"cloudProviderOptions": {"oke": {"rdma-child-ipv4-cidr": "10.192.0.0/14"}}}}
+    findings = analyze([*seed_plan(), _release_with_files([_string_asset(text)], values)])
+    assert violations(findings, POLICY) == []
+
+
+def test_file_asset_values_are_read(tmp_path):
+    path = tmp_path / "dranet-values.yaml"
+    path.write_text("args:\n  cloudProviderOptions:\n    oke:\n      rdma-child-ipv4-cidr: 10.240.0.0/14\n")
+    asset = {"4dabf18193072939515e22adb298388d": "c44067f5952c0a294b673a41bacd8c17", "path": str(path)}
+    (v,) = violations(analyze([*seed_plan(), _release_with_files([asset])]), POLICY)
+    assert "pods CIDR" in v.message
+
+
+def test_created_cluster_with_unknown_cidrs_is_checked_against_okes_defaults():
+    """OKE's documented defaults: pods 10.244.0.0/16, services 10.96.0.0/16 (oke_gpu_rdma.cidr_rules)."""
+    cluster = resource("oci:ContainerEngine/cluster:Cluster", "new", {"options": UNKNOWN})
+    plan = [r for r in seed_plan() if r.type != "oci:ContainerEngine/cluster:Cluster"] + [cluster]
+    findings = analyze([*plan, dranet_release(child="10.96.0.0/12")])
+    (v,) = violations(findings, POLICY)
+    assert "cluster new services CIDR (OKE default, its value unknown until apply" in v.message
+    assert violations(analyze([*plan, dranet_release(child="10.192.0.0/14")]), POLICY) == []
+
+
+# -- issue 11 item 6: DRANET options as DRANET reads them -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        # seed 003 / discovery CheckHint: OKE options with another hint stop DRANET at startup.
+        (
+            {
+                "cloudProviderHint": "GCE",
+                "cloudProviderOptions": {"oke": {"rdma-child-ipv4-cidr": "10.192.0.0/14"}},
+            },
+            "stops",
+        ),
+        (
+            {
+                "cloudProviderHint": "NONE",
+                "cloudProviderOptions": {"oke": {"rdma-child-ipv4-cidr": "10.192.0.0/14"}},
+            },
+            "stops",
+        ),
+        # ParseProviderOptions: an unknown OKE option, a provider without options, an upper-case provider.
+        ({"cloudProviderOptions": {"oke": {"rdma-child-cidr": "10.192.0.0/14"}}}, "does not know"),
+        ({"cloudProviderOptions": {"OKE": {"rdma-child-ipv4-cidr": "10.192.0.0/14"}}}, "defines no options"),
+        ({"cloudProviderOptions": {"gce": {"a": "1"}}}, "defines no options"),
+        # values.schema.json: cloudProviderHint is a case-sensitive enum.
+        ({"cloudProviderHint": "oke"}, "values schema accepts"),
+    ],
+)
+def test_broken_dranet_options_are_violations(args, said):
+    release = dranet_release()
+    release.struct["values"]["args"] = args
+    found = violations(analyze([*seed_plan(), release]), POLICY)
+    assert found and any(said in v.message for v in found)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {
+            "cloudProviderHint": "OKE",
+            "cloudProviderOptions": {"oke": {"rdma-child-ipv4-cidr": "10.192.0.0/14"}},
+        },
+        {"cloudProviderOptions": {"oke": {"rdma-child-ipv4-cidr": "10.192.0.0/14"}}},  # auto-discovery
+        {"cloudProviderHint": "GCE"},  # another provider, no OKE options: no child range
+        {},
+    ],
+)
+def test_dranet_options_dranet_accepts_pass(args):
+    release = dranet_release()
+    release.struct["values"]["args"] = args
+    assert violations(analyze([*seed_plan(), release]), POLICY) == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (
+            ["--cloud-provider-hint=GCE", "--cloud-provider-options=oke.rdma-child-ipv4-cidr=10.192.0.0/14"],
+            "stops",
+        ),
+        (["--cloud-provider-options=oke.rdma-child-ipv4-cidr"], "not <provider>.<option>=<value>"),
+        (
+            [
+                "--cloud-provider-options=oke.rdma-child-ipv4-cidr=10.192.0.0/14",
+                "--cloud-provider-options=oke.rdma-child-ipv4-cidr=10.192.0.0/14",
+            ],
+            "repeats",
+        ),
+        (["--cloud-provider-options=oke.unknown=1"], "does not know"),
+        (["--cloud-provider-hint=oke"], "not a provider DRANET knows"),
+    ],
+)
+def test_broken_dranet_flags_are_violations(flags, said):
+    ds = copy.deepcopy(DAEMONSET)
+    ds["spec"]["template"]["spec"]["containers"][0]["args"] = flags
+    found = violations(analyze([*seed_plan(), k8s(ds)]), POLICY)
+    assert any(said in v.message for v in found)
+
+
+def test_dranet_flags_dranet_accepts_pass():
+    ds = copy.deepcopy(DAEMONSET)
+    ds["spec"]["template"]["spec"]["containers"][0]["args"] = [
+        "--cloud-provider-hint=OKE",
+        "--cloud-provider-options=oke.rdma-child-ipv4-cidr=10.192.0.0/14",
+    ]
+    assert violations(analyze([*seed_plan(), k8s(ds)]), POLICY) == []

@@ -63,3 +63,19 @@ def test_unknown_parameters_are_a_note_wrong_types_a_violation():
     assert violations(findings, POLICY) == [] and len(notes(findings, POLICY)) == 1
     (v,) = violations(analyze([with_config(["Passthrough"])]), POLICY)
     assert "interface must be an object, got a list" in v.message
+
+
+# -- issue 11 item 8: claim config for a driver applies only where the claim allocates its devices -----
+
+
+def test_dra_net_config_on_a_gpu_only_claim_reaches_no_dranet_device():
+    """DeviceClaimConfiguration.requests (k8s.io/api resource/v1): none named means every request; the
+    kubelet gives a driver only its own config for its own devices. A GPU-only claim has no DRANET device."""
+    gpus_only = copy.deepcopy(seed_claims.all_rails)
+    gpus_only["metadata"]["name"] = "gpus-only"
+    gpus_only["spec"]["spec"]["devices"]["requests"] = [
+        {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}
+    ]
+    assert violations(analyze([with_config({"type": "Passthrough"}, claim=gpus_only)]), POLICY) == []
+    # Failing variant: the same config on a claim with rails.
+    assert len(violations(analyze([with_config({"type": "Passthrough"})]), POLICY)) == 1

@@ -136,3 +136,138 @@ def test_device_class_of_the_wrong_type_is_a_violation_not_a_crash():
     claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = ["gpu.nvidia.com"]
     (v,) = judged(k8s(claim))[0]
     assert "would be rejected by the API server" in v.message and "request gpus: deviceClassName" in v.message
+
+
+# -- the judge's verdicts as data (oke_gpu_rdma.verdicts: VerdictKind, UnsatisfiableCause) --------------
+
+
+def test_root_capacity_gets_the_judges_fix():
+    """verdict.cause ROOT_CAPACITY carries the fix; the message is not matched as text."""
+    (v,) = judged(k8s(seed_claims.shape_root))[0]
+    assert "Fix: a resource.kubernetes.io/pcieRoot constraint can hold at most what one root has" in v.message
+
+
+ROOT_3E = 'device.attributes["resource.kubernetes.io"].?pcieRoot.orValue("") == "pci0000:3e"'
+
+
+def _all_mode_claim(all_first: bool) -> dict:
+    """allocator_stable.go allocateDevice(must=true): an allocationMode All request after a request that
+    can fix another pcieRoot first aborts the claim, or not, depending on device order."""
+    every = {
+        "name": "rails",
+        "exactly": {
+            "deviceClassName": "dra.net",
+            "allocationMode": "All",
+            "selectors": [{"cel": {"expression": ROOT_3E}}],
+        },
+    }
+    gpus = {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "all-rails-3e", "namespace": "rdma-dranet"},
+        "spec": {
+            "devices": {
+                "requests": [every, gpus] if all_first else [gpus, every],
+                "constraints": [
+                    {"requests": ["gpus", "rails"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}
+                ],
+            }
+        },
+    }
+
+
+def test_order_dependent_claim_is_a_violation_with_the_fix():
+    (v,) = judged(k8s(_all_mode_claim(all_first=False)))[0]
+    assert v.level == "mandatory" and "depending on device order" in v.message
+    assert "Fix: list request rails before gpus" in v.message
+
+
+def test_all_mode_listed_first_passes():
+    found, findings = judged(k8s(_all_mode_claim(all_first=True)))
+    assert found == [] and notes(findings, POLICY) == []
+
+
+def test_not_checked_verdict_is_advisory_never_mandatory():
+    """A valid selector using a CEL library the model does not evaluate (Lists: isSorted)."""
+    claim = copy.deepcopy(seed_claims.pair_check)
+    claim["spec"]["devices"]["requests"][1]["exactly"]["selectors"] = [
+        {"cel": {"expression": "[1, 2].isSorted()"}}
+    ]
+    found, findings = judged(k8s(claim))
+    assert found == []
+    (note,) = notes(findings, POLICY)
+    assert note.level == "advisory" and "not checked" in note.message and "isSorted" in note.message
+
+
+def test_v1beta1_claim_written_with_v1_exactly_is_invalid():
+    """pkg/apis/resource/v1beta1: a request has deviceClassName etc. itself; `exactly` is an unknown field."""
+    claim = copy.deepcopy(seed_claims.pair_check)
+    claim["apiVersion"] = "resource.k8s.io/v1beta1"
+    (v,) = judged(k8s(claim))[0]
+    assert "unknown field `exactly` in resource.k8s.io/v1beta1" in v.message
+
+
+def test_v1beta2_claim_with_exactly_is_judged_like_v1():
+    claim = copy.deepcopy(seed_claims.pair_check)
+    claim["apiVersion"] = "resource.k8s.io/v1beta2"
+    found, findings = judged(k8s(claim))
+    assert found == [] and notes(findings, POLICY) == []
+
+
+# -- issue 11 item 9: mixed fleets -------------------------------------------------------------------
+
+INFERENCE_SHAPE = "VM.GPU.A10.2"
+
+
+def _inference_pool_and_config():
+    """An inference pool of 2 GPUs on one root and no rails (a user-supplied topology, no DRANET devices)."""
+    pool = resource(
+        "oci:ContainerEngine/nodePool:NodePool",
+        "inference",
+        {"nodeShape": INFERENCE_SHAPE, "initialNodeLabels": []},
+    )
+    topology = {
+        "shape": INFERENCE_SHAPE,
+        "roots": [
+            {"name": "pci0000:00", "numaNode": 0, "gpus": ["0000:17:00.0", "0000:31:00.0"], "rails": []}
+        ],
+    }
+    return pool, {POLICY: {"shapeTopologies": {INFERENCE_SHAPE: topology}}}
+
+
+@pytest.mark.parametrize(
+    "claim", ["pair-check", "aligned-8gpu-16rails", "aligned-4gpu-8rails-a", "all-rails"]
+)
+def test_rail_claims_are_not_blocked_by_an_inference_pool_without_rails(claim):
+    """The scheduler's DRA Filter skips nodes whose slices cannot satisfy the claim: a claim for rails never
+    lands on the inference pool, so only the RDMA pool's shape judges it."""
+    pool, config = _inference_pool_and_config()
+    found, findings = judged(k8s(seed_claims.ALL[claim]), plan=[*seed_plan(), pool], config=config)
+    assert found == [] and notes(findings, POLICY) == []
+
+
+def test_mixed_fleet_still_rejects_what_the_rdma_pool_rejects():
+    pool, config = _inference_pool_and_config()
+    found, _ = judged(
+        k8s(seed_claims.shape_any), k8s(seed_claims.shape_root), plan=[*seed_plan(), pool], config=config
+    )
+    assert sorted(v.urn.rsplit("::", 1)[-1] for v in found) == ["shape-any", "shape-root"]
+    assert all("on BM.GPU.B4.8" in v.message for v in found)
+
+
+def test_too_many_gpus_is_judged_where_the_gpus_exist():
+    pool, config = _inference_pool_and_config()
+    claim = copy.deepcopy(seed_claims.pair_check)
+    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = 9  # no node has 9 GPUs
+    (v,) = judged(k8s(claim), plan=[*seed_plan(), pool], config=config)[0]
+    assert "can never be allocated on BM.GPU.B4.8" in v.message
+
+
+def test_claim_whose_devices_exist_on_no_shape_is_judged_on_every_shape():
+    pool, config = _inference_pool_and_config()
+    claim = copy.deepcopy(seed_claims.pair_check)
+    rail = 'device.attributes["dra.net"].ifName == "rdma99"'
+    claim["spec"]["devices"]["requests"][1]["exactly"]["selectors"] = [{"cel": {"expression": rail}}]
+    found, _ = judged(k8s(claim), plan=[*seed_plan(), pool], config=config)
+    assert sorted(INFERENCE_SHAPE in v.message for v in found) == [False, True]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 from policy_helpers import aligned_mpijob, analyze, k8s, notes, seed_claims, violations
 
 POLICY = "nccl-gid-index-with-dranet"
@@ -68,3 +70,92 @@ def test_claim_outside_the_stack_is_a_note():
     worker(job)["env"] = [{"name": "NCCL_IB_GID_INDEX", "value": "3"}]
     findings = analyze([k8s(job)])
     assert violations(findings, POLICY) == [] and len(notes(findings, POLICY)) == 1
+
+
+# -- issue 11 item 8: workloads as the kubelet builds them (kubelet_pods.go makeEnvironmentVariables) ----
+
+
+def _secret(data):
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "nccl", "namespace": "rdma-dranet"},
+        "stringData": data,
+    }
+
+
+def _config_map(data):
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "nccl", "namespace": "rdma-dranet"},
+        "data": data,
+    }
+
+
+def test_env_from_a_secret_counts():
+    job = aligned_mpijob()
+    worker(job)["envFrom"] = [{"secretRef": {"name": "nccl"}}]
+    (v,) = violations(run(job, k8s(_secret({"NCCL_IB_GID_INDEX": "3"}))), POLICY)
+    assert "envFrom[0] Secret nccl" in v.message
+    assert violations(run(job, k8s(_secret({"NCCL_IB_TC": "41"}))), POLICY) == []
+
+
+def test_env_from_prefix_plus_key_is_the_name():
+    job = aligned_mpijob()
+    worker(job)["envFrom"] = [{"prefix": "NCCL_IB_", "configMapRef": {"name": "nccl"}}]
+    (v,) = violations(run(job, k8s(_config_map({"GID_INDEX": "3"}))), POLICY)
+    assert "(prefix NCCL_IB_)" in v.message
+    # Passing: the key itself would be NCCL_IB_NCCL_IB_GID_INDEX under the prefix.
+    assert violations(run(job, k8s(_config_map({"NCCL_IB_GID_INDEX": "3"}))), POLICY) == []
+
+
+def test_a_script_that_unsets_the_variable_before_use_does_not_set_it():
+    job = aligned_mpijob()
+    script = launcher(job)["args"][0]
+    launcher(job)["args"][0] = script.replace("NUM_GPUS=4", "unset NCCL_IB_GID_INDEX; NUM_GPUS=4").replace(
+        "-x NCCL_IB_TC=41", "-x NCCL_IB_GID_INDEX -x NCCL_IB_TC=41"
+    )
+    assert violations(run(job), POLICY) == []
+    # Failing variant: the same script forwarding it without the unset.
+    launcher(job)["args"][0] = script.replace("-x NCCL_IB_TC=41", "-x NCCL_IB_GID_INDEX -x NCCL_IB_TC=41")
+    assert len(violations(run(job), POLICY)) == 1
+    # Set after the unset: set again.
+    launcher(job)["args"][0] = script.replace(
+        "NUM_GPUS=4", "unset NCCL_IB_GID_INDEX; export NCCL_IB_GID_INDEX=3"
+    )
+    assert len(violations(run(job), POLICY)) == 1
+
+
+LEADER_WORKER_SET = {
+    "apiVersion": "leaderworkerset.x-k8s.io/v1",
+    "kind": "LeaderWorkerSet",
+    "metadata": {"name": "vllm", "namespace": "rdma-dranet"},
+    "spec": {
+        "leaderWorkerTemplate": {
+            "size": 2,
+            "workerTemplate": {
+                "spec": {
+                    "resourceClaims": [
+                        {"name": "rails", "resourceClaimTemplateName": "aligned-4gpu-8rails-a"}
+                    ],
+                    "containers": [
+                        {
+                            "name": "worker",
+                            "image": "vllm",
+                            "env": [{"name": "NCCL_IB_GID_INDEX", "value": "3"}],
+                        }
+                    ],
+                }
+            },
+        }
+    },
+}
+
+
+def test_pod_templates_are_found_by_structure_in_any_kind():
+    (v,) = violations(run(LEADER_WORKER_SET), POLICY)
+    assert "LeaderWorkerSet rdma-dranet/vllm replica worker container worker" in v.message
+    clean = copy.deepcopy(LEADER_WORKER_SET)
+    del clean["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"]
+    assert violations(run(clean), POLICY) == []
