@@ -24,6 +24,8 @@ PACK_VENV := policies/venv
 PACK_STAMP := $(PACK_VENV)/.installed
 # The pack's SDK at the version the pack pins.
 PACK_SDK := $(shell grep -E '^pulumi-policy==' policies/requirements.txt)
+# A self-contained copy of the pack for `pulumi policy publish` (tools/build_pack.py).
+PACK_OUT ?= build/policy-pack
 # pytest-xdist workers: on 2 shared cores they cost a third more CPU than they save in time, so
 # only bigger machines use them (`make test JOBS=4` chooses).
 JOBS ?= $(shell [ "$$(nproc)" -gt 2 ] && echo auto || echo 0)
@@ -34,13 +36,14 @@ JOBS ?= $(shell [ "$$(nproc)" -gt 2 ] && echo auto || echo 0)
 # (15 s instead of 4 s to import what the program uses).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help preview render test lint typecheck unit bench clean
+.PHONY: help preview render test lint typecheck unit bench pack clean
 
 help:
 	@echo "make preview [STACK=dev]  offline preview: resource tree, rendered/<stack>/ YAML, policy findings"
 	@echo "make render               make preview for every stack: rendered/<stack>/ for all of them"
 	@echo "make test                 ruff, mypy, actionlint and pytest"
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
+	@echo "make pack [PACK_OUT=dir]  the policy pack with the domain library vendored, ready to publish"
 
 $(UV):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,6 +69,9 @@ preview: $(RUNTIME_STAMP)
 render: $(RUNTIME_STAMP)
 	@for stack in $(STACKS); do echo "== $$stack"; $(PY) -m tools.preview --stack $$stack || exit 1; done
 
+pack: $(RUNTIME_STAMP)
+	$(PY) -m tools.build_pack --out $(PACK_OUT)
+
 test: lint typecheck unit
 
 lint: $(DEV_STAMP)
@@ -83,4 +89,4 @@ bench: $(RUNTIME_STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(PACK_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PACK_VENV) build .pytest_cache .mypy_cache .ruff_cache
