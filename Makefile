@@ -27,7 +27,8 @@ PACK_SDK := $(shell grep -E '^pulumi-policy==' policies/requirements.txt)
 # A self-contained copy of the pack for `pulumi policy publish` (tools/build_pack.py).
 PACK_OUT ?= build/policy-pack
 # pytest-xdist workers: on 2 shared cores they cost a third more CPU than they save in time, so
-# only bigger machines use them (`make test JOBS=4` chooses).
+# only bigger machines use them (`make test JOBS=4` chooses). Each test file stays on one worker,
+# so module fixtures (a started policy pack, a built one with its venv) are made once.
 JOBS ?= $(shell [ "$$(nproc)" -gt 2 ] && echo auto || echo 0)
 
 # pip compiles the bytecode of all it installs (most of its time: pulumi-oci is 330 MB of Python);
@@ -83,7 +84,7 @@ typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
 unit: $(DEV_STAMP) $(PACK_STAMP)
-	$(VENV)/bin/pytest -n $(JOBS)
+	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile
 
 bench: $(RUNTIME_STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
