@@ -1,0 +1,300 @@
+"""tools/build_pack.py: a pack that installs and runs alone, as `pulumi policy publish` uploads it.
+
+The end-to-end test copies nothing from the repository but the built pack: it builds it into an
+empty folder, gives it a fresh virtualenv from its own requirements.txt (as the CLI does for a
+published pack), starts it as the CLI does and checks that its answers over gRPC are the in-repo
+pack's, on resources that trip every policy.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import grpc
+import pytest
+import yaml
+from google.protobuf import empty_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+from tools import build_pack
+from tools.build_pack import BuildError, build, pack_requirements
+from tools.mock_runtime import ROOT, RecordedResource
+from tools.policy_check import analyze_requests, analyze_resources, configure_request
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "policies"))
+
+import oke_rdma_policies  # the pack's package: tools.policy_check put policies/ on sys.path
+from policy_helpers import (
+    GPU_CHART,
+    K8S_PROVIDER,
+    NAMESPACE_YAML,
+    device_plugin_mpijob,
+    dranet_release,
+    k8s,
+    resource,
+    seed_claims,
+    seed_plan,
+)
+
+PACK_CONFIG = {"dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]}}
+
+
+def tripping_every_policy() -> list[RecordedResource]:
+    """The seed stack gone wrong in seven ways, one per policy."""
+    passthrough = copy.deepcopy(seed_claims.all_rails)
+    passthrough["spec"]["spec"]["devices"]["config"] = [
+        {"opaque": {"driver": "dra.net", "parameters": {"interface": {"type": "Passthrough"}}}}
+    ]
+    job = device_plugin_mpijob()
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["env"] = [{"name": "NCCL_IB_GID_INDEX", "value": "3"}]
+    namespace = yaml.safe_load(NAMESPACE_YAML)
+    namespace["metadata"]["labels"] = {}
+    gpu_driver = resource(
+        "kubernetes:helm.sh/v3:Release",
+        "gpu-dra",
+        {
+            "chart": GPU_CHART,
+            "version": "0.5.1",
+            "values": {
+                "kubeletPlugin": {"nodeSelector": {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"}}
+            },
+        },
+        provider=K8S_PROVIDER,
+    )
+    return [
+        *seed_plan(pods="10.208.0.0/12", device_plugin_label=False),
+        dranet_release(),
+        gpu_driver,
+        k8s(namespace),
+        k8s(passthrough),
+        k8s(seed_claims.shape_root),
+        k8s(seed_claims.rails_8_a),
+        k8s(job),
+    ]
+
+
+def _clean_env() -> dict[str, str]:
+    # Nothing of this repository may reach the pack but what was built into it.
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+
+
+def install(pack: Path) -> subprocess.CompletedProcess[str]:
+    """A venv in the pack and `pip install -r requirements.txt` into it, through uv when make installed it.
+
+    The CLI runs pip; uv reads the same requirements file and, with the cache `make` filled, takes
+    seconds instead of pip's half a minute (and the venv then needs no pip of its own).
+    """
+    uv = Path(sys.executable).with_name("uv")
+    env = _clean_env()
+    if uv.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "venv"], cwd=pack, env=env, check=True)
+        command = [
+            str(uv),
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            "venv/bin/python",
+            "-r",
+            "requirements.txt",
+        ]
+    else:
+        subprocess.run([sys.executable, "-m", "venv", "venv"], cwd=pack, env=env, check=True)
+        command = ["venv/bin/python", "-m", "pip", "install", "--quiet", "-r", "requirements.txt"]
+    return subprocess.run(command, cwd=pack, env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built pack alone in an empty folder, with the virtualenv the CLI would give it."""
+    pack = tmp_path_factory.mktemp("published") / "oke-gpu-rdma"
+    build(pack)
+    result = install(pack)
+    assert result.returncode == 0, f"installing requirements.txt failed in the built pack:\n{result.stderr}"
+    return pack
+
+
+@pytest.fixture(scope="module")
+def analyzer(published: Path) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    """The published pack started as the CLI starts it (see tests/policies/test_pack_process.py)."""
+    proc = subprocess.Popen(
+        [str(published / "venv" / "bin" / "python"), "-u", "-m", "pulumi.policy", "127.0.0.1:1", "."],
+        cwd=published,
+        env=_clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        line = proc.stdout.readline().strip()
+        if not line.isdigit():
+            proc.kill()
+            pytest.fail(f"the built pack printed {line!r} instead of a port; stderr: {proc.stderr.read()}")
+        channel = grpc.insecure_channel(f"127.0.0.1:{line}")
+        grpc.channel_ready_future(channel).result(timeout=30)
+        yield analyzer_pb2_grpc.AnalyzerStub(channel)
+        channel.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+Key = tuple[str, str, str, str, str]
+
+
+def over_grpc(stub: analyzer_pb2_grpc.AnalyzerStub, resources: Sequence[RecordedResource]) -> list[Key]:
+    """Configure, Analyze each resource and AnalyzeStack as the engine does; one key per diagnostic."""
+    info = stub.GetAnalyzerInfo(empty_pb2.Empty())
+    stub.Configure(configure_request(PACK_CONFIG, info))
+    single, stack = analyze_requests(resources)
+    keyed = [(d, request.urn) for request in single for d in stub.Analyze(request).diagnostics]
+    keyed += [(d, "") for d in stub.AnalyzeStack(stack).diagnostics]
+    out = []
+    for d, urn in keyed:
+        message = d.message
+        if d.description and message.startswith(d.description):
+            message = message[len(d.description) :].lstrip("\n")
+        level = analyzer_pb2.EnforcementLevel.Name(d.enforcementLevel).lower()
+        out.append((d.policyName, level, d.urn or urn, d.description, message))
+    return sorted(out)
+
+
+def test_the_pack_imports_its_vendored_library(published: Path) -> None:
+    where = subprocess.run(
+        ["venv/bin/python", "-c", "import oke_gpu_rdma; print(oke_gpu_rdma.__file__)"],
+        cwd=published,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(where.stdout.strip()).resolve() == (published / "oke_gpu_rdma" / "__init__.py").resolve()
+
+
+def test_published_pack_describes_itself_like_the_in_repo_pack(
+    analyzer: analyzer_pb2_grpc.AnalyzerStub,
+) -> None:
+    info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+    assert info == oke_rdma_policies.servicer().GetAnalyzerInfo(empty_pb2.Empty(), None)
+
+
+def test_published_pack_finds_what_the_in_repo_pack_finds(analyzer: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    resources = tripping_every_policy()
+    expected = sorted(
+        (f.policy, f.level, f.urn, f.description, f.message)
+        for f in analyze_resources(resources, PACK_CONFIG)
+    )
+    assert {key[0] for key in expected} == {p.name for p in oke_rdma_policies.POLICIES}
+    assert over_grpc(analyzer, resources) == expected
+
+
+# --- the build itself ---------------------------------------------------------------------------
+
+
+def source_tree(root: Path) -> Path:
+    """A copy of what the build reads, to change freely."""
+    root.mkdir()
+    for name in ("pyproject.toml", "requirements.txt"):
+        shutil.copy(ROOT / name, root / name)
+    skip = shutil.ignore_patterns("venv", "__pycache__")
+    shutil.copytree(ROOT / "policies", root / "policies", ignore=skip)
+    shutil.copytree(ROOT / "oke_gpu_rdma", root / "oke_gpu_rdma", ignore=skip)
+    return root
+
+
+def test_requirements_are_the_pack_pins_then_the_library_dependencies_at_the_program_pins() -> None:
+    pins = {line.split("==")[0]: line for line in (ROOT / "requirements.txt").read_text().splitlines()}
+    assert pack_requirements() == [
+        "pulumi==3.272.0",
+        "pulumi-policy==1.21.0",
+        pins["cel-expr-python"],
+        pins["pyyaml"],
+    ]
+
+
+def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: Path) -> None:
+    root = source_tree(tmp_path / "src")
+    (root / "oke_gpu_rdma" / "data").mkdir()
+    (root / "oke_gpu_rdma" / "data" / "shapes.json").write_text("{}")
+    (root / "policies" / "oke_rdma_policies" / "new_policy.py").write_text("")
+    for junk in ("policies/venv/bin/python", "policies/oke_rdma_policies/__pycache__/x.pyc"):
+        (root / junk).parent.mkdir(parents=True, exist_ok=True)
+        (root / junk).write_text("")
+    built = build(tmp_path / "pack", root)
+    files = {p.relative_to(built.out).as_posix() for p in built.out.rglob("*") if p.is_file()}
+    assert {
+        "PulumiPolicy.yaml",
+        "__main__.py",
+        "requirements.txt",
+        ".gitignore",
+        "oke_gpu_rdma/py.typed",
+        "oke_gpu_rdma/data/shapes.json",
+        "oke_rdma_policies/new_policy.py",
+    } <= files
+    assert not any(f.startswith("venv/") or "__pycache__" in f for f in files)
+    assert not [
+        line for line in (built.out / "requirements.txt").read_text().splitlines() if line.startswith("-")
+    ]
+    assert "venv/" in (built.out / ".gitignore").read_text().splitlines()
+
+
+def test_rebuilding_replaces_the_previous_pack(tmp_path: Path) -> None:
+    build(tmp_path / "pack")
+    (tmp_path / "pack" / "stale.py").write_text("")
+    build(tmp_path / "pack")
+    assert not (tmp_path / "pack" / "stale.py").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("requirements.txt", "pyyaml==6.0.3\n", ""), "requirements.txt pins no version of pyyaml"),
+        (
+            ("requirements.txt", "cel-expr-python==0.1.3", "cel-expr-python==0.2.0"),
+            "requirements.txt pins cel-expr-python==0.2.0, outside pyproject.toml's",
+        ),
+        (
+            ("policies/requirements.txt", "-e ..", "-e ../elsewhere"),
+            "only the domain library (-e ..) can be vendored",
+        ),
+        (
+            ("policies/requirements.txt", "pulumi==3.272.0", "pulumi==3.272.0\npyyaml==6.0.2"),
+            "policies/requirements.txt has pyyaml==6.0.2 but requirements.txt pins pyyaml==6.0.3",
+        ),
+    ],
+)
+def test_requirements_that_cannot_be_pinned_are_one_line_errors(
+    tmp_path: Path, change: tuple[str, str, str], expected: str
+) -> None:
+    root = source_tree(tmp_path / "src")
+    name, old, new = change
+    text = (root / name).read_text()
+    assert old in text
+    (root / name).write_text(text.replace(old, new))
+    with pytest.raises(BuildError) as raised:
+        build(tmp_path / "pack", root)
+    assert expected in str(raised.value) and "\n" not in str(raised.value)
+    assert not (tmp_path / "pack").exists()
+
+
+def test_cli_refuses_a_folder_that_is_not_a_pack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    assert build_pack.main(["--out", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err and len(err.splitlines()) == 1
+    assert err.startswith("error: cannot build the policy pack: ") and "is not a built policy pack" in err
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_cli_says_how_to_publish(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert build_pack.main(["--out", str(tmp_path / "pack")]) == 0
+    out = capsys.readouterr().out
+    assert "oke_gpu_rdma/ vendored" in out and "pulumi policy publish" in out
