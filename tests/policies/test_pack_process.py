@@ -59,6 +59,15 @@ def test_get_analyzer_info_lists_the_policies_with_levels_and_schemas(analyzer):
         "dranet-oke-profile-claims": analyzer_pb2.MANDATORY,
         "gpu-device-plugin-off": analyzer_pb2.MANDATORY,
         "rdma-workloads-baseline": analyzer_pb2.ADVISORY,
+        "sriov-rdma-qos": analyzer_pb2.MANDATORY,
+        "sriov-rdma-cni-mode": analyzer_pb2.MANDATORY,
+        "sriov-node-policy-limits": analyzer_pb2.MANDATORY,
+        "sriov-rail-root-devices": analyzer_pb2.MANDATORY,
+        "sriov-resource-per-rail": analyzer_pb2.MANDATORY,
+        "sriov-network-references": analyzer_pb2.MANDATORY,
+        "sriov-vf-pool-range": analyzer_pb2.MANDATORY,
+        "sriov-dra-disjoint": analyzer_pb2.MANDATORY,
+        "sriov-pods-all-rails": analyzer_pb2.ADVISORY,
     }
     child = next(p for p in info.policies if p.name == "dranet-child-range")
     assert child.policy_type == analyzer_pb2.POLICY_TYPE_STACK

@@ -22,6 +22,7 @@ import yaml
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
+from oke_gpu_rdma.pack_config import PolicyName
 from tools import build_pack
 from tools.build_pack import BuildError, build, pack_requirements
 from tools.mock_runtime import ROOT, RecordedResource
@@ -40,13 +41,14 @@ from policy_helpers import (
     resource,
     seed_claims,
     seed_plan,
+    seed_sriov,
 )
 
 PACK_CONFIG = {"dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]}}
 
 
 def tripping_every_policy() -> list[RecordedResource]:
-    """The seed stack gone wrong in seven ways, one per policy."""
+    """The seed stack gone wrong in every way a DRA policy checks, and two of seed 001's SR-IOV traps."""
     passthrough = copy.deepcopy(seed_claims.all_rails)
     passthrough["spec"]["spec"]["devices"]["config"] = [
         {"opaque": {"driver": "dra.net", "parameters": {"interface": {"type": "Passthrough"}}}}
@@ -77,6 +79,8 @@ def tripping_every_policy() -> list[RecordedResource]:
         k8s(seed_claims.shape_root),
         k8s(seed_claims.rails_8_a),
         k8s(job),
+        k8s(seed_sriov.network_exclusive),  # rdmaQoS missing
+        k8s(seed_sriov.misspelt_network()),  # a resource name no node policy provides
     ]
 
 
@@ -192,7 +196,8 @@ def test_published_pack_finds_what_the_in_repo_pack_finds(analyzer: analyzer_pb2
         (f.policy, f.level, f.urn, f.description, f.message)
         for f in analyze_resources(resources, PACK_CONFIG)
     )
-    assert {key[0] for key in expected} == {p.name for p in oke_rdma_policies.POLICIES}
+    dra_policies = {p.value for p in PolicyName if not p.value.startswith("sriov-")}
+    assert {key[0] for key in expected} >= dra_policies | {"sriov-rdma-qos", "sriov-network-references"}
     assert over_grpc(analyzer, resources) == expected
 
 
@@ -216,6 +221,7 @@ def test_requirements_are_the_pack_pins_then_the_library_dependencies_at_the_pro
         "pulumi==3.272.0",
         "pulumi-policy==1.21.0",
         pins["cel-expr-python"],
+        pins["pydantic"],
         pins["pyyaml"],
     ]
 
