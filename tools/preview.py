@@ -1,9 +1,9 @@
 """`make preview`: what `pulumi preview` would show for a stack, computed offline.
 
 Runs the program under the mock runtime with `stacks/Pulumi.<stack>.yaml`, prints the resource
-tree and the count to create, and writes every Kubernetes object the program declares to
-`rendered/<stack>/` as YAML (one file per object, stable names and field order) so that pull
-requests show manifest changes as plain diffs, with the policy pack config derived from the stack.
+tree and the count to create, and writes `rendered/<stack>/` (tools/rendering.py: a record per
+declared resource, the Kubernetes manifests apart, the policy pack config derived from the stack) so
+that pull requests show every change as a plain diff.
 Then it runs the policy pack on the recorded resources, prints its findings as the CLI does, and
 exits 1 on a mandatory violation.
 """
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,12 @@ from typing import Any
 import pulumi
 import yaml
 
-from oke_gpu_rdma import yamltext
 from stack_config import placement
 from stack_config.loading import parse_stack_config, raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
 
+from . import rendering
 from .mock_runtime import ROOT, ProgramRun, RecordedResource, pulumi_config_map, run_program
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
 from .stack_list import EXAMPLES, USER_STACKS, stack_names
@@ -36,8 +35,6 @@ STACKS_DIR = USER_STACKS
 # Where `--stack NAME` is looked up: the user's stacks first, then the examples.
 STACK_DIRS = (USER_STACKS, EXAMPLES)
 RENDERED_DIR = ROOT / "rendered"
-# Resources that are Kubernetes objects a reviewer reads as manifests (not providers).
-_NOT_MANIFESTS = ("pulumi:providers:",)
 
 
 class PreviewError(Exception):
@@ -151,64 +148,19 @@ def _short(value: Any) -> str:
     return text if len(text) <= 100 else text[:97] + "..."
 
 
-# --- rendered manifests ----------------------------------------------------------------------------
+# --- rendered/<stack>/ -------------------------------------------------------------------------------
 
 
-def manifests(resources: Iterable[RecordedResource]) -> dict[str, dict[str, Any]]:
-    """File name -> manifest for each Kubernetes object the program declares."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in resources:
-        if not r.type.startswith("kubernetes:") or r.type.startswith(_NOT_MANIFESTS):
-            continue
-        document = manifest(r)
-        meta = document.get("metadata") or {}
-        namespace = meta.get("namespace") or "_cluster"
-        filename = f"{document['kind']}.{namespace}.{meta.get('name', r.name)}.yaml".lower()
-        out[filename] = document
-    return out
+def rendered_files(result: Preview) -> dict[str, str]:
+    """Relative path -> text of `rendered/<stack>/` for this run (tools/rendering.py)."""
+    return rendering.render_files(result.run.resources, result.pack_config)
 
 
-def manifest(r: RecordedResource) -> dict[str, Any]:
-    """The object as YAML would show it: apiVersion, kind, metadata first, the rest sorted."""
-    group_version, kind = r.type.removeprefix("kubernetes:").split(":", 1)
-    group_version = group_version.removeprefix("core/")  # the core group has no name in apiVersion
-    inputs = dict(r.inputs)
-    if r.type.startswith("kubernetes:helm.sh/"):
-        # A Helm release is no API object; show it with its chart, version and values
-        # (`compat` is the provider's own bookkeeping, not the user's).
-        inputs.pop("compat", None)
-        metadata = {"name": inputs.pop("name", r.name), "namespace": inputs.pop("namespace", None)}
-        head = {"apiVersion": group_version, "kind": kind, "metadata": _sorted(metadata)}
-    else:
-        head = {
-            "apiVersion": inputs.pop("apiVersion", group_version),
-            "kind": inputs.pop("kind", kind),
-            "metadata": _sorted(inputs.pop("metadata", {"name": r.name})),
-        }
-    return {**head, **{k: _sorted(inputs[k]) for k in sorted(inputs)}}
-
-
-def _sorted(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _sorted(value[k]) for k in sorted(value) if value[k] is not None}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
-
-
-def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> list[Path]:
-    """Replace `out_dir/<stack>/` with the run's manifests and the pack config; returns the manifests."""
-    target = out_dir / result.run.stack
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    written = []
-    for filename, document in sorted(manifests(result.run.resources).items()):
-        path = target / filename
-        path.write_text(yamltext.dump(document))
-        written.append(path)
-    (target / PACK_CONFIG_FILE).write_text(json.dumps(result.pack_config, indent=2, sort_keys=True) + "\n")
-    return written
+def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> dict[str, str]:
+    """Replace `out_dir/<stack>/` with the run's rendering; returns what was written."""
+    files = rendered_files(result)
+    rendering.write_files(files, out_dir / result.run.stack)
+    return files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stacks-dir", type=Path, default=None, help="look only in this folder of Pulumi.<stack>.yaml files"
     )
-    parser.add_argument("--rendered", type=Path, default=RENDERED_DIR, help="where manifests go")
+    parser.add_argument("--rendered", type=Path, default=RENDERED_DIR, help="where rendered/<stack>/ goes")
     args = parser.parse_args(argv)
     try:
         result = preview(args.stack, [args.stacks_dir] if args.stacks_dir else STACK_DIRS)
@@ -230,7 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     written = write_rendered(result, args.rendered)
     where = args.rendered / args.stack
     shown = _shown(where) if where.is_relative_to(ROOT) else str(where)
-    print(f"\nRendered {len(written)} Kubernetes object(s) and {PACK_CONFIG_FILE} to {shown}/\n")
+    objects = sum(1 for f in written if f.startswith(rendering.MANIFESTS + "/"))
+    records = sum(1 for f in written if f.startswith(rendering.RESOURCES + "/"))
+    print(
+        f"\nRendered {records} resource record(s), {objects} Kubernetes manifest(s) and {PACK_CONFIG_FILE} "
+        f"to {shown}/\n"
+    )
     print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")
     if has_mandatory(result.findings):
         print("error: preview failed: mandatory policy violations (above)", file=sys.stderr)

@@ -16,7 +16,7 @@ from oke_gpu_rdma.pack_config import NamedCidr, PackConfig
 from stack_config.model import StackConfig
 from stack_config.pack_config import policy_pack_config
 from tests.support import Run, as_stack_file, raw_config
-from tools import preview
+from tools import preview, rendering
 from tools.mock_runtime import ROOT, RecordedResource
 from tools.stack_list import USER_STACKS, stack_names
 
@@ -101,11 +101,11 @@ def test_manifest_field_order_is_stable() -> None:
         struct=None,  # type: ignore[arg-type]
         id="rdma",
     )
-    document = preview.manifest(resource)
+    document = rendering.manifest(resource)
     assert list(document) == ["apiVersion", "kind", "metadata", "spec"]
     assert document["apiVersion"] == "v1" and document["kind"] == "Namespace"
     assert list(document["metadata"]["labels"]) == ["a", "z"]
-    assert list(preview.manifests([resource])) == ["namespace._cluster.rdma.yaml"]
+    assert list(rendering.manifests([resource])) == ["namespace._cluster.rdma.yaml"]
 
 
 def test_preview_runs_the_policy_pack_and_writes_its_config(tmp_path: Path) -> None:
