@@ -1,7 +1,10 @@
 """`make preview`: what `pulumi preview` would show for a stack, computed offline.
 
-Runs the program under the mock runtime with `stacks/Pulumi.<stack>.yaml`, prints the resource
-tree and the count to create, and writes `rendered/<stack>/` (tools/rendering.py: a record per
+Runs the program under the mock runtime with `stacks/Pulumi.<stack>.yaml`, compares what it
+declares with a base rendering (the committed `rendered/<stack>/` at HEAD, or `--base <ref>`) and
+prints what `pulumi up` would do: GPU node impact first, the tree with each resource's step, the plan
+with the properties that change and whether each updates or replaces (tools/change_plan.py), and the
+counts. It writes `rendered/<stack>/` (tools/rendering.py: a record per
 declared resource, the Kubernetes manifests apart, the policy pack config derived from the stack) so
 that pull requests show every change as a plain diff.
 Then it runs the policy pack on the recorded resources, prints its findings as the CLI does, and
@@ -26,7 +29,8 @@ from stack_config.loading import parse_stack_config, raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
 
-from . import rendering
+from . import base_rendering, change_plan, gpu_impact, rendering
+from .base_rendering import BaseFiles
 from .mock_runtime import ROOT, ProgramRun, RecordedResource, pulumi_config_map, run_program
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
 from .stack_list import EXAMPLES, USER_STACKS, stack_names
@@ -104,19 +108,19 @@ def _shown(path: Path) -> str:
 # --- the resource tree ---------------------------------------------------------------------------
 
 
-def tree_lines(resources: list[RecordedResource]) -> list[tuple[str, str]]:
-    """(type column, name) rows drawn like the CLI's preview tree, siblings sorted by name."""
+def tree_lines(resources: list[RecordedResource]) -> list[tuple[str, str, str]]:
+    """(URN, type column, name) rows drawn like the CLI's preview tree, siblings sorted by name."""
     children: dict[str, list[RecordedResource]] = {}
     for r in resources:
         children.setdefault(r.parent, []).append(r)
     # Registration order depends on when outputs resolve; siblings by name keep the report stable.
     for siblings in children.values():
         siblings.sort(key=lambda r: (r.name, r.type))
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str, str]] = []
 
     def walk(node: RecordedResource, prefix: str, last: bool, depth: int) -> None:
         branch = "" if depth == 0 else prefix + ("└─ " if last else "├─ ")
-        rows.append((branch + node.type, node.name))
+        rows.append((node.urn, branch + node.type, node.name))
         kids = children.get(node.urn, [])
         deeper = "" if depth == 0 else prefix + ("   " if last else "│  ")
         for i, kid in enumerate(kids):
@@ -127,20 +131,43 @@ def tree_lines(resources: list[RecordedResource]) -> list[tuple[str, str]]:
     return rows
 
 
-def format_report(run: ProgramRun) -> str:
+def format_report(run: ProgramRun, plan: change_plan.Plan | None = None) -> str:
+    """The CLI's preview: GPU node impact first, the tree with each resource's step, the plan, the counts.
+
+    Without a plan (no base) every resource is a create.
+    """
     rows = tree_lines(run.resources)
-    width = max(len(t) for t, _ in rows) + 2
-    lines = [
-        f"Previewing update ({run.stack}) offline: Pulumi mock runtime, nothing was sent to a cloud",
-        "",
-        f"     {'Type':<{width}}Name",
-    ]
-    lines += [f" +   {t:<{width}}{n}" for t, n in rows]
+    steps = {s.record.urn: s for s in plan.steps if s.op != "delete"} if plan else {}
+    deleted = [s for s in plan.steps if s.op == "delete"] if plan else []
+    width = max(len(t) for _, t, _ in [*rows, *(("", s.record.type, "") for s in deleted)]) + 2
+    names = max(len(n) for _, _, n in rows) + 2
+    lines = [f"Previewing update ({run.stack}) offline: Pulumi mock runtime, nothing was sent to a cloud"]
+    if plan is not None:
+        impact = gpu_impact.gpu_node_lines(plan)
+        if impact:
+            lines += ["", "GPU nodes:"] + [f"  ! {line}" for line in impact]
+    lines += ["", f"     {'Type':<{width}}Name"]
+    for urn, type_column, name in rows:
+        step = steps.get(urn)
+        symbol, info = (step.symbol, _tree_info(step)) if step else ("+", "")
+        lines.append(f" {symbol:<3} {type_column:<{width}}{name:<{names}}{info}".rstrip())
+    lines += [f" {s.symbol:<3} {s.record.type:<{width}}{s.record.name:<{names}}delete" for s in deleted]
+    if plan is not None:
+        lines += ["", *change_plan.plan_lines(plan)]
     if run.outputs:
         lines += ["", "Outputs:"]
         lines += [f"    {k}: {_short(v)}" for k, v in sorted(run.outputs.items())]
-    lines += ["", "Resources:", f"    + {len(run.resources)} to create"]
+    if plan is not None:
+        lines += ["", *change_plan.summary_lines(plan)]
+    else:
+        lines += ["", "Resources:", f"    + {len(run.resources)} to create"]
     return "\n".join(lines)
+
+
+def _tree_info(step: change_plan.Step) -> str:
+    if step.op in ("same", "create"):
+        return ""
+    return f"{step.op} [diff: {step.diff_info()}]"
 
 
 def _short(value: Any) -> str:
@@ -163,6 +190,24 @@ def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> dict[str, s
     return files
 
 
+def plan_against(result: Preview, base: BaseFiles) -> change_plan.Plan:
+    """The plan from the base rendering to this run's."""
+    new = change_plan.parse(rendered_files(result))
+    old = change_plan.parse(base.files) if base.files is not None else None
+    return change_plan.build(old, new, base.description)
+
+
+def summary_markdown(stack: str, plan: change_plan.Plan) -> str:
+    """The plan for a CI job summary (GitHub Markdown): GPU node impact, plan lines, counts."""
+    impact = gpu_impact.gpu_node_lines(plan)
+    body = ([*(f"! {line}" for line in impact), ""] if impact else []) + [
+        *change_plan.plan_lines(plan),
+        "",
+        *change_plan.summary_lines(plan),
+    ]
+    return f"### Change plan: `{stack}`\n\n```text\n" + "\n".join(body) + "\n```\n\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument(
@@ -172,13 +217,31 @@ def main(argv: list[str] | None = None) -> int:
         "--stacks-dir", type=Path, default=None, help="look only in this folder of Pulumi.<stack>.yaml files"
     )
     parser.add_argument("--rendered", type=Path, default=RENDERED_DIR, help="where rendered/<stack>/ goes")
+    parser.add_argument(
+        "--base",
+        default="HEAD",
+        help="git ref whose committed rendered/<stack>/ the plan starts from (default HEAD)",
+    )
+    parser.add_argument(
+        "--base-dir", type=Path, default=None, help="a rendering folder to start from instead of --base"
+    )
+    parser.add_argument("--summary", type=Path, default=None, help="append the plan as Markdown to this file")
     args = parser.parse_args(argv)
     try:
         result = preview(args.stack, [args.stacks_dir] if args.stacks_dir else STACK_DIRS)
     except (PreviewError, PackConfigError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(format_report(result.run))
+    # Read the base before writing: --base-dir may be the folder about to be replaced.
+    if args.base_dir is not None:
+        base = base_rendering.from_folder(args.base_dir)
+    else:
+        base = base_rendering.from_git(args.stack, args.base)
+    plan = plan_against(result, base)
+    print(format_report(result.run, plan))
+    if args.summary is not None:
+        with args.summary.open("a") as summary:
+            summary.write(summary_markdown(args.stack, plan))
     written = write_rendered(result, args.rendered)
     where = args.rendered / args.stack
     shown = _shown(where) if where.is_relative_to(ROOT) else str(where)
