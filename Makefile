@@ -9,6 +9,10 @@ STACK ?= dev
 # Every stack the offline preview renders: the examples and the user's own (stacks/).
 STACKS := $(sort $(patsubst examples/Pulumi.%.yaml,%,$(wildcard examples/Pulumi.*.yaml)) $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml)))
 STAMP := $(VENV)/.installed
+# The plan starts from rendered/<stack>/ as committed at this git ref; CI passes the pull request's
+# base commit. SUMMARY=<file> appends each stack's plan there as Markdown (a CI job summary).
+BASE ?= HEAD
+PLAN_ARGS = --base $(BASE) $(if $(SUMMARY),--summary "$(SUMMARY)")
 # The policy pack runs from policies/ with a virtualenv of its own, as the Pulumi CLI starts it.
 PACK_VENV := policies/venv
 PACK_STAMP := $(PACK_VENV)/.installed
@@ -16,7 +20,7 @@ PACK_STAMP := $(PACK_VENV)/.installed
 .PHONY: help preview render test lint typecheck unit bench clean
 
 help:
-	@echo "make preview [STACK=dev]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: tree, rendered/<stack>/, policy findings"
+	@echo "make preview [STACK=dev] [BASE=HEAD]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: plan against rendered/<stack>/ at BASE, rendered/<stack>/, policy findings"
 	@echo "make render               make preview for every stack: rendered/<stack>/ for all of them"
 	@echo "make test                 ruff, mypy, actionlint and pytest"
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
@@ -33,10 +37,10 @@ $(PACK_STAMP): policies/requirements.txt pyproject.toml
 	touch $(PACK_STAMP)
 
 preview: $(STAMP)
-	$(PY) -m tools.preview --stack $(STACK)
+	$(PY) -m tools.preview --stack $(STACK) $(PLAN_ARGS)
 
 render: $(STAMP)
-	@for stack in $(STACKS); do echo "== $$stack"; $(PY) -m tools.preview --stack $$stack || exit 1; done
+	@for stack in $(STACKS); do echo "== $$stack"; $(PY) -m tools.preview --stack $$stack $(PLAN_ARGS) || exit 1; done
 
 test: lint typecheck unit
 
