@@ -27,6 +27,8 @@ from .rendering import RESOURCES, is_manifest
 from .replace_rules import PROVIDER_PATH, UNKNOWN, Path, show
 
 SECRET = "[secret]"
+# libyaml's parser when PyYAML has it (the wheels do): the pure-Python one made parsing most of the plan.
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 Op = Literal["same", "create", "update", "replace", "delete"]
 SYMBOLS = {"same": " ", "create": "+", "update": "~", "replace": "+-", "delete": "-"}
 
@@ -90,10 +92,10 @@ def parse(files: Mapping[str, str]) -> Rendering:
     for path in sorted(files):
         if not (path.startswith(f"{RESOURCES}/") and path.endswith(".yaml")):
             continue
-        document = yaml.safe_load(files[path]) or {}
+        document = yaml.load(files[path], Loader=_Loader) or {}
         inputs = document.get("inputs") or {}
         if "manifest" in document:
-            inputs = yaml.safe_load(files.get(document["manifest"], "")) or {}
+            inputs = yaml.load(files.get(document["manifest"], ""), Loader=_Loader) or {}
         records[document["urn"]] = Record(
             urn=document["urn"],
             type=document["type"],
