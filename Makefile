@@ -20,6 +20,10 @@ STACK ?= dev
 STACKS := $(sort $(patsubst examples/Pulumi.%.yaml,%,$(wildcard examples/Pulumi.*.yaml)) $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml)))
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
+# The plan starts from rendered/<stack>/ as committed at this git ref; CI passes the pull request's
+# base commit. SUMMARY=<file> appends each stack's plan there as Markdown (a CI job summary).
+BASE ?= HEAD
+PLAN_ARGS = --base $(BASE) $(if $(SUMMARY),--summary "$(SUMMARY)")
 # The policy pack runs from policies/ with a virtualenv of its own, as the Pulumi CLI starts it.
 PACK_VENV := policies/venv
 PACK_STAMP := $(PACK_VENV)/.installed
@@ -41,7 +45,7 @@ export PYTHONDONTWRITEBYTECODE :=
 .PHONY: help preview render test lint typecheck unit bench pack clean
 
 help:
-	@echo "make preview [STACK=dev]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: tree, rendered/<stack>/, policy findings"
+	@echo "make preview [STACK=dev] [BASE=HEAD]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: plan against rendered/<stack>/ at BASE, rendered/<stack>/, policy findings"
 	@echo "make render               make preview for every stack: rendered/<stack>/ for all of them"
 	@echo "make test                 ruff, mypy, actionlint and pytest"
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
@@ -66,10 +70,10 @@ $(PACK_STAMP): policies/requirements.txt pyproject.toml | $(UV)
 	touch $@
 
 preview: $(RUNTIME_STAMP)
-	$(PY) -m tools.preview --stack $(STACK)
+	$(PY) -m tools.preview --stack $(STACK) $(PLAN_ARGS)
 
 render: $(RUNTIME_STAMP)
-	@for stack in $(STACKS); do echo "== $$stack"; $(PY) -m tools.preview --stack $$stack || exit 1; done
+	@for stack in $(STACKS); do echo "== $$stack"; $(PY) -m tools.preview --stack $$stack $(PLAN_ARGS) || exit 1; done
 
 pack: $(RUNTIME_STAMP)
 	$(PY) -m tools.build_pack --out $(PACK_OUT)

@@ -1,9 +1,12 @@
 """`make preview`: what `pulumi preview` would show for a stack, computed offline.
 
-Runs the program under the mock runtime with `stacks/Pulumi.<stack>.yaml`, prints the resource
-tree and the count to create, and writes every Kubernetes object the program declares to
-`rendered/<stack>/` as YAML (one file per object, stable names and field order) so that pull
-requests show manifest changes as plain diffs, with the policy pack config derived from the stack.
+Runs the program under the mock runtime with `stacks/Pulumi.<stack>.yaml`, compares what it
+declares with a base rendering (the committed `rendered/<stack>/` at HEAD, or `--base <ref>`) and
+prints what `pulumi up` would do: GPU node impact first, the tree with each resource's step, the plan
+with the properties that change and whether each updates or replaces (tools/change_plan.py), and the
+counts. It writes `rendered/<stack>/` (tools/rendering.py: a record per
+declared resource, the Kubernetes manifests apart, the policy pack config derived from the stack) so
+that pull requests show every change as a plain diff.
 Then it runs the policy pack on the recorded resources, prints its findings as the CLI does, and
 exits 1 on a mandatory violation.
 """
@@ -12,9 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,12 +24,13 @@ from typing import Any
 import pulumi
 import yaml
 
-from oke_gpu_rdma import yamltext
 from stack_config import placement
 from stack_config.loading import parse_stack_config, raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
 
+from . import base_rendering, change_plan, gpu_impact, rendering
+from .base_rendering import BaseFiles
 from .mock_runtime import ROOT, ProgramRun, RecordedResource, pulumi_config_map, run_program
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
 from .stack_list import EXAMPLES, USER_STACKS, stack_names
@@ -36,8 +39,6 @@ STACKS_DIR = USER_STACKS
 # Where `--stack NAME` is looked up: the user's stacks first, then the examples.
 STACK_DIRS = (USER_STACKS, EXAMPLES)
 RENDERED_DIR = ROOT / "rendered"
-# Resources that are Kubernetes objects a reviewer reads as manifests (not providers).
-_NOT_MANIFESTS = ("pulumi:providers:",)
 
 
 class PreviewError(Exception):
@@ -107,19 +108,19 @@ def _shown(path: Path) -> str:
 # --- the resource tree ---------------------------------------------------------------------------
 
 
-def tree_lines(resources: list[RecordedResource]) -> list[tuple[str, str]]:
-    """(type column, name) rows drawn like the CLI's preview tree, siblings sorted by name."""
+def tree_lines(resources: list[RecordedResource]) -> list[tuple[str, str, str]]:
+    """(URN, type column, name) rows drawn like the CLI's preview tree, siblings sorted by name."""
     children: dict[str, list[RecordedResource]] = {}
     for r in resources:
         children.setdefault(r.parent, []).append(r)
     # Registration order depends on when outputs resolve; siblings by name keep the report stable.
     for siblings in children.values():
         siblings.sort(key=lambda r: (r.name, r.type))
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str, str]] = []
 
     def walk(node: RecordedResource, prefix: str, last: bool, depth: int) -> None:
         branch = "" if depth == 0 else prefix + ("└─ " if last else "├─ ")
-        rows.append((branch + node.type, node.name))
+        rows.append((node.urn, branch + node.type, node.name))
         kids = children.get(node.urn, [])
         deeper = "" if depth == 0 else prefix + ("   " if last else "│  ")
         for i, kid in enumerate(kids):
@@ -130,20 +131,43 @@ def tree_lines(resources: list[RecordedResource]) -> list[tuple[str, str]]:
     return rows
 
 
-def format_report(run: ProgramRun) -> str:
+def format_report(run: ProgramRun, plan: change_plan.Plan | None = None) -> str:
+    """The CLI's preview: GPU node impact first, the tree with each resource's step, the plan, the counts.
+
+    Without a plan (no base) every resource is a create.
+    """
     rows = tree_lines(run.resources)
-    width = max(len(t) for t, _ in rows) + 2
-    lines = [
-        f"Previewing update ({run.stack}) offline: Pulumi mock runtime, nothing was sent to a cloud",
-        "",
-        f"     {'Type':<{width}}Name",
-    ]
-    lines += [f" +   {t:<{width}}{n}" for t, n in rows]
+    steps = {s.record.urn: s for s in plan.steps if s.op != "delete"} if plan else {}
+    deleted = [s for s in plan.steps if s.op == "delete"] if plan else []
+    width = max(len(t) for _, t, _ in [*rows, *(("", s.record.type, "") for s in deleted)]) + 2
+    names = max(len(n) for _, _, n in rows) + 2
+    lines = [f"Previewing update ({run.stack}) offline: Pulumi mock runtime, nothing was sent to a cloud"]
+    if plan is not None:
+        impact = gpu_impact.gpu_node_lines(plan)
+        if impact:
+            lines += ["", "GPU nodes:"] + [f"  ! {line}" for line in impact]
+    lines += ["", f"     {'Type':<{width}}Name"]
+    for urn, type_column, name in rows:
+        step = steps.get(urn)
+        symbol, info = (step.symbol, _tree_info(step)) if step else ("+", "")
+        lines.append(f" {symbol:<3} {type_column:<{width}}{name:<{names}}{info}".rstrip())
+    lines += [f" {s.symbol:<3} {s.record.type:<{width}}{s.record.name:<{names}}delete" for s in deleted]
+    if plan is not None:
+        lines += ["", *change_plan.plan_lines(plan)]
     if run.outputs:
         lines += ["", "Outputs:"]
         lines += [f"    {k}: {_short(v)}" for k, v in sorted(run.outputs.items())]
-    lines += ["", "Resources:", f"    + {len(run.resources)} to create"]
+    if plan is not None:
+        lines += ["", *change_plan.summary_lines(plan)]
+    else:
+        lines += ["", "Resources:", f"    + {len(run.resources)} to create"]
     return "\n".join(lines)
+
+
+def _tree_info(step: change_plan.Step) -> str:
+    if step.op in ("same", "create"):
+        return ""
+    return f"{step.op} [diff: {step.diff_info()}]"
 
 
 def _short(value: Any) -> str:
@@ -151,64 +175,37 @@ def _short(value: Any) -> str:
     return text if len(text) <= 100 else text[:97] + "..."
 
 
-# --- rendered manifests ----------------------------------------------------------------------------
+# --- rendered/<stack>/ -------------------------------------------------------------------------------
 
 
-def manifests(resources: Iterable[RecordedResource]) -> dict[str, dict[str, Any]]:
-    """File name -> manifest for each Kubernetes object the program declares."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in resources:
-        if not r.type.startswith("kubernetes:") or r.type.startswith(_NOT_MANIFESTS):
-            continue
-        document = manifest(r)
-        meta = document.get("metadata") or {}
-        namespace = meta.get("namespace") or "_cluster"
-        filename = f"{document['kind']}.{namespace}.{meta.get('name', r.name)}.yaml".lower()
-        out[filename] = document
-    return out
+def rendered_files(result: Preview) -> dict[str, str]:
+    """Relative path -> text of `rendered/<stack>/` for this run (tools/rendering.py)."""
+    return rendering.render_files(result.run.resources, result.pack_config)
 
 
-def manifest(r: RecordedResource) -> dict[str, Any]:
-    """The object as YAML would show it: apiVersion, kind, metadata first, the rest sorted."""
-    group_version, kind = r.type.removeprefix("kubernetes:").split(":", 1)
-    group_version = group_version.removeprefix("core/")  # the core group has no name in apiVersion
-    inputs = dict(r.inputs)
-    if r.type.startswith("kubernetes:helm.sh/"):
-        # A Helm release is no API object; show it with its chart, version and values
-        # (`compat` is the provider's own bookkeeping, not the user's).
-        inputs.pop("compat", None)
-        metadata = {"name": inputs.pop("name", r.name), "namespace": inputs.pop("namespace", None)}
-        head = {"apiVersion": group_version, "kind": kind, "metadata": _sorted(metadata)}
-    else:
-        head = {
-            "apiVersion": inputs.pop("apiVersion", group_version),
-            "kind": inputs.pop("kind", kind),
-            "metadata": _sorted(inputs.pop("metadata", {"name": r.name})),
-        }
-    return {**head, **{k: _sorted(inputs[k]) for k in sorted(inputs)}}
+def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> dict[str, str]:
+    """Replace `out_dir/<stack>/` with the run's rendering; returns what was written."""
+    files = rendered_files(result)
+    rendering.write_files(files, out_dir / result.run.stack)
+    return files
 
 
-def _sorted(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _sorted(value[k]) for k in sorted(value) if value[k] is not None}
-    if isinstance(value, list):
-        return [_sorted(v) for v in value]
-    return value
+def plan_against(result: Preview, base: BaseFiles) -> change_plan.Plan:
+    """The plan from the base rendering to this run's."""
+    new = change_plan.parse(rendered_files(result))
+    old = change_plan.parse(base.files) if base.files is not None else None
+    return change_plan.build(old, new, base.description)
 
 
-def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> list[Path]:
-    """Replace `out_dir/<stack>/` with the run's manifests and the pack config; returns the manifests."""
-    target = out_dir / result.run.stack
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    written = []
-    for filename, document in sorted(manifests(result.run.resources).items()):
-        path = target / filename
-        path.write_text(yamltext.dump(document))
-        written.append(path)
-    (target / PACK_CONFIG_FILE).write_text(json.dumps(result.pack_config, indent=2, sort_keys=True) + "\n")
-    return written
+def summary_markdown(stack: str, plan: change_plan.Plan) -> str:
+    """The plan for a CI job summary (GitHub Markdown): GPU node impact, plan lines, counts."""
+    impact = gpu_impact.gpu_node_lines(plan)
+    body = ([*(f"! {line}" for line in impact), ""] if impact else []) + [
+        *change_plan.plan_lines(plan),
+        "",
+        *change_plan.summary_lines(plan),
+    ]
+    return f"### Change plan: `{stack}`\n\n```text\n" + "\n".join(body) + "\n```\n\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,18 +216,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stacks-dir", type=Path, default=None, help="look only in this folder of Pulumi.<stack>.yaml files"
     )
-    parser.add_argument("--rendered", type=Path, default=RENDERED_DIR, help="where manifests go")
+    parser.add_argument("--rendered", type=Path, default=RENDERED_DIR, help="where rendered/<stack>/ goes")
+    parser.add_argument(
+        "--base",
+        default="HEAD",
+        help="git ref whose committed rendered/<stack>/ the plan starts from (default HEAD)",
+    )
+    parser.add_argument(
+        "--base-dir", type=Path, default=None, help="a rendering folder to start from instead of --base"
+    )
+    parser.add_argument("--summary", type=Path, default=None, help="append the plan as Markdown to this file")
     args = parser.parse_args(argv)
     try:
         result = preview(args.stack, [args.stacks_dir] if args.stacks_dir else STACK_DIRS)
     except (PreviewError, PackConfigError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(format_report(result.run))
+    # Read the base before writing: --base-dir may be the folder about to be replaced.
+    if args.base_dir is not None:
+        base = base_rendering.from_folder(args.base_dir)
+    else:
+        base = base_rendering.from_git(args.stack, args.base)
+    plan = plan_against(result, base)
+    print(format_report(result.run, plan))
+    if args.summary is not None:
+        with args.summary.open("a") as summary:
+            summary.write(summary_markdown(args.stack, plan))
     written = write_rendered(result, args.rendered)
     where = args.rendered / args.stack
     shown = _shown(where) if where.is_relative_to(ROOT) else str(where)
-    print(f"\nRendered {len(written)} Kubernetes object(s) and {PACK_CONFIG_FILE} to {shown}/\n")
+    objects = sum(1 for f in written if f.startswith(rendering.MANIFESTS + "/"))
+    records = sum(1 for f in written if f.startswith(rendering.RESOURCES + "/"))
+    print(
+        f"\nRendered {records} resource record(s), {objects} Kubernetes manifest(s) and {PACK_CONFIG_FILE} "
+        f"to {shown}/\n"
+    )
     print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")
     if has_mandatory(result.findings):
         print("error: preview failed: mandatory policy violations (above)", file=sys.stderr)

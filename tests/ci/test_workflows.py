@@ -65,8 +65,19 @@ def test_deploy_runs_up_behind_an_environment_per_stack() -> None:
 
 def test_offline_job_checks_rendered_is_current() -> None:
     runs = [s.get("run", "") for s in workflow("pull-request.yml")["jobs"]["offline"]["steps"]]
-    assert "make test" in runs and "make render" in runs
+    assert "make test" in runs
+    assert 'make render BASE="$BASE" SUMMARY="$GITHUB_STEP_SUMMARY"' in runs
     assert any("git status --porcelain rendered/" in r for r in runs)
+
+
+def test_offline_job_plans_against_the_pull_requests_base() -> None:
+    # Forks get no secrets, so this plan is the only preview their reviewers see.
+    steps = workflow("pull-request.yml")["jobs"]["offline"]["steps"]
+    render = next(s for s in steps if str(s.get("run", "")).startswith("make render"))
+    fetch = next(s for s in steps if str(s.get("run", "")).startswith("git fetch"))
+    for step in (render, fetch):
+        assert step["env"]["BASE"] == "${{ github.event.pull_request.base.sha }}"
+    assert steps.index(fetch) < steps.index(render)
 
 
 def test_preview_is_skipped_without_credentials() -> None:

@@ -16,7 +16,7 @@ from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL, RDMA_PATH_LABEL
 from tests.oke_gpu_rdma import seed_sriov
 from tests.support import Run, raw_config
-from tools.preview import manifest
+from tools.rendering import manifest
 
 RELEASE = resource_types.HELM_RELEASE
 NODE_POOL = resource_types.NODE_POOL

@@ -16,16 +16,16 @@ from oke_gpu_rdma.pack_config import NamedCidr, PackConfig
 from stack_config.model import StackConfig
 from stack_config.pack_config import policy_pack_config
 from tests.support import Run, as_stack_file, raw_config
-from tools import preview
+from tools import preview, rendering
 from tools.mock_runtime import ROOT, RecordedResource
-from tools.stack_list import USER_STACKS, stack_names
+from tools.stack_list import EXAMPLES, USER_STACKS, stack_names
 
 
 def run_cli(
-    stack: str, stacks_dir: Path | None = None, rendered: Path | None = None
+    stack: str, stacks_dir: Path | None = None, rendered: Path | None = None, *extra: str
 ) -> subprocess.CompletedProcess[str]:
     """Run the preview exactly as `make preview` does, in a fresh interpreter."""
-    args = [sys.executable, "-m", "tools.preview", "--stack", stack]
+    args = [sys.executable, "-m", "tools.preview", "--stack", stack, *extra]
     if rendered is not None:
         args += ["--rendered", str(rendered)]
     if stacks_dir is not None:
@@ -45,7 +45,8 @@ def test_dev_preview_shows_the_compute_cluster_and_its_b4_pool(tmp_path: Path) -
     assert "├─ oci:Core/computeCluster:ComputeCluster" in lines[pool_line + 1]
     assert lines[pool_line + 1].rstrip().endswith("gpu-b4-compute-cluster")
     assert "└─ oci:ContainerEngine/nodePool:NodePool" in lines[pool_line + 2]
-    assert "Resources:" in out and "to create" in out
+    # Against the committed rendering at HEAD: the counts as `pulumi preview` prints them.
+    assert lines[lines.index("Resources:") + 1].startswith("    ")
     assert "Traceback" not in result.stderr
 
 
@@ -101,11 +102,11 @@ def test_manifest_field_order_is_stable() -> None:
         struct=None,  # type: ignore[arg-type]
         id="rdma",
     )
-    document = preview.manifest(resource)
+    document = rendering.manifest(resource)
     assert list(document) == ["apiVersion", "kind", "metadata", "spec"]
     assert document["apiVersion"] == "v1" and document["kind"] == "Namespace"
     assert list(document["metadata"]["labels"]) == ["a", "z"]
-    assert list(preview.manifests([resource])) == ["namespace._cluster.rdma.yaml"]
+    assert list(rendering.manifests([resource])) == ["namespace._cluster.rdma.yaml"]
 
 
 def test_preview_runs_the_policy_pack_and_writes_its_config(tmp_path: Path) -> None:
@@ -249,3 +250,54 @@ def test_a_stack_of_your_own_previews_cleanly(tmp_path: Path) -> None:
 def test_every_stack_of_yours_previews_without_a_mandatory_finding(stack: str, tmp_path: Path) -> None:
     result = run_cli(stack, stacks_dir=USER_STACKS, rendered=tmp_path)
     assert result.returncode == 0, f"make preview STACK={stack} fails:\n{result.stderr}"
+
+
+@pytest.mark.parametrize("stack", stack_names(EXAMPLES))
+def test_unchanged_program_plans_no_changes_and_rendered_is_current(stack: str, tmp_path: Path) -> None:
+    # What a clean checkout's `make preview` prints; the rendering must be byte for byte rendered/<stack>/.
+    committed = ROOT / "rendered" / stack
+    result = run_cli(stack, None, tmp_path, "--base-dir", str(committed))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    assert out[out.index(f"Plan against {committed}:") + 1] == "  no changes"
+    assert "GPU nodes:" not in out
+    resources = out.index("Resources:")
+    assert out[resources + 1].endswith(" unchanged") and len(out[resources + 1].split()) == 2
+    written = {str(p.relative_to(tmp_path / stack)) for p in (tmp_path / stack).rglob("*") if p.is_file()}
+    current = {str(p.relative_to(committed)) for p in committed.rglob("*") if p.is_file()}
+    assert written == current, "rendered/ is not current: run make render"
+    for path in written:
+        assert (tmp_path / stack / path).read_text() == (committed / path).read_text(), path
+
+
+def test_gpu_node_impact_comes_first_and_goes_to_the_summary(tmp_path: Path) -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["imageId"] = "ocid1.image.oc1.iad.aaaaaaaaexamplenewimage"
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    summary = tmp_path / "summary.md"
+    result = run_cli(
+        "dev",
+        tmp_path,
+        tmp_path / "out",
+        "--base-dir",
+        str(ROOT / "rendered" / "dev"),
+        "--summary",
+        str(summary),
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    impact = "  ! gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1): node image (nodeSourceDetails.imageId)"
+    assert out[1:4] == ["", "GPU nodes:", impact]
+    assert out.index(impact) < next(i for i, line in enumerate(out) if line.lstrip().startswith("Type"))
+    pool_row = next(
+        line for line in out if line.rstrip().endswith("update [diff: ~nodeSourceDetails.imageId]")
+    )
+    assert pool_row.startswith(" ~   │  └─ oci:ContainerEngine/nodePool:NodePool")
+    assert (
+        "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes update [diff: ~nodeSourceDetails.imageId]"
+        in out
+    )
+    assert out[out.index("Resources:") + 1 :][:2] == ["    ~ 1 to update", "    1 change. 22 unchanged"]
+    text = summary.read_text()
+    assert text.startswith("### Change plan: `dev`\n\n```text\n! gpu-b4: 2 BM.GPU.B4.8 nodes cycled")
+    assert "gpu-b4-nodes update [diff: ~nodeSourceDetails.imageId]" in text

@@ -1,0 +1,62 @@
+"""Where the plan's base comes from: a git ref's committed rendering, or a folder (tools/base_rendering.py)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tools import base_rendering
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def repo_with_rendering(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "rendered/dev/resources").mkdir(parents=True)
+    (repo / "rendered/dev/resources/a.yaml").write_text("type: t\nname: a\nurn: u\n")
+    (repo / "rendered/dev/policy-pack-config.json").write_text("{}\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "rendering")
+    return repo
+
+
+def test_reads_the_committed_rendering_at_a_ref(tmp_path: Path) -> None:
+    repo = repo_with_rendering(tmp_path)
+    # Changes in the work tree are not the base: the commit is.
+    (repo / "rendered/dev/resources/a.yaml").write_text("changed\n")
+    base = base_rendering.from_git("dev", "HEAD", repo)
+    assert base.files == {"policy-pack-config.json": "{}\n", "resources/a.yaml": "type: t\nname: a\nurn: u\n"}
+    assert base.description == f"rendered/dev/ at HEAD ({git(repo, 'rev-parse', '--short', 'HEAD')})"
+
+
+def test_no_base_says_why(tmp_path: Path) -> None:
+    repo = repo_with_rendering(tmp_path)
+    missing = base_rendering.from_git("prod", "HEAD", repo)
+    assert missing.files is None
+    assert missing.description == "no base: rendered/prod/ is not in HEAD; everything is a create"
+    bad_ref = base_rendering.from_git("dev", "no-such-ref", repo)
+    assert bad_ref.files is None and bad_ref.description.startswith("no base: no-such-ref is not a commit")
+    assert bad_ref.description.endswith("; everything is a create")
+    outside = base_rendering.from_git("dev", "HEAD", tmp_path / "nowhere")
+    assert outside.files is None
+
+
+def test_a_rendering_without_records_is_no_base(tmp_path: Path) -> None:
+    # What rendered/ held before resource records: Kubernetes manifests only.
+    old = tmp_path / "dev"
+    old.mkdir()
+    (old / "namespace._cluster.rdma-dranet.yaml").write_text("kind: Namespace\n")
+    base = base_rendering.from_folder(old, "rendered/dev/")
+    assert base.files is None
+    assert base.description == (
+        "no base: rendered/dev/ has no resources/ records (rendered before change plans); everything is a create"
+    )

@@ -1,0 +1,62 @@
+"""Kubernetes and option rules for update vs replace (tools/replace_rules.py)."""
+
+from __future__ import annotations
+
+from tools import replace_rules
+from tools.replace_rules import UNKNOWN, rule, show
+
+RCT = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+
+
+def test_name_and_namespace_replace_any_object() -> None:
+    for path in (("metadata", "name"), ("metadata", "namespace")):
+        decided = rule("kubernetes:resource.k8s.io/v1:DeviceClass", path, "x")
+        assert decided.replaces and decided.provider_rule
+    assert not rule("kubernetes:core/v1:Namespace", ("metadata", "labels", "a"), "x").replaces
+
+
+def test_device_class_spec_updates_in_place() -> None:
+    assert rule(
+        "kubernetes:resource.k8s.io/v1:DeviceClass", ("spec", "selectors", 0), {}
+    ) == replace_rules.Rule(False)
+
+
+def test_claim_template_spec_is_refused_without_replace_on_changes() -> None:
+    bare = rule(RCT, ("spec", "spec", "devices", "requests", 0), {})
+    assert not bare.replaces and "the apply fails" in bare.refused
+    declared = rule(RCT, ("spec", "spec", "devices", "requests", 0), {}, replace_on_changes=["spec"])
+    assert declared.replaces and declared.why == "replaceOnChanges: spec"
+
+
+def test_config_map_data_replaces_unless_the_provider_makes_it_mutable() -> None:
+    assert rule(CONFIG_MAP, ("data", "k"), "v").replaces
+    mutable = {"enableConfigMapMutable": True}
+    assert not rule(CONFIG_MAP, ("data", "k"), "v", provider_inputs=mutable).replaces
+    assert rule(CONFIG_MAP, ("data", "k"), "v", inputs={"immutable": True}, provider_inputs=mutable).replaces
+
+
+def test_pod_fields() -> None:
+    pod = "kubernetes:core/v1:Pod"
+    assert rule(pod, ("spec", "containers", 0, "image"), "x").replaces  # provider's forceNew
+    assert rule(pod, ("spec", "nodeSelector", "a"), "x").replaces
+    refused = rule(pod, ("spec", "resourceClaims", 0), {})
+    assert not refused.replaces and refused.refused
+
+
+def test_helm_release_name_replaces_values_update() -> None:
+    assert rule("kubernetes:helm.sh/v3:Release", ("name",), "x").replaces
+    assert not rule("kubernetes:helm.sh/v3:Release", ("values", "image", "tag"), "x").replaces
+
+
+def test_kubernetes_provider_replaced_by_an_unknown_kubeconfig() -> None:
+    assert rule("pulumi:providers:kubernetes", ("kubeconfig",), UNKNOWN).replaces
+    assert not rule("pulumi:providers:kubernetes", ("enableServerSideApply",), True).replaces
+
+
+def test_paths_print_like_pulumi() -> None:
+    assert show(("a", "b", 0, "c")) == "a.b[0].c"
+    assert show(("metadata", "labels", "pod-security.kubernetes.io/enforce")) == (
+        'metadata.labels["pod-security.kubernetes.io/enforce"]'
+    )
+    assert show(replace_rules.PROVIDER_PATH) == "[provider]"

@@ -1,0 +1,480 @@
+"""What `pulumi up` would do, from a base rendering to the new one, in Pulumi's own vocabulary.
+
+Each resource record of the new rendering is matched with the base's by URN (or by an alias the
+program declares); its inputs are compared path by path, and each changed path is judged by the
+provider's own rules (tools/replace_rules.py). Then replacements spread as the engine spreads them:
+an input that names a replaced resource's id (`${name.id}`) is unknown before apply, a secret input
+of a resource depending on a replaced one may be, and a resource whose provider is replaced is
+replaced too. Steps are:
+
+    +  create     ~  update     +- replace     -+ replace, deleting the old one first     -  delete
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+
+from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
+
+from . import replace_rules
+from .rendering import RESOURCES, is_manifest
+from .replace_rules import PROVIDER_PATH, UNKNOWN, Path, show
+
+SECRET = "[secret]"
+# libyaml's parser when PyYAML has it (the wheels do): the pure-Python one made parsing most of the plan.
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+Op = Literal["same", "create", "update", "replace", "delete"]
+SYMBOLS = {"same": " ", "create": "+", "update": "~", "replace": "+-", "delete": "-"}
+
+
+@dataclass(frozen=True)
+class Record:
+    """A resource as `rendered/<stack>/resources/` holds it (inputs from its manifest for objects)."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    provider: str
+    options: Mapping[str, Any]
+    depends_on: tuple[str, ...]
+    inputs: Mapping[str, Any]
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def protect(self) -> bool:
+        return bool(self.options.get("protect"))
+
+
+@dataclass
+class Rendering:
+    records: dict[str, Record]
+    """By URN, in file order."""
+    pack_config: Any = None
+
+    def by_label(self) -> dict[str, Record]:
+        counts: dict[str, int] = {}
+        for r in self.records.values():
+            counts[r.name] = counts.get(r.name, 0) + 1
+        return {(r.name if counts[r.name] == 1 else f"{r.type}::{r.name}"): r for r in self.records.values()}
+
+
+def tree_order(rendering: Rendering) -> list[str]:
+    """URNs parents first, siblings by name (the order of the preview's tree)."""
+    labels = {label: r.urn for label, r in rendering.by_label().items()}
+    children: dict[str, list[Record]] = {}
+    for r in rendering.records.values():
+        children.setdefault(labels.get(r.parent, ""), []).append(r)
+    order: list[str] = []
+
+    def walk(urn: str) -> None:
+        for kid in sorted(children.get(urn, []), key=lambda r: (r.name, r.type)):
+            order.append(kid.urn)
+            walk(kid.urn)
+
+    walk("")
+    # Records whose parent is not in the rendering still get a place.
+    return order + [u for u in rendering.records if u not in set(order)]
+
+
+def parse(files: Mapping[str, str]) -> Rendering:
+    """A rendering from its files (paths relative to `rendered/<stack>/`)."""
+    records: dict[str, Record] = {}
+    for path in sorted(files):
+        if not (path.startswith(f"{RESOURCES}/") and path.endswith(".yaml")):
+            continue
+        document = yaml.load(files[path], Loader=_Loader) or {}
+        inputs = document.get("inputs") or {}
+        if "manifest" in document:
+            inputs = yaml.load(files.get(document["manifest"], ""), Loader=_Loader) or {}
+        records[document["urn"]] = Record(
+            urn=document["urn"],
+            type=document["type"],
+            name=document["name"],
+            parent=document.get("parent", ""),
+            provider=document.get("provider", ""),
+            options=document.get("options") or {},
+            depends_on=tuple(document.get("dependsOn") or ()),
+            inputs=inputs,
+        )
+    pack = files.get(PACK_CONFIG_FILE)
+    return Rendering(records, json.loads(pack) if pack else None)
+
+
+@dataclass
+class Change:
+    path: Path
+    kind: Literal["+", "-", "~"]
+    old: Any
+    new: Any
+    rule: replace_rules.Rule = field(default_factory=lambda: replace_rules.Rule(False))
+    cause: str = ""
+    """The replaced resource that changes this value although the program did not (its name)."""
+
+    @property
+    def shown(self) -> str:
+        return show(self.path)
+
+
+@dataclass
+class Step:
+    op: Op
+    record: Record
+    """The new record (the base's for a delete)."""
+    base: Record | None = None
+    changes: list[Change] = field(default_factory=list)
+    delete_first: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def symbol(self) -> str:
+        return "-+" if self.op == "replace" and self.delete_first else SYMBOLS[self.op]
+
+    def diff_info(self) -> str:
+        return ", ".join(f"{c.kind}{c.shown}" for c in self.changes)
+
+    def line(self) -> str:
+        """`+- oci:Core/computeCluster:ComputeCluster gpu-b4-compute-cluster replace [diff: ~availabilityDomain]`."""
+        text = f"{self.symbol} {self.record.type} {self.record.name} {self.op}"
+        return f"{text} [diff: {self.diff_info()}]" if self.changes else text
+
+    def replacing(self) -> list[Change]:
+        return [c for c in self.changes if c.rule.replaces]
+
+
+@dataclass
+class Plan:
+    steps: list[Step]
+    """Every resource of the new rendering (same ones included), then the deletes."""
+    base_description: str
+    has_base: bool
+    pack_config_changes: list[Change] = field(default_factory=list)
+
+    def changed(self) -> list[Step]:
+        return [s for s in self.steps if s.op != "same"]
+
+    def step(self, name: str) -> Step:
+        (found,) = [s for s in self.steps if s.record.name == name]
+        return found
+
+    def counts(self) -> dict[Op, int]:
+        counts: dict[Op, int] = {}
+        for s in self.steps:
+            counts[s.op] = counts.get(s.op, 0) + 1
+        return counts
+
+
+# --- comparing values --------------------------------------------------------------------------------
+
+
+def diff_values(old: Any, new: Any, path: Path = ()) -> Iterator[Change]:
+    """Changed leaves (or whole added/removed subtrees) between two JSON-like values."""
+    if old == new:
+        return
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in sorted(set(old) | set(new), key=str):
+            if key not in old:
+                yield Change((*path, key), "+", None, new[key])
+            elif key not in new:
+                yield Change((*path, key), "-", old[key], None)
+            else:
+                yield from diff_values(old[key], new[key], (*path, key))
+    elif isinstance(old, list) and isinstance(new, list):
+        for i in range(max(len(old), len(new))):
+            if i >= len(old):
+                yield Change((*path, i), "+", None, new[i])
+            elif i >= len(new):
+                yield Change((*path, i), "-", old[i], None)
+            else:
+                yield from diff_values(old[i], new[i], (*path, i))
+    else:
+        yield Change(path, "~", old, new)
+
+
+def _leaves(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+    if isinstance(value, Mapping):
+        for key in value:
+            yield from _leaves(value[key], (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, (*path, i))
+    else:
+        yield path, value
+
+
+def _set(value: Any, path: Path, new: Any) -> Any:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, list):
+        copy = list(value)
+        copy[int(head)] = _set(copy[int(head)], rest, new)
+        return copy
+    return {**value, head: _set(value[head], rest, new)}
+
+
+# --- the plan ----------------------------------------------------------------------------------------
+
+
+def _match(base: Rendering, new: Rendering) -> dict[str, str]:
+    """New URN -> base URN: the same URN, else one an alias of the new resource names."""
+    matched = {urn: urn for urn in new.records if urn in base.records}
+    taken = set(matched.values())
+    for urn, record in new.records.items():
+        if urn in matched:
+            continue
+        for alias in record.options.get("aliases", []):
+            spec = dict(part.split("=", 1) for part in alias.split(", ") if "=" in part)
+            head, _, name = urn.rpartition("::")
+            if "type" in spec:
+                head = head[: -len(record.type)] + spec["type"] if head.endswith(record.type) else head
+            candidate = f"{head}::{spec.get('name', name)}"
+            if candidate in base.records and candidate not in taken:
+                matched[urn] = candidate
+                taken.add(candidate)
+                break
+    return matched
+
+
+def _judge(step: Step, providers: Mapping[str, Record]) -> None:
+    """Set each change's rule, then the step's op from them."""
+    record = step.record
+    provider = providers.get(record.provider)
+    for change in step.changes:
+        if change.path == PROVIDER_PATH:
+            continue  # judged where it was added
+        change.rule = replace_rules.rule(
+            record.type,
+            change.path,
+            change.new,
+            replace_on_changes=record.options.get("replaceOnChanges", ()),
+            inputs=dict(record.inputs),
+            provider_inputs=dict(provider.inputs) if provider else None,
+        )
+    step.changes.sort(key=lambda c: c.shown)
+    replacing = step.replacing()
+    step.op = "replace" if replacing else "update" if step.changes else "same"
+    step.delete_first = bool(replacing) and (
+        bool(record.options.get("deleteBeforeReplace"))
+        or (is_manifest(record.type) and all(c.rule.provider_rule for c in replacing))
+    )
+
+
+def build(base: Rendering | None, new: Rendering, base_description: str) -> Plan:
+    """The plan from `base` (None: no base, everything is a create) to `new`."""
+    if base is None:
+        creates = [Step("create", new.records[urn]) for urn in tree_order(new)]
+        return Plan(creates, base_description, has_base=False)
+    matched = _match(base, new)
+    steps: list[Step] = []
+    for urn, record in new.records.items():
+        if urn not in matched:
+            steps.append(Step("create", record))
+            continue
+        old = base.records[matched[urn]]
+        step = Step("same", record, old, list(diff_values(dict(old.inputs), dict(record.inputs))))
+        if record.provider != old.provider:
+            step.changes.append(
+                Change(
+                    PROVIDER_PATH,
+                    "~",
+                    old.provider,
+                    record.provider,
+                    replace_rules.Rule(True, "provider changed"),
+                )
+            )
+        if bool(old.options.get("protect")) != bool(record.options.get("protect")):
+            step.notes.append(f"protect: {old.protect} => {record.protect}")
+        steps.append(step)
+    labels = new.by_label()
+    providers = {label: r for label, r in labels.items() if r.type.startswith("pulumi:providers:")}
+    for step in steps:
+        if step.base is not None:
+            _judge(step, providers)
+    _spread_replacements(steps, providers)
+    position = {urn: i for i, urn in enumerate(tree_order(new))}
+    steps.sort(key=lambda s: position[s.record.urn])
+    survivors = set(matched.values())
+    for urn in tree_order(base):
+        if urn not in survivors:
+            steps.append(Step("delete", base.records[urn], base.records[urn]))
+    for step in steps:
+        if step.op in ("replace", "delete") and step.base is not None and step.base.protect:
+            step.notes.append(
+                f"protected: pulumi up refuses to {step.op} it until an apply sets protect: false"
+            )
+    pack_changes = list(diff_values(base.pack_config, new.pack_config))
+    return Plan(steps, base_description, has_base=True, pack_config_changes=pack_changes)
+
+
+def _spread_replacements(steps: list[Step], providers: Mapping[str, Record]) -> None:
+    """Replacements make ids and secrets unknown downstream, and replace what a replaced provider manages."""
+    while True:
+        replaced = {s.record.name for s in steps if s.op == "replace"}
+        grew = False
+        for step in steps:
+            if step.base is None or step.op == "replace":
+                continue
+            added = False
+            changed = {c.path for c in step.changes}
+            for path, value in _leaves(step.record.inputs):
+                if path in changed or not isinstance(value, str):
+                    continue
+                cause = next((n for n in replaced if f"${{{n}.id}}" in value), None)
+                if cause is None and value == SECRET:
+                    cause = next((d for d in step.record.depends_on if d in replaced), None)
+                if cause is not None:
+                    step.changes.append(Change(path, "~", value, UNKNOWN, cause=cause))
+                    step.record = _with_input(step.record, path, UNKNOWN)
+                    added = True
+            if step.record.provider in replaced and not any(c.path == PROVIDER_PATH for c in step.changes):
+                step.changes.append(
+                    Change(
+                        PROVIDER_PATH,
+                        "~",
+                        step.record.provider,
+                        step.record.provider,
+                        replace_rules.Rule(True, f"its provider {step.record.provider} is replaced"),
+                        cause=step.record.provider,
+                    )
+                )
+                added = True
+            if added:
+                _judge(step, providers)
+                grew = grew or _replaced(step)
+        if not grew:
+            return
+
+
+def _replaced(step: Step) -> bool:
+    return step.op == "replace"
+
+
+def _with_input(record: Record, path: Path, value: Any) -> Record:
+    return Record(
+        record.urn,
+        record.type,
+        record.name,
+        record.parent,
+        record.provider,
+        record.options,
+        record.depends_on,
+        _set(dict(record.inputs), path, value),
+    )
+
+
+def root_causes(step: Step, steps: Mapping[str, Step]) -> list[tuple[Step, list[str]]]:
+    """The steps whose own inputs make `step` a replacement, with those inputs (following causes)."""
+    found: dict[str, tuple[Step, list[str]]] = {}
+
+    def follow(current: Step, seen: frozenset[str]) -> None:
+        for change in current.replacing():
+            cause = steps.get(change.cause) if change.cause else None
+            if cause is not None and cause.record.name not in seen:
+                follow(cause, seen | {cause.record.name})
+            elif not change.cause:
+                found.setdefault(current.record.name, (current, []))[1].append(change.shown)
+
+    follow(step, frozenset({step.record.name}))
+    return list(found.values())
+
+
+# --- text --------------------------------------------------------------------------------------------
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value if value == UNKNOWN else json.dumps(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def change_lines(change: Change, indent: str = "      ") -> list[str]:
+    """`~ path: old => new`, multi-line text as a unified diff, with the rule that decides."""
+    why = f"{change.cause} is replaced" if change.cause else change.rule.why
+    tail = ""
+    if change.rule.replaces:
+        tail = f"  (replaces: {why})"
+    elif why and change.cause:
+        tail = f"  ({why})"
+    if change.path == PROVIDER_PATH:
+        return [f"{indent}~ [provider]{tail}"]
+    old, new = change.old, change.new
+    if isinstance(old, str) and isinstance(new, str) and ("\n" in old or "\n" in new):
+        lines = [f"{indent}~ {change.shown}:{tail}"]
+        diff = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=1)
+        lines += [f"{indent}    {d}" for d in list(diff)[2:]]
+        return lines
+    if change.kind == "+":
+        text = f"{indent}+ {change.shown}: {_value(new)}"
+    elif change.kind == "-":
+        text = f"{indent}- {change.shown}: {_value(old)}"
+    else:
+        text = f"{indent}~ {change.shown}: {_value(old)} => {_value(new)}"
+    lines = [text + tail]
+    if change.rule.refused:
+        lines.append(f"{indent}  ! {change.rule.refused}")
+    return lines
+
+
+def step_lines(step: Step) -> list[str]:
+    lines = [f"  {step.line()}"]
+    for change in step.changes:
+        lines += change_lines(change)
+    lines += [f"      ! {note}" for note in step.notes]
+    return lines
+
+
+def summary_lines(plan: Plan) -> list[str]:
+    """The `Resources:` block as `pulumi preview` prints it."""
+    counts = plan.counts()
+    lines = ["Resources:"]
+    ops: tuple[tuple[Op, str], ...] = (
+        ("create", "+ "),
+        ("update", "~ "),
+        ("replace", "+-"),
+        ("delete", "- "),
+    )
+    for op, symbol in ops:
+        if counts.get(op):
+            lines.append(f"    {symbol}{counts[op]} to {op}")
+    changes = sum(n for op, n in counts.items() if op != "same")
+    same = counts.get("same", 0)
+    if same and changes:
+        lines.append(f"    {changes} change{'s' if changes != 1 else ''}. {same} unchanged")
+    elif same:
+        lines.append(f"    {same} unchanged")
+    return lines
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """The plan: one line per changed resource with its changed properties, then the pack config."""
+    if not plan.has_base:
+        return [f"Plan: {plan.base_description}."]
+    changed = plan.changed()
+    lines = [f"Plan against {plan.base_description}:"]
+    if not changed and not plan.pack_config_changes:
+        lines.append("  no changes")
+    for step in changed:
+        lines += step_lines(step)
+    lines += [
+        f"      ! {n}"
+        for s in plan.steps
+        if s.op == "same"
+        for n in [f"{s.record.name}: {x}" for x in s.notes]
+    ]
+    if plan.pack_config_changes:
+        lines.append(f"  ~ {PACK_CONFIG_FILE} (not a resource: the policy pack's config)")
+        for change in plan.pack_config_changes:
+            lines += change_lines(change)
+    return lines

@@ -1,0 +1,180 @@
+"""The plan's first lines: what a change does to the GPU nodes, one line per pool.
+
+Bare-metal GPU capacity may not come back once released, so a reviewer must see at once when an
+apply replaces, cycles, removes or drains GPU nodes:
+
+- a replaced or deleted node pool (or one whose compute cluster is replaced) replaces or deletes
+  every node it has;
+- with node cycling on, a node pool update that changes what a node is built from cycles every node
+  (cordon, drain, terminate, launch; `maximumSurge`/`maximumUnavailable` at a time). Which properties
+  those are: Oracle's terraform-oci-oke "Workers: Node Cycle" (kubernetes_version, node_labels, shape
+  and shape config, boot_volume_size, image_id, node_metadata / cloud_init, ssh_public_key, nsg_ids,
+  volume_kms_key_id, pv_transit_encryption), mapped to pulumi-oci's NodePool inputs below. With
+  cycling off, OKE applies them only to nodes launched later;
+- a `size` change adds or removes nodes;
+- a DRANET child-range change needs the nodes drained (seed 003).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from oke_gpu_rdma import charts, resource_types
+from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
+from oke_gpu_rdma.labels import POOL_LABEL
+
+from .change_plan import Plan, Step, root_causes
+
+# NodePool input paths whose change OKE brings to existing nodes only by cycling them, and the words
+# a reviewer knows them by (the longest matching path wins).
+CYCLED_BY = {
+    ("kubernetesVersion",): "Kubernetes version",
+    ("initialNodeLabels",): "node labels",
+    ("nodeShape",): "shape",
+    ("nodeShapeConfig",): "shape config",
+    ("nodeSourceDetails",): "node image",
+    ("nodeSourceDetails", "bootVolumeSizeInGbs"): "boot volume size",
+    ("nodeMetadata",): "node metadata",
+    ("nodeMetadata", "user_data"): "cloud-init",
+    ("sshPublicKey",): "SSH key",
+    ("nodeConfigDetails", "nsgIds"): "NSGs",
+    ("nodeConfigDetails", "kmsKeyId"): "boot volume KMS key",
+    ("nodeConfigDetails", "isPvEncryptionInTransitEnabled"): "in-transit encryption",
+}
+_SIZE = ("nodeConfigDetails", "size")
+
+
+def _get(value: Any, *path: str | int) -> Any:
+    for key in path:
+        if isinstance(value, Mapping):
+            value = value.get(key)
+        elif isinstance(value, list) and isinstance(key, int) and key < len(value):
+            value = value[key]
+        else:
+            return None
+    return value
+
+
+def _cycled_by(path: tuple[str | int, ...]) -> str | None:
+    keys = tuple(p for p in path if isinstance(p, str))
+    best = max((k for k in CYCLED_BY if keys[: len(k)] == k), key=len, default=None)
+    return CYCLED_BY[best] if best else None
+
+
+def _nodes(count: Any, shape: Any) -> str:
+    return f"{count} {shape} node{'' if count == 1 else 's'}"
+
+
+_WHAT = {resource_types.COMPUTE_CLUSTER: "its compute cluster", resource_types.CLUSTER: "the OKE cluster"}
+
+
+def _what(root: Step, pool: Step) -> str:
+    if root is pool:
+        return "the node pool"
+    return f"{_WHAT.get(root.record.type, root.record.type)} {root.record.name}"
+
+
+def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
+    record, base = step.record, step.base
+    inputs = (base or record).inputs
+    pool, shape = inputs.get("name", record.name), inputs.get("nodeShape", "?")
+    size = _get(inputs, *_SIZE)
+    if step.op == "delete":
+        return [f"{pool}: {_nodes(size, shape)} deleted: the pool is no longer declared"]
+    if step.op == "replace":
+        why = "; ".join(
+            f"{_what(root, step)} is replaced ({', '.join(paths)})"
+            for root, paths in root_causes(step, steps_by_name)
+        )
+        return [f"{pool}: {_nodes(size, shape)} replaced: {why}"]
+    if step.op != "update":
+        return []
+    lines = []
+    cycled: dict[str, list[str]] = {}
+    for change in step.changes:
+        words = _cycled_by(change.path)
+        if words:
+            cycled.setdefault(words, []).append(change.shown)
+    if cycled:
+        what = ", ".join(f"{w} ({', '.join(paths)})" for w, paths in cycled.items())
+        cycling = record.inputs.get("nodePoolCyclingDetails") or {}
+        if cycling.get("isNodeCyclingEnabled"):
+            pace = (
+                f"surge {cycling.get('maximumSurge', 1)}, unavailable {cycling.get('maximumUnavailable', 0)}"
+            )
+            lines.append(f"{pool}: {_nodes(size, shape)} cycled ({pace}): {what}")
+        else:
+            lines.append(
+                f"{pool}: {_nodes(size, shape)} keep the old {what}: node cycling is off, only nodes "
+                "launched later get it"
+            )
+    new_size = _get(record.inputs, *_SIZE)
+    if isinstance(size, int) and isinstance(new_size, int) and new_size != size:
+        delta = new_size - size
+        lines.append(
+            f"{pool}: {size} => {new_size} {shape} nodes: {abs(delta)} {'added' if delta > 0 else 'removed'}"
+        )
+    return lines
+
+
+def _child_range(release: Mapping[str, Any] | None) -> str | None:
+    if release is None:
+        return None
+    values = release.get("values") or {}
+    configured = _get(values, *charts.DRANET_CHILD_RANGE_VALUE.split("."))
+    if configured is None:
+        # The chart passes no option unless set: DRANET's OKE provider then uses its default.
+        # (components/dra_drivers.py sets the value only when it differs from the default.)
+        configured = str(DEFAULT_CHILD_RANGE)
+    return str(configured)
+
+
+def _dranet_lines(step: Step, plan: Plan) -> list[str]:
+    if step.base is None or step.op not in ("update", "replace"):
+        return []
+    old, new = _child_range(step.base.inputs), _child_range(step.record.inputs)
+    if old == new:
+        return []
+    selected = _get(
+        step.record.inputs,
+        "values",
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    )
+    pools: list[str] = []
+    for term in _get(selected, "nodeSelectorTerms") or []:
+        for expression in term.get("matchExpressions") or []:
+            if expression.get("key") == POOL_LABEL:
+                pools += expression.get("values") or []
+    node_pools = [
+        s.record.inputs
+        for s in plan.steps
+        if s.record.type == resource_types.NODE_POOL
+        and s.op != "delete"
+        and (not pools or s.record.inputs.get("name") in pools)
+    ]
+    count = sum(_get(p, *_SIZE) or 0 for p in node_pools)
+    shapes = sorted({str(p.get("nodeShape")) for p in node_pools}) or ["GPU"]
+    names = ", ".join(str(p.get("name")) for p in node_pools)
+    return [
+        f"dranet: child range {old} => {new} on {_nodes(count, '/'.join(shapes))} ({names}): "
+        "the nodes must be drained (seed 003)"
+    ]
+
+
+def gpu_node_lines(plan: Plan) -> list[str]:
+    """One line per pool an apply would replace, cycle, resize or remove, then DRANET range changes."""
+    steps_by_name = {s.record.name: s for s in plan.steps}
+    lines: list[str] = []
+    for step in sorted(plan.steps, key=lambda s: str(s.record.inputs.get("name", s.record.name))):
+        if step.record.type == resource_types.NODE_POOL:
+            lines += _pool_line(step, steps_by_name)
+    for step in plan.steps:
+        if (
+            step.record.type == resource_types.HELM_RELEASE
+            and step.record.inputs.get("chart") == charts.DRANET_CHART
+        ):
+            lines += _dranet_lines(step, plan)
+    return lines
