@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,9 +36,21 @@ EXPECTED_RAILS = "ib_write_bw per rail: >= 96.8 Gb/s (seed 000: 96.87-96.88 Gb/s
 RAIL_POD_LABEL = "oke-gpu-rdma/rail-test"
 
 
-def launcher_script(gpus_per_worker: int) -> str:
-    """The seed's launcher: wait for the workers' sshd, then mpirun all_reduce_perf up to 8 GiB."""
-    exports = " \\\n  ".join(f"-x {k}={v}" for k, v in NCCL_SETTINGS.items())
+ALL_REDUCE = "/workspace/nccl-tests/build/all_reduce_perf -b 4G -e 8G -f 2 -g 1 -c 1"
+
+
+def launcher_script(
+    gpus_per_worker: int, extra_exports: Sequence[str] = (), command: str = ALL_REDUCE, note: str = ""
+) -> str:
+    """The seed's launcher: wait for the workers' sshd, then mpirun all_reduce_perf up to 8 GiB.
+
+    ``extra_exports`` adds `-x NAME=value` settings, ``command`` replaces the benchmark invocation and
+    ``note`` adds a comment line (the SR-IOV jobs use all three).
+    """
+    exports = " \\\n  ".join(
+        f"-x {setting}" for setting in [*extra_exports, *(f"{k}={v}" for k, v in NCCL_SETTINGS.items())]
+    )
+    comment = f"# {note}\n" if note else ""
     return f"""set -e -o pipefail
 NUM_GPUS={gpus_per_worker}
 NUM_HOSTS=$(sed -n '$=' /etc/mpi/hostfile)
@@ -46,12 +59,12 @@ until (for host in $(awk '{{print $1}}' /etc/mpi/hostfile); do ssh -o ConnectTim
   echo "Waiting for workers to be ready..."
   sleep 5
 done
-# The 40 GB GPUs cannot hold 16 GiB buffers with validation (-c 1), so the test stops at 8 GiB.
+{comment}# The 40 GB GPUs cannot hold 16 GiB buffers with validation (-c 1), so the test stops at 8 GiB.
 mpirun --allow-run-as-root --hostfile /etc/mpi/hostfile -mca coll ^hcoll \\
   -np "$NP" -npernode "$NUM_GPUS" --bind-to numa \\
   -x NCCL_DEBUG=WARN \\
   {exports} \\
-  /workspace/nccl-tests/build/all_reduce_perf -b 4G -e 8G -f 2 -g 1 -c 1
+  {command}
 """
 
 

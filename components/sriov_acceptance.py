@@ -22,12 +22,11 @@ import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
-from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from oke_gpu_rdma.sriov import NCCL_VF_HCA_EXPORT, NETWORKS_ANNOTATION, VF_GID_INDEX
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 from stack_config.sriov_plan import SriovPlan
 
-from .acceptance_jobs import MPI_OPERATOR_MANIFEST
+from .acceptance_jobs import ALL_REDUCE, MPI_OPERATOR_MANIFEST, launcher_script
 from .typed_inputs import to_input_type
 
 EXPECTED_TWO_JOBS: Final = (
@@ -49,24 +48,12 @@ GPUS_PER_NODE: Final = 8
 
 def sriov_launcher_script(gpus_per_worker: int) -> str:
     """seed 001's launcher: NCCL over the pod's own VFs (GID index 3, NCCL_IB_HCA from net1 ... net16)."""
-    exports = " \\\n  ".join(f"-x {k}={v}" for k, v in NCCL_SETTINGS.items())
-    return f"""set -e -o pipefail
-NUM_GPUS={gpus_per_worker}
-NUM_HOSTS=$(sed -n '$=' /etc/mpi/hostfile)
-NP=$((NUM_HOSTS * NUM_GPUS))
-until (for host in $(awk '{{print $1}}' /etc/mpi/hostfile); do ssh -o ConnectTimeout=5 -o StrictHostKeyChecking=no "$host" exit 2>/dev/null || exit 1; done); do
-  echo "Waiting for workers to be ready..."
-  sleep 5
-done
-# Each rank uses only the RDMA devices of the VFs in its own pod (net1 to net16).
-# The 40 GB GPUs cannot hold 16 GiB buffers with validation (-c 1), so the test stops at 8 GiB.
-mpirun --allow-run-as-root --hostfile /etc/mpi/hostfile -mca coll ^hcoll \\
-  -np "$NP" -npernode "$NUM_GPUS" --bind-to numa \\
-  -x NCCL_DEBUG=WARN \\
-  -x NCCL_IB_GID_INDEX={VF_GID_INDEX} \\
-  {exports} \\
-  bash -c '{NCCL_VF_HCA_EXPORT}; exec /workspace/nccl-tests/build/all_reduce_perf -b 4G -e 8G -f 2 -g 1 -c 1'
-"""
+    return launcher_script(
+        gpus_per_worker,
+        extra_exports=[f"NCCL_IB_GID_INDEX={VF_GID_INDEX}"],
+        command=f"bash -c '{NCCL_VF_HCA_EXPORT}; exec {ALL_REDUCE}'",
+        note="Each rank uses only the RDMA devices of the VFs in its own pod (net1 to net16).",
+    )
 
 
 def vf_pod_template(

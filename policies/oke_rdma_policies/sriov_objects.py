@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
+from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
 
 from .kube import Res
 from .stack import StackView, node_pool_labels
@@ -125,47 +126,20 @@ def shape_of(spec: Mapping[str, Any]) -> Any:
 # --- node selection ------------------------------------------------------------------------------------
 
 
-def _requirement(expr: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    key = expr.get("key")
-    op = expr.get("operator")
-    raw = expr.get("values")
-    values: list[Any] = raw if isinstance(raw, list) else []
-    present = key in labels
-    value = labels.get(str(key))
-    if op == "In":
-        return present and value in values
-    if op == "NotIn":
-        return not present or value not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    return False
-
-
 def selects(selector: Any, affinity: Any, labels: Mapping[str, Any]) -> bool:
     """Whether a nodeSelector map and a node affinity (required terms) both admit a node with ``labels``.
 
-    Either may be None (no constraint). Terms of the affinity are ORed, expressions in a term ANDed
-    (Kubernetes `NodeSelectorTerm`).
+    Either may be None (no constraint); the rules are the scheduler's (oke_gpu_rdma.node_selection).
+    A malformed affinity, or one that decides by node fields, may select the node: it is counted in.
     """
-    if isinstance(selector, Mapping) and any(labels.get(k) != v for k, v in selector.items()):
+    if isinstance(selector, Mapping) and not selector_matches(selector, labels):
         return False
-    try:
-        terms = dig(affinity, "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms")
-    except PropertyTypeError:
-        return True  # a malformed affinity constrains nothing we can read: assume it admits the node
-    if not isinstance(terms, list) or not terms:
+    if not isinstance(affinity, Mapping):
         return True
-
-    def term_admits(term: Any) -> bool:
-        expressions = term.get("matchExpressions") if isinstance(term, Mapping) else None
-        items: list[Any] = expressions if isinstance(expressions, list) else []
-        return isinstance(term, Mapping) and all(
-            isinstance(e, Mapping) and _requirement(e, labels) for e in items
-        )
-
-    return any(term_admits(t) for t in terms)
+    try:
+        return affinity_matches(affinity, labels) is not False
+    except SelectionError:
+        return True
 
 
 @dataclass
