@@ -7,6 +7,7 @@ not what a test happens to build.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,8 +31,13 @@ def product_files() -> list[Path]:
     return files
 
 
-def string_constants(path: Path) -> Iterator[str]:
-    """String literals of a module, docstrings (prose, not values) left out."""
+@functools.cache
+def string_constants(path: Path) -> tuple[str, ...]:
+    """String literals of a module, docstrings (prose, not values) left out (parsed once per file)."""
+    return tuple(_string_constants(path))
+
+
+def _string_constants(path: Path) -> Iterator[str]:
     tree = ast.parse(path.read_text())
     docstrings = {
         id(node.body[0].value)
