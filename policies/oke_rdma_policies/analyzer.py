@@ -93,7 +93,8 @@ class PackAnalyzer(_PolicyAnalyzerServicer):
             report = self._create_report_violation(
                 response, policy.name, policy.description, level, policy.severity
             )
-            props = props or LazyProps(request.properties)
+            if props is None:  # not `props or ...`: truth-testing a Mapping converts it
+                props = LazyProps(request.properties)
             args = ResourceValidationArgs(
                 request.type,
                 props,

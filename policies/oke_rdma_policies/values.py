@@ -91,6 +91,10 @@ class LazyProps(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._sdk())
 
+    def __bool__(self) -> bool:
+        # Truth-testing needs no conversion: the Struct knows whether it has fields.
+        return len(self._struct.fields) > 0
+
     def plain(self) -> dict[str, Any]:
         if self._plain is None:
             self._plain = {str(k): _from_value(v) for k, v in self._struct.fields.items()}
