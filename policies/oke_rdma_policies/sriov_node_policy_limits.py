@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import ResourceValidationPolicy
 
 from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.pack_config import PolicyName
@@ -18,7 +18,7 @@ from . import settings
 from .kube import Res
 from .report import Reporter
 from .sriov_objects import num_vfs, spec_of
-from .stack import from_resource_args
+from .stack import validate_resources_of
 from .values import UNKNOWN
 
 
@@ -57,21 +57,12 @@ def check(res: Res, rep: Reporter) -> None:
         )
 
 
-def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    if args.resource_type != resource_types.SRIOV_NODE_POLICY:
-        return
-    res = from_resource_args(args)
-    rep = Reporter(report_violation)
-    rep.guard(res.label, None, lambda: check(res, rep))
-    rep.finish()
-
-
 policy = ResourceValidationPolicy(
     name=PolicyName.SRIOV_NODE_POLICY_LIMITS,
     description=(
         f"SriovNetworkNodePolicy: numVfs at most {sriov.MAX_VFS_PER_PF} (Oracle Cloud), priority "
         f"{sriov.PRIORITY_MIN} to {sriov.PRIORITY_MAX}, a valid resourceName."
     ),
-    validate=validate,
+    validate=validate_resources_of((resource_types.SRIOV_NODE_POLICY,), check),
     enforcement_level=settings.level(PolicyName.SRIOV_NODE_POLICY_LIMITS),
 )

@@ -9,7 +9,7 @@ the shape catalog (:mod:`oke_gpu_rdma.topology`).
 
 from __future__ import annotations
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import ResourceValidationPolicy
 
 from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.errors import TopologyError
@@ -21,7 +21,7 @@ from . import settings
 from .kube import Res
 from .report import Reporter
 from .sriov_objects import pf_names, root_devices, shape_of, spec_of
-from .stack import from_resource_args
+from .stack import validate_resources_of
 from .values import UNKNOWN
 
 
@@ -77,21 +77,12 @@ def check(res: Res, rep: Reporter) -> None:
             )
 
 
-def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    if args.resource_type != resource_types.SRIOV_NODE_POLICY:
-        return
-    res = from_resource_args(args)
-    rep = Reporter(report_violation)
-    rep.guard(res.label, None, lambda: check(res, rep))
-    rep.finish()
-
-
 policy = ResourceValidationPolicy(
     name=PolicyName.SRIOV_ROOT_DEVICES,
     description=(
         "SriovNetworkNodePolicy nicSelector: only the node shape's rail PFs (rootDevices by PCI address), never "
         "the vendor alone or the front-end NIC."
     ),
-    validate=validate,
+    validate=validate_resources_of((resource_types.SRIOV_NODE_POLICY,), check),
     enforcement_level=settings.level(PolicyName.SRIOV_ROOT_DEVICES),
 )

@@ -11,7 +11,7 @@ config: the README's `args.cni.rdmaQoS` is ignored (k8snetworkplumbingwg/rdma-cn
 
 from __future__ import annotations
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import ResourceValidationPolicy
 
 from oke_gpu_rdma import sriov
 from oke_gpu_rdma.pack_config import PolicyName
@@ -20,7 +20,7 @@ from . import settings
 from .kube import Res
 from .report import Reporter
 from .sriov_objects import NETWORK_TYPES, ChainError, network_chain
-from .stack import from_resource_args
+from .stack import validate_resources_of
 from .values import UNKNOWN
 
 FIX = (
@@ -55,21 +55,12 @@ def check(res: Res, rep: Reporter) -> None:
         )
 
 
-def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    if args.resource_type not in NETWORK_TYPES:
-        return
-    res = from_resource_args(args)
-    rep = Reporter(report_violation)
-    rep.guard(res.label, None, lambda: check(res, rep))
-    rep.finish()
-
-
 policy = ResourceValidationPolicy(
     name=PolicyName.SRIOV_RDMA_QOS,
     description=(
         "A SriovNetwork or NetworkAttachmentDefinition that chains the RDMA CNI must give it rdmaQoS (tc) at the "
         "top level of the rdma plugin, not under args.cni."
     ),
-    validate=validate,
+    validate=validate_resources_of(NETWORK_TYPES, check),
     enforcement_level=settings.level(PolicyName.SRIOV_RDMA_QOS),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -32,6 +32,25 @@ from .values import UNKNOWN, PropertyTypeError, as_list, as_map
 def from_resource_args(args: ResourceValidationArgs) -> Res:
     provider = args.provider.urn if args.provider is not None else ""
     return Res(args.urn, args.resource_type, args.name, args.props, args.opts.parent, provider)
+
+
+ResourceCheck = Callable[[Res, Reporter], None]
+
+
+def validate_resources_of(
+    types: Collection[str], check: ResourceCheck
+) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
+    """A resource policy's `validate` that runs `check` on resources of these types, guarded."""
+
+    def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+        if args.resource_type not in types:
+            return
+        res = from_resource_args(args)
+        rep = Reporter(report_violation)
+        rep.guard(res.label, None, partial(check, res, rep))
+        rep.finish()
+
+    return validate
 
 
 def from_policy_resources(resources: list[PolicyResource]) -> list[Res]:
