@@ -145,6 +145,17 @@ def rail_pod_spec(
     }
 
 
+def mpi_operator(
+    name: str, config: AcceptanceJobsConfig, opts: pulumi.ResourceOptions
+) -> k8s.yaml.v2.ConfigFile:
+    """The Kubeflow MPI operator (its release manifest), which both rail paths' NCCL jobs need."""
+    return k8s.yaml.v2.ConfigFile(
+        f"{name}-mpi-operator",
+        file=MPI_OPERATOR_MANIFEST.format(version=config.mpi_operator_version),
+        opts=opts,
+    )
+
+
 @dataclass
 class AcceptanceJobsArgs:
     config: AcceptanceJobsConfig
@@ -174,11 +185,7 @@ class AcceptanceJobs(pulumi.ComponentResource):
         super().__init__(resource_types.ACCEPTANCE_JOBS_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         if args.nccl_template is not None:
-            operator = k8s.yaml.v2.ConfigFile(
-                f"{name}-mpi-operator",
-                file=MPI_OPERATOR_MANIFEST.format(version=args.config.mpi_operator_version),
-                opts=child,
-            )
+            operator = mpi_operator(name, args.config, child)
             k8s.apiextensions.CustomResource(
                 f"{name}-nccl-all-reduce",
                 api_version="kubeflow.org/v2beta1",

@@ -26,7 +26,7 @@ from oke_gpu_rdma.sriov import NCCL_VF_HCA_EXPORT, NETWORKS_ANNOTATION, VF_GID_I
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 from stack_config.sriov_plan import SriovPlan
 
-from .acceptance_jobs import ALL_REDUCE, MPI_OPERATOR_MANIFEST, launcher_script
+from .acceptance_jobs import ALL_REDUCE, launcher_script, mpi_operator
 from .typed_inputs import to_input_type
 
 EXPECTED_TWO_JOBS: Final = (
@@ -149,11 +149,7 @@ class SriovAcceptanceJobs(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         namespace = args.plan.operator.network_namespace
         if args.config.nccl:
-            operator = k8s.yaml.v2.ConfigFile(
-                f"{name}-mpi-operator",
-                file=MPI_OPERATOR_MANIFEST.format(version=args.config.mpi_operator_version),
-                opts=child,
-            )
+            operator = mpi_operator(name, args.config, child)
             for job, gpus, expected in nccl_jobs(args.plan):
                 k8s.apiextensions.CustomResource(
                     f"{name}-{job}",

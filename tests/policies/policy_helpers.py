@@ -9,13 +9,18 @@ unknowns as the engine's sentinel) sent to the SDK servicer the CLI talks to
 from __future__ import annotations
 
 import base64
+import contextlib
+import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import grpc
+import pytest
 import yaml
 from google.protobuf import struct_pb2
+from pulumi.runtime.proto import analyzer_pb2_grpc
 
 from tools.mock_runtime import RecordedResource
 from tools.policy_check import Finding, analyze_resources
@@ -288,3 +293,38 @@ def seed_sriov_final(
         sriov_pool(netns_mode),
         *(k8s(o, f"{o['kind'].lower()}-{o['metadata']['name']}") for o in objects),
     ]
+
+
+@contextlib.contextmanager
+def started_pack(
+    python: Path, pack_dir: Path, env: Mapping[str, str] | None = None, timeout: float = 30
+) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    """The pack started exactly as the Pulumi CLI starts it, and a gRPC stub for its Analyzer.
+
+    The CLI runs `<pack venv python> -u -m pulumi.policy <engine address> .` from the pack's directory
+    and reads the port from the first line of stdout; the SDK only uses the engine address to log a
+    crash, so no engine is needed.
+    """
+    proc = subprocess.Popen(
+        [str(python), "-u", "-m", "pulumi.policy", "127.0.0.1:1", "."],
+        cwd=pack_dir,
+        env=dict(env) if env is not None else None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        line = proc.stdout.readline().strip()
+        if not line.isdigit():
+            proc.kill()
+            pytest.fail(
+                f"the pack in {pack_dir} printed {line!r} instead of a port; stderr: {proc.stderr.read()}"
+            )
+        channel = grpc.insecure_channel(f"127.0.0.1:{line}")
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+        yield analyzer_pb2_grpc.AnalyzerStub(channel)
+        channel.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

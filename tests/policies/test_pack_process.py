@@ -7,14 +7,12 @@ The SDK only uses the engine address to log a crash, so no engine is needed here
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-import grpc
 import pytest
 from google.protobuf import empty_pb2
-from policy_helpers import dranet_release, k8s, seed_claims, seed_plan
-from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+from policy_helpers import dranet_release, k8s, seed_claims, seed_plan, started_pack
+from pulumi.runtime.proto import analyzer_pb2
 
 from tools.policy_check import analyze_requests, configure_request
 
@@ -26,25 +24,8 @@ PACK_PYTHON = PACK_DIR / "venv" / "bin" / "python"
 def analyzer():
     if not PACK_PYTHON.exists():
         pytest.fail(f"{PACK_PYTHON} is missing: run make test (it builds policies/venv)")
-    proc = subprocess.Popen(
-        [str(PACK_PYTHON), "-u", "-m", "pulumi.policy", "127.0.0.1:1", "."],
-        cwd=PACK_DIR,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline().strip()
-        if not line.isdigit():
-            proc.kill()
-            pytest.fail(f"the pack printed {line!r} instead of a port; stderr: {proc.stderr.read()}")
-        channel = grpc.insecure_channel(f"127.0.0.1:{line}")
-        grpc.channel_ready_future(channel).result(timeout=20)
-        yield analyzer_pb2_grpc.AnalyzerStub(channel)
-        channel.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with started_pack(PACK_PYTHON, PACK_DIR) as stub:
+        yield stub
 
 
 def test_get_analyzer_info_lists_the_policies_with_levels_and_schemas(analyzer):

@@ -16,7 +16,6 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import grpc
 import pytest
 import yaml
 from google.protobuf import empty_pb2
@@ -42,6 +41,7 @@ from policy_helpers import (
     seed_claims,
     seed_plan,
     seed_sriov,
+    started_pack,
 )
 
 PACK_CONFIG = {"dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]}}
@@ -128,27 +128,8 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def analyzer(published: Path) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
     """The published pack started as the CLI starts it (see tests/policies/test_pack_process.py)."""
-    proc = subprocess.Popen(
-        [str(published / "venv" / "bin" / "python"), "-u", "-m", "pulumi.policy", "127.0.0.1:1", "."],
-        cwd=published,
-        env=_clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    try:
-        line = proc.stdout.readline().strip()
-        if not line.isdigit():
-            proc.kill()
-            pytest.fail(f"the built pack printed {line!r} instead of a port; stderr: {proc.stderr.read()}")
-        channel = grpc.insecure_channel(f"127.0.0.1:{line}")
-        grpc.channel_ready_future(channel).result(timeout=30)
-        yield analyzer_pb2_grpc.AnalyzerStub(channel)
-        channel.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with started_pack(published / "venv" / "bin" / "python", published, env=_clean_env()) as stub:
+        yield stub
 
 
 Key = tuple[str, str, str, str, str]
