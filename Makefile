@@ -70,10 +70,10 @@ $(PACK_STAMP): policies/requirements.txt pyproject.toml | $(UV)
 	touch $@
 
 preview: $(RUNTIME_STAMP)
-	$(PY) -m tools.preview --stack $(STACK) $(PLAN_ARGS)
+	$(PY) -m preview --stack $(STACK) $(PLAN_ARGS)
 
 render: $(RUNTIME_STAMP)
-	@for stack in $(STACKS); do echo "== $$stack"; $(PY) -m tools.preview --stack $$stack $(PLAN_ARGS) || exit 1; done
+	@for stack in $(STACKS); do echo "== $$stack"; $(PY) -m preview --stack $$stack $(PLAN_ARGS) || exit 1; done
 
 pack: $(RUNTIME_STAMP)
 	$(PY) -m tools.build_pack --out $(PACK_OUT)

@@ -28,8 +28,9 @@ sys.path.insert(0, str(ROOT))
 import components.gpu_node_pool  # noqa: E402
 from benchmarks.bench_preview import POOLS, many_pools_document  # noqa: E402
 from oke_gpu_rdma import resource_types  # noqa: E402
-from tools import change_plan, gpu_impact, oci_updatable, rendering  # noqa: E402
-from tools.mock_runtime import PROJECT, pulumi_config_map, run_program  # noqa: E402
+from preview import rendering  # noqa: E402
+from preview.mock_runtime import PROJECT, pulumi_config_map, run_program  # noqa: E402
+from preview.plan import change_plan, gpu_impact, oci_updatable  # noqa: E402
 
 RUNS = 5
 
@@ -78,7 +79,7 @@ def main() -> None:
     table_cold = time.perf_counter() - start
     table_warm, _ = median(lambda: oci_updatable.table(resource_types.NODE_POOL))
     importlib.reload(oci_updatable)
-    importlib.reload(sys.modules["tools.replace_rules"])
+    importlib.reload(sys.modules["preview.plan.replace_rules"])
     importlib.reload(change_plan)
     importlib.reload(gpu_impact)
     same_s, _ = median(lambda: plan(base, base))

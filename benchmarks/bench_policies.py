@@ -7,7 +7,7 @@ ConfigMaps, until there are 2,000 resources. The second stack holds 2,000 distin
 (benchmarks/bench_judge.py's random population, adversarial claims included), so no verdict repeats
 (target: under 5 s). The time covers what `pulumi preview` asks of the
 pack: GetAnalyzerInfo, Configure, one Analyze per resource and one AnalyzeStack, through the SDK
-servicer with protobuf requests (tools.policy_check.analyze_resources).
+servicer with protobuf requests (preview.policy_check.analyze_resources).
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValid
 from pulumi_policy.policy import _PolicyAnalyzerServicer  # noqa: E402
 
 from oke_gpu_rdma.claim_spec import unwrap_claim  # noqa: E402
+from preview.cli import stack_file  # noqa: E402
+from preview.mock_runtime import PROJECT, ProgramRun, RecordedResource, pulumi_config_map, run_program  # noqa: E402
+from preview.policy_check import analyze_requests, analyze_resources, analyze_run, has_mandatory  # noqa: E402
 from stack_config.loading import parse_stack_config, raw_config  # noqa: E402
 from stack_config.pack_config import policy_pack_config  # noqa: E402
-from tools.mock_runtime import PROJECT, ProgramRun, RecordedResource, pulumi_config_map, run_program  # noqa: E402
-from tools.policy_check import analyze_requests, analyze_resources, analyze_run, has_mandatory  # noqa: E402
-from tools.preview import stack_file  # noqa: E402
 
 SIZE = 2000
 RUNS = 5

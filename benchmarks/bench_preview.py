@@ -22,8 +22,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.mock_runtime import PROJECT, pulumi_config_map, run_program  # noqa: E402
-from tools.preview import stack_file  # noqa: E402
+from preview.cli import stack_file  # noqa: E402
+from preview.mock_runtime import PROJECT, pulumi_config_map, run_program  # noqa: E402
 
 RUNS = 5
 POOLS = 32
@@ -43,7 +43,7 @@ def cli_seconds(stack: str, stacks_dir: Path, rendered: Path) -> float:
     for _ in range(RUNS):
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "tools.preview", "--stack", stack, "--stacks-dir", str(stacks_dir),
+            [sys.executable, "-m", "preview", "--stack", stack, "--stacks-dir", str(stacks_dir),
              "--rendered", str(rendered)],
             cwd=ROOT, check=True, capture_output=True,
         )  # fmt: skip

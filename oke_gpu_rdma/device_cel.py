@@ -41,7 +41,7 @@ from typing import Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
-from google.protobuf import (  # type: ignore[import-untyped]  # protobuf comes with cel-expr-python
+from google.protobuf import (  # protobuf comes with cel-expr-python (no stubs: see pyproject)
     descriptor_pb2,
     descriptor_pool,
     message_factory,

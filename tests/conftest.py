@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from preview.mock_runtime import pulumi_config_map, record, run_program
 from tests.support import Run, as_stack_file, stack_document
-from tools.mock_runtime import pulumi_config_map, record, run_program
 
 
 @pytest.fixture

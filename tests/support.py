@@ -8,9 +8,9 @@ from typing import Any
 import yaml
 
 from oke_gpu_rdma.topology import Topology
-from tools.mock_runtime import PROJECT, ProgramRun, RecordedResource
-from tools.preview import stack_file
-from tools.stack_list import EXAMPLES
+from preview.cli import stack_file
+from preview.mock_runtime import PROJECT, ProgramRun, RecordedResource
+from preview.stacks import EXAMPLES
 
 # The region of the example stacks (their oci:region).
 EXAMPLE_REGION = "us-ashburn-1"

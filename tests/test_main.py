@@ -1,6 +1,6 @@
 """What a real `pulumi up` needs from the program (__main__.py): resource options, providers, placement.
 
-Each test reads the exact options the engine would receive (tools.mock_runtime records them from the
+Each test reads the exact options the engine would receive (preview.mock_runtime records them from the
 RegisterResource request): `protect`, `aliases`, `replaceOnChanges`, `deleteBeforeReplace`, the provider.
 """
 

@@ -1,4 +1,4 @@
-"""The oke-gpu-rdma policy pack: its policies, and the analyzer the CLI (or tools/policy_check.py) talks to.
+"""The oke-gpu-rdma policy pack: its policies, and the analyzer the CLI (or preview/policy_check.py) talks to.
 
 `policies/__main__.py` calls :func:`serve`; tests and the offline preview call :func:`servicer`,
 the same servicer :func:`serve` puts behind gRPC (:class:`analyzer.PackAnalyzer`, the SDK's servicer

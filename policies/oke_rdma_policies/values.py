@@ -74,7 +74,7 @@ class LazyProps(Mapping[str, Any]):
 
     def _sdk(self) -> Mapping[str, Any]:
         if self._proxy is None:
-            from google.protobuf import json_format  # type: ignore[import-untyped]
+            from google.protobuf import json_format
             from pulumi_policy.proxy import unknown_checking_proxy
 
             self._proxy = unknown_checking_proxy(

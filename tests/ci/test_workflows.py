@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tools.mock_runtime import ROOT
-from tools.stack_list import EXAMPLES, USER_STACKS, stack_names
+from preview.mock_runtime import ROOT
+from preview.stacks import EXAMPLES, USER_STACKS, stack_names
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 

@@ -11,8 +11,8 @@ from components.gpu_node_pool import launch_statement
 from oke_gpu_rdma import cloud_init
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL
 from oke_gpu_rdma.resource_types import LAUNCH_POLICY_COMPONENT, NODE_POOL_COMPONENT
+from preview.mock_runtime import placeholder_ocid
 from tests.support import EXAMPLE_REGION, Run, raw_config
-from tools.mock_runtime import placeholder_ocid
 
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
 COMPUTE_CLUSTER = "oci:Core/computeCluster:ComputeCluster"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from components.cluster import CLUSTER_TYPE
+from preview.mock_runtime import placeholder_kubeconfig
 from tests.support import EXAMPLE_REGION, Run, raw_config
-from tools.mock_runtime import placeholder_kubeconfig
 
 SUBNET = "oci:Core/subnet:Subnet"
 CLUSTER = "oci:ContainerEngine/cluster:Cluster"

@@ -14,9 +14,9 @@ from components.network_operator import MULTUS_RESOURCES, NIC_POLICY_READY, WAIT
 from components.sriov_acceptance import EXPECTED_TWO_JOBS
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL, RDMA_PATH_LABEL
+from preview.rendering import manifest
 from tests.oke_gpu_rdma import seed_sriov
 from tests.support import Run, raw_config
-from tools.rendering import manifest
 
 RELEASE = resource_types.HELM_RELEASE
 NODE_POOL = resource_types.NODE_POOL
@@ -30,8 +30,8 @@ def by_name(run: Run, type_: str) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def sriov_run() -> Run:
+    from preview.mock_runtime import pulumi_config_map, run_program
     from tests.support import stack_document
-    from tools.mock_runtime import pulumi_config_map, run_program
 
     return Run(run_program("sriov", pulumi_config_map(stack_document("sriov"))))
 

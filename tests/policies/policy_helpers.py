@@ -3,7 +3,7 @@
 Every test goes through the real analyzer: resources become `AnalyzeRequest`s and one
 `AnalyzeStackRequest` (property names as the providers define them, values in a protobuf Struct,
 unknowns as the engine's sentinel) sent to the SDK servicer the CLI talks to
-(`tools.policy_check.analyze_resources`).
+(`preview.policy_check.analyze_resources`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import yaml
 from google.protobuf import struct_pb2
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
-from tools.mock_runtime import RecordedResource
-from tools.policy_check import Finding, analyze_resources
+from preview.mock_runtime import RecordedResource
+from preview.policy_check import Finding, analyze_resources
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oke_gpu_rdma"))
 

@@ -14,7 +14,7 @@ from google.protobuf import empty_pb2
 from policy_helpers import dranet_release, k8s, seed_claims, seed_plan, started_pack
 from pulumi.runtime.proto import analyzer_pb2
 
-from tools.policy_check import analyze_requests, configure_request
+from preview.policy_check import analyze_requests, configure_request
 
 PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
 PACK_PYTHON = PACK_DIR / "venv" / "bin" / "python"

@@ -27,7 +27,7 @@ from policy_helpers import (
     seed_plan,
 )
 
-from tools.mock_runtime import RecordedResource
+from preview.mock_runtime import RecordedResource
 
 CRASHED = "this policy failed while checking it"
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from preview.mock_runtime import pulumi_config_map, run_program
+from preview.policy_check import analyze_run
 from stack_config.loading import parse_stack_config, raw_config, stack_source
 from stack_config.pack_config import policy_pack_config
 from tests.support import stack_document
-from tools.mock_runtime import pulumi_config_map, run_program
-from tools.policy_check import analyze_run
 
 
 def test_sriov_example_has_no_finding() -> None:

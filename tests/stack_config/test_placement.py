@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from oke_gpu_rdma import resource_types
+from preview.mock_runtime import pulumi_config_map, run_program
 from stack_config.loading import load_stack
 from stack_config.problems import ConfigError
 from tests.support import EXAMPLE_REGION, Run, as_stack_file, raw_config
-from tools.mock_runtime import pulumi_config_map, run_program
 
 SOURCE = "stacks/Pulumi.dev.yaml"
 

@@ -22,14 +22,14 @@ from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from oke_gpu_rdma.pack_config import PolicyName
+from preview.mock_runtime import ROOT, RecordedResource
+from preview.policy_check import analyze_requests, analyze_resources, configure_request
 from tools import build_pack
 from tools.build_pack import BuildError, build, pack_requirements
-from tools.mock_runtime import ROOT, RecordedResource
-from tools.policy_check import analyze_requests, analyze_resources, configure_request
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "policies"))
 
-import oke_rdma_policies  # the pack's package: tools.policy_check put policies/ on sys.path
+import oke_rdma_policies  # the pack's package: preview.policy_check put policies/ on sys.path
 from policy_helpers import (
     GPU_CHART,
     K8S_PROVIDER,

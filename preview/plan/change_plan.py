@@ -2,7 +2,7 @@
 
 Each resource record of the new rendering is matched with the base's by URN (or by an alias the
 program declares); its inputs are compared path by path, and each changed path is judged by the
-provider's own rules (tools/replace_rules.py). Then replacements spread as the engine spreads them:
+provider's own rules (preview/plan/replace_rules.py). Then replacements spread as the engine spreads them:
 an input that names a replaced resource's id (`${name.id}`) is unknown before apply, a secret input
 of a resource depending on a replaced one may be, and a resource whose provider is replaced is
 replaced too. Steps are:
@@ -20,10 +20,10 @@ from typing import Any, Literal
 
 import yaml
 
+from preview.rendering import RESOURCES, is_manifest
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 
 from . import replace_rules
-from .rendering import RESOURCES, is_manifest
 from .replace_rules import PROVIDER_PATH, UNKNOWN, Path, show
 
 SECRET = "[secret]"

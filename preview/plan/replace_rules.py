@@ -1,7 +1,7 @@
 """Whether a changed input is updated in place or replaces the resource: the providers' own rules.
 
 - `replaceOnChanges` set by the program: the engine replaces on any change at or below those paths.
-- pulumi-oci: the "(Updatable)" marks of the installed SDK (tools/oci_updatable.py).
+- pulumi-oci: the "(Updatable)" marks of the installed SDK (preview/plan/oci_updatable.py).
 - pulumi-kubernetes (provider/pkg/provider/provider.go `Diff`; diff.go `forceNewProperties`, as of
   pulumi/pulumi-kubernetes 9497796): `.metadata.name` and `.metadata.namespace` of every object;
   per kind the fields listed below for the kinds this program can declare; ConfigMap `data` and
@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from oke_gpu_rdma import resource_types
+from preview.rendering import is_manifest
 
 from . import oci_updatable
-from .rendering import is_manifest
 
 Path = tuple[str | int, ...]
 

@@ -1,4 +1,4 @@
-"""rendered/<stack>/: a record per declared resource, manifests apart (tools/rendering.py)."""
+"""rendered/<stack>/: a record per declared resource, manifests apart (preview/rendering.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from oke_gpu_rdma import resource_types
+from preview import rendering
+from preview.mock_runtime import pulumi_config_map, run_program
 from tests.support import Run, stack_document
-from tools import rendering
-from tools.mock_runtime import pulumi_config_map, run_program
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The change plan: one input changed at a time on the example stacks, the exact plan and GPU lines
-(tools/change_plan.py, tools/gpu_impact.py)."""
+(preview/plan/change_plan.py, preview/plan/gpu_impact.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 import components.gpu_node_pool
+from preview import rendering
+from preview.mock_runtime import pulumi_config_map, run_program
+from preview.plan import change_plan, gpu_impact
 from stack_config.loading import parse_stack_config, stack_source
 from stack_config.loading import raw_config as config_of
 from stack_config.pack_config import policy_pack_config
 from tests.support import as_stack_file, raw_config
-from tools import change_plan, gpu_impact, rendering
-from tools.mock_runtime import pulumi_config_map, run_program
 
 Raw = dict[str, Any]
 

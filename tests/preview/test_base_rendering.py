@@ -1,11 +1,11 @@
-"""Where the plan's base comes from: a git ref's committed rendering, or a folder (tools/base_rendering.py)."""
+"""Where the plan's base comes from: a git ref's committed rendering, or a folder (preview/base_rendering.py)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from tools import base_rendering
+from preview import base_rendering
 
 
 def git(repo: Path, *args: str) -> str:

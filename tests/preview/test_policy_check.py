@@ -1,4 +1,4 @@
-"""tools/policy_check.py: the pack on offline runs, the CLI's output format, the exit decision."""
+"""preview/policy_check.py: the pack on offline runs, the CLI's output format, the exit decision."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
 
-from tools import policy_check
-from tools.mock_runtime import run_program
-from tools.policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
-from tools.preview import load_stack
+from preview import policy_check
+from preview.cli import load_stack
+from preview.mock_runtime import run_program
+from preview.policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "policies"))
 

@@ -12,7 +12,7 @@
 Values are what the engine would receive, made readable and stable: OCIDs as the stack gives them;
 the OCID of a resource the stack creates as `${<logical name>.id}` (offline it is a placeholder);
 secrets as `[secret]`; base64 cloud-init decoded to its text (the record lists what was decoded);
-keys sorted, so rendering twice gives the same bytes. tools/change_plan.py reads these files back.
+keys sorted, so rendering twice gives the same bytes. preview/plan/change_plan.py reads these files back.
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ from typing import Any
 from oke_gpu_rdma import yamltext
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 
-from .mock_runtime import STACK_TYPE, RecordedResource
+from .mock_runtime import RecordedResource
 
 MANIFESTS = "manifests"
 RESOURCES = "resources"
 # Kubernetes types that are no API object a cluster stores: the provider itself, Helm releases and
 # charts, YAML and kustomize bundles (components the provider expands), server-side-apply patches.
 _NOT_MANIFESTS = re.compile(r"^kubernetes:(helm\.sh|yaml|kustomize)/|Patch$")
-_PROVIDERS = "pulumi:providers:"
 # Input keys whose value OCI takes as base64 and which hold text a reviewer must read (cloud-init).
 _BASE64_TEXT_KEYS = frozenset({"user_data"})
 _OCID = "ocid1."
@@ -221,11 +220,3 @@ def write_files(files: Mapping[str, str], target: Path) -> None:
         path = target / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-
-
-def is_stack(type_: str) -> bool:
-    return type_ == STACK_TYPE
-
-
-def is_provider(type_: str) -> bool:
-    return type_.startswith(_PROVIDERS)

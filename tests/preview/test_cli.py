@@ -1,4 +1,4 @@
-"""`make preview`: the offline preview's tree, its rendered manifests and its error path (tools/preview.py)."""
+"""`make preview`: the offline preview's tree, its rendered manifests and its error path (preview/cli.py)."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ import pytest
 import yaml
 
 from oke_gpu_rdma.pack_config import NamedCidr, PackConfig
+from preview import cli, rendering
+from preview.mock_runtime import ROOT, RecordedResource
+from preview.stacks import EXAMPLES, USER_STACKS, stack_names
 from stack_config.model import StackConfig
 from stack_config.pack_config import policy_pack_config
 from tests.support import Run, as_stack_file, raw_config
-from tools import preview, rendering
-from tools.mock_runtime import ROOT, RecordedResource
-from tools.stack_list import EXAMPLES, USER_STACKS, stack_names
 
 
 def run_cli(
     stack: str, stacks_dir: Path | None = None, rendered: Path | None = None, *extra: str
 ) -> subprocess.CompletedProcess[str]:
     """Run the preview exactly as `make preview` does, in a fresh interpreter."""
-    args = [sys.executable, "-m", "tools.preview", "--stack", stack, *extra]
+    args = [sys.executable, "-m", "preview", "--stack", stack, *extra]
     if rendered is not None:
         args += ["--rendered", str(rendered)]
     if stacks_dir is not None:
@@ -59,9 +59,9 @@ def test_full_stack_preview_works(tmp_path: Path) -> None:
 
 def test_count_matches_the_registrations(run_stack: Callable[..., Run]) -> None:
     run = run_stack("dev")
-    report = preview.format_report(run.run)
+    report = cli.format_report(run.run)
     assert f"+ {len(run.resources)} to create" in report
-    assert len(preview.tree_lines(run.resources)) == len(run.resources)
+    assert len(cli.tree_lines(run.resources)) == len(run.resources)
 
 
 def test_bad_config_exits_1_with_the_message_and_no_traceback(tmp_path: Path) -> None:
@@ -132,8 +132,8 @@ def test_mandatory_violation_fails_the_preview(
         )
         return pack.model_copy(update={"child_range": child})
 
-    monkeypatch.setattr(preview, "policy_pack_config", with_peered_network)
-    assert preview.main(["--stack", "dev", "--rendered", str(tmp_path)]) == 1
+    monkeypatch.setattr(cli, "policy_pack_config", with_peered_network)
+    assert cli.main(["--stack", "dev", "--rendered", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert "Policy Violations:" in out
     assert "[mandatory]" in out and "dranet-child-range" in out
@@ -193,9 +193,7 @@ def test_bad_config_through_make_preview(
     else:
         node[path[-1]] = value
     (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
-    code = preview.main(
-        ["--stack", "bad", "--stacks-dir", str(tmp_path), "--rendered", str(tmp_path / "out")]
-    )
+    code = cli.main(["--stack", "bad", "--stacks-dir", str(tmp_path), "--rendered", str(tmp_path / "out")])
     out, err = capsys.readouterr()
     assert code == 1
     assert out == "" and "Traceback" not in err
@@ -208,10 +206,7 @@ def test_bad_config_through_make_preview(
 
 def test_stack_file_whose_config_is_not_a_mapping(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "Pulumi.odd.yaml").write_text("config: [1, 2]\n")
-    assert (
-        preview.main(["--stack", "odd", "--stacks-dir", str(tmp_path), "--rendered", str(tmp_path / "o")])
-        == 1
-    )
+    assert cli.main(["--stack", "odd", "--stacks-dir", str(tmp_path), "--rendered", str(tmp_path / "o")]) == 1
     out, err = capsys.readouterr()
     assert out == ""
     assert (

@@ -1,4 +1,4 @@
-"""Update or replace for OCI inputs, derived from the installed pulumi-oci SDK (tools/oci_updatable.py)."""
+"""Update or replace for OCI inputs, derived from the installed pulumi-oci SDK (preview/plan/oci_updatable.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from oke_gpu_rdma import resource_types
+from preview.mock_runtime import pulumi_config_map, run_program
+from preview.plan import oci_updatable
 from tests.support import stack_document
-from tools import oci_updatable
-from tools.mock_runtime import pulumi_config_map, run_program
 
 # What the provider documents for properties this program sets (pulumi-oci docstrings, Oracle docs).
 DOCUMENTED = [

@@ -3,8 +3,8 @@
 Runs the program under the mock runtime with `stacks/Pulumi.<stack>.yaml`, compares what it
 declares with a base rendering (the committed `rendered/<stack>/` at HEAD, or `--base <ref>`) and
 prints what `pulumi up` would do: GPU node impact first, the tree with each resource's step, the plan
-with the properties that change and whether each updates or replaces (tools/change_plan.py), and the
-counts. It writes `rendered/<stack>/` (tools/rendering.py: a record per
+with the properties that change and whether each updates or replaces (preview/plan/change_plan.py), and the
+counts. It writes `rendered/<stack>/` (preview/rendering.py: a record per
 declared resource, the Kubernetes manifests apart, the policy pack config derived from the stack) so
 that pull requests show every change as a plain diff.
 Then it runs the policy pack on the recorded resources, prints its findings as the CLI does, and
@@ -29,11 +29,12 @@ from stack_config.loading import parse_stack_config, raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
 
-from . import base_rendering, change_plan, gpu_impact, rendering
+from . import base_rendering, rendering
 from .base_rendering import BaseFiles
 from .mock_runtime import ROOT, ProgramRun, RecordedResource, pulumi_config_map, run_program
+from .plan import change_plan, gpu_impact
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
-from .stack_list import EXAMPLES, USER_STACKS, stack_names
+from .stacks import EXAMPLES, USER_STACKS, stack_names
 
 STACKS_DIR = USER_STACKS
 # Where `--stack NAME` is looked up: the user's stacks first, then the examples.
@@ -179,7 +180,7 @@ def _short(value: Any) -> str:
 
 
 def rendered_files(result: Preview) -> dict[str, str]:
-    """Relative path -> text of `rendered/<stack>/` for this run (tools/rendering.py)."""
+    """Relative path -> text of `rendered/<stack>/` for this run (preview/rendering.py)."""
     return rendering.render_files(result.run.resources, result.pack_config)
 
 

@@ -211,7 +211,7 @@ def _with_urn(finding: Finding, urn: str) -> Finding:
 
 
 def analyze_run(run: ProgramRun, pack_config: Mapping[str, Any] | None = None) -> list[Finding]:
-    """The pack's findings on an offline run (tools.mock_runtime.run_program)."""
+    """The pack's findings on an offline run (preview.mock_runtime.run_program)."""
     return analyze_resources(run.resources, pack_config)
 
 

@@ -15,7 +15,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tools.mock_runtime import ROOT
+from preview.mock_runtime import ROOT
 
 PROVIDERS = ("pulumi_oci", "pulumi_kubernetes")
 

@@ -1,9 +1,9 @@
-"""Kubernetes and option rules for update vs replace (tools/replace_rules.py)."""
+"""Kubernetes and option rules for update vs replace (preview/plan/replace_rules.py)."""
 
 from __future__ import annotations
 
-from tools import replace_rules
-from tools.replace_rules import UNKNOWN, rule, show
+from preview.plan import replace_rules
+from preview.plan.replace_rules import UNKNOWN, rule, show
 
 RCT = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
