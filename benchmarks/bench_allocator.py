@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "oke_gpu_
 import seed_claims
 
 from oke_gpu_rdma import attributes as attr
-from oke_gpu_rdma.allocator import Allocator
-from oke_gpu_rdma.claim_spec import parse_claim
 from oke_gpu_rdma.claims import judge_claim
-from oke_gpu_rdma.inventory import node_inventory
+from oke_gpu_rdma.claims.allocator import Allocator
+from oke_gpu_rdma.claims.inventory import node_inventory
+from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.topology import get_topology
 
 RUNS = 20

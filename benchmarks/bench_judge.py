@@ -29,9 +29,9 @@ import seed_claims
 
 import oke_gpu_rdma
 from oke_gpu_rdma import attributes as attr
-from oke_gpu_rdma.inventory import node_inventory
+from oke_gpu_rdma.claims.inventory import node_inventory
+from oke_gpu_rdma.claims.verdicts import judge
 from oke_gpu_rdma.topology import get_topology
-from oke_gpu_rdma.verdicts import judge
 
 RAIL = [{"cel": {"expression": attr.RAIL_SELECTOR}}]
 ROOTS = ["pci0000:00", "pci0000:3e", "pci0000:7d", "pci0000:ba"]

@@ -38,7 +38,7 @@ from policy_helpers import (  # noqa: E402
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy  # noqa: E402
 from pulumi_policy.policy import _PolicyAnalyzerServicer  # noqa: E402
 
-from oke_gpu_rdma.claim_spec import unwrap_claim  # noqa: E402
+from oke_gpu_rdma.claims.spec import unwrap_claim  # noqa: E402
 from preview.cli import stack_file  # noqa: E402
 from preview.mock_runtime import PROJECT, ProgramRun, RecordedResource, pulumi_config_map, run_program  # noqa: E402
 from preview.policy_check import analyze_requests, analyze_resources, analyze_run, has_mandatory  # noqa: E402

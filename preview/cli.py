@@ -24,7 +24,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from stack_config import placement
+from stack_config import region_checks
 from stack_config.loading import parse_stack_config, raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
@@ -95,7 +95,7 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
         raise PreviewError(str(err).replace(stack_source(stack), _shown(stack_file(stack, dirs)))) from None
     # The program accepted this config, so parsing it again cannot fail.
     stack_config = parse_stack_config(
-        raw_config(config_map), stack_source(stack), config_map.get(placement.REGION_KEY)
+        raw_config(config_map), stack_source(stack), config_map.get(region_checks.REGION_KEY)
     )
     pack_config = policy_pack_config(stack_config).to_dict()
     return Preview(run, pack_config, analyze_run(run, pack_config))

@@ -31,7 +31,7 @@ if str(PACK_DIR) not in sys.path:
 
 import oke_rdma_policies  # noqa: E402  (the pack's package lives in policies/)
 
-from oke_gpu_rdma.pack_config import ALL_KEY, LEVEL_KEY, PolicyName, json_schema, validate_file  # noqa: E402
+from oke_gpu_rdma.pack_settings import ALL_KEY, LEVEL_KEY, PolicyName, json_schema, validate_file  # noqa: E402
 
 _LEVEL_NAMES = {
     analyzer_pb2.ADVISORY: "advisory",

@@ -12,10 +12,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from oke_gpu_rdma.claims.pairing import aligned_claim_spec, rails_only_claim_spec
+from oke_gpu_rdma.claims.verdicts import Verdict, judge
 from oke_gpu_rdma.errors import PairingError, TopologyError
-from oke_gpu_rdma.pairing import aligned_claim_spec, rails_only_claim_spec
 from oke_gpu_rdma.topology import Topology, resolve_topology, topology_from_dict
-from oke_gpu_rdma.verdicts import Verdict, judge
 
 from .model import StackConfig
 from .problems import ConfigProblem

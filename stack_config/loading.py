@@ -15,7 +15,7 @@ from typing import Any
 
 import pydantic
 
-from . import address_plan, placement
+from . import address_plan, region_checks
 from .claim_plan import ClaimPlan, plan_claims
 from .model import PROJECT, StackConfig, config_keys
 from .problems import ConfigError, ConfigProblem
@@ -77,7 +77,7 @@ def load_stack(raw: Mapping[str, Any], source: str, region: str | None) -> Stack
     sriov, sriov_problems = plan_sriov(config)
     found = (
         address_plan.problems(config)
-        + placement.problems(config, region)
+        + region_checks.problems(config, region)
         + list(claims.problems)
         + sriov_problems
     )
@@ -123,7 +123,7 @@ def load_program_stack(config_env: Mapping[str, Any], stack: str) -> Stack:
 
     Everything the CLI passed is read, so misspelt top-level keys are reported too.
     """
-    region = config_env.get(placement.REGION_KEY)
+    region = config_env.get(region_checks.REGION_KEY)
     return load_stack(
         raw_config(config_env), stack_source(stack), region if isinstance(region, str) else None
     )

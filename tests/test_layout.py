@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma import charts, labels, pack_config, sriov, stack_keys
+from oke_gpu_rdma import charts, labels, pack_settings, sriov, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from stack_config.model import StackConfig
 
@@ -54,10 +54,10 @@ def _string_constants(path: Path) -> Iterator[str]:
 
 # Each shared string and the one module allowed to spell it.
 SHARED = {
-    **{name.value: "oke_gpu_rdma/pack_config.py" for name in pack_config.PolicyName},
-    "ocaRdmaNetwork": "oke_gpu_rdma/pack_config.py",
-    "existingCidrs": "oke_gpu_rdma/pack_config.py",
-    "workerSubnetCidrs": "oke_gpu_rdma/pack_config.py",
+    **{name.value: "oke_gpu_rdma/pack_settings.py" for name in pack_settings.PolicyName},
+    "ocaRdmaNetwork": "oke_gpu_rdma/pack_settings.py",
+    "existingCidrs": "oke_gpu_rdma/pack_settings.py",
+    "workerSubnetCidrs": "oke_gpu_rdma/pack_settings.py",
     charts.DRANET_CHILD_RANGE_KEY: "oke_gpu_rdma/charts.py",
     charts.NVIDIA_GPU_CHART_NAME: "oke_gpu_rdma/charts.py",
     labels.POD_SECURITY_ENFORCE_LABEL: "oke_gpu_rdma/labels.py",

@@ -11,7 +11,7 @@ from pulumi_policy import StackValidationPolicy
 
 from oke_gpu_rdma.attributes import PCIE_ROOT
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 
 from . import settings
 from .kube import GPU_RESOURCE, Res, container_name, containers, gpu_count, pod_specs

@@ -29,7 +29,7 @@ from oke_gpu_rdma.cidr_rules import (
     parse_ipv4_network,
 )
 from oke_gpu_rdma.dranet_options import DranetOptions, flag_options, helm_options
-from oke_gpu_rdma.pack_config import ChildRangeSettings, PolicyName
+from oke_gpu_rdma.pack_settings import ChildRangeSettings, PolicyName
 
 from . import settings
 from .helm import helm_values

@@ -17,7 +17,7 @@ from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.attributes import DRANET_DRIVER
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 
 from . import settings
 from .kube import DeviceClasses, Res, is_claim, request_classes, resource_claim_spec_v1

@@ -31,7 +31,7 @@ from oke_gpu_rdma.labels import (
     NFD_NVIDIA_PCI_LABEL,
 )
 from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 
 from . import settings
 from .helm import helm_values

@@ -9,7 +9,7 @@ does not declare, a shape without verified topology) is named in the policy's ad
 the shape, in a violation.
 
 In a mixed fleet (an inference pool of GPUs without rails next to the RDMA pools) a claim is judged on
-the shapes where its devices exist (:mod:`oke_gpu_rdma.placement`): the scheduler never places a claim
+the shapes where its devices exist (:mod:`oke_gpu_rdma.claims.landing`): the scheduler never places a claim
 for rails on a node without rails, so that shape cannot block it. A claim whose devices exist on no
 shape is judged on every shape. Claims go to the judge as written, in their API version
 (`resource.k8s.io/v1beta1` has no `exactly`), and a verdict the model cannot reach (a CEL function it
@@ -28,12 +28,12 @@ from pulumi_policy import StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import resource_types, stack_keys
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
-from oke_gpu_rdma.claim_spec import claim_spec_to_v1
+from oke_gpu_rdma.claims.landing import devices_exist
+from oke_gpu_rdma.claims.spec import claim_spec_to_v1
+from oke_gpu_rdma.claims.verdicts import UnsatisfiableCause, Verdict, VerdictKind, judge
 from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.pack_config import PolicyName
-from oke_gpu_rdma.placement import devices_exist
+from oke_gpu_rdma.pack_settings import PolicyName
 from oke_gpu_rdma.topology import Topology
-from oke_gpu_rdma.verdicts import UnsatisfiableCause, Verdict, VerdictKind, judge
 
 from . import settings
 from .kube import Res, request_classes, resource_claim_spec

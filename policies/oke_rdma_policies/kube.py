@@ -20,7 +20,7 @@ from oke_gpu_rdma.attributes import (
     NVIDIA_GPU_DRIVER,
     NVIDIA_GPU_RESOURCE,
 )
-from oke_gpu_rdma.claim_spec import API_VERSIONS, claim_spec_to_v1
+from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1
 
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig, plain
 

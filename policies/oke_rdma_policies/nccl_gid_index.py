@@ -15,7 +15,7 @@ from typing import Any, Final
 from pulumi_policy import StackValidationPolicy
 
 from oke_gpu_rdma.nccl import NCCL_GID_INDEX_VARIABLE
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 
 from . import settings
 from .environment import script_sets, settings_of

@@ -16,7 +16,7 @@ from pulumi_policy import StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, POD_SECURITY_ENFORCING
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 
 from . import settings
 from .kube import Res, container_name, containers, pod_specs

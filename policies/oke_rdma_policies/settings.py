@@ -1,7 +1,7 @@
 """The pack config as the policies read it: levels, the schemas the CLI validates, parsed sections.
 
 The contract itself (policy names, each section's model, the file format) is
-:mod:`oke_gpu_rdma.pack_config`, which the program uses to write the file; this module adds what only
+:mod:`oke_gpu_rdma.pack_settings`, which the program uses to write the file; this module adds what only
 the pack needs: the SDK's level and schema objects, and the topologies a claims section supplies.
 A section that does not fit its model becomes a violation naming the key, never a traceback.
 """
@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pulumi_policy import EnforcementLevel, PolicyConfigSchema
 
-from oke_gpu_rdma.pack_config import (
+from oke_gpu_rdma.pack_settings import (
     DEFAULT_LEVELS,
     ClaimsSettings,
     PolicyName,

@@ -18,7 +18,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import charts, stack_keys
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 
 from . import settings
 from .kube import Res, helm_chart_is

@@ -18,7 +18,7 @@ from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationP
 
 from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 from oke_gpu_rdma.topology import DEFAULT_SHAPE, resolve_topology
 
 from . import settings

@@ -13,7 +13,7 @@ from functools import partial
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import resource_types, sriov, stack_keys
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 
 from . import settings
 from .kube import Res

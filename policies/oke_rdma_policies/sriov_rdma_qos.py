@@ -14,7 +14,7 @@ from __future__ import annotations
 from pulumi_policy import ResourceValidationPolicy
 
 from oke_gpu_rdma import sriov
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 
 from . import settings
 from .kube import Res

@@ -16,7 +16,7 @@ from functools import partial
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import sriov
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 
 from . import settings
 from .kube import Res

@@ -20,7 +20,7 @@ from oke_gpu_rdma.cidr_rules import (
     parse_ipv4_network,
     vf_pool_problems,
 )
-from oke_gpu_rdma.pack_config import PolicyName, VfPoolSettings
+from oke_gpu_rdma.pack_settings import PolicyName, VfPoolSettings
 
 from . import settings
 from .dranet_child_range import deployments, stack_ranges

@@ -138,7 +138,7 @@ def test_device_class_of_the_wrong_type_is_a_violation_not_a_crash():
     assert "would be rejected by the API server" in v.message and "request gpus: deviceClassName" in v.message
 
 
-# -- the judge's verdicts as data (oke_gpu_rdma.verdicts: VerdictKind, UnsatisfiableCause) --------------
+# -- the judge's verdicts as data (oke_gpu_rdma.claims.verdicts: VerdictKind, UnsatisfiableCause) --------------
 
 
 def test_root_capacity_gets_the_judges_fix():

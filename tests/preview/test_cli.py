@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from oke_gpu_rdma.pack_config import NamedCidr, PackConfig
+from oke_gpu_rdma.pack_settings import NamedCidr, PackConfig
 from preview import cli, rendering
 from preview.mock_runtime import ROOT, RecordedResource
 from preview.stacks import EXAMPLES, USER_STACKS, stack_names

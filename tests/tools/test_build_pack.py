@@ -21,7 +21,7 @@ import yaml
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from oke_gpu_rdma.pack_config import PolicyName
+from oke_gpu_rdma.pack_settings import PolicyName
 from preview.mock_runtime import ROOT, RecordedResource
 from preview.policy_check import analyze_requests, analyze_resources, configure_request
 from tools import build_pack

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from oke_gpu_rdma import attributes as attr
-from oke_gpu_rdma.allocator import Allocator
-from oke_gpu_rdma.claim_spec import parse_claim
-from oke_gpu_rdma.device_cel import cache_size, compile_selector, selector_matches
+from oke_gpu_rdma.claims.allocator import Allocator
+from oke_gpu_rdma.claims.device_cel import cache_size, compile_selector, selector_matches
+from oke_gpu_rdma.claims.inventory import Device, ResourceSlice, node_inventory
+from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.errors import SelectorError
-from oke_gpu_rdma.inventory import Device, ResourceSlice, node_inventory
 from oke_gpu_rdma.topology import get_topology
 
 B4 = get_topology("BM.GPU.B4.8")

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from oke_gpu_rdma.allocator import ClaimToAllocate
-from oke_gpu_rdma.claim_spec import parse_claim
+from oke_gpu_rdma.claims.allocator import ClaimToAllocate
+from oke_gpu_rdma.claims.inventory import NodeInventory, node_inventory
+from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
-from oke_gpu_rdma.inventory import NodeInventory, node_inventory
 from oke_gpu_rdma.topology import Topology
 
 

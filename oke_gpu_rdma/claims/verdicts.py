@@ -3,7 +3,7 @@
 For one claim against one shape (an empty node of it) the verdict kind (:class:`VerdictKind`) is, in
 this order:
 
-* ``invalid``: the API server would reject the claim (:mod:`oke_gpu_rdma.claim_spec`, per API version);
+* ``invalid``: the API server would reject the claim (:mod:`oke_gpu_rdma.claims.spec`, per API version);
 * ``not checked``: the claim is valid but a selector uses a Kubernetes CEL function this model does not
   evaluate; advisory, never a rejection;
 * ``unsatisfiable``: no allocation exists even on an empty node, or the allocator always aborts (CEL
@@ -25,7 +25,7 @@ informer cache has no order), and a node that runs other claims has fewer free d
 whose alignment depends on device order is not aligned. A claim is aligned iff EVERY allocation that
 satisfies its requests and constraints is aligned; for ``firstAvailable`` every subrequest counts,
 because on a busy node the scheduler falls back to later ones. The judge asks
-:class:`~oke_gpu_rdma.matching.Matcher` (exact, no device-by-device search): for each root R (one per
+:class:`~oke_gpu_rdma.claims.matching.Matcher` (exact, no device-by-device search): for each root R (one per
 class of interchangeable roots), is there an allocation with a GPU on R and no rail on R, or a rail on R
 and no GPU on R? Such an allocation is returned in ``Verdict.devices``; for ``aligned`` and ``not
 applicable`` the devices are one allocation (values and devices tried in inventory order).
@@ -41,14 +41,14 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from oke_gpu_rdma.allocator import AllocatedDevice, CandidateList, ClaimToAllocate
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
-from oke_gpu_rdma.claim_spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, parse_claim, unwrap_claim
-from oke_gpu_rdma.device_cel import compile_selector
+from oke_gpu_rdma.claims.allocator import AllocatedDevice, CandidateList, ClaimToAllocate
+from oke_gpu_rdma.claims.device_cel import compile_selector
+from oke_gpu_rdma.claims.inventory import Device, DeviceKind, NodeInventory, node_inventory
+from oke_gpu_rdma.claims.matching import Matcher, ValueKey, Witness
+from oke_gpu_rdma.claims.pairing import suggest_pairs
+from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, parse_claim, unwrap_claim
 from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
-from oke_gpu_rdma.inventory import Device, DeviceKind, NodeInventory, node_inventory
-from oke_gpu_rdma.matching import Matcher, ValueKey, Witness
-from oke_gpu_rdma.pairing import suggest_pairs
 from oke_gpu_rdma.topology import Topology
 
 

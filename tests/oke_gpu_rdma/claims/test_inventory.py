@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from oke_gpu_rdma import attributes as attr
-from oke_gpu_rdma.inventory import Version, node_inventory
+from oke_gpu_rdma.claims.inventory import Version, node_inventory
 from oke_gpu_rdma.topology import get_topology
 
 B4 = get_topology("BM.GPU.B4.8")

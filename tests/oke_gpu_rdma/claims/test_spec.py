@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import seed_claims
 
-from oke_gpu_rdma.claim_spec import claim_problems, claim_spec_to_v1, parse_claim, unwrap_claim
+from oke_gpu_rdma.claims.spec import claim_problems, claim_spec_to_v1, parse_claim, unwrap_claim
 from oke_gpu_rdma.errors import ClaimValidationError
+from tests.oke_gpu_rdma import seed_claims
 
 
 def req(name: str, cls: str = "dra.net", **exactly: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The matching judge against a brute-force judge, and its answers to claims the old search could not finish.
 
-The brute-force judge below is written separately from oke_gpu_rdma.matching and verdicts: it lists every
+The brute-force judge below is written separately from oke_gpu_rdma.claims.matching and verdicts: it lists every
 allocation of a claim on a tiny node (itertools over the devices of each request, constraints checked on
 the finished allocation) and derives the verdict kind from that list. The tiny node has three roots that
 are not all alike (two with 2 GPUs + 2 rails on NUMA node 0, one with 1 GPU + 1 rail on NUMA node 1) and a
@@ -15,15 +15,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-import seed_claims
 
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
-from oke_gpu_rdma.claim_spec import parse_claim
-from oke_gpu_rdma.device_cel import selector_matches
-from oke_gpu_rdma.inventory import Device, node_inventory
+from oke_gpu_rdma.claims.device_cel import selector_matches
+from oke_gpu_rdma.claims.inventory import Device, node_inventory
+from oke_gpu_rdma.claims.spec import parse_claim
+from oke_gpu_rdma.claims.verdicts import UnsatisfiableCause, VerdictKind, judge
 from oke_gpu_rdma.topology import get_topology, topology_from_dict
-from oke_gpu_rdma.verdicts import UnsatisfiableCause, VerdictKind, judge
+from tests.oke_gpu_rdma import seed_claims
 
 TINY = topology_from_dict(
     {
@@ -339,7 +339,7 @@ def test_grouped_fit_agrees_with_hall_and_the_per_request_flow() -> None:
     """matching._fits merges requests with equal candidates and answers small cases by Hall's condition,
     larger ones by a max-flow over groups; both must agree with Hall checked on every set of the
     ungrouped requests and with the per-request max-flow that builds witnesses."""
-    from oke_gpu_rdma.matching import _fits, _Flow, _types
+    from oke_gpu_rdma.claims.matching import _fits, _Flow, _types
 
     rng = random.Random(7)
     for _ in range(3000):
@@ -367,7 +367,7 @@ def test_grouped_fit_agrees_with_hall_and_the_per_request_flow() -> None:
 def test_prefix_checks_only_where_a_later_request_offers_a_choice() -> None:
     """Step 1 checks a prefix only when it can prune: before a later firstAvailable request, and at the
     end. Single-alternative requests after the last choice are one path, refuted at its end."""
-    from oke_gpu_rdma.matching import _prefix_checks
+    from oke_gpu_rdma.claims.matching import _prefix_checks
 
     one, two = [object()], [object(), object()]
     assert _prefix_checks([one, one, one]) == [False, False, True]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-import seed_claims
 
-from oke_gpu_rdma.claim_spec import unwrap_claim
 from oke_gpu_rdma.claims import aligned_claim_spec, aligned_pairs, judge_claim, rails_only_claim_spec
+from oke_gpu_rdma.claims.pairing import Pair, suggest_pairs
+from oke_gpu_rdma.claims.spec import unwrap_claim
 from oke_gpu_rdma.errors import PairingError
-from oke_gpu_rdma.pairing import Pair, suggest_pairs
 from oke_gpu_rdma.topology import get_topology
+from tests.oke_gpu_rdma import seed_claims
 
 B4 = get_topology("BM.GPU.B4.8")
 

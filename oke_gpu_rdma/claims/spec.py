@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from oke_gpu_rdma.device_cel import compile_selector
+from oke_gpu_rdma.claims.device_cel import compile_selector
 from oke_gpu_rdma.errors import ClaimValidationError, SelectorError
 
 MAX_REQUESTS = 32
@@ -108,7 +108,7 @@ class MatchAttribute:
 @dataclass(frozen=True)
 class ClaimSpec:
     """A validated claim spec. ``unevaluated`` names selectors that are valid but use a Kubernetes CEL
-    function this model does not evaluate (see :mod:`oke_gpu_rdma.device_cel`)."""
+    function this model does not evaluate (see :mod:`oke_gpu_rdma.claims.device_cel`)."""
 
     name: str
     requests: tuple[DeviceRequest, ...]

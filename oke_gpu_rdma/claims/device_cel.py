@@ -47,8 +47,8 @@ from google.protobuf import (  # protobuf comes with cel-expr-python (no stubs: 
     message_factory,
 )
 
+from oke_gpu_rdma.claims.inventory import Device, Version
 from oke_gpu_rdma.errors import SelectorError
-from oke_gpu_rdma.inventory import Device, Version
 
 # -- Kubernetes value types: Semver and Quantity as proto messages (cel-expr-python has no opaque values)
 

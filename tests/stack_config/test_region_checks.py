@@ -1,4 +1,4 @@
-"""Checks that tie a stack to its region and to what OKE can run (stack_config/placement.py, model.py)."""
+"""Checks that tie a stack to its region and to what OKE can run (stack_config/region_checks.py, model.py)."""
 
 from __future__ import annotations
 

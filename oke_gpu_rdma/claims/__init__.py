@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from oke_gpu_rdma import pairing
-from oke_gpu_rdma.inventory import NodeInventory
-from oke_gpu_rdma.pairing import Pair
+from oke_gpu_rdma.claims import pairing
+from oke_gpu_rdma.claims.inventory import NodeInventory
+from oke_gpu_rdma.claims.pairing import Pair
+from oke_gpu_rdma.claims.verdicts import DeviceRef, Verdict, VerdictKind, judge
 from oke_gpu_rdma.topology import Topology, resolve_topology
-from oke_gpu_rdma.verdicts import DeviceRef, Verdict, VerdictKind, judge
 
 ShapeArg = str | Topology | Mapping[str, Any]
 

@@ -41,8 +41,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from oke_gpu_rdma.allocator import CandidateList, ClaimToAllocate
-from oke_gpu_rdma.claim_spec import MAX_DEVICES_PER_CLAIM
+from oke_gpu_rdma.claims.allocator import CandidateList, ClaimToAllocate
+from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM
 
 ValueKey = tuple[str, object]
 

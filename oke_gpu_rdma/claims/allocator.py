@@ -2,7 +2,7 @@
 
 The units follow upstream: :class:`MatchAttributeConstraint` (add/remove as devices are tried),
 :class:`ClaimToAllocate` (the claim with each request's candidate devices), the pools of a
-:class:`~oke_gpu_rdma.inventory.NodeInventory`, and :class:`Search` (the depth-first search).
+:class:`~oke_gpu_rdma.claims.inventory.NodeInventory`, and :class:`Search` (the depth-first search).
 
 Semantics kept from upstream: requests in claim order; for ``firstAvailable`` the subrequests in order;
 devices in pool/slice order; DeviceClass selectors and then the request's selectors must all be true;
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
-from oke_gpu_rdma.claim_spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, DeviceSelection, MatchAttribute
-from oke_gpu_rdma.device_cel import compile_selector
+from oke_gpu_rdma.claims.device_cel import compile_selector
+from oke_gpu_rdma.claims.inventory import AttributeValue, Device, DeviceID, NodeInventory
+from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, DeviceSelection, MatchAttribute
 from oke_gpu_rdma.errors import AllocationAbortedError
-from oke_gpu_rdma.inventory import AttributeValue, Device, DeviceID, NodeInventory
 
 DEFAULT_MAX_NODES = 500_000
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import seed_claims
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oke_gpu_rdma import attributes as attr
-from oke_gpu_rdma.allocator import Allocator, MatchAttributeConstraint
-from oke_gpu_rdma.claim_spec import MatchAttribute, parse_claim
+from oke_gpu_rdma.claims.allocator import Allocator, MatchAttributeConstraint
+from oke_gpu_rdma.claims.inventory import node_inventory
+from oke_gpu_rdma.claims.spec import MatchAttribute, parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError
-from oke_gpu_rdma.inventory import node_inventory
 from oke_gpu_rdma.topology import get_topology
+from tests.oke_gpu_rdma import seed_claims
 
 B4 = get_topology("BM.GPU.B4.8")
 INV = node_inventory(B4)
