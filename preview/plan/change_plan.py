@@ -256,6 +256,7 @@ def _judge(step: Step, providers: Mapping[str, Record]) -> None:
             record.type,
             change.path,
             change.new,
+            old_value=change.old,
             replace_on_changes=record.options.get("replaceOnChanges", ()),
             inputs=dict(record.inputs),
             provider_inputs=dict(provider.inputs) if provider else None,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.metadata
 import importlib.util
 import json
 import re
@@ -194,3 +195,8 @@ def table(token: str, depth: int = 4) -> dict[str, bool]:
     if cls is not None:
         walk(cls, "", True, 1)
     return out
+
+
+def installed_version() -> str:
+    """The installed pulumi-oci's version (the pin in requirements.txt)."""
+    return importlib.metadata.version(PACKAGE)

@@ -1,7 +1,9 @@
 """Whether a changed input is updated in place or replaces the resource: the providers' own rules.
 
 - `replaceOnChanges` set by the program: the engine replaces on any change at or below those paths.
-- pulumi-oci: the "(Updatable)" marks of the installed SDK (preview/plan/oci_updatable.py).
+- pulumi-oci: terraform-provider-oci's schema, `ForceNew` and `CustomizeDiff` with terraform-plugin-sdk
+  v2's diff rules (preview/plan/oci_schema.py). The SDK's "(Updatable)" docstrings are only a
+  cross-check (preview/plan/oci_updatable.py): they are wrong in places.
 - pulumi-kubernetes (provider/pkg/provider/provider.go `Diff`; diff.go `forceNewProperties`, as of
   pulumi/pulumi-kubernetes 9497796): `.metadata.name` and `.metadata.namespace` of every object;
   per kind the fields listed below for the kinds this program can declare; ConfigMap `data` and
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from oke_gpu_rdma import resource_types
 from preview.rendering import is_manifest
 
-from . import oci_updatable
+from . import oci_schema
 
 Path = tuple[str | int, ...]
 
@@ -183,21 +185,19 @@ def rule(
     path: Path,
     new_value: object,
     *,
+    old_value: object = None,
     replace_on_changes: Sequence[str] = (),
     inputs: dict[str, object] | None = None,
     provider_inputs: dict[str, object] | None = None,
 ) -> Rule:
-    """What a change at `path` of a resource of `type_` does (`inputs`: its new inputs)."""
+    """What a change at `path` of a resource of `type_` does (`inputs`: its new inputs; `old_value`
+    and `new_value` are the values at `path`, None where absent)."""
     for option in replace_on_changes:
         if option == "*" or _covers(_parse(option), path):
             return Rule(True, f"replaceOnChanges: {option}")
     if type_.startswith("oci:"):
-        verdict = oci_updatable.verdict(type_, path)
-        if not verdict.documented:
-            return Rule(True, f"pulumi-oci documents no input {verdict.decided_by}: taken as a replace")
-        if verdict.updatable:
-            return Rule(False, f"pulumi-oci: {verdict.decided_by} is (Updatable)")
-        return Rule(True, f"pulumi-oci: {verdict.decided_by} is not (Updatable)")
+        verdict = oci_schema.verdict(type_, path, old_value, new_value)
+        return Rule(verdict.replaces, verdict.why)
     if type_ == resource_types.HELM_RELEASE:
         if any(_covers(r, path) for r in _HELM_FORCE_NEW):
             return Rule(True, f"pulumi-kubernetes replaces a Helm release on .{path[0]}", provider_rule=True)

@@ -142,7 +142,9 @@ def test_compute_cluster_availability_domain_replaces_the_cluster_and_the_pool()
         "(availabilityDomain)"
     ]
     cluster = plan.step("gpu-b4-compute-cluster")
-    assert cluster.changes[0].rule.why == "pulumi-oci: availabilityDomain is not (Updatable)"
+    assert cluster.changes[0].rule.why == (
+        "oci_core_compute_cluster (terraform-provider-oci v8.28.0): availabilityDomain is ForceNew"
+    )
     # Both are protected: the plan says the apply stops there.
     assert cluster.notes == ["protected: pulumi up refuses to replace it until an apply sets protect: false"]
     assert change_plan.summary_lines(plan) == [
@@ -272,3 +274,46 @@ def test_an_alias_keeps_a_renamed_resource() -> None:
     records = {u: r for u, r in base.records.items() if u != urn} | {renamed.urn: renamed}
     plan = change_plan.build(base, change_plan.Rendering(records, base.pack_config), "x")
     assert lines(plan) == []
+
+
+def test_a_cni_change_replaces_the_pool_although_the_sdk_calls_it_updatable() -> None:
+    # terraform-provider-oci: node_pool_pod_network_option_details.cni_type is ForceNew; the SDK's
+    # docstring says "(Updatable)". The plan follows the schema (preview/plan/oci_schema.py).
+    def vcn_native(raw: Raw) -> None:
+        raw["cluster"]["existing"]["cniType"] = "OCI_VCN_IP_NATIVE"
+        raw["network"]["existing"]["podSubnet"] = {
+            "id": "ocid1.subnet.oc1.iad.aaaaaaaaexamplepodsubnet",
+            "cidr": "10.140.128.0/18",
+        }
+
+    plan = plan_for("dev", vcn_native)
+    assert lines(plan) == [
+        "+- oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes replace "
+        "[diff: ~nodeConfigDetails.nodePoolPodNetworkOptionDetails.cniType, "
+        "+nodeConfigDetails.nodePoolPodNetworkOptionDetails.podSubnetIds]"
+    ]
+    assert gpu_impact.gpu_node_lines(plan) == [
+        "gpu-b4: 2 BM.GPU.B4.8 nodes replaced: the node pool is replaced "
+        "(nodeConfigDetails.nodePoolPodNetworkOptionDetails.cniType)"
+    ]
+
+
+def test_a_public_api_endpoint_replaces_its_subnet_and_so_the_cluster() -> None:
+    plan = plan_for("full", lambda raw: raw["network"]["create"].update(apiEndpointPublic=True))
+    subnet = plan.step("network-api-endpoint")
+    assert subnet.op == "replace"
+    assert [(c.shown, c.rule.replaces) for c in subnet.changes] == [
+        ("prohibitPublicIpOnVnic", True),
+        ("routeTableId", False),
+    ]
+    cluster = plan.step("oke-cluster")
+    assert cluster.op == "replace"
+    why = {c.shown: (c.rule.replaces, c.rule.why) for c in cluster.changes}
+    # isPublicIpEnabled updates in place; the endpoint subnet, set before and changed, replaces.
+    assert why["endpointConfig.isPublicIpEnabled"][0] is False
+    assert why["endpointConfig.subnetId"] == (
+        True,
+        "oci_containerengine_cluster (terraform-provider-oci v8.28.0): CustomizeDiff ForceNewIfChange on "
+        "endpointConfig.subnetId",
+    )
+    assert gpu_impact.gpu_node_lines(plan)[0].startswith("gpu-b4-a: 2 BM.GPU.B4.8 nodes replaced")
