@@ -256,6 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     if has_mandatory(result.findings):
         print("error: preview failed: mandatory policy violations (above)", file=sys.stderr)
         return 1
+    if plan.refused():
+        # As `pulumi preview` does: the engine reports a protected replacement or delete as an error.
+        names = ", ".join(s.record.name for s in plan.refused())
+        print(
+            f"error: preview failed: protected resources would be replaced or deleted: {names}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

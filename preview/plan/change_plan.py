@@ -134,6 +134,9 @@ class Step:
     changes: list[Change] = field(default_factory=list)
     delete_first: bool = False
     notes: list[str] = field(default_factory=list)
+    error: str = ""
+    """The error `pulumi preview` reports for this step (a protected resource it must not replace or
+    delete); `pulumi up` stops there."""
 
     @property
     def symbol(self) -> str:
@@ -166,11 +169,16 @@ class Plan:
         (found,) = [s for s in self.steps if s.record.name == name]
         return found
 
-    def counts(self) -> dict[Op, int]:
-        counts: dict[Op, int] = {}
+    def counts(self) -> dict[str, int]:
+        """Steps per op; a step the engine refuses counts as `refused`, not as what it would have done."""
+        counts: dict[str, int] = {}
         for s in self.steps:
-            counts[s.op] = counts.get(s.op, 0) + 1
+            key = "refused" if s.error else s.op
+            counts[key] = counts.get(key, 0) + 1
         return counts
+
+    def refused(self) -> list[Step]:
+        return [s for s in self.steps if s.error]
 
 
 # --- comparing values --------------------------------------------------------------------------------
@@ -309,12 +317,35 @@ def build(base: Rendering | None, new: Rendering, base_description: str) -> Plan
         if urn not in survivors:
             steps.append(Step("delete", base.records[urn], base.records[urn]))
     for step in steps:
-        if step.op in ("replace", "delete") and step.base is not None and step.base.protect:
-            step.notes.append(
-                f"protected: pulumi up refuses to {step.op} it until an apply sets protect: false"
-            )
+        step.error = protection_error(step)
     pack_changes = list(diff_values(base.pack_config, new.pack_config))
     return Plan(steps, base_description, has_base=True, pack_config_changes=pack_changes)
+
+
+def protection_error(step: Step) -> str:
+    """The engine's error for a step that `protect` refuses, or "" (pulumi/pulumi pkg/resource/deploy).
+
+    step_generator.go refuses a replacement only when the resource is protected before and after it
+    ("we do allow unprotecting and replacing to happen in a single update cycle, we don't look at
+    old.Protect here": the check is `new.Protect && old.Protect`); step.go refuses to delete a resource
+    protected in the state (`deleteProtectedError`). Both texts are the engine's.
+    """
+    if step.base is None:
+        return ""
+    urn = step.base.urn
+    if step.op == "replace" and step.base.protect and step.record.protect:
+        return (
+            f'unable to replace resource "{urn}"\nas it is currently marked for protection. To unprotect '
+            "the resource, remove the `protect` flag from the resource in your Pulumi program and run "
+            "`pulumi up`"
+        )
+    if step.op == "delete" and step.base.protect:
+        return (
+            f'resource "{urn}" cannot be deleted\nbecause it is protected. To unprotect the resource, '
+            "either remove the `protect` flag from the resource in your Pulumi program and run "
+            f"`pulumi up`, or use the command:\n`pulumi state unprotect '{urn}'`"
+        )
+    return ""
 
 
 def _spread_replacements(steps: list[Step], providers: Mapping[str, Record]) -> None:
@@ -433,6 +464,8 @@ def step_lines(step: Step) -> list[str]:
     for change in step.changes:
         lines += change_lines(change)
     lines += [f"      ! {note}" for note in step.notes]
+    if step.error:
+        lines += [f"      error: {line}" for line in step.error.splitlines()]
     return lines
 
 
@@ -449,7 +482,12 @@ def summary_lines(plan: Plan) -> list[str]:
     for op, symbol in ops:
         if counts.get(op):
             lines.append(f"    {symbol}{counts[op]} to {op}")
-    changes = sum(n for op, n in counts.items() if op != "same")
+    if counts.get("refused"):
+        lines.append(
+            f"    ! {counts['refused']} refused: protected (`pulumi preview` fails; `pulumi up` stops at the "
+            "first one)"
+        )
+    changes = sum(n for op, n in counts.items() if op not in ("same", "refused"))
     same = counts.get("same", 0)
     if same and changes:
         lines.append(f"    {changes} change{'s' if changes != 1 else ''}. {same} unchanged")

@@ -81,12 +81,23 @@ def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
     pool, shape = inputs.get("name", record.name), inputs.get("nodeShape", "?")
     size = _get(inputs, *_SIZE)
     if step.op == "delete":
+        if step.error:
+            return [
+                f"{pool}: {_nodes(size, shape)} would be deleted (the pool is no longer declared), but the "
+                "apply stops here: the node pool is protected"
+            ]
         return [f"{pool}: {_nodes(size, shape)} deleted: the pool is no longer declared"]
     if step.op == "replace":
-        why = "; ".join(
-            f"{_what(root, step)} is replaced ({', '.join(paths)})"
-            for root, paths in root_causes(step, steps_by_name)
-        )
+        roots = root_causes(step, steps_by_name)
+        why = "; ".join(f"{_what(root, step)} is replaced ({', '.join(paths)})" for root, paths in roots)
+        stopped = [root for root, _ in roots if root.error] + ([step] if step.error else [])
+        if stopped:
+            names = list(dict.fromkeys(_what(root, step) for root in stopped))
+            verb = "are" if len(names) > 1 else "is"
+            return [
+                f"{pool}: {_nodes(size, shape)} would be replaced ({why}), but the apply stops here: "
+                f"{' and '.join(names)} {verb} protected"
+            ]
         return [f"{pool}: {_nodes(size, shape)} replaced: {why}"]
     if step.op != "update":
         return []

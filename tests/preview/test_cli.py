@@ -296,3 +296,23 @@ def test_gpu_node_impact_comes_first_and_goes_to_the_summary(tmp_path: Path) -> 
     text = summary.read_text()
     assert text.startswith("### Change plan: `dev`\n\n```text\n! gpu-b4: 2 BM.GPU.B4.8 nodes cycled")
     assert "gpu-b4-nodes update [diff: ~nodeSourceDetails.imageId]" in text
+
+
+def test_a_protected_replacement_fails_the_preview_as_pulumi_preview_does(tmp_path: Path) -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["availabilityDomain"] = "Uocm:US-ASHBURN-AD-2"
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    base = ["--base-dir", str(ROOT / "rendered" / "dev")]
+    result = run_cli("dev", tmp_path, tmp_path / "out", *base)
+    assert result.returncode == 1
+    assert "error: unable to replace resource" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: preview failed: protected resources would be replaced or deleted: "
+        "gpu-b4-compute-cluster, gpu-b4-nodes"
+    )
+    # Unprotecting in the same change makes it a replacement the apply carries out.
+    raw["protect"] = False
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    result = run_cli("dev", tmp_path, tmp_path / "out", *base)
+    assert result.returncode == 0, result.stderr
+    assert "    +-2 to replace" in result.stdout.splitlines()

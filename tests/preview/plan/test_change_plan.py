@@ -131,7 +131,11 @@ def test_node_image_cycles_every_node() -> None:
 
 
 def test_compute_cluster_availability_domain_replaces_the_cluster_and_the_pool() -> None:
-    plan = plan_for("dev", lambda raw: pool(raw).update(availabilityDomain="Uocm:US-ASHBURN-AD-2"))
+    def move(raw: Raw) -> None:
+        pool(raw)["availabilityDomain"] = "Uocm:US-ASHBURN-AD-2"
+        raw["protect"] = False  # unprotecting and replacing in one apply works (step_generator.go)
+
+    plan = plan_for("dev", move)
     assert lines(plan) == [
         "+- oci:Core/computeCluster:ComputeCluster gpu-b4-compute-cluster replace [diff: ~availabilityDomain]",
         "+- oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes replace "
@@ -145,8 +149,7 @@ def test_compute_cluster_availability_domain_replaces_the_cluster_and_the_pool()
     assert cluster.changes[0].rule.why == (
         "oci_core_compute_cluster (terraform-provider-oci v8.28.0): availabilityDomain is ForceNew"
     )
-    # Both are protected: the plan says the apply stops there.
-    assert cluster.notes == ["protected: pulumi up refuses to replace it until an apply sets protect: false"]
+    assert plan.refused() == []
     assert change_plan.summary_lines(plan) == [
         "Resources:",
         "    +-2 to replace",
@@ -154,8 +157,34 @@ def test_compute_cluster_availability_domain_replaces_the_cluster_and_the_pool()
     ]
 
 
+def test_a_protected_replacement_is_the_engines_error_not_a_replacement() -> None:
+    plan = plan_for("dev", lambda raw: pool(raw).update(availabilityDomain="Uocm:US-ASHBURN-AD-2"))
+    cluster = plan.step("gpu-b4-compute-cluster")
+    urn = cluster.base.urn if cluster.base else ""
+    assert change_plan.step_lines(cluster)[-2:] == [
+        f'      error: unable to replace resource "{urn}"',
+        "      error: as it is currently marked for protection. To unprotect the resource, remove the "
+        "`protect` flag from the resource in your Pulumi program and run `pulumi up`",
+    ]
+    assert [s.record.name for s in plan.refused()] == ["gpu-b4-compute-cluster", "gpu-b4-nodes"]
+    assert gpu_impact.gpu_node_lines(plan) == [
+        "gpu-b4: 2 BM.GPU.B4.8 nodes would be replaced (its compute cluster gpu-b4-compute-cluster is "
+        "replaced (availabilityDomain)), but the apply stops here: its compute cluster "
+        "gpu-b4-compute-cluster and the node pool are protected"
+    ]
+    assert change_plan.summary_lines(plan) == [
+        "Resources:",
+        "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
+        "    21 unchanged",
+    ]
+
+
 def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
-    plan = plan_for("full", lambda raw: raw["cluster"]["create"].update(podsCidr="10.244.0.0/16"))
+    def pods_cidr(raw: Raw) -> None:
+        raw["cluster"]["create"]["podsCidr"] = "10.244.0.0/16"
+        raw["protect"] = False
+
+    plan = plan_for("full", pods_cidr)
     by_name = {s.record.name: s for s in plan.changed()}
     assert by_name["oke-cluster"].line() == (
         "+- oci:ContainerEngine/cluster:Cluster oke-cluster replace [diff: ~options.kubernetesNetworkConfig.podsCidr]"
@@ -249,17 +278,21 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "- oci:Core/computeCluster:ComputeCluster gpu-b4-b-compute-cluster delete",
         "- oci:ContainerEngine/nodePool:NodePool gpu-b4-b-nodes delete",
     ]
-    assert plan.step("gpu-b4-b-nodes").notes == [
-        "protected: pulumi up refuses to delete it until an apply sets protect: false"
-    ]
+    nodes = plan.step("gpu-b4-b-nodes")
+    assert nodes.error.startswith(
+        f'resource "{nodes.record.urn}" cannot be deleted\nbecause it is protected.'
+    )
+    assert nodes.error.endswith(f"`pulumi state unprotect '{nodes.record.urn}'`")
     assert gpu_impact.gpu_node_lines(plan) == [
-        "gpu-b4-b: 2 BM.GPU.B4.8 nodes deleted: the pool is no longer declared"
+        "gpu-b4-b: 2 BM.GPU.B4.8 nodes would be deleted (the pool is no longer declared), but the apply "
+        "stops here: the node pool is protected"
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
         "    ~ 2 to update",
-        "    - 3 to delete",
-        "    5 changes. 32 unchanged",
+        "    - 1 to delete",
+        "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
+        "    3 changes. 32 unchanged",
     ]
 
 
@@ -285,6 +318,7 @@ def test_a_cni_change_replaces_the_pool_although_the_sdk_calls_it_updatable() ->
             "id": "ocid1.subnet.oc1.iad.aaaaaaaaexamplepodsubnet",
             "cidr": "10.140.128.0/18",
         }
+        raw["protect"] = False
 
     plan = plan_for("dev", vcn_native)
     assert lines(plan) == [
@@ -316,4 +350,6 @@ def test_a_public_api_endpoint_replaces_its_subnet_and_so_the_cluster() -> None:
         "oci_containerengine_cluster (terraform-provider-oci v8.28.0): CustomizeDiff ForceNewIfChange on "
         "endpointConfig.subnetId",
     )
-    assert gpu_impact.gpu_node_lines(plan)[0].startswith("gpu-b4-a: 2 BM.GPU.B4.8 nodes replaced")
+    # The cluster and the pools are protected: the plan shows the engine's refusal.
+    assert gpu_impact.gpu_node_lines(plan)[0].startswith("gpu-b4-a: 2 BM.GPU.B4.8 nodes would be replaced")
+    assert cluster.error.startswith("unable to replace resource")
