@@ -71,16 +71,23 @@ def placeholder_ocid(kind: str, name: str, region: str | None) -> str:
     return f"ocid1.{kind}.{realm_region}.aaaaaaaa{digest}"
 
 
-def placeholder_kubeconfig(cluster_id: str, region: str | None) -> str:
-    """A kubeconfig shaped like the one OCI generates (exec credential plugin, token v2)."""
+def placeholder_kubeconfig(cluster_id: str, region: str | None, endpoint: str = "PRIVATE_ENDPOINT") -> str:
+    """A kubeconfig shaped like the one OCI generates (exec credential plugin, token v2).
+
+    Its server is the cluster's endpoint of the kind asked for: a private address in the VCN, a public
+    one (TEST-NET-3, 203.0.113.0/24), stable per cluster, so a different cluster or endpoint is a
+    different active cluster, as pulumi-kubernetes' DiffConfig compares them.
+    """
     short = cluster_id.rsplit(".", 1)[-1][-11:]
+    octet = int(hashlib.sha256(cluster_id.encode()).hexdigest()[:2], 16) % 250 + 2
+    host = f"203.0.113.{octet}" if endpoint == "PUBLIC_ENDPOINT" else f"10.140.0.{octet}"
     return (
         "apiVersion: v1\n"
         "kind: Config\n"
         "clusters:\n"
         f"- name: cluster-{short}\n"
         "  cluster:\n"
-        "    server: https://10.140.0.2:6443\n"
+        f"    server: https://{host}:6443\n"
         "    certificate-authority-data: bW9jay1jYS1jZXJ0aWZpY2F0ZQ==\n"
         "contexts:\n"
         f"- name: context-{short}\n"
@@ -123,7 +130,9 @@ class OfflineMocks(mocks.Mocks):
     def call(self, args: mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         if args.token == "oci:ContainerEngine/getClusterKubeConfig:getClusterKubeConfig":
             cluster_id = str(args.args.get("clusterId"))
-            return {"clusterId": cluster_id, "content": placeholder_kubeconfig(cluster_id, self.region)}, []
+            endpoint = str(args.args.get("endpoint") or "PRIVATE_ENDPOINT")
+            content = placeholder_kubeconfig(cluster_id, self.region, endpoint)
+            return {"clusterId": cluster_id, "content": content}, []
         if args.token == "oci:Core/getServices:getServices":
             key = (region_key(self.region) if self.region else None) or "region"
             service = {

@@ -26,11 +26,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pulumi.runtime import rpc
+
 from oke_gpu_rdma import yamltext
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 
 from .mock_runtime import RecordedResource
+from .plan import kube_provider
 
+KUBERNETES_PROVIDER = "pulumi:providers:kubernetes"
 MANIFESTS = "manifests"
 RESOURCES = "resources"
 # Kubernetes types that are no API object a cluster stores: the provider itself, Helm releases and
@@ -189,7 +193,27 @@ def resource_record(r: RecordedResource, labels: _Labels, manifest_file: str | N
         record["decodedFromBase64"] = decoded
     if inputs:
         record["inputs"] = inputs
+    if r.type == KUBERNETES_PROVIDER:
+        active = _active_cluster(r)
+        if active is not None:
+            record[kube_provider.ACTIVE_CLUSTER] = active
     return record
+
+
+def _active_cluster(r: RecordedResource) -> dict[str, Any] | None:
+    """The kubeconfig's active cluster, read from the registration itself (the record masks the secret)."""
+    inputs = rpc.deserialize_properties(r.struct, keep_unknowns=True) if r.struct else {}
+    kubeconfig = inputs.get("kubeconfig")
+    if isinstance(kubeconfig, Mapping):  # a secret: {sig: ..., value: ...}
+        kubeconfig = kubeconfig.get("value")
+    if not isinstance(kubeconfig, str):
+        return None
+    context, cluster = inputs.get("context"), inputs.get("cluster")
+    return kube_provider.active_cluster(
+        kubeconfig,
+        context if isinstance(context, str) else None,
+        cluster if isinstance(cluster, str) else None,
+    )
 
 
 def render_files(resources: list[RecordedResource], pack_config: Mapping[str, Any]) -> dict[str, str]:

@@ -23,7 +23,7 @@ import yaml
 from preview.rendering import RESOURCES, is_manifest
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 
-from . import replace_rules
+from . import kube_provider, replace_rules
 from .replace_rules import PROVIDER_PATH, UNKNOWN, Path, show
 
 SECRET = "[secret]"
@@ -45,6 +45,8 @@ class Record:
     options: Mapping[str, Any]
     depends_on: tuple[str, ...]
     inputs: Mapping[str, Any]
+    active_cluster: Mapping[str, Any] | None = None
+    """A Kubernetes provider's active cluster (preview/plan/kube_provider.py), what DiffConfig compares."""
 
     @property
     def label(self) -> str:
@@ -105,6 +107,7 @@ def parse(files: Mapping[str, str]) -> Rendering:
             options=document.get("options") or {},
             depends_on=tuple(document.get("dependsOn") or ()),
             inputs=inputs,
+            active_cluster=document.get(kube_provider.ACTIVE_CLUSTER),
         )
     pack = files.get(PACK_CONFIG_FILE)
     return Rendering(records, json.loads(pack) if pack else None)
@@ -119,6 +122,8 @@ class Change:
     rule: replace_rules.Rule = field(default_factory=lambda: replace_rules.Rule(False))
     cause: str = ""
     """The replaced resource that changes this value although the program did not (its name)."""
+    judged: bool = False
+    """Its rule was decided where the change was found (a provider change, a kubeconfig's active cluster)."""
 
     @property
     def shown(self) -> str:
@@ -258,7 +263,7 @@ def _judge(step: Step, providers: Mapping[str, Record]) -> None:
     record = step.record
     provider = providers.get(record.provider)
     for change in step.changes:
-        if change.path == PROVIDER_PATH:
+        if change.path == PROVIDER_PATH or change.judged:
             continue  # judged where it was added
         change.rule = replace_rules.rule(
             record.type,
@@ -301,6 +306,23 @@ def build(base: Rendering | None, new: Rendering, base_description: str) -> Plan
                     replace_rules.Rule(True, "provider changed"),
                 )
             )
+        if old.active_cluster != record.active_cluster and old.active_cluster and record.active_cluster:
+            # pulumi-kubernetes DiffConfig: the kubeconfig's active cluster changes (kube_provider.py).
+            step.changes.append(
+                Change(
+                    ("kubeconfig",),
+                    "~",
+                    old.inputs.get("kubeconfig"),
+                    record.inputs.get("kubeconfig"),
+                    replace_rules.Rule(
+                        True,
+                        "pulumi-kubernetes DiffConfig replaces the provider when the kubeconfig's active "
+                        f"cluster changes ({_changed_keys(old.active_cluster, record.active_cluster)})",
+                        provider_rule=True,
+                    ),
+                    judged=True,
+                )
+            )
         if bool(old.options.get("protect")) != bool(record.options.get("protect")):
             step.notes.append(f"protect: {old.protect} => {record.protect}")
         steps.append(step)
@@ -320,6 +342,10 @@ def build(base: Rendering | None, new: Rendering, base_description: str) -> Plan
         step.error = protection_error(step)
     pack_changes = list(diff_values(base.pack_config, new.pack_config))
     return Plan(steps, base_description, has_base=True, pack_config_changes=pack_changes)
+
+
+def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    return ", ".join(k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k))
 
 
 def protection_error(step: Step) -> str:

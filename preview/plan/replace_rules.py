@@ -203,10 +203,16 @@ def rule(
             return Rule(True, f"pulumi-kubernetes replaces a Helm release on .{path[0]}", provider_rule=True)
         return Rule(False)
     if type_ == "pulumi:providers:kubernetes":
+        # provider.go DiffConfig (preview/plan/kube_provider.py); the active-cluster comparison needs
+        # both kubeconfigs and is made where the plan has them (change_plan.build).
         if path and path[0] in _K8S_PROVIDER_IDENTITY and new_value == UNKNOWN:
             return Rule(
                 True, f"pulumi-kubernetes replaces its provider when {path[0]} is unknown before apply"
             )
+        if path and path[0] == "clusterIdentifier" and old_value is not None and new_value is not None:
+            return Rule(True, "pulumi-kubernetes replaces its provider when clusterIdentifier changes")
+        if path and path[0] == "renderYamlToDirectory":
+            return Rule(True, "pulumi-kubernetes replaces its provider when renderYamlToDirectory changes")
         return Rule(False)
     if is_manifest(type_):
         return _kubernetes_object(type_, path, inputs or {}, provider_inputs or {})

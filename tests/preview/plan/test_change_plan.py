@@ -353,3 +353,24 @@ def test_a_public_api_endpoint_replaces_its_subnet_and_so_the_cluster() -> None:
     # The cluster and the pools are protected: the plan shows the engine's refusal.
     assert gpu_impact.gpu_node_lines(plan)[0].startswith("gpu-b4-a: 2 BM.GPU.B4.8 nodes would be replaced")
     assert cluster.error.startswith("unable to replace resource")
+
+
+def test_a_kubeconfig_for_another_endpoint_replaces_the_provider_and_its_objects() -> None:
+    # pulumi-kubernetes DiffConfig: the active cluster's server changes, so the provider is replaced.
+    plan = plan_for(
+        "dev", lambda raw: raw["cluster"]["existing"].update(kubeconfigEndpoint="PRIVATE_ENDPOINT")
+    )
+    provider = plan.step("oke-k8s")
+    assert provider.line() == "+- pulumi:providers:kubernetes oke-k8s replace [diff: ~kubeconfig]"
+    assert provider.changes[0].rule.why == (
+        "pulumi-kubernetes DiffConfig replaces the provider when the kubeconfig's active cluster changes (server)"
+    )
+    assert plan.step("workloads-namespace").op == "replace"
+    assert gpu_impact.gpu_node_lines(plan) == []
+
+
+def test_an_unchanged_active_cluster_replaces_nothing() -> None:
+    plan = plan_for(
+        "dev", lambda raw: raw["cluster"]["existing"].update(kubeconfigEndpoint="PUBLIC_ENDPOINT")
+    )
+    assert lines(plan) == []
