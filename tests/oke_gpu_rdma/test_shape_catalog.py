@@ -106,7 +106,9 @@ def test_supplied_topologies_take_precedence_and_are_parsed_when_looked_up() -> 
 
 
 def test_a_supplied_topology_that_is_no_mapping() -> None:
-    assert CATALOG.with_topologies({"X": "rdma"}).problems() == {"X": ("topology: expected a mapping, got str",)}
+    assert CATALOG.with_topologies({"X": "rdma"}).problems() == {
+        "X": ("topology: expected a mapping, got str",)
+    }
 
 
 def _file(**change: Any) -> dict[str, Any]:
@@ -121,7 +123,9 @@ def _file(**change: Any) -> dict[str, Any]:
         ({"roots": None}, ["roots: required for a verified shape, a non-empty list of PCIe roots"]),
         (
             {"evidence": "unverified"},
-            ["roots: an unverified shape's roots are never used: verify them (evidence: verified) or drop them"],
+            [
+                "roots: an unverified shape's roots are never used: verify them (evidence: verified) or drop them"
+            ],
         ),
         (
             {"evidence": "user-supplied"},
