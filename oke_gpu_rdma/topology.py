@@ -5,10 +5,10 @@ rails (RDMA NICs, by interface name, PCI address and, where known, RDMA device n
 
 Topologies are data. The shape catalog (:mod:`oke_gpu_rdma.shape_catalog`) reads one file per shape
 from ``oke_gpu_rdma/shapes/`` (the file name is the shape) and adds the topologies a user supplies
-(the stack's ``shapeTopologies``, the pack config's). Only BM.GPU.B4.8 is *verified*; other shapes
-are listed with their evidence level and no topology, and code that generates or judges claims on
-them needs a supplied topology (:func:`topology_from_dict`). The dict format (YAML-able, camelCase
-like Kubernetes)::
+(the stack's ``shapeTopologies``, the pack config's). A file *verifies* its shape (BM.GPU.B4.8) or
+only lists it, with its evidence level and no topology: code that generates or judges claims on a
+listed shape needs a supplied topology (:func:`topology_from_dict`). The dict format (YAML-able,
+camelCase like Kubernetes)::
 
     shape: BM.GPU.A100-v2.8                  # the shapeTopologies key supplies it
     evidence: user-supplied                  # optional: user-supplied (default) or from-cluster
