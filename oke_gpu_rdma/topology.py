@@ -204,7 +204,7 @@ class _Problems(ValueError):
 
 
 class _Spec(BaseModel):
-    # strict: "3" is no NUMA node and true no byte count, as in the YAML a user reads back.
+    # strict: YAML and JSON carry real ints and lists; "3" is no NUMA node and true no byte count.
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
     expected: ClassVar[str] = "a mapping"
     """What one value of this model is, for "must be ..." messages."""
@@ -267,11 +267,15 @@ class _Layout(_Spec):
                 once(rail.pci_address, f"{q}.pciAddress", f"{rail.pci_address} is listed twice")
         if self.gpu_driver_order is not None and sorted(self.gpu_driver_order) != self._buses():
             problems.append(("gpuDriverOrder", "must list every GPU bus ID of the roots exactly once"))
-        for ifname in self.front_end_interfaces + self.virtual_interfaces:
-            if ifname.startswith("rdma"):
-                problems.append(
-                    ("frontEndInterfaces", f"{ifname!r}: non-rail interfaces must not use the rdma prefix")
-                )
+        for key, names in (
+            ("frontEndInterfaces", self.front_end_interfaces),
+            ("virtualInterfaces", self.virtual_interfaces),
+        ):
+            for j, ifname in enumerate(names):
+                if ifname.startswith("rdma"):
+                    problems.append(
+                        (f"{key}[{j}]", f"{ifname!r}: non-rail interfaces must not use the rdma prefix")
+                    )
         if problems:
             raise _Problems(problems)
         return self

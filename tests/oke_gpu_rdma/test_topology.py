@@ -129,6 +129,10 @@ def test_user_topology_defaults_driver_order_to_bus_order() -> None:
             "topology.roots[0].rails[0].name: 'eth2' is not a rail name",
         ),
         ({"gpuDriverOrder": ["0000:99:00.0"]}, "topology.gpuDriverOrder: must list every GPU"),
+        (
+            {"virtualInterfaces": ["cni0", "rdma9"]},
+            "topology.virtualInterfaces[1]: 'rdma9': non-rail interfaces must not use the rdma prefix",
+        ),
     ],
 )
 def test_malformed_user_topology_messages(change: dict[str, Any], message: str) -> None:
