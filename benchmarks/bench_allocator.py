@@ -23,7 +23,7 @@ from oke_gpu_rdma.claims import judge_claim
 from oke_gpu_rdma.claims.allocator import Allocator
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
-from oke_gpu_rdma.topology import get_topology
+from oke_gpu_rdma.shape_catalog import CATALOG
 
 RUNS = 20
 
@@ -40,7 +40,7 @@ def timed(fn: Callable[[], Any], runs: int = RUNS) -> tuple[float, Any]:
 
 
 def main() -> None:
-    b4 = get_topology("BM.GPU.B4.8")
+    b4 = CATALOG.topology("BM.GPU.B4.8")
     inv = node_inventory(b4)
     print(f"judge_claim on {b4.shape} (mean of {RUNS} runs)")
     print(f"{'claim':<24} {'verdict':<16} {'nodes':>6} {'ms':>8}")

@@ -31,7 +31,7 @@ import oke_gpu_rdma
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.verdicts import judge
-from oke_gpu_rdma.topology import get_topology
+from oke_gpu_rdma.shape_catalog import CATALOG
 
 RAIL = [{"cel": {"expression": attr.RAIL_SELECTOR}}]
 ROOTS = ["pci0000:00", "pci0000:3e", "pci0000:7d", "pci0000:ba"]
@@ -170,7 +170,7 @@ def _percentiles(times: list[float]) -> str:
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
-    b4 = get_topology("BM.GPU.B4.8")
+    b4 = CATALOG.topology("BM.GPU.B4.8")
     inv = node_inventory(b4)
     population = claims(n)
     distinct = claims(2000, seed=2026)

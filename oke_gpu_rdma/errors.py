@@ -10,6 +10,17 @@ class TopologyError(ValueError):
     """A shape topology is unknown, unverified, or a user-supplied topology is malformed."""
 
 
+class TopologyFormatError(TopologyError):
+    """A topology (a ``shapeTopologies`` entry or a shape file) does not fit the format.
+
+    ``problems`` holds one message per problem, each naming the key and, where it helps, the value.
+    """
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(problems))
+
+
 class UnverifiedTopologyError(TopologyError):
     """The catalog knows the shape, but not its GPU/NIC pairing well enough to judge claims."""
 

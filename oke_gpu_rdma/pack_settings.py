@@ -15,6 +15,8 @@ File format (every key optional)::
                              "existingCidrs": [{"name": "existing VCN", "cidr": "10.140.0.0/16"}],
                              "workerSubnetCidrs": ["10.140.64.0/19"]},
       "gpu-rail-claims-aligned": {"shape": "BM.GPU.B4.8", "shapeTopologies": {}},
+      "sriov-rail-root-devices": {"shapeTopologies": {}},  # the same topologies, for the SR-IOV
+      "sriov-pods-all-rails": {"shapeTopologies": {}},     # policies that look shapes up
       "rdma-workloads-baseline": "disabled"                # a level alone is fine too
     }
 """
@@ -38,8 +40,8 @@ from pydantic import (
 )
 
 from oke_gpu_rdma.cidr_rules import DEFAULT_OCA_RDMA_NETWORK, CidrError, parse_ipv4_network
-from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.topology import DEFAULT_SHAPE, Topology, topology_from_dict
+from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
+from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
 
 class PolicyName(StrEnum):
@@ -215,15 +217,10 @@ class ChildRangeSettings(PolicySettings):
     )
 
 
-class ClaimsSettings(PolicySettings):
-    """gpu-rail-claims-aligned: the shape to judge on without pools, and user-supplied topologies."""
+class ShapeTopologiesSettings(PolicySettings):
+    """A section carrying the user's topologies (the stack's shapeTopologies): the policies that look
+    shapes up do so in the shape catalog with these added (:meth:`catalog`)."""
 
-    policy: ClassVar[PolicyName] = PolicyName.CLAIMS_ALIGNED
-
-    shape: str = Field(
-        DEFAULT_SHAPE,
-        description="Shape to judge claims on when the stack declares no GPU node pool (an existing cluster).",
-    )
     shape_topologies: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         alias="shapeTopologies",
@@ -234,20 +231,36 @@ class ClaimsSettings(PolicySettings):
     @field_validator("shape_topologies")
     @classmethod
     def _parse_topologies(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        for name in value:
-            cls.topology(value, name)
+        for shape, problems in CATALOG.with_topologies(value).problems().items():
+            raise KeyedError(shape, "; ".join(problems))
         return value
 
-    @staticmethod
-    def topology(supplied: Mapping[str, Mapping[str, Any]], shape: str) -> Topology:
-        """The supplied topology of ``shape``; ValueError (naming the shape) if it is malformed."""
-        try:
-            return topology_from_dict({**supplied[shape], "shape": shape})
-        except TopologyError as err:
-            raise KeyedError(shape, str(err)) from None
+    def catalog(self) -> ShapeCatalog:
+        """The shape catalog with this section's topologies."""
+        return CATALOG.with_topologies(self.shape_topologies)
 
-    def topologies(self) -> dict[str, Topology]:
-        return {name: self.topology(self.shape_topologies, name) for name in self.shape_topologies}
+
+class ClaimsSettings(ShapeTopologiesSettings):
+    """gpu-rail-claims-aligned: the shape to judge on without pools, and user-supplied topologies."""
+
+    policy: ClassVar[PolicyName] = PolicyName.CLAIMS_ALIGNED
+
+    shape: str = Field(
+        DEFAULT_SHAPE,
+        description="Shape to judge claims on when the stack declares no GPU node pool (an existing cluster).",
+    )
+
+
+class RailRootDevicesSettings(ShapeTopologiesSettings):
+    """sriov-rail-root-devices: user-supplied topologies (the rail PFs of their shapes)."""
+
+    policy: ClassVar[PolicyName] = PolicyName.SRIOV_ROOT_DEVICES
+
+
+class PodsAllRailsSettings(ShapeTopologiesSettings):
+    """sriov-pods-all-rails: user-supplied topologies (the rails of their shapes)."""
+
+    policy: ClassVar[PolicyName] = PolicyName.SRIOV_PODS_ALL_RAILS
 
 
 class VfPoolSettings(PolicySettings):
@@ -272,6 +285,8 @@ SETTINGS: Final[dict[PolicyName, type[PolicySettings]]] = {
     PolicyName.CHILD_RANGE: ChildRangeSettings,
     PolicyName.CLAIMS_ALIGNED: ClaimsSettings,
     PolicyName.SRIOV_VF_POOL_RANGE: VfPoolSettings,
+    PolicyName.SRIOV_ROOT_DEVICES: RailRootDevicesSettings,
+    PolicyName.SRIOV_PODS_ALL_RAILS: PodsAllRailsSettings,
 }
 
 
@@ -311,6 +326,10 @@ class PackConfig(BaseModel):
     claims: ClaimsSettings
     vf_pool: VfPoolSettings | None = None
     """Written for stacks with SR-IOV pools only."""
+    rail_root_devices: RailRootDevicesSettings | None = None
+    pods_all_rails: PodsAllRailsSettings | None = None
+    """Both written for stacks with SR-IOV pools and shapeTopologies: the SR-IOV policies look the
+    pools' shapes up too."""
 
     def to_dict(self) -> dict[str, Any]:
         sections = {
@@ -319,6 +338,9 @@ class PackConfig(BaseModel):
         }
         if self.vf_pool is not None:
             sections[PolicyName.SRIOV_VF_POOL_RANGE.value] = self.vf_pool.properties()
+        for shapes in (self.rail_root_devices, self.pods_all_rails):
+            if shapes is not None:
+                sections[shapes.policy.value] = shapes.properties()
         return sections
 
     def to_json(self) -> str:

@@ -1,15 +1,18 @@
-"""Shape catalog: the single source of truth for the PCIe layout of OCI GPU shapes.
+"""Shape topologies: the PCIe layout of an OCI GPU shape, and the format it is written in.
 
 A :class:`Topology` lists a node's PCIe roots; each root has a NUMA node, GPUs (PCI bus IDs) and
 rails (RDMA NICs, by interface name, PCI address and, where known, RDMA device name).
 
-Only BM.GPU.B4.8 is *verified* (seed 000, the table under "What DRANET publishes", and the NCCL
-topology ``samples/gpu/topo-flattened-b4.xml`` of oracle-quickstart/oci-hpc). Other shapes are listed
-with their evidence level and no topology: code that generates or judges claims calls
-:func:`resolve_topology`, which refuses them unless the caller supplies a topology with
-:func:`topology_from_dict`. The dict format (YAML-able, camelCase like Kubernetes)::
+Topologies are data. The shape catalog (:mod:`oke_gpu_rdma.shape_catalog`) reads one file per shape
+from ``oke_gpu_rdma/shapes/`` (the file name is the shape) and adds the topologies a user supplies
+(the stack's ``shapeTopologies``, the pack config's). A file *verifies* its shape (BM.GPU.B4.8) or
+only lists it, with its evidence level and no topology: code that generates or judges claims on a
+listed shape needs a supplied topology (:func:`topology_from_dict`). The dict format (YAML-able,
+camelCase like Kubernetes)::
 
-    shape: BM.GPU.A100-v2.8
+    shape: BM.GPU.A100-v2.8                  # the shapeTopologies key supplies it
+    evidence: user-supplied                  # optional: user-supplied (default) or from-cluster
+    source: "nvidia-smi topo -m on node x"   # optional: where the layout comes from
     gpuProduct: NVIDIA A100-SXM4-80GB        # optional
     gpuMemoryBytes: 85899345920              # optional
     roots:
@@ -22,12 +25,16 @@ with their evidence level and no topology: code that generates or judges claims 
     frontEndInterfaces: [eth1]               # optional: non-rail NICs DRANET publishes
     virtualInterfaces: [cni0]                # optional: virtual interfaces DRANET publishes
 
+A shape file (``oke_gpu_rdma/shapes/<shape>.yaml``) has the same keys but ``shape`` (its file name),
+``evidence: verified`` or ``unverified``, the ``source`` of what it says (for a verified shape, where
+the PCIe layout comes from) and a one-line ``note``; an unverified shape has no ``roots``. Adding a
+verified shape is adding its file.
+
 GPU numbering: ``Gpu.index`` is the PCI bus order (nvidia-smi order, the numbering of the seed's
 tables: GPUs 0,1 on pci0000:00, 2,3 on 3e, 4,5 on 7d, 6,7 on ba). ``Gpu.driver_name`` is the NVIDIA
-DRA driver's device name; the driver numbers GPUs in its own order: its ``gpu-0`` is the GPU at bus 50
-on pci0000:3e and ``gpu-1`` the one at bus 53 (seed 000). The seed shows no other names; this catalog
-assumes the driver continues root by root (7d, ba, then 00), which only affects which devices a
-default-order allocation picks, never a verdict (verdicts do not depend on device order).
+DRA driver's device name, in ``gpuDriverOrder`` (bus order when absent): on BM.GPU.B4.8 the driver's
+``gpu-0`` is the GPU at bus 50 on pci0000:3e and ``gpu-1`` the one at bus 53 (seed 000; the rest of
+the order is an assumption, see the shape's file).
 """
 
 from __future__ import annotations
@@ -35,11 +42,21 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal, Self, get_args
 
-from oke_gpu_rdma.errors import TopologyError, UnverifiedTopologyError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
 
-Evidence = Literal["verified", "unverified", "user-supplied"]
+from oke_gpu_rdma.errors import TopologyError, TopologyFormatError
+
+Evidence = Literal["verified", "unverified", "user-supplied", "from-cluster"]
+"""How sure a topology is: a shape file verifies or only lists a shape; a user supplies one, or a tool
+reads it from a cluster's ResourceSlices."""
+SuppliedEvidence = Literal["user-supplied", "from-cluster"]
+ListedEvidence = Literal["verified", "unverified"]
+
+# The shape this project targets and verifies (seed 000); the default wherever a shape is optional.
+DEFAULT_SHAPE: Final = "BM.GPU.B4.8"
 
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 _PCIE_ROOT = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")
@@ -136,280 +153,267 @@ class Topology:
 
 @dataclass(frozen=True)
 class ShapeInfo:
-    """A catalog entry: what is known about a shape and how sure we are."""
+    """A catalog entry: what is known about a shape, how sure we are and where it comes from."""
 
     shape: str
     evidence: Evidence
     note: str
     topology: Topology | None = None
+    source: str = ""
 
 
-# The shape this project targets and verifies (seed 000); the default wherever a shape is optional.
-DEFAULT_SHAPE = "BM.GPU.B4.8"
+# The format, as pydantic models. Messages: a validator's own ValueError names the value; any other
+# error says what the key takes, from its field's description (see _problems).
 
 
-def _b4_8() -> Topology:
-    rows: list[tuple[str, int, tuple[str, str], tuple[str, str, str, str]]] = [
-        ("pci0000:00", 3, ("0f", "15"), ("0c:00.0", "0c:00.1", "16:00.0", "16:00.1")),
-        ("pci0000:3e", 1, ("50", "53"), ("47:00.0", "47:00.1", "4b:00.0", "4b:00.1")),
-        ("pci0000:7d", 7, ("8c", "91"), ("89:00.0", "89:00.1", "93:00.0", "93:00.1")),
-        ("pci0000:ba", 5, ("d6", "da"), ("c3:00.0", "c3:00.1", "d1:00.0", "d1:00.1")),
-    ]
-    known_rdma = {"rdma0": "mlx5_5", "rdma1": "mlx5_6", "rdma15": "mlx5_12"}  # seed 000, rail-map.sh
-    roots: list[dict[str, Any]] = []
-    rail_no = 0
-    for name, numa, buses, pfs in rows:
-        rails = []
-        for pf in pfs:
-            rail: dict[str, Any] = {"name": f"rdma{rail_no}", "pciAddress": f"0000:{pf}"}
-            if rail["name"] in known_rdma:
-                rail["rdmaDevice"] = known_rdma[rail["name"]]
-            rails.append(rail)
-            rail_no += 1
-        roots.append(
-            {"name": name, "numaNode": numa, "gpus": [f"0000:{b}:00.0" for b in buses], "rails": rails}
-        )
-    # gpu-0 = bus 50 and gpu-1 = bus 53 are from seed 000; the rest is an assumption (module docstring).
-    driver_order = [f"0000:{b}:00.0" for b in ("50", "53", "8c", "91", "d6", "da", "0f", "15")]
-    return _parse(
-        {
-            "shape": DEFAULT_SHAPE,
-            "gpuProduct": "NVIDIA A100-SXM4-40GB",
-            "gpuMemoryBytes": 40 * 1024**3,
-            "roots": roots,
-            "gpuDriverOrder": driver_order,
-            # The seed says the slice lists eth1 and "some virtual interfaces" without naming them:
-            # cni0 and flannel.1 stand for them (flannel CNI), with ifName but no rdma.
-            "frontEndInterfaces": ["eth1"],
-            "virtualInterfaces": ["cni0", "flannel.1"],
-        },
-        evidence="verified",
-        source="seed 000 (DRANET ResourceSlice table); oci-hpc samples/gpu/topo-flattened-b4.xml",
+def _matching(pattern: re.Pattern[str], what: str) -> BeforeValidator:
+    def check(value: Any) -> Any:
+        if not isinstance(value, str) or not pattern.match(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+
+    return BeforeValidator(check)
+
+
+def _one_of(allowed: tuple[str, ...], why: str) -> BeforeValidator:
+    def check(value: Any) -> Any:
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not {' or '.join(allowed)}: {why}")
+        return value
+
+    return BeforeValidator(check)
+
+
+_ROOT_NAME = "a PCIe root like pci0000:3e"
+_GPU_ADDRESS = "a PCI address like 0000:50:00.0"
+_RAIL_ADDRESS = "a PCI address like 0000:47:00.0"
+_RAIL = "a rail name like rdma4 (the rail selector matches the rdma prefix)"
+
+RootName = Annotated[str, _matching(_PCIE_ROOT, _ROOT_NAME)]
+GpuAddress = Annotated[str, _matching(_PCI_ADDRESS, _GPU_ADDRESS)]
+RailAddress = Annotated[str, _matching(_PCI_ADDRESS, _RAIL_ADDRESS)]
+RailName = Annotated[str, _matching(_RAIL_NAME, _RAIL)]
+
+
+class _Problems(ValueError):
+    """Problems a model validator finds across keys, each with its key path."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{k}: {m}" for k, m in problems))
+
+
+class _Spec(BaseModel):
+    # strict: YAML and JSON carry real ints and lists; "3" is no NUMA node and true no byte count.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    expected: ClassVar[str] = "a mapping"
+    """What one value of this model is, for "must be ..." messages."""
+
+
+class RailSpec(_Spec):
+    expected: ClassVar[str] = "a mapping with name, pciAddress and optional rdmaDevice"
+
+    name: RailName = Field(description=_RAIL)
+    pci_address: RailAddress = Field(alias="pciAddress", description=_RAIL_ADDRESS)
+    rdma_device: str | None = Field(None, alias="rdmaDevice", description="a string like mlx5_5")
+
+
+class RootSpec(_Spec):
+    expected: ClassVar[str] = "a mapping with name, numaNode, gpus, rails"
+
+    name: RootName = Field(description=_ROOT_NAME)
+    numa_node: int = Field(alias="numaNode", ge=0, description="an int >= 0")
+    gpus: list[GpuAddress] = Field(default_factory=list, description="a list of GPU PCI addresses")
+    rails: list[RailSpec] = Field(default_factory=list, description="a list of rails")
+
+
+class _Layout(_Spec):
+    """The keys a supplied topology and a shape file share, and the checks across them."""
+
+    shape: str = Field(min_length=1, description="a shape name like BM.GPU.B4.8")
+    gpu_product: str = Field("unknown", alias="gpuProduct", description="a string")
+    gpu_memory_bytes: int = Field(0, alias="gpuMemoryBytes", ge=0, description="an int >= 0")
+    roots: list[RootSpec] = Field(default_factory=list, description="a list of PCIe roots")
+    gpu_driver_order: list[GpuAddress] | None = Field(
+        None,
+        alias="gpuDriverOrder",
+        description="a list of every GPU's bus ID in the NVIDIA DRA driver's order (gpu-0 first)",
+    )
+    front_end_interfaces: list[str] = Field(
+        default_factory=list, alias="frontEndInterfaces", description="a list of interface names like eth1"
+    )
+    virtual_interfaces: list[str] = Field(
+        default_factory=list, alias="virtualInterfaces", description="a list of interface names like cni0"
     )
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        problems: list[tuple[str, str]] = []
+        seen: set[str] = set()
 
-def _catalog() -> dict[str, ShapeInfo]:
-    unpaired = "8 x 400 Gb/s single-port NICs; no published GPU/NIC pairing (oci-hpc files)"
-    entries = [
-        ShapeInfo(
-            DEFAULT_SHAPE, "verified", "8 x A100 40 GB, 16 x 100 Gb/s RoCE rails, 4 PCIe roots", _b4_8()
-        ),
-        ShapeInfo(
-            "BM.GPU.A100-v2.8",
-            "unverified",
-            "same NIC PCI addresses as BM.GPU.B4.8 in oci-hpc files, probably the same layout (unverified)",
-        ),
-        ShapeInfo(
-            "BM.GPU.H100.8",
-            "unverified",
-            "16 x 200 Gb/s; each GPU shares a PCIe switch with one dual-port NIC; addresses not recorded",
-        ),
-        ShapeInfo("BM.GPU.H200.8", "unverified", unpaired),
-        ShapeInfo("BM.GPU.B200.8", "unverified", unpaired),
-        ShapeInfo("BM.GPU.MI300X.8", "unverified", unpaired),
-    ]
-    return {e.shape: e for e in entries}
+        def once(value: str, path: str, message: str) -> None:
+            if value in seen:
+                problems.append((path, message))
+            seen.add(value)
 
+        for i, root in enumerate(self.roots):
+            p = f"roots[{i}]"
+            once(root.name, f"{p}.name", f"duplicate PCIe root {root.name}")
+            for j, bus in enumerate(root.gpus):
+                once(bus, f"{p}.gpus[{j}]", f"{bus} is listed twice")
+            for j, rail in enumerate(root.rails):
+                q = f"{p}.rails[{j}]"
+                once(rail.name, f"{q}.name", f"rail {rail.name} is listed twice")
+                once(rail.pci_address, f"{q}.pciAddress", f"{rail.pci_address} is listed twice")
+        if self.gpu_driver_order is not None and sorted(self.gpu_driver_order) != self._buses():
+            problems.append(("gpuDriverOrder", "must list every GPU bus ID of the roots exactly once"))
+        for key, names in (
+            ("frontEndInterfaces", self.front_end_interfaces),
+            ("virtualInterfaces", self.virtual_interfaces),
+        ):
+            for j, ifname in enumerate(names):
+                if ifname.startswith("rdma"):
+                    problems.append(
+                        (f"{key}[{j}]", f"{ifname!r}: non-rail interfaces must not use the rdma prefix")
+                    )
+        if problems:
+            raise _Problems(problems)
+        return self
 
-def shape_info(shape: str) -> ShapeInfo:
-    """The catalog entry of ``shape``; :class:`TopologyError` for a shape the catalog does not list."""
-    try:
-        return SHAPES[shape]
-    except KeyError:
-        raise TopologyError(
-            f"shape {shape!r} is not in the catalog (known: {', '.join(SHAPES)}); "
-            "supply its topology with topology_from_dict"
-        ) from None
+    def _buses(self) -> list[str]:
+        return sorted(bus for root in self.roots for bus in root.gpus)
 
-
-def get_topology(shape: str) -> Topology:
-    """The verified topology of ``shape``; refuses shapes whose pairing is not verified."""
-    info = shape_info(shape)
-    if info.topology is None or info.evidence != "verified":
-        raise UnverifiedTopologyError(
-            f"shape {shape} has no verified GPU/NIC pairing ({info.note}); "
-            "supply its topology with topology_from_dict (see oke_gpu_rdma.topology for the format)"
+    def _topology(self, evidence: Evidence, source: str) -> Topology:
+        by_bus = self._buses()
+        index_of = {b: i for i, b in enumerate(by_bus)}
+        driver_index = {b: i for i, b in enumerate(self.gpu_driver_order or by_bus)}
+        roots = tuple(
+            PcieRoot(
+                name=root.name,
+                numa_node=root.numa_node,
+                gpus=tuple(Gpu(index_of[b], b, f"gpu-{driver_index[b]}", root.name) for b in root.gpus),
+                rails=tuple(Rail(r.name, r.pci_address, root.name, r.rdma_device) for r in root.rails),
+            )
+            for root in self.roots
         )
-    return info.topology
+        return Topology(
+            shape=self.shape,
+            roots=roots,
+            evidence=evidence,
+            source=source,
+            gpu_product=self.gpu_product,
+            gpu_memory_bytes=self.gpu_memory_bytes,
+            front_end_interfaces=tuple(self.front_end_interfaces),
+            virtual_interfaces=tuple(self.virtual_interfaces),
+        )
 
 
-def resolve_topology(shape: str | Topology | Mapping[str, Any]) -> Topology:
-    """A :class:`Topology` from a shape name (verified only), a Topology, or a topology dict."""
-    if isinstance(shape, Topology):
-        return shape
-    if isinstance(shape, str):
-        return get_topology(shape)
-    if isinstance(shape, Mapping):
-        return topology_from_dict(shape)
-    raise TopologyError(f"expected a shape name, a Topology or a topology dict, got {type(shape).__name__}")
+class TopologySpec(_Layout):
+    """A supplied topology: a ``shapeTopologies`` entry (its key is ``shape``)."""
+
+    evidence: Annotated[
+        SuppliedEvidence,
+        _one_of(get_args(SuppliedEvidence), "only a shape file of oke_gpu_rdma/shapes/ verifies a shape"),
+    ] = Field("user-supplied", description="user-supplied or from-cluster")
+    source: str = Field("user-supplied topology", description="a string saying where the layout comes from")
+    roots: list[RootSpec] = Field(min_length=1, description="a non-empty list of PCIe roots")
+
+    def topology(self) -> Topology:
+        return self._topology(self.evidence, self.source)
+
+
+class ShapeFile(_Layout):
+    """A shape file of the catalog (``oke_gpu_rdma/shapes/<shape>.yaml``, ``shape`` from its name)."""
+
+    evidence: Annotated[
+        ListedEvidence,
+        _one_of(get_args(ListedEvidence), "a supplied topology belongs under shapeTopologies"),
+    ] = Field(description="verified or unverified")
+    source: str = Field(min_length=1, description="a string saying where the layout comes from")
+    note: str = Field(min_length=1, description="a one-line summary of what is known about the shape")
+
+    @model_validator(mode="after")
+    def _roots_match_evidence(self) -> Self:
+        if self.evidence == "verified" and not self.roots:
+            raise _Problems([("roots", "required for a verified shape, a non-empty list of PCIe roots")])
+        if self.evidence == "unverified" and self.roots:
+            raise _Problems(
+                [
+                    (
+                        "roots",
+                        "an unverified shape's roots are never used: verify them (evidence: verified) or drop them",
+                    )
+                ]
+            )
+        return self
+
+    def info(self) -> ShapeInfo:
+        topology = self._topology("verified", self.source) if self.evidence == "verified" else None
+        return ShapeInfo(self.shape, self.evidence, self.note, topology, self.source)
+
+
+def parse(model: type[_Layout], data: Any, where: str, joiner: str = ".") -> _Layout:
+    """``data`` validated by ``model``; :class:`TopologyFormatError` with one line per problem, each
+    starting with ``where``, ``joiner`` and the key path (``topology.roots[0].name: ...``)."""
+    if not isinstance(data, Mapping):
+        raise TopologyError(f"{where}: expected a mapping, got {type(data).__name__}")
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as err:
+        problems = _problems(model, err)
+        raise TopologyFormatError([f"{where}{joiner if p else ''}{p}: {m}" for p, m in problems]) from None
 
 
 def topology_from_dict(data: Mapping[str, Any]) -> Topology:
-    """Parse and validate a user-supplied topology (format in the module docstring)."""
-    return _parse(data, evidence="user-supplied", source="user-supplied topology")
+    """Parse and validate a supplied topology (format in the module docstring)."""
+    spec = parse(TopologySpec, data, "topology")
+    assert isinstance(spec, TopologySpec)
+    return spec.topology()
 
 
-def _need(cond: bool, path: str, message: str) -> None:
-    if not cond:
-        raise TopologyError(f"topology.{path}: {message}")
+def _problems(model: type[_Spec], err: ValidationError) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for item in err.errors(include_url=False):
+        loc = item["loc"]
+        cause = item.get("ctx", {}).get("error")
+        if isinstance(cause, _Problems):
+            out += cause.problems
+            continue
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).removeprefix(".")
+        if isinstance(cause, ValueError):
+            message = str(cause)
+        elif item["type"] == "extra_forbidden":
+            allowed = ", ".join(f.alias or n for n, f in _model_at(model, loc[:-1]).model_fields.items())
+            message = f"unknown key; allowed: {allowed}"
+        else:
+            message = _expected(model, loc)
+        out.append((path, message))
+    return out
 
 
-def _str_list(value: Any, path: str) -> list[str]:
-    _need(
-        isinstance(value, list) and all(isinstance(v, str) for v in value), path, "must be a list of strings"
-    )
-    return list(value)
+def _field(model: type[_Spec], key: str | int) -> FieldInfo:
+    return next(f for n, f in model.model_fields.items() if (f.alias or n) == key)
 
 
-def _parse(data: Mapping[str, Any], *, evidence: Evidence, source: str) -> Topology:
-    if not isinstance(data, Mapping):
-        raise TopologyError(f"topology: expected a mapping, got {type(data).__name__}")
-    known = {
-        "shape",
-        "gpuProduct",
-        "gpuMemoryBytes",
-        "roots",
-        "gpuDriverOrder",
-        "frontEndInterfaces",
-        "virtualInterfaces",
-    }
-    for key in data:
-        _need(key in known, str(key), f"unknown key; allowed keys: {', '.join(sorted(known))}")
-    shape = data.get("shape")
-    _need(isinstance(shape, str) and bool(shape), "shape", "required, a shape name like BM.GPU.B4.8")
-    assert isinstance(shape, str)
-    product = data.get("gpuProduct", "unknown")
-    _need(isinstance(product, str), "gpuProduct", "must be a string")
-    memory = data.get("gpuMemoryBytes", 0)
-    _need(
-        isinstance(memory, int) and not isinstance(memory, bool) and memory >= 0,
-        "gpuMemoryBytes",
-        "must be an int >= 0",
-    )
-    raw_roots = data.get("roots")
-    _need(
-        isinstance(raw_roots, list) and len(raw_roots) > 0,
-        "roots",
-        "required, a non-empty list of PCIe roots",
-    )
-    assert isinstance(raw_roots, list)
-
-    seen: dict[str, str] = {}
-    gpu_rows: list[tuple[str, str]] = []  # (bus id, root)
-    root_rows: list[tuple[str, int, list[str], list[Rail]]] = []
-    for i, raw in enumerate(raw_roots):
-        p = f"roots[{i}]"
-        _need(isinstance(raw, Mapping), p, "must be a mapping with name, numaNode, gpus, rails")
-        for key in raw:
-            _need(
-                key in {"name", "numaNode", "gpus", "rails"},
-                f"{p}.{key}",
-                "unknown key; allowed: name, numaNode, gpus, rails",
-            )
-        name = raw.get("name")
-        _need(
-            isinstance(name, str) and bool(_PCIE_ROOT.match(name)),
-            f"{p}.name",
-            f"{name!r} is not a PCIe root like pci0000:3e",
-        )
-        assert isinstance(name, str)
-        _need(name not in seen, f"{p}.name", f"duplicate PCIe root {name}")
-        seen[name] = p
-        numa = raw.get("numaNode")
-        _need(
-            isinstance(numa, int) and not isinstance(numa, bool) and numa >= 0,
-            f"{p}.numaNode",
-            "required, an int >= 0",
-        )
-        assert isinstance(numa, int)
-        gpus = _str_list(raw.get("gpus", []), f"{p}.gpus")
-        for j, bus in enumerate(gpus):
-            _need(
-                bool(_PCI_ADDRESS.match(bus)),
-                f"{p}.gpus[{j}]",
-                f"{bus!r} is not a PCI address like 0000:50:00.0",
-            )
-            _need(bus not in seen, f"{p}.gpus[{j}]", f"{bus} is listed twice")
-            seen[bus] = p
-            gpu_rows.append((bus, name))
-        raw_rails = raw.get("rails", [])
-        _need(isinstance(raw_rails, list), f"{p}.rails", "must be a list")
-        rails: list[Rail] = []
-        for j, rr in enumerate(raw_rails):
-            q = f"{p}.rails[{j}]"
-            _need(
-                isinstance(rr, Mapping), q, "must be a mapping with name, pciAddress and optional rdmaDevice"
-            )
-            for key in rr:
-                _need(
-                    key in {"name", "pciAddress", "rdmaDevice"},
-                    f"{q}.{key}",
-                    "unknown key; allowed: name, pciAddress, rdmaDevice",
-                )
-            rname = rr.get("name")
-            _need(
-                isinstance(rname, str) and bool(_RAIL_NAME.match(rname)),
-                f"{q}.name",
-                f"{rname!r} is not a rail name like rdma4 (the rail selector matches the rdma prefix)",
-            )
-            assert isinstance(rname, str)
-            _need(rname not in seen, f"{q}.name", f"rail {rname} is listed twice")
-            seen[rname] = q
-            addr = rr.get("pciAddress")
-            _need(
-                isinstance(addr, str) and bool(_PCI_ADDRESS.match(addr)),
-                f"{q}.pciAddress",
-                f"{addr!r} is not a PCI address like 0000:47:00.0",
-            )
-            assert isinstance(addr, str)
-            _need(addr not in seen, f"{q}.pciAddress", f"{addr} is listed twice")
-            seen[addr] = q
-            rdma = rr.get("rdmaDevice")
-            _need(rdma is None or isinstance(rdma, str), f"{q}.rdmaDevice", "must be a string like mlx5_5")
-            rails.append(Rail(name=rname, pci_address=addr, root=name, rdma_device=rdma))
-        root_rows.append((name, numa, gpus, rails))
-
-    by_bus = sorted(b for b, _ in gpu_rows)
-    index_of = {b: i for i, b in enumerate(by_bus)}
-    order = data.get("gpuDriverOrder")
-    if order is None:
-        driver_order = by_bus
-    else:
-        driver_order = _str_list(order, "gpuDriverOrder")
-        _need(
-            sorted(driver_order) == by_bus,
-            "gpuDriverOrder",
-            "must list every GPU bus ID of the roots exactly once",
-        )
-    driver_index = {b: i for i, b in enumerate(driver_order)}
-    roots = tuple(
-        PcieRoot(
-            name=name,
-            numa_node=numa,
-            gpus=tuple(Gpu(index_of[b], b, f"gpu-{driver_index[b]}", name) for b in gpus),
-            rails=tuple(rails),
-        )
-        for name, numa, gpus, rails in root_rows
-    )
-    front = _str_list(data.get("frontEndInterfaces", []), "frontEndInterfaces")
-    virtual = _str_list(data.get("virtualInterfaces", []), "virtualInterfaces")
-    for ifname in front + virtual:
-        _need(
-            not ifname.startswith("rdma"),
-            "frontEndInterfaces",
-            f"{ifname!r}: non-rail interfaces must not use the rdma prefix",
-        )
-    return Topology(
-        shape=shape,
-        roots=roots,
-        evidence=evidence,
-        source=source,
-        gpu_product=product,
-        gpu_memory_bytes=memory,
-        front_end_interfaces=tuple(front),
-        virtual_interfaces=tuple(virtual),
-    )
+def _spec_of(info: FieldInfo) -> type[_Spec] | None:
+    """The model a field holds (itself or as list items), if any."""
+    for arg in (info.annotation, *get_args(info.annotation)):
+        if isinstance(arg, type) and issubclass(arg, _Spec):
+            return arg
+    return None
 
 
-SHAPES: dict[str, ShapeInfo] = _catalog()
-"""Every shape the catalog knows, by name, with its evidence level."""
+def _model_at(model: type[_Spec], loc: tuple[str | int, ...]) -> type[_Spec]:
+    for part in loc:
+        if isinstance(part, str):
+            model = _spec_of(_field(model, part)) or model
+    return model
+
+
+def _expected(model: type[_Spec], loc: tuple[str | int, ...]) -> str:
+    """What the value at ``loc`` must be: "required, <description>" for a required key, "must be ..."."""
+    if isinstance(loc[-1], int):
+        spec = _spec_of(_field(_model_at(model, loc[:-2]), loc[-2]))
+        return f"must be {spec.expected if spec else 'a string'}"  # lists hold models or strings
+    info = _field(_model_at(model, loc[:-1]), loc[-1])
+    return f"required, {info.description}" if info.is_required() else f"must be {info.description}"

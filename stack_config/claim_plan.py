@@ -15,7 +15,8 @@ from typing import Any
 from oke_gpu_rdma.claims.pairing import aligned_claim_spec, rails_only_claim_spec
 from oke_gpu_rdma.claims.verdicts import Verdict, judge
 from oke_gpu_rdma.errors import PairingError, TopologyError
-from oke_gpu_rdma.topology import Topology, resolve_topology, topology_from_dict
+from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
+from oke_gpu_rdma.topology import Topology
 
 from .model import StackConfig
 from .problems import ConfigProblem
@@ -65,12 +66,14 @@ def pool_shapes(config: StackConfig) -> tuple[str, ...]:
     return tuple(dict.fromkeys(pool.shape for pool in config.node_pools))
 
 
+def shape_catalog(config: StackConfig) -> ShapeCatalog:
+    """The shape catalog with the stack's shapeTopologies (reported by :func:`plan_claims` if malformed)."""
+    return CATALOG.with_topologies(config.shape_topologies)
+
+
 def topology(config: StackConfig, shape: str) -> Topology:
     """The topology of `shape`: the user's (shapeTopologies) or the catalog's verified one."""
-    supplied = config.shape_topologies.get(shape)
-    if supplied is not None:
-        return topology_from_dict({**supplied, "shape": shape})
-    return resolve_topology(shape)
+    return shape_catalog(config).topology(shape)
 
 
 def emits_aligned_templates(config: StackConfig) -> bool:
@@ -90,7 +93,8 @@ def plan_claims(config: StackConfig) -> ClaimPlan:
         return ClaimPlan(shapes, problems=tuple(problems))
     if not (emits_aligned_templates(config) or emits_rails_only_template(config)):
         return ClaimPlan(shapes)
-    topologies = [topology(config, shape) for shape in shapes]
+    catalog = shape_catalog(config)
+    topologies = [catalog.topology(shape) for shape in shapes]
     workloads = config.workloads
     aligned: list[PlannedTemplate] = []
     if emits_aligned_templates(config):
@@ -138,18 +142,17 @@ def plan_claims(config: StackConfig) -> ClaimPlan:
 
 def _topology_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     """Supplied topologies that do not parse, and pool shapes without a usable topology."""
-    for shape, supplied in config.shape_topologies.items():
-        try:
-            topology_from_dict({**supplied, "shape": shape})
-        except TopologyError as err:
-            yield ConfigProblem(f"shapeTopologies.{shape}", None, str(err))
+    catalog = shape_catalog(config)
+    for shape, problems in catalog.problems().items():
+        for problem in problems:
+            yield ConfigProblem(f"shapeTopologies.{shape}", None, problem)
     if not (emits_aligned_templates(config) or emits_rails_only_template(config)):
         return
     for i, pool in enumerate(config.node_pools):
         if pool.shape in config.shape_topologies:
-            continue
+            continue  # reported above if malformed
         try:
-            resolve_topology(pool.shape)
+            catalog.topology(pool.shape)
         except TopologyError as err:
             yield ConfigProblem(
                 f"nodePools[{i}].shape",

@@ -18,8 +18,9 @@ from oke_gpu_rdma import charts
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, RDMA_PATH_LABEL
+from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import MAX_VFS_PER_PF, RdmaMode, RdmaPath
-from oke_gpu_rdma.topology import DEFAULT_SHAPE, SHAPES
+from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
 PROJECT = "oke-gpu-rdma"
 
@@ -84,7 +85,7 @@ def _child_prefix(value: IPv4Network) -> IPv4Network:
 
 
 def _shape(value: str) -> str:
-    names = SHAPES.keys()
+    names = CATALOG.names
     if value not in names:
         raise ValueError(f"is not a known RDMA GPU shape; known shapes: {', '.join(sorted(names))}")
     return value

@@ -15,6 +15,8 @@ from oke_gpu_rdma.pack_settings import (
     ClaimsSettings,
     NamedCidr,
     PackConfig,
+    PodsAllRailsSettings,
+    RailRootDevicesSettings,
     VfPoolSettings,
 )
 
@@ -33,6 +35,9 @@ def policy_pack_config(config: StackConfig) -> PackConfig:
         if not r.declared and r.role is not address_plan.Role.OCA_RDMA_NETWORK
     ]
     existing_cidrs = tuple(NamedCidr(name=r.label, cidr=r.network) for r in existing)
+    topologies = {k: dict(v) for k, v in config.shape_topologies.items()}
+    # The SR-IOV policies look the pools' shapes up as the claims policy does, with the same topologies.
+    sriov_shapes = bool(config.sriov_pools and topologies)
     return PackConfig(
         child_range=ChildRangeSettings(
             oca_rdma_network=config.network.rdma_cidr,
@@ -44,6 +49,8 @@ def policy_pack_config(config: StackConfig) -> PackConfig:
         else None,
         claims=ClaimsSettings(
             shape=config.node_pools[0].shape,
-            shape_topologies={k: dict(v) for k, v in config.shape_topologies.items()},
+            shape_topologies=topologies,
         ),
+        rail_root_devices=RailRootDevicesSettings(shape_topologies=topologies) if sriov_shapes else None,
+        pods_all_rails=PodsAllRailsSettings(shape_topologies=topologies) if sriov_shapes else None,
     )

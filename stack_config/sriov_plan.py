@@ -1,6 +1,6 @@
 """The SR-IOV side of a stack: the node policies and networks its rdma: sriov pools need, and the checks across values.
 
-Generated from the shape catalog's rail PCI addresses (:mod:`oke_gpu_rdma.topology`; front-end NICs are
+Generated from the shape catalog's rail PCI addresses (:mod:`oke_gpu_rdma.shape_catalog`; front-end NICs are
 never rails) with the rules of :mod:`oke_gpu_rdma.sriov`. Cross-value problems name the key to change:
 a VF pool that overlaps the address plan or the DRANET child range, SR-IOV pools that disagree on their
 shape or settings, and DRA drivers left on where no pool uses them.

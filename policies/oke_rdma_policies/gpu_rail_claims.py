@@ -91,7 +91,7 @@ def _topologies(
     found: list[tuple[Topology, list[str]]] = []
     for shape, pools in shapes.items():
         try:
-            found.append((settings.topology_for(conf, shape), [p.name for p in pools]))
+            found.append((conf.catalog.topology(shape), [p.name for p in pools]))
         except TopologyError as err:
             text = (
                 f"claims cannot be judged on {shape}: {err}. Supply its topology as pack config "

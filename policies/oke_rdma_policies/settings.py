@@ -2,7 +2,8 @@
 
 The contract itself (policy names, each section's model, the file format) is
 :mod:`oke_gpu_rdma.pack_settings`, which the program uses to write the file; this module adds what only
-the pack needs: the SDK's level and schema objects, and the topologies a claims section supplies.
+the pack needs: the SDK's level and schema objects, and the shape catalog with the topologies a
+section supplies.
 A section that does not fit its model becomes a violation naming the key, never a traceback.
 """
 
@@ -20,9 +21,10 @@ from oke_gpu_rdma.pack_settings import (
     PolicyName,
     PolicySettings,
     SettingsError,
+    ShapeTopologiesSettings,
     json_schema,
 )
-from oke_gpu_rdma.topology import Topology, resolve_topology
+from oke_gpu_rdma.shape_catalog import ShapeCatalog
 
 S = TypeVar("S", bound=PolicySettings)
 
@@ -48,20 +50,22 @@ def read_section(model: type[S], raw: Mapping[str, Any]) -> tuple[S, list[str]]:
 
 @dataclass
 class ClaimsConfig:
-    """The claims section with its user-supplied topologies parsed."""
+    """The claims section: the shape without pools, the catalog with its topologies, its problems."""
 
     shape: str
-    topologies: dict[str, Topology] = field(default_factory=dict)
+    catalog: ShapeCatalog
     problems: list[str] = field(default_factory=list)
 
 
 def claims_config(raw: Mapping[str, Any]) -> ClaimsConfig:
     settings, problems = read_section(ClaimsSettings, raw)
-    return ClaimsConfig(settings.shape, settings.topologies(), problems)
+    return ClaimsConfig(settings.shape, settings.catalog(), problems)
 
 
-def topology_for(config: ClaimsConfig, shape: str) -> Topology:
-    """The user's topology for ``shape`` or the catalog's verified one; TopologyError otherwise."""
-    if shape in config.topologies:
-        return config.topologies[shape]
-    return resolve_topology(shape)
+def shape_catalog(
+    model: type[ShapeTopologiesSettings], raw: Mapping[str, Any]
+) -> tuple[ShapeCatalog, list[str]]:
+    """The shape catalog with the topologies of a policy's section (the files alone, and the problems,
+    if the section does not parse)."""
+    settings, problems = read_section(model, raw)
+    return settings.catalog(), problems

@@ -5,7 +5,8 @@ which knows nothing of rails: only a pod with a VF on every rail is sure to have
 GPUs (seed 001: two 4-GPU jobs with a VF on every rail got 96.28 and 96.35 GB/s; jobs that split the
 rails got 17.95 and 8.99 GB/s, most channels without GPUDirect RDMA). The Multus annotation
 `k8s.v1.cni.cncf.io/networks` should list the networks in rail order, so net1 is rail 0.
-A resource is per rail when the stack's node policy for it names exactly one rail PF.
+A resource is per rail when the stack's node policy for it names exactly one rail PF of its shape
+(the shape catalog with the pack config's `shapeTopologies`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationP
 
 from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.pack_settings import PolicyName
-from oke_gpu_rdma.topology import DEFAULT_SHAPE, resolve_topology
+from oke_gpu_rdma.pack_settings import PodsAllRailsSettings, PolicyName
+from oke_gpu_rdma.shape_catalog import ShapeCatalog
+from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
 from . import settings
 from .kube import Res, container_name, containers, pod_specs
@@ -29,7 +31,7 @@ from .stack import StackView
 from .values import UNKNOWN, as_map, dig
 
 
-def _rail_resources(view: StackView) -> dict[str, int]:
+def _rail_resources(view: StackView, catalog: ShapeCatalog) -> dict[str, int]:
     """Qualified per-rail resource -> its rail number on the policy's shape."""
     found: dict[str, int] = {}
     for res in node_policies(view):
@@ -42,7 +44,7 @@ def _rail_resources(view: StackView) -> dict[str, int]:
                 continue
             rails = {
                 r.pci_address: r.index
-                for r in resolve_topology(shape if isinstance(shape, str) else DEFAULT_SHAPE).rails
+                for r in catalog.topology(shape if isinstance(shape, str) else DEFAULT_SHAPE).rails
             }
         except (TopologyError, ValueError):
             continue
@@ -112,8 +114,11 @@ def _check(
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     rep = Reporter(report_violation)
+    catalog, problems = settings.shape_catalog(PodsAllRailsSettings, args.get_config())
+    for problem in problems:
+        rep.violation(problem)
     view = StackView.of(args)
-    rails = _rail_resources(view)
+    rails = _rail_resources(view, catalog)
     if len(rails) > 1:
         networks = _networks(view)
         for workload in view.workloads:
@@ -128,4 +133,5 @@ policy = StackValidationPolicy(
     ),
     validate=validate,
     enforcement_level=settings.level(PolicyName.SRIOV_PODS_ALL_RAILS),
+    config_schema=settings.schema(PolicyName.SRIOV_PODS_ALL_RAILS),
 )

@@ -4,18 +4,21 @@ The node's front-end NIC is a Mellanox RDMA device too (vendor 15b3), so a nicSe
 alone, or a PCI address that is not a rail, puts VFs on the NIC that carries the node's primary VNIC:
 the operator reconfigures (and may drain) it, and pods get an "RDMA rail" that is not one. Seed 001
 lists the 16 rail PFs by PCI address and leaves the front-end NICs out; the rail addresses come from
-the shape catalog (:mod:`oke_gpu_rdma.topology`).
+the shape catalog (:mod:`oke_gpu_rdma.shape_catalog`) with the pack config's `shapeTopologies`.
 """
 
 from __future__ import annotations
 
-from pulumi_policy import ResourceValidationPolicy
+from functools import partial
+
+from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
-from oke_gpu_rdma.pack_settings import PolicyName
-from oke_gpu_rdma.topology import DEFAULT_SHAPE, resolve_topology
+from oke_gpu_rdma.pack_settings import PolicyName, RailRootDevicesSettings
+from oke_gpu_rdma.shape_catalog import ShapeCatalog
+from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
 from . import settings
 from .kube import Res
@@ -25,7 +28,9 @@ from .stack import validate_resources_of
 from .values import UNKNOWN
 
 
-def check(res: Res, rep: Reporter) -> None:
+def check(res: Res, rep: Reporter, catalog: ShapeCatalog, problems: list[str]) -> None:
+    for problem in problems:
+        rep.violation(problem, res.urn)
     spec = spec_of(res)
     if spec is UNKNOWN:
         rep.unchecked(f"{res.label}: spec unknown until apply")
@@ -42,7 +47,7 @@ def check(res: Res, rep: Reporter) -> None:
         else f"{DEFAULT_SHAPE} (no {INSTANCE_TYPE_LABEL} in spec.nodeSelector)"
     )
     try:
-        topology = resolve_topology(shape if isinstance(shape, str) else DEFAULT_SHAPE)
+        topology = catalog.topology(shape if isinstance(shape, str) else DEFAULT_SHAPE)
     except TopologyError:
         rep.unchecked(f"{res.label}: shape {shape} has no verified rail layout; its PFs were not checked")
         return
@@ -77,12 +82,21 @@ def check(res: Res, rep: Reporter) -> None:
             )
 
 
+def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    if args.resource_type != resource_types.SRIOV_NODE_POLICY:
+        return  # before reading the config: the pack calls this for every resource
+    catalog, problems = settings.shape_catalog(RailRootDevicesSettings, args.get_config())
+    checks = partial(check, catalog=catalog, problems=problems)
+    validate_resources_of((resource_types.SRIOV_NODE_POLICY,), checks)(args, report_violation)
+
+
 policy = ResourceValidationPolicy(
     name=PolicyName.SRIOV_ROOT_DEVICES,
     description=(
         "SriovNetworkNodePolicy nicSelector: only the node shape's rail PFs (rootDevices by PCI address), never "
         "the vendor alone or the front-end NIC."
     ),
-    validate=validate_resources_of((resource_types.SRIOV_NODE_POLICY,), check),
+    validate=validate,
     enforcement_level=settings.level(PolicyName.SRIOV_ROOT_DEVICES),
+    config_schema=settings.schema(PolicyName.SRIOV_ROOT_DEVICES),
 )

@@ -11,7 +11,7 @@ from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArg
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
-from oke_gpu_rdma.topology import SHAPES
+from oke_gpu_rdma.shape_catalog import CATALOG
 
 from .kube import (
     ClaimRef,
@@ -73,7 +73,7 @@ _SHARED: list[tuple[list[PolicyResource], StackView]] = []
 
 
 def is_gpu_shape(shape: object) -> bool:
-    return isinstance(shape, str) and (shape in SHAPES or ".GPU." in shape)
+    return isinstance(shape, str) and (shape in CATALOG or ".GPU." in shape)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The shape catalog: BM.GPU.B4.8 facts from seed 000, refusal of unverified shapes, user topologies."""
+"""Shape topologies: BM.GPU.B4.8 facts from seed 000 (its shape file), refusal of unverified shapes,
+the supplied-topology format and its messages."""
 
 from __future__ import annotations
 
@@ -7,16 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
-from oke_gpu_rdma.errors import TopologyError, UnverifiedTopologyError
-from oke_gpu_rdma.topology import (
-    SHAPES,
-    get_topology,
-    resolve_topology,
-    topology_from_dict,
-)
+from oke_gpu_rdma.errors import TopologyError, TopologyFormatError, UnverifiedTopologyError
+from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.topology import topology_from_dict
 from tests.support import topology_to_dict
 
-B4 = get_topology("BM.GPU.B4.8")
+B4 = CATALOG.topology("BM.GPU.B4.8")
 
 
 def test_b4_8_has_four_roots_each_with_two_gpus_and_four_rails() -> None:
@@ -64,14 +61,14 @@ def test_gpu_numbering_seed_index_and_driver_name() -> None:
 
 @pytest.mark.parametrize("shape", ["BM.GPU.A100-v2.8", "BM.GPU.H100.8", "BM.GPU.H200.8", "BM.GPU.B200.8"])
 def test_unverified_shapes_are_refused_with_the_way_out(shape: str) -> None:
-    assert SHAPES[shape].evidence == "unverified"
+    assert CATALOG.info(shape).evidence == "unverified"
     with pytest.raises(UnverifiedTopologyError, match="topology_from_dict"):
-        resolve_topology(shape)
+        CATALOG.resolve(shape)
 
 
 def test_unknown_shape() -> None:
     with pytest.raises(TopologyError, match="not in the catalog"):
-        get_topology("BM.GPU.X")
+        CATALOG.topology("BM.GPU.X")
 
 
 def test_round_trip_through_a_dict_and_yaml() -> None:
@@ -79,7 +76,7 @@ def test_round_trip_through_a_dict_and_yaml() -> None:
     again = topology_from_dict(yaml.safe_load(yaml.safe_dump(data)))
     assert again.evidence == "user-supplied"
     assert topology_to_dict(again) == data
-    assert resolve_topology(data).roots == B4.roots
+    assert CATALOG.resolve(data).roots == B4.roots
 
 
 def _user(**change: Any) -> dict[str, Any]:
@@ -132,6 +129,10 @@ def test_user_topology_defaults_driver_order_to_bus_order() -> None:
             "topology.roots[0].rails[0].name: 'eth2' is not a rail name",
         ),
         ({"gpuDriverOrder": ["0000:99:00.0"]}, "topology.gpuDriverOrder: must list every GPU"),
+        (
+            {"virtualInterfaces": ["cni0", "rdma9"]},
+            "topology.virtualInterfaces[1]: 'rdma9': non-rail interfaces must not use the rdma prefix",
+        ),
     ],
 )
 def test_malformed_user_topology_messages(change: dict[str, Any], message: str) -> None:
@@ -150,3 +151,40 @@ def test_duplicate_rail_across_roots() -> None:
     }
     with pytest.raises(TopologyError, match="rail rdma0 is listed twice"):
         topology_from_dict(_user(roots=[*_user()["roots"], root]))
+
+
+def test_every_problem_is_one_message_naming_its_key() -> None:
+    root = {"name": "pci0000:3e", "numaNode": "1", "gpus": ["0000:50:00.0", 5], "rails": [{"name": "eth2"}]}
+    with pytest.raises(TopologyFormatError) as info:
+        topology_from_dict(_user(roots=[root], gpuMemoryBytes=True))
+    assert info.value.problems == (
+        "topology.gpuMemoryBytes: must be an int >= 0",
+        "topology.roots[0].numaNode: required, an int >= 0",
+        "topology.roots[0].gpus[1]: 5 is not a PCI address like 0000:50:00.0",
+        "topology.roots[0].rails[0].name: 'eth2' is not a rail name like rdma4 (the rail selector matches the "
+        "rdma prefix)",
+        "topology.roots[0].rails[0].pciAddress: required, a PCI address like 0000:47:00.0",
+    )
+    assert str(info.value) == "; ".join(info.value.problems)
+
+
+def test_unknown_nested_key_lists_the_allowed_ones() -> None:
+    root = {**_user()["roots"][0], "numa": 0}
+    with pytest.raises(TopologyError) as info:
+        topology_from_dict(_user(roots=[root]))
+    assert str(info.value) == "topology.roots[0].numa: unknown key; allowed: name, numaNode, gpus, rails"
+
+
+def test_a_topology_read_from_a_cluster_says_so() -> None:
+    t = topology_from_dict(_user(evidence="from-cluster", source="ResourceSlices of node gpu-1"))
+    assert (t.evidence, t.source) == ("from-cluster", "ResourceSlices of node gpu-1")
+    assert topology_from_dict(_user()).evidence == "user-supplied"
+
+
+def test_a_supplied_topology_cannot_claim_to_be_verified() -> None:
+    with pytest.raises(TopologyError) as info:
+        topology_from_dict(_user(evidence="verified"))
+    assert str(info.value) == (
+        "topology.evidence: 'verified' is not user-supplied or from-cluster: only a shape file of "
+        "oke_gpu_rdma/shapes/ verifies a shape"
+    )

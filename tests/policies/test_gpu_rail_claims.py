@@ -117,11 +117,11 @@ def test_spec_of_the_wrong_type_is_a_violation():
 
 def test_user_topology_in_the_pack_config_survives_the_engine():
     # Through Configure the engine turns every number into a double (numaNode: 3 -> 3.0).
-    from oke_gpu_rdma.topology import get_topology
+    from oke_gpu_rdma.shape_catalog import CATALOG
     from tests.support import topology_to_dict
 
     pool = resource("oci:ContainerEngine/nodePool:NodePool", "a100", {"nodeShape": "BM.GPU.A100-v2.8"})
-    topology = topology_to_dict(get_topology("BM.GPU.B4.8"))
+    topology = topology_to_dict(CATALOG.topology("BM.GPU.B4.8"))
     config = {POLICY: {"shapeTopologies": {"BM.GPU.A100-v2.8": topology}}}
     found, findings = judged(
         k8s(seed_claims.pair_check), k8s(seed_claims.shape_any), plan=[pool], config=config

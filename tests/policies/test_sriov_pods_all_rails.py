@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import copy
 
-from policy_helpers import analyze, k8s, seed_sriov, seed_sriov_final, violations
+from policy_helpers import analyze, k8s, seed_sriov, seed_sriov_final, sriov_pool, violations
+
+from oke_gpu_rdma.shape_catalog import CATALOG
+from tests.support import topology_to_dict
 
 POLICY = "sriov-pods-all-rails"
 
@@ -37,3 +40,27 @@ def test_networks_out_of_rail_order_are_flagged():
     meta["k8s.v1.cni.cncf.io/networks"] = ",".join(reversed(names))
     (v,) = violations(analyze([*seed_sriov_final(), k8s(job)]), POLICY)
     assert "lists the rail networks out of rail order" in v.message
+
+
+def test_per_rail_resources_of_an_overridden_shape_come_from_its_supplied_topology():
+    # The seed's per-rail node policies on a shape the catalog does not verify: the pack config's
+    # topology says which rail each PF is, so a pod with half the rails is flagged as on BM.GPU.B4.8.
+    shape = "BM.GPU.A100-v2.8"
+    node_policies = copy.deepcopy(seed_sriov.node_policies_per_rail)
+    for node_policy in node_policies:
+        node_policy["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = shape
+    resources = [
+        sriov_pool(),
+        *(k8s(o, f"{o['kind'].lower()}-{o['metadata']['name']}") for o in node_policies),
+        *(k8s(o, f"network-{o['metadata']['name']}") for o in seed_sriov.networks_per_rail),
+    ]
+    job = copy.deepcopy(seed_sriov.nccl_vf_a)
+    limits = worker(job)["spec"]["containers"][0]["resources"]["limits"]
+    for rail in range(8, 16):
+        del limits[f"nvidia.com/rdma-vf-{rail}"]
+    assert violations(analyze([*resources, k8s(job)]), POLICY) == []  # no rail layout: nothing to judge
+    config = {POLICY: {"shapeTopologies": {shape: topology_to_dict(CATALOG.topology("BM.GPU.B4.8"))}}}
+    (v,) = violations(analyze([*resources, k8s(job)], config), POLICY)
+    assert v.message.startswith(
+        "MPIJob default/nccl-vf-a replica Worker: container mpi-worker asks for VFs of 8 of the 16 rails "
+    )

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import copy
 
-from policy_helpers import analyze, k8s, seed_sriov, violations
+from policy_helpers import analyze, k8s, of, seed_sriov, violations
+
+from oke_gpu_rdma.shape_catalog import CATALOG
+from tests.support import topology_to_dict
 
 POLICY = "sriov-rail-root-devices"
 
@@ -40,3 +43,39 @@ def test_front_end_pf_name_is_rejected():
     policy["spec"]["nicSelector"] = {"vendor": "15b3", "pfNames": ["rdma0", "eth1"]}
     (v,) = violations(analyze([k8s(policy)]), POLICY)
     assert "spec.nicSelector.pfNames[1] 'eth1' is not a rail of BM.GPU.B4.8" in v.message
+
+
+# A user's topology for a shape the catalog does not verify: the B4.8 layout with rdma0 elsewhere.
+H100 = "BM.GPU.H100.8"
+
+
+def h100_topology() -> dict:
+    topology = topology_to_dict(CATALOG.topology("BM.GPU.B4.8"))
+    topology["roots"][0]["rails"][0]["pciAddress"] = "0000:0d:00.0"
+    return topology
+
+
+def on_h100(root_devices: list[str]) -> dict:
+    policy = copy.deepcopy(seed_sriov.node_policy_1vf)
+    policy["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = H100
+    policy["spec"]["nicSelector"]["rootDevices"] = root_devices
+    return policy
+
+
+def test_pfs_of_an_overridden_shape_are_checked_against_its_supplied_topology():
+    config = {POLICY: {"shapeTopologies": {H100: h100_topology()}}}
+    devices = seed_sriov.node_policy_1vf["spec"]["nicSelector"]["rootDevices"]
+    (v,) = violations(analyze([k8s(on_h100(devices))], config), POLICY)
+    assert v.message.startswith(
+        "SriovNetworkNodePolicy nvidia-network-operator/bm-gpu-b4-8: spec.nicSelector.rootDevices[0] "
+        "'0000:0c:00.0' is not a rail PF of BM.GPU.H100.8"
+    )
+    assert "rdma0 0000:0d:00.0" in v.message
+    fixed = on_h100(["0000:0d:00.0", *devices[1:]])
+    assert of(analyze([k8s(fixed)], config), POLICY) == []
+
+
+def test_without_its_topology_an_unverified_shape_is_not_checked():
+    devices = seed_sriov.node_policy_1vf["spec"]["nicSelector"]["rootDevices"]
+    (note,) = of(analyze([k8s(on_h100(devices))]), POLICY)
+    assert "shape BM.GPU.H100.8 has no verified rail layout; its PFs were not checked" in note.message

@@ -80,6 +80,10 @@ def test_format_orders_mandatory_first_and_keeps_messages():
         ({"dranet-child-range": {"ocaRdmaNetwork": "10.224.1.0/12"}}, "did you mean 10.224.0.0/12"),
         ({"dranet-child-range": {"colour": "red"}}, "dranet-child-range.colour: unknown key"),
         ({"gpu-rail-claims-aligned": {"shapeTopologies": {"X": {"roots": "no"}}}}, "shapeTopologies.X"),
+        (
+            {"sriov-rail-root-devices": {"shapeTopologies": {"X": {"roots": []}}}},
+            "sriov-rail-root-devices.shapeTopologies.X: topology.roots: required, a non-empty list of PCIe roots",
+        ),
     ],
 )
 def test_bad_pack_config_is_refused_with_the_key(config, text):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from oke_gpu_rdma.shape_catalog import CATALOG
 from stack_config.loading import parse_stack_config
 from stack_config.pack_config import policy_pack_config
-from tests.support import EXAMPLE_REGION, raw_config
+from tests.support import EXAMPLE_REGION, raw_config, topology_to_dict
 
 
 def test_existing_stack_hands_its_referenced_ranges_to_the_pack() -> None:
@@ -40,3 +41,17 @@ def test_sriov_stack_hands_the_vf_pool_policy_the_same_referenced_ranges() -> No
         "sriov-vf-pool-range"
         not in policy_pack_config(parse_stack_config(raw_config("dev"), "dev", EXAMPLE_REGION)).to_dict()
     )
+
+
+def test_sriov_stack_hands_its_topologies_to_the_sriov_policies_that_look_shapes_up() -> None:
+    raw = raw_config("sriov")
+    raw["nodePools"][0]["shape"] = "BM.GPU.A100-v2.8"
+    topology = topology_to_dict(CATALOG.topology("BM.GPU.B4.8"))
+    del topology["shape"]
+    raw["shapeTopologies"] = {"BM.GPU.A100-v2.8": topology}
+    pack = policy_pack_config(parse_stack_config(raw, "sriov", EXAMPLE_REGION)).to_dict()
+    for policy in ("gpu-rail-claims-aligned", "sriov-rail-root-devices", "sriov-pods-all-rails"):
+        assert pack[policy]["shapeTopologies"] == raw["shapeTopologies"], policy
+    # Without topologies (the example) the SR-IOV sections are left out: the pack's defaults are the same.
+    example = policy_pack_config(parse_stack_config(raw_config("sriov"), "sriov", EXAMPLE_REGION)).to_dict()
+    assert "sriov-rail-root-devices" not in example and "sriov-pods-all-rails" not in example

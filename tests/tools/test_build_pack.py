@@ -22,8 +22,10 @@ from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from oke_gpu_rdma.pack_settings import PolicyName
+from oke_gpu_rdma.shape_catalog import CATALOG
 from preview.mock_runtime import ROOT, RecordedResource
 from preview.policy_check import analyze_requests, analyze_resources, configure_request
+from tests.support import topology_to_dict
 from tools import build_pack
 from tools.build_pack import BuildError, build, pack_requirements
 
@@ -44,7 +46,17 @@ from policy_helpers import (
     started_pack,
 )
 
-PACK_CONFIG = {"dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]}}
+# A shape the catalog does not verify, with the user's topology (the B4.8 layout): the built pack
+# needs its vendored shape files and the supplied topology to find the non-rail PF below.
+SUPPLIED_SHAPE = "BM.GPU.H100.8"
+
+
+PACK_CONFIG = {
+    "dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]},
+    "sriov-rail-root-devices": {
+        "shapeTopologies": {SUPPLIED_SHAPE: topology_to_dict(CATALOG.topology("BM.GPU.B4.8"))}
+    },
+}
 
 
 def tripping_every_policy() -> list[RecordedResource]:
@@ -56,6 +68,9 @@ def tripping_every_policy() -> list[RecordedResource]:
     job = device_plugin_mpijob()
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     worker["env"] = [{"name": "NCCL_IB_GID_INDEX", "value": "3"}]
+    node_policy = copy.deepcopy(seed_sriov.node_policy_1vf)
+    node_policy["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = SUPPLIED_SHAPE
+    node_policy["spec"]["nicSelector"]["rootDevices"].append("0000:01:00.0")  # not a rail PF
     namespace = yaml.safe_load(NAMESPACE_YAML)
     namespace["metadata"]["labels"] = {}
     gpu_driver = resource(
@@ -81,6 +96,7 @@ def tripping_every_policy() -> list[RecordedResource]:
         k8s(job),
         k8s(seed_sriov.network_exclusive),  # rdmaQoS missing
         k8s(seed_sriov.misspelt_network()),  # a resource name no node policy provides
+        k8s(node_policy),
     ]
 
 
@@ -178,7 +194,9 @@ def test_published_pack_finds_what_the_in_repo_pack_finds(analyzer: analyzer_pb2
         for f in analyze_resources(resources, PACK_CONFIG)
     )
     dra_policies = {p.value for p in PolicyName if not p.value.startswith("sriov-")}
-    assert {key[0] for key in expected} >= dra_policies | {"sriov-rdma-qos", "sriov-network-references"}
+    sriov = {"sriov-rdma-qos", "sriov-network-references", "sriov-rail-root-devices"}
+    assert {key[0] for key in expected} >= dra_policies | sriov
+    assert any(f"'0000:01:00.0' is not a rail PF of {SUPPLIED_SHAPE}" in key[4] for key in expected)
     assert over_grpc(analyzer, resources) == expected
 
 
@@ -209,8 +227,7 @@ def test_requirements_are_the_pack_pins_then_the_library_dependencies_at_the_pro
 
 def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: Path) -> None:
     root = source_tree(tmp_path / "src")
-    (root / "oke_gpu_rdma" / "data").mkdir()
-    (root / "oke_gpu_rdma" / "data" / "shapes.json").write_text("{}")
+    (root / "oke_gpu_rdma" / "shapes" / "BM.GPU.NEW.8.yaml").write_text("evidence: unverified\n")
     (root / "policies" / "oke_rdma_policies" / "new_policy.py").write_text("")
     for junk in ("policies/venv/bin/python", "policies/oke_rdma_policies/__pycache__/x.pyc"):
         (root / junk).parent.mkdir(parents=True, exist_ok=True)
@@ -223,7 +240,8 @@ def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: P
         "requirements.txt",
         ".gitignore",
         "oke_gpu_rdma/py.typed",
-        "oke_gpu_rdma/data/shapes.json",
+        "oke_gpu_rdma/shapes/BM.GPU.B4.8.yaml",  # the shape catalog's files
+        "oke_gpu_rdma/shapes/BM.GPU.NEW.8.yaml",
         "oke_rdma_policies/new_policy.py",
     } <= files
     assert not any(f.startswith("venv/") or "__pycache__" in f for f in files)

@@ -13,10 +13,10 @@ from oke_gpu_rdma.claims.allocator import Allocator, MatchAttributeConstraint
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.spec import MatchAttribute, parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError
-from oke_gpu_rdma.topology import get_topology
+from oke_gpu_rdma.shape_catalog import CATALOG
 from tests.oke_gpu_rdma import seed_claims
 
-B4 = get_topology("BM.GPU.B4.8")
+B4 = CATALOG.topology("BM.GPU.B4.8")
 INV = node_inventory(B4)
 RAIL = [{"cel": {"expression": attr.RAIL_SELECTOR}}]
 

@@ -10,9 +10,9 @@ from oke_gpu_rdma.claims.device_cel import cache_size, compile_selector, selecto
 from oke_gpu_rdma.claims.inventory import Device, ResourceSlice, node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.errors import SelectorError
-from oke_gpu_rdma.topology import get_topology
+from oke_gpu_rdma.shape_catalog import CATALOG
 
-B4 = get_topology("BM.GPU.B4.8")
+B4 = CATALOG.topology("BM.GPU.B4.8")
 INV = node_inventory(B4)
 RDMA0 = INV.device("rdma0")
 ETH1 = INV.device("eth1")

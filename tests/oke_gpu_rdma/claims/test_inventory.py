@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims.inventory import Version, node_inventory
-from oke_gpu_rdma.topology import get_topology
+from oke_gpu_rdma.shape_catalog import CATALOG
 
-B4 = get_topology("BM.GPU.B4.8")
+B4 = CATALOG.topology("BM.GPU.B4.8")
 INV = node_inventory(B4)
 
 

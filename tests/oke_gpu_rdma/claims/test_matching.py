@@ -22,7 +22,8 @@ from oke_gpu_rdma.claims.device_cel import selector_matches
 from oke_gpu_rdma.claims.inventory import Device, node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.claims.verdicts import UnsatisfiableCause, VerdictKind, judge
-from oke_gpu_rdma.topology import get_topology, topology_from_dict
+from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.topology import topology_from_dict
 from tests.oke_gpu_rdma import seed_claims
 
 TINY = topology_from_dict(
@@ -58,7 +59,7 @@ TINY = topology_from_dict(
     }
 )
 TINY_DEVICES = node_inventory(TINY).devices()
-B4 = get_topology("BM.GPU.B4.8")
+B4 = CATALOG.topology("BM.GPU.B4.8")
 RAIL = [{"cel": {"expression": attr.RAIL_SELECTOR}}]
 
 

@@ -8,10 +8,10 @@ from oke_gpu_rdma.claims import aligned_claim_spec, aligned_pairs, judge_claim, 
 from oke_gpu_rdma.claims.pairing import Pair, suggest_pairs
 from oke_gpu_rdma.claims.spec import unwrap_claim
 from oke_gpu_rdma.errors import PairingError
-from oke_gpu_rdma.topology import get_topology
+from oke_gpu_rdma.shape_catalog import CATALOG
 from tests.oke_gpu_rdma import seed_claims
 
-B4 = get_topology("BM.GPU.B4.8")
+B4 = CATALOG.topology("BM.GPU.B4.8")
 
 
 @pytest.mark.parametrize(

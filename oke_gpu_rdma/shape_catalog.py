@@ -1,0 +1,134 @@
+"""The shape catalog: the shapes this project knows, read from data files, plus supplied topologies.
+
+One :class:`ShapeCatalog` answers every "what does a node of this shape look like" question: the
+claim plan, the SR-IOV plan and the pack config of a stack (with the stack's ``shapeTopologies``),
+the pack's policies (with the pack config's ``shapeTopologies``), and the claim judge's convenience
+functions (:data:`CATALOG`, the files alone).
+
+The files are ``oke_gpu_rdma/shapes/<shape>.yaml``, one per shape, in the format of
+:mod:`oke_gpu_rdma.topology` (the file name is the shape). The directory is read whole: adding a
+shape is adding its file. A supplied topology takes precedence over the file of its shape, verified
+or not, as the user asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from oke_gpu_rdma.errors import TopologyError, TopologyFormatError, UnverifiedTopologyError
+from oke_gpu_rdma.topology import ShapeFile, ShapeInfo, Topology, parse, topology_from_dict
+
+SHAPES_DIR: Final = Path(__file__).with_name("shapes")
+"""The shape files (package data, see pyproject.toml; the built policy pack vendors them too)."""
+
+
+def supplied_topology(shape: str, data: Any) -> Topology:
+    """The topology supplied for ``shape`` (a ``shapeTopologies`` entry: its key names the shape)."""
+    if not isinstance(data, Mapping):
+        raise TopologyError(f"topology: expected a mapping, got {type(data).__name__}")
+    return topology_from_dict({**data, "shape": shape})
+
+
+def load_shape_file(path: Path) -> ShapeInfo:
+    """The catalog entry a shape file describes; :class:`TopologyError` naming the file and key."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise TopologyError(f"{path.name}: cannot read the shape file: {err}") from None
+    if isinstance(data, Mapping) and "shape" in data:
+        raise TopologyFormatError([f"{path.name}: shape: the file name is the shape; remove the key"])
+    entry = parse(
+        ShapeFile, {**data, "shape": path.stem} if isinstance(data, Mapping) else data, path.name, ": "
+    )
+    assert isinstance(entry, ShapeFile)
+    return entry.info()
+
+
+class ShapeCatalog:
+    """Shapes listed by the shape files, and topologies supplied for shapes (listed or not)."""
+
+    def __init__(self, listed: Mapping[str, ShapeInfo], supplied: Mapping[str, Any] | None = None) -> None:
+        self._listed = dict(listed)
+        self._supplied = dict(supplied or {})  # shape -> topology dict, parsed when first looked up
+        self._parsed: dict[str, Topology] = {}
+
+    @classmethod
+    def load(cls, directory: Path = SHAPES_DIR) -> ShapeCatalog:
+        """The shapes of every ``*.yaml`` file in ``directory``."""
+        files = sorted(directory.glob("*.yaml"))
+        if not files:
+            raise TopologyError(f"{directory}: no shape files (<shape>.yaml)")
+        return cls({path.stem: load_shape_file(path) for path in files})
+
+    def with_topologies(self, supplied: Mapping[str, Any]) -> ShapeCatalog:
+        """This catalog plus ``supplied`` (``shapeTopologies``: shape -> topology dict), which take
+        precedence. A malformed one raises when its shape is looked up; :meth:`problems` lists them all."""
+        return ShapeCatalog(self._listed, {**self._supplied, **supplied})
+
+    def problems(self) -> dict[str, tuple[str, ...]]:
+        """The problems of each malformed supplied topology, by shape (one line per problem)."""
+        found: dict[str, tuple[str, ...]] = {}
+        for shape in self._supplied:
+            try:
+                self._supplied_topology(shape)
+            except TopologyFormatError as err:
+                found[shape] = err.problems
+            except TopologyError as err:
+                found[shape] = (str(err),)
+        return found
+
+    def _supplied_topology(self, shape: str) -> Topology:
+        if shape not in self._parsed:
+            self._parsed[shape] = supplied_topology(shape, self._supplied[shape])
+        return self._parsed[shape]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The listed shapes (a file each), verified or not."""
+        return tuple(self._listed)
+
+    def __contains__(self, shape: object) -> bool:
+        return shape in self._listed
+
+    def info(self, shape: str) -> ShapeInfo:
+        """The listed entry of ``shape``; :class:`TopologyError` for a shape without a file."""
+        try:
+            return self._listed[shape]
+        except KeyError:
+            raise TopologyError(
+                f"shape {shape!r} is not in the catalog (known: {', '.join(self._listed)}); "
+                "supply its topology with topology_from_dict"
+            ) from None
+
+    def topology(self, shape: str) -> Topology:
+        """The supplied topology of ``shape``, else its verified one; refuses shapes whose pairing is
+        not verified (:class:`UnverifiedTopologyError`) or not listed."""
+        if shape in self._supplied:
+            return self._supplied_topology(shape)
+        info = self.info(shape)
+        if info.topology is None or info.evidence != "verified":
+            raise UnverifiedTopologyError(
+                f"shape {shape} has no verified GPU/NIC pairing ({info.note}); "
+                "supply its topology with topology_from_dict (see oke_gpu_rdma.topology for the format)"
+            )
+        return info.topology
+
+    def resolve(self, shape: str | Topology | Mapping[str, Any]) -> Topology:
+        """A :class:`Topology` from a shape name (:meth:`topology`), a Topology, or a topology dict."""
+        if isinstance(shape, Topology):
+            return shape
+        if isinstance(shape, str):
+            return self.topology(shape)
+        if isinstance(shape, Mapping):
+            return topology_from_dict(shape)
+        raise TopologyError(
+            f"expected a shape name, a Topology or a topology dict, got {type(shape).__name__}"
+        )
+
+
+CATALOG: Final = ShapeCatalog.load()
+"""The shape files alone; :meth:`ShapeCatalog.with_topologies` adds a stack's or a pack config's."""
