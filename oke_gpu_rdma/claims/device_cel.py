@@ -364,10 +364,6 @@ def compile_selector(expression: str) -> CompiledSelector:
     return hit
 
 
-def cache_size() -> int:
-    return len(_CACHE)
-
-
 def _compile(expression: str) -> CompiledSelector | SelectorError:
     if _TWO_VAR.search(expression):
         return CompiledSelector(expression, None, "DYN", "two-variable comprehensions")
