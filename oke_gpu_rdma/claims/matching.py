@@ -41,10 +41,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from oke_gpu_rdma.claims.allocator import CandidateList, ClaimToAllocate
-from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM
-
-ValueKey = tuple[str, object]
+from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey, value_key
 
 
 @dataclass(frozen=True)
@@ -178,7 +175,7 @@ class Matcher:
             others = [ci for ci, a in enumerate(self.attributes) if a != attribute]
             hit = [
                 (
-                    _device_value(d.attribute(attribute)),
+                    value_key(d.attribute(attribute)),
                     (
                         self._membership[p],
                         tuple(self.values[ci][p] for ci in others),
@@ -308,10 +305,6 @@ def _fits(groups: Mapping[int, int], union: int) -> bool:
     return _Flow(needs, edges, [t.bit_count() for t in types]).run()
 
 
-def _device_value(device_attr: object) -> ValueKey | None:
-    return None if device_attr is None else (type(device_attr).__name__, device_attr)
-
-
 def _classes(
     m: Matcher, attribute: str, marked: frozenset[int], required: frozenset[int] | None, kinds: bool
 ) -> list[list[ValueKey]]:
@@ -377,16 +370,13 @@ class _Query:
             return self.values(chosen, dict(self.fixed))
         last = i + 1 == len(requests)
         for alt in requests[i]:
-            need = alt.need
-            if alt.selection.mode == "All" and need == 0:
-                continue  # at least one device is required for All
-            if total + need > MAX_DEVICES_PER_CLAIM:
+            if not alt.fits_after(total):
                 continue
             chosen.append(alt)
             if self.check_prefix[i] and self.feasible(chosen, self.fixed, complete=last) is None:
                 chosen.pop()
                 continue
-            found = self.alternatives(requests, i + 1, chosen, total + need)
+            found = self.alternatives(requests, i + 1, chosen, total + alt.need)
             if found is not None:
                 return found
             chosen.pop()

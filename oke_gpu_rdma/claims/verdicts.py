@@ -38,16 +38,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import lru_cache
 from typing import Any
 
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
-from oke_gpu_rdma.claims.allocator import AllocatedDevice, CandidateList, ClaimToAllocate
+from oke_gpu_rdma.claims.candidates import AllocatedDevice, CandidateList, ClaimToAllocate, ValueKey
 from oke_gpu_rdma.claims.device_cel import compile_selector
-from oke_gpu_rdma.claims.inventory import Device, DeviceKind, NodeInventory, node_inventory
-from oke_gpu_rdma.claims.matching import Matcher, ValueKey, Witness
+from oke_gpu_rdma.claims.inventory import Device, DeviceKind, NodeInventory, shape_inventory
+from oke_gpu_rdma.claims.matching import Matcher, Witness
 from oke_gpu_rdma.claims.pairing import suggest_pairs
-from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, parse_claim, unwrap_claim
+from oke_gpu_rdma.claims.spec import ClaimSpec, parse_claim, unwrap_claim
 from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
 from oke_gpu_rdma.topology import Topology
 
@@ -214,11 +213,6 @@ class _ClaimShape:
         return sum(self.counts[n] for n in self.gpu), sum(self.counts[n] for n in self.rail)
 
 
-@lru_cache(maxsize=32)
-def _default_inventory(topology: Topology) -> NodeInventory:
-    return node_inventory(topology)
-
-
 def judge(
     claim: Mapping[str, Any],
     topology: Topology,
@@ -268,7 +262,7 @@ def judge(
             requests=spec.request_names,
             problems=tuple(dict.fromkeys(unevaluated)),
         )
-    inv = inventory or _default_inventory(topology)
+    inv = inventory or shape_inventory(topology)
 
     def aborted(cause: UnsatisfiableCause, exc: Exception) -> Verdict:
         return Verdict(
@@ -287,14 +281,9 @@ def judge(
         return aborted(UnsatisfiableCause.CEL_ERROR, exc)
     except AllocationAbortedError as exc:
         return aborted(UnsatisfiableCause.UNKNOWN_DEVICE_CLASS, exc)
-    if prepared.min_devices() > MAX_DEVICES_PER_CLAIM:
-        return aborted(
-            UnsatisfiableCause.TOO_MANY_DEVICES,
-            AllocationAbortedError(
-                f"number of requested devices {prepared.min_devices()} exceeds the claim limit of "
-                f"{MAX_DEVICES_PER_CLAIM}"
-            ),
-        )
+    too_many = prepared.device_limit_problem()
+    if too_many:
+        return aborted(UnsatisfiableCause.TOO_MANY_DEVICES, AllocationAbortedError(too_many))
     info = _ClaimShape(prepared)
     warnings = tuple(info.warnings)
     matcher = Matcher(prepared)
@@ -405,18 +394,11 @@ def _all_mode_hazard(matcher: Matcher, prefixes: bool) -> _Hazard | None:
             continue
         alt = alts[0]
         for ci in alt.constraints:
-            values = [claim.values[ci][p] for p in alt.candidates]
             earlier = tuple(a.selection.name for e in claim.requests[:j] for a in e if ci in a.constraints)
-            distinct = set(values)
-            if None in distinct or len(distinct) > 1:
-                missing = [p for p in alt.candidates if claim.values[ci][p] is None]
-                bad = (
-                    missing[0]
-                    if missing
-                    else next(p for p in alt.candidates if claim.values[ci][p] != values[0])
-                )
+            bad = claim.all_mode_misfit(alt, ci)
+            if bad is not None:
                 return _Hazard(alt, ci, earlier, None, None, claim.devices[bad])
-            (value,) = distinct
+            value = claim.values[ci][alt.candidates[0]]
             if not earlier or not prefixes:
                 continue
             others = {v for v in claim.values[ci] if v is not None and v != value}

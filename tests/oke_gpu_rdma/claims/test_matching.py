@@ -1,8 +1,12 @@
-"""The matching judge against a brute-force judge, and its answers to claims the old search could not finish.
+"""The matching judge against two independent judges, and its answers to claims the old search could not
+finish.
 
 The brute-force judge below is written separately from oke_gpu_rdma.claims.matching and verdicts: it lists every
 allocation of a claim on a tiny node (itertools over the devices of each request, constraints checked on
-the finished allocation) and derives the verdict kind from that list. The tiny node has three roots that
+the finished allocation) and derives the verdict kind from that list. The reference allocator
+(reference_allocator.py, a depth-first first fit as upstream's allocator_stable.go) answers what a
+first fit can: whether the claim allocates or aborts in the inventory's order, and whether an allocation
+with a GPU and no rail (or a rail and no GPU) on some root exists. The tiny node has three roots that
 are not all alike (two with 2 GPUs + 2 rails on NUMA node 0, one with 1 GPU + 1 rail on NUMA node 1) and a
 front-end NIC without a root, so the matcher's interchangeable-value shortcut is exercised both ways.
 """
@@ -19,11 +23,13 @@ import pytest
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims.device_cel import selector_matches
-from oke_gpu_rdma.claims.inventory import Device, node_inventory
+from oke_gpu_rdma.claims.inventory import Device, NodeInventory, node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.claims.verdicts import UnsatisfiableCause, VerdictKind, judge
+from oke_gpu_rdma.errors import AllocationAbortedError
 from oke_gpu_rdma.topology import get_topology, topology_from_dict
 from tests.oke_gpu_rdma import seed_claims
+from tests.oke_gpu_rdma.claims.reference_allocator import Allocator
 
 TINY = topology_from_dict(
     {
@@ -171,6 +177,41 @@ def brute_kind(claim: dict[str, Any], devices: Sequence[Device] = TINY_DEVICES) 
     return "aligned"
 
 
+# -- the reference allocator's judge --------------------------------------------------------------
+
+
+def reference_kinds(claim: dict[str, Any], inventory: NodeInventory) -> set[str]:
+    """The verdict kinds the reference allocator allows for ``claim`` (see the module docstring).
+
+    A first fit that aborts (allocationMode All) allows unsatisfiable and order-dependent; one that finds
+    nothing allows unsatisfiable. Order dependence (an All request after a request that can fix another
+    value first) shows only in some device orders, so it stays allowed wherever the first fit succeeds;
+    the brute force tells it apart."""
+    allocator = Allocator(inventory)
+    try:
+        prepared = allocator.prepare(parse_claim(claim))
+        first = allocator.allocate(prepared)
+    except AllocationAbortedError:
+        return {"unsatisfiable", "order-dependent"}
+    if first.devices is None:
+        return {"unsatisfiable"}
+    kinds = {inventory.devices()[p].kind for alts in prepared.requests for a in alts for p in a.candidates}
+    if not {"gpu", "rail"} <= kinds:
+        return {"not applicable", "order-dependent"}
+    devices = inventory.devices()
+    for root in sorted({d.root for d in devices if d.root}):
+        for want, avoid in (("gpu", "rail"), ("rail", "gpu")):
+            required = [d for d in devices if d.kind == want and d.root == root]
+            excluded = [d for d in devices if d.kind == avoid and d.root == root]
+            try:
+                found = allocator.find(prepared, exclude=excluded, require_any=required)
+            except AllocationAbortedError:
+                continue  # this order aborts; the question is whether some allocation misplaces a device
+            if required and found.devices is not None:
+                return {"unaligned", "order-dependent"}
+    return {"aligned", "order-dependent"}
+
+
 # -- random claims --------------------------------------------------------------------------------
 
 ROOTS = ["pci0000:00", "pci0000:3e", "pci0000:7d"]
@@ -227,8 +268,9 @@ def random_claim(rng: random.Random) -> dict[str, Any]:
     return {"devices": {"requests": requests, "constraints": constraints}}
 
 
-def test_matching_judge_agrees_with_brute_force_on_random_claims() -> None:
-    """Both judges see the same 3,000 claims; the kinds must agree on every one."""
+def test_matching_judge_agrees_with_brute_force_and_the_reference_on_random_claims() -> None:
+    """The three judges see the same 3,000 claims; the kinds must agree with the brute force on every one,
+    and be among those the reference allocator allows."""
     rng = random.Random(20261130)
     inv = node_inventory(TINY)
     seen: dict[str, int] = {}
@@ -237,6 +279,7 @@ def test_matching_judge_agrees_with_brute_force_on_random_claims() -> None:
         fast = judge(claim, TINY, inventory=inv).kind
         slow = brute_kind(claim)
         assert fast == slow, (n, claim)
+        assert fast in reference_kinds(claim, inv), (n, claim)
         seen[slow] = seen.get(slow, 0) + 1
     # The random set reaches every kind the brute force can tell apart.
     assert set(seen) == {"unsatisfiable", "order-dependent", "not applicable", "unaligned", "aligned"}, seen

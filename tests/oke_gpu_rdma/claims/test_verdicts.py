@@ -6,16 +6,16 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_allocator import claims
 
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims import judge_claim
-from oke_gpu_rdma.claims.allocator import Allocator
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.claims.verdicts import UnsatisfiableCause, VerdictKind, judge
 from oke_gpu_rdma.topology import get_topology
 from tests.oke_gpu_rdma import seed_claims
+from tests.oke_gpu_rdma.claims.claim_strategies import claims
+from tests.oke_gpu_rdma.claims.reference_allocator import Allocator
 
 B4 = get_topology("BM.GPU.B4.8")
 INV = node_inventory(B4)
