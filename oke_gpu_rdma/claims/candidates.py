@@ -43,14 +43,6 @@ def value_key(value: AttributeValue | None) -> ValueKey | None:
 
 
 @dataclass(frozen=True)
-class AllocatedDevice:
-    """One device of an allocation and the request (``req`` or ``req/sub``) it serves."""
-
-    request: str
-    device: Device
-
-
-@dataclass(frozen=True)
 class CandidateList:
     """A request or subrequest with its candidate device positions, in allocator order, and the positions
     of the claim's constraints that apply to it."""

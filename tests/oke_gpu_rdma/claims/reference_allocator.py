@@ -42,13 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
-from oke_gpu_rdma.claims.candidates import (
-    AllocatedDevice,
-    CandidateList,
-    ClaimToAllocate,
-    ValueKey,
-    value_key,
-)
+from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey, value_key
 from oke_gpu_rdma.claims.inventory import Device, DeviceID, NodeInventory
 from oke_gpu_rdma.claims.spec import ClaimSpec, DeviceSelection, MatchAttribute
 from oke_gpu_rdma.errors import AllocationAbortedError
@@ -104,6 +98,14 @@ class MatchAttributeConstraint:
         self.count -= 1
         if self.count == 0:
             self.value = None
+
+
+@dataclass(frozen=True)
+class AllocatedDevice:
+    """One device of an allocation and the request (``req`` or ``req/sub``) it serves."""
+
+    request: str
+    device: Device
 
 
 @dataclass(frozen=True)

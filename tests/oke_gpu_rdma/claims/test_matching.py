@@ -22,10 +22,10 @@ import pytest
 
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
+from oke_gpu_rdma.claims import UnsatisfiableCause, VerdictKind, judge_claim
 from oke_gpu_rdma.claims.device_cel import selector_matches
 from oke_gpu_rdma.claims.inventory import Device, NodeInventory, node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
-from oke_gpu_rdma.claims.verdicts import UnsatisfiableCause, VerdictKind, judge
 from oke_gpu_rdma.errors import AllocationAbortedError
 from oke_gpu_rdma.topology import get_topology, topology_from_dict
 from tests.oke_gpu_rdma import seed_claims
@@ -276,7 +276,7 @@ def test_matching_judge_agrees_with_brute_force_and_the_reference_on_random_clai
     seen: dict[str, int] = {}
     for n in range(3000):
         claim = random_claim(rng)
-        fast = judge(claim, TINY, inventory=inv).kind
+        fast = judge_claim(claim, TINY, inventory=inv).kind
         slow = brute_kind(claim)
         assert fast == slow, (n, claim)
         assert fast in reference_kinds(claim, inv), (n, claim)
@@ -310,7 +310,7 @@ def test_pair_constraint_pointed_at_another_pairs_rails_is_refuted_without_a_sea
     (structured/internal/stable/allocator_stable.go) backtracks over devices until the scheduler's filter
     times out (kubernetes/kubernetes#131730); the old model hit its node cap. The answer is
     'unsatisfiable', decided with a few dozen flow computations."""
-    v = judge(_pairs_template(misdirected=True, unconstrained_pair=extra_pair), B4)
+    v = judge_claim(_pairs_template(misdirected=True, unconstrained_pair=extra_pair), B4)
     assert v.kind == VerdictKind.UNSATISFIABLE and v.cause == UnsatisfiableCause.NO_ALLOCATION
     assert v.nodes_visited < 200
 
@@ -318,7 +318,7 @@ def test_pair_constraint_pointed_at_another_pairs_rails_is_refuted_without_a_sea
 def test_three_pairs_plus_an_unconstrained_pair_is_aligned() -> None:
     """Three constrained pairs fill three roots; the unconstrained pair (2 GPUs, 4 rails) can then only
     take the fourth root's devices, so every allocation is aligned (the old search took seconds)."""
-    v = judge(_pairs_template(misdirected=False, unconstrained_pair=True), B4)
+    v = judge_claim(_pairs_template(misdirected=False, unconstrained_pair=True), B4)
     assert v.kind == VerdictKind.ALIGNED
     assert v.nodes_visited < 200
 
@@ -335,7 +335,7 @@ def test_an_unconstrained_pair_next_to_smaller_pairs_is_unaligned() -> None:
         {"name": "gpus-x", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1}},
         {"name": "rails-x", "exactly": {"deviceClassName": "dra.net", "count": 2, "selectors": RAIL}},
     ]
-    v = judge({"devices": {"requests": requests, "constraints": claim["devices"]["constraints"]}}, B4)
+    v = judge_claim({"devices": {"requests": requests, "constraints": claim["devices"]["constraints"]}}, B4)
     assert v.kind == VerdictKind.UNALIGNED
     assert v.misplaced and {d.request for d in v.misplaced} <= {"gpus-x", "rails-x"}
 
@@ -352,7 +352,7 @@ def test_the_old_search_cap_is_gone() -> None:
     for i in range(8, 16):
         requests.append({"name": f"r{i}", "exactly": {"deviceClassName": "dra.net", "selectors": RAIL}})
         constraints.append({"requests": [f"g{i - 8}", f"r{i}"], "matchAttribute": attr.PCIE_ROOT})
-    v = judge({"devices": {"requests": requests, "constraints": constraints}}, B4)
+    v = judge_claim({"devices": {"requests": requests, "constraints": constraints}}, B4)
     assert v.kind == VerdictKind.ALIGNED
     assert len(v.devices) == 24
 
@@ -360,7 +360,7 @@ def test_the_old_search_cap_is_gone() -> None:
 @pytest.mark.parametrize("name", sorted(seed_claims.ALL))
 def test_seed_claims_agree_with_brute_force_on_the_tiny_node(name: str) -> None:
     claim = seed_claims.ALL[name]
-    assert judge(claim, TINY, inventory=node_inventory(TINY)).kind == brute_kind(claim)
+    assert judge_claim(claim, TINY, inventory=node_inventory(TINY)).kind == brute_kind(claim)
 
 
 # -- the grouped feasibility check -----------------------------------------------------------------
@@ -431,6 +431,6 @@ def test_many_single_device_requests_under_pairwise_constraints_need_few_flow_ch
         for i in range(16)
     ]
     constraints = [{"requests": [f"g{i % 6}", f"r{i}"], "matchAttribute": attr.PCIE_ROOT} for i in range(16)]
-    v = judge({"devices": {"requests": requests, "constraints": constraints}}, B4)
+    v = judge_claim({"devices": {"requests": requests, "constraints": constraints}}, B4)
     assert v.kind == VerdictKind.UNSATISFIABLE and v.cause == UnsatisfiableCause.NO_ALLOCATION
     assert v.nodes_visited < 100
