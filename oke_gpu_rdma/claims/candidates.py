@@ -106,7 +106,7 @@ class ClaimToAllocate:
         self.constraint_specs = spec.constraints
         # Per constraint, per device position: the value key of the constraint's attribute.
         self.values: list[list[ValueKey | None]] = [
-            [value_key(d.attribute(c.attribute)) for d in self.devices] for c in spec.constraints
+            [value_key(device.attribute(c.attribute)) for device in self.devices] for c in spec.constraints
         ]
         self.requests: list[list[CandidateList]] = []
         # Requests with the same class and selectors match the same devices: evaluate CEL once (and once

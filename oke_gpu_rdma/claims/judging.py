@@ -313,27 +313,27 @@ def _all_mode_verdict(verdict: _Verdicts, spec: ClaimSpec, hazard: _Hazard, sati
 
 def _root_capacity_group(spec: ClaimSpec, topology: Topology, asks: _Asks) -> GroupNeed | None:
     """A pcieRoot constraint whose GPU and rail requests need more than any one root holds."""
-    for c in spec.constraints:
-        if c.attribute != PCIE_ROOT:
+    for constraint in spec.constraints:
+        if constraint.attribute != PCIE_ROOT:
             continue
         members = [
             n
             for n in asks.gpu + asks.rail
-            if not c.requests or n.split("/")[0] in c.requests or n in c.requests
+            if not constraint.requests or n.split("/")[0] in constraint.requests or n in constraint.requests
         ]
         if not members or any(n not in asks.counts for n in members):
             continue
-        g = sum(asks.counts[n] for n in members if n in asks.gpu)
-        r = sum(asks.counts[n] for n in members if n in asks.rail)
-        if any(len(x.gpus) >= g and len(x.rails) >= r for x in topology.roots):
+        gpus = sum(asks.counts[n] for n in members if n in asks.gpu)
+        rails = sum(asks.counts[n] for n in members if n in asks.rail)
+        if any(len(root.gpus) >= gpus and len(root.rails) >= rails for root in topology.roots):
             continue
         return GroupNeed(
             tuple(members),
-            c.attribute,
-            g,
-            r,
-            max(len(x.gpus) for x in topology.roots),
-            max(len(x.rails) for x in topology.roots),
+            constraint.attribute,
+            gpus,
+            rails,
+            max(len(root.gpus) for root in topology.roots),
+            max(len(root.rails) for root in topology.roots),
         )
     return None
 

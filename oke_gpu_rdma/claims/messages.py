@@ -22,18 +22,20 @@ from oke_gpu_rdma.topology import Topology
 def describe(devices: Sequence[DeviceRef]) -> str:
     """Devices grouped by root: 'GPU 2, GPU 3, rdma4, rdma5 on pci0000:3e; ...'."""
     by_root: dict[str, list[str]] = {}
-    for d in devices:
-        by_root.setdefault(d.root or "no PCIe root", []).append(d.label.split(" (")[0])
+    for device in devices:
+        by_root.setdefault(device.root or "no PCIe root", []).append(device.label.split(" (")[0])
     return "; ".join(f"{', '.join(labels)} on {root}" for root, labels in by_root.items())
 
 
 def root_capacity(topology: Topology) -> str:
     """What each PCIe root of the shape holds."""
-    sizes = {(len(r.gpus), len(r.rails)) for r in topology.roots}
+    sizes = {(len(root.gpus), len(root.rails)) for root in topology.roots}
     if len(sizes) == 1:
-        ((g, r),) = sizes
-        return f"each root of {topology.shape} has {g} GPUs and {r} rails"
-    return ", ".join(f"{r.name} has {len(r.gpus)} GPUs and {len(r.rails)} rails" for r in topology.roots)
+        ((gpus, rails),) = sizes
+        return f"each root of {topology.shape} has {gpus} GPUs and {rails} rails"
+    return ", ".join(
+        f"{root.name} has {len(root.gpus)} GPUs and {len(root.rails)} rails" for root in topology.roots
+    )
 
 
 # -- before the claim reaches the matcher ------------------------------------------------------------
@@ -135,11 +137,8 @@ def root_capacity_fix(group: GroupNeed) -> str:
 
 
 def root_capacity_exceeded(claim: str, topology: Topology, group: GroupNeed) -> str:
-    what = " and ".join(
-        p
-        for p in (f"{group.gpus} GPUs" if group.gpus else "", f"{group.rails} rails" if group.rails else "")
-        if p
-    )
+    counts = (f"{group.gpus} GPUs" if group.gpus else "", f"{group.rails} rails" if group.rails else "")
+    what = " and ".join(part for part in counts if part)
     return (
         f"claim {claim} can never be allocated on {topology.shape}: no PCIe root has {what} "
         f"({root_capacity(topology)}); requests {', '.join(group.requests)} share "
@@ -181,11 +180,11 @@ def unaligned_fix(
     )
     if totals is None:
         return generic
-    g, r = totals
-    pairs = suggest_pairs(topology, g, r)
+    gpus, rails = totals
+    pairs = suggest_pairs(topology, gpus, rails)
     if pairs is None:
         return (
-            f"no layout puts {g} GPUs and {r} rails on {topology.shape} so that every GPU shares a root "
+            f"no layout puts {gpus} GPUs and {rails} rails on {topology.shape} so that every GPU shares a root "
             "with a rail "
             f"({root_capacity(topology)}); ask for fewer rails or a GPU count that aligned_pairs accepts"
         )
@@ -193,7 +192,8 @@ def unaligned_fix(
         return f"add a constraint {{requests: [{gpu_requests[0]}, {rail_requests[0]}], matchAttribute: {PCIE_ROOT}}}"
     counted = Counter(pairs)
     layout = ", ".join(
-        f"{n} x ({p.gpus} GPU{'s' if p.gpus > 1 else ''} + {p.rails} rails)" for p, n in counted.items()
+        f"{times} x ({pair.gpus} GPU{'s' if pair.gpus > 1 else ''} + {pair.rails} rails)"
+        for pair, times in counted.items()
     )
     return (
         f"split into {len(pairs)} per-root pairs, {layout}: requests gpus-i and rails-i, each pair with a "
