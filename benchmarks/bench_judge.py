@@ -29,8 +29,8 @@ import seed_claims
 
 import oke_gpu_rdma
 from oke_gpu_rdma import attributes as attr
+from oke_gpu_rdma.claims import judge_claim
 from oke_gpu_rdma.claims.inventory import node_inventory
-from oke_gpu_rdma.claims.verdicts import judge
 from oke_gpu_rdma.shape_catalog import CATALOG
 
 RAIL = [{"cel": {"expression": attr.RAIL_SELECTOR}}]
@@ -127,7 +127,7 @@ def claims(n: int, seed: int = 11) -> list[dict[str, Any]]:
 
 def _time(claim: dict[str, Any], topology: Any, inventory: Any) -> float:
     start = time.perf_counter()
-    judge(claim, topology, inventory=inventory)
+    judge_claim(claim, topology, inventory=inventory)
     return (time.perf_counter() - start) * 1000
 
 
@@ -175,7 +175,7 @@ def main() -> None:
     population = claims(n)
     distinct = claims(2000, seed=2026)
     for claim in population[:50]:
-        judge(claim, b4, inventory=inv)  # warm the CEL caches
+        judge_claim(claim, b4, inventory=inv)  # warm the CEL caches
     # The claim dicts above are the benchmark's data (about 20 objects per claim), not the judge's. Left to
     # the cyclic GC, one full collection walks all of them inside some claim's timing (~100 ms on this
     # machine); a policy run holds its resources too, but not 7,000 claims. Freeze them, and report the
@@ -190,7 +190,7 @@ def main() -> None:
     kinds: Counter[str] = Counter()
     for i, claim in enumerate(population):
         start, cpu = time.perf_counter(), time.process_time()
-        verdict = judge(claim, b4, inventory=inv)
+        verdict = judge_claim(claim, b4, inventory=inv)
         cpu = (time.process_time() - cpu) * 1000
         samples.append(((time.perf_counter() - start) * 1000, cpu, verdict.kind, verdict.nodes_visited, i))
         kinds[verdict.kind] += 1
@@ -215,7 +215,7 @@ def main() -> None:
         print(f"        {_shape(population[i])}")
     start, cpu = time.perf_counter(), time.process_time()
     for claim in distinct:
-        judge(claim, b4, inventory=inv)
+        judge_claim(claim, b4, inventory=inv)
     print(
         f"2,000 distinct claims: {time.perf_counter() - start:.2f} s wall, "
         f"{time.process_time() - cpu:.2f} s CPU"

@@ -144,12 +144,6 @@ class Topology:
     def root_names(self) -> tuple[str, ...]:
         return tuple(r.name for r in self.roots)
 
-    def gpu_by_index(self, index: int) -> Gpu:
-        for g in self.gpus:
-            if g.index == index:
-                return g
-        raise TopologyError(f"{self.shape} has no GPU {index}; GPUs are numbered 0 to {len(self.gpus) - 1}")
-
 
 @dataclass(frozen=True)
 class ShapeInfo:

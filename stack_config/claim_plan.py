@@ -12,8 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from oke_gpu_rdma.claims.pairing import aligned_claim_spec, rails_only_claim_spec
-from oke_gpu_rdma.claims.verdicts import Verdict, judge
+from oke_gpu_rdma.claims import Verdict, aligned_claim_spec, judge_claim, rails_only_claim_spec
 from oke_gpu_rdma.errors import PairingError, TopologyError
 from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
 from oke_gpu_rdma.topology import Topology
@@ -105,7 +104,7 @@ def plan_claims(config: StackConfig) -> ClaimPlan:
             except PairingError as err:
                 problems.append(ConfigProblem(key, wanted.gpus_per_worker, str(err)))
                 continue
-            verdicts = tuple(judge(spec, t, name=wanted.name) for t in topologies)
+            verdicts = tuple(judge_claim(spec, t, name=wanted.name) for t in topologies)
             bad = [v for v in verdicts if v.kind != "aligned"]
             if bad:
                 problems.append(
@@ -122,7 +121,7 @@ def plan_claims(config: StackConfig) -> ClaimPlan:
     rails_only = None
     if emits_rails_only_template(config) and workloads.rails_only_template:
         spec = rails_only_claim_spec(topologies[0])
-        verdicts = tuple(judge(spec, t, name=workloads.rails_only_template) for t in topologies)
+        verdicts = tuple(judge_claim(spec, t, name=workloads.rails_only_template) for t in topologies)
         stuck = [v for v in verdicts if not v.allocatable]
         if stuck:
             problems.append(

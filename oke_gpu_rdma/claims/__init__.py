@@ -1,21 +1,32 @@
-"""The public API other code calls: judge a claim, build aligned claim specs.
+"""The claim judge's public entry: judge a claim, build aligned claim specs.
 
-``shape`` arguments take a shape name (a verified shape of :data:`oke_gpu_rdma.shape_catalog.CATALOG`),
-a :class:`~oke_gpu_rdma.topology.Topology` or a topology dict (see
-:func:`oke_gpu_rdma.topology.topology_from_dict`). Claims are Kubernetes JSON
-dicts: a ResourceClaimSpec, a ResourceClaim or a ResourceClaimTemplate. Errors a caller can cause are
+:func:`judge_claim` is the one way to judge a claim (the policy pack and the stack config's claim plan
+call it); :func:`devices_exist` says on which shapes of a mixed fleet a claim can land, and
+:func:`claim_spec_to_v1` reads a claim written in an older API version. ``shape`` arguments take a shape
+name (a verified shape of :data:`oke_gpu_rdma.shape_catalog.CATALOG`), a :class:`~oke_gpu_rdma.topology.Topology` or a topology dict (see
+:func:`oke_gpu_rdma.topology.topology_from_dict`). Claims are Kubernetes JSON dicts: a
+ResourceClaimSpec, a ResourceClaim or a ResourceClaimTemplate. Errors a caller can cause are
 ``ValueError`` subclasses from :mod:`oke_gpu_rdma.errors` with one-line messages.
+
+Inside: :mod:`~.spec` (API validation), :mod:`~.device_cel` (selectors), :mod:`~.inventory` (what the
+drivers publish), :mod:`~.candidates` (each request's devices), :mod:`~.matching` (which allocations
+exist), :mod:`~.judging` (the verdict), :mod:`~.messages` (its words), :mod:`~.verdicts` (the model),
+:mod:`~.pairing` (aligned layouts), :mod:`~.landing` (mixed fleets).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims import pairing
 from oke_gpu_rdma.claims.inventory import NodeInventory
+from oke_gpu_rdma.claims.judging import judge
+from oke_gpu_rdma.claims.landing import devices_exist
 from oke_gpu_rdma.claims.pairing import Pair
-from oke_gpu_rdma.claims.verdicts import DeviceRef, Verdict, VerdictKind, judge
+from oke_gpu_rdma.claims.spec import claim_spec_to_v1
+from oke_gpu_rdma.claims.verdicts import DeviceRef, UnsatisfiableCause, Verdict, VerdictKind
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import Topology
 
@@ -24,20 +35,42 @@ ShapeArg = str | Topology | Mapping[str, Any]
 __all__ = [
     "DeviceRef",
     "Pair",
+    "UnsatisfiableCause",
     "Verdict",
     "VerdictKind",
     "aligned_claim_spec",
     "aligned_pairs",
+    "claim_spec_to_v1",
+    "devices_exist",
     "judge_claim",
     "rails_only_claim_spec",
 ]
 
 
 def judge_claim(
-    claim: Mapping[str, Any], shape: ShapeArg, inventory: NodeInventory | None = None, name: str | None = None
+    claim: Mapping[str, Any],
+    shape: ShapeArg,
+    inventory: NodeInventory | None = None,
+    name: str | None = None,
+    device_classes: Mapping[str, Sequence[str]] = DEVICE_CLASS_SELECTORS,
+    api_version: str | None = None,
 ) -> Verdict:
-    """Verdict of one claim on one shape: invalid, unsatisfiable, not applicable, unaligned or aligned."""
-    return judge(claim, CATALOG.resolve(shape), inventory=inventory, name=name)
+    """Verdict of one claim on an empty node of one shape: invalid, not checked, unsatisfiable,
+    order-dependent, not applicable, unaligned or aligned (:mod:`oke_gpu_rdma.claims.verdicts`).
+
+    ``inventory`` replaces the modelled node's devices (default: what the drivers publish on the shape);
+    ``name`` names a bare spec; ``device_classes`` maps DeviceClass names to their CEL selectors (default:
+    the classes DRANET and the NVIDIA DRA driver install); ``api_version`` is the version the claim is
+    written in (default: its ``apiVersion``, else resource.k8s.io/v1).
+    """
+    return judge(
+        claim,
+        CATALOG.resolve(shape),
+        inventory=inventory,
+        device_classes=device_classes,
+        name=name,
+        api_version=api_version,
+    )
 
 
 def aligned_pairs(shape: ShapeArg, gpus_per_worker: int) -> list[Pair]:

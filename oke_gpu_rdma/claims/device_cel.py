@@ -166,7 +166,8 @@ def quantity(value: Fraction | int) -> Any:
     return QuantityMessage(value=str(Fraction(value)))
 
 
-def _q(message: Any) -> Fraction:
+def _fraction(message: Any) -> Fraction:
+    """The exact value a quantity message holds."""
     return Fraction(message.value)
 
 
@@ -174,11 +175,11 @@ def _cmp(a: Fraction, b: Fraction) -> int:
     return (a > b) - (a < b)
 
 
-def _as_integer(q: Any) -> int:
-    v = _q(q)
-    if v.denominator != 1 or not -(2**63) <= v <= 2**63 - 1:
+def _as_integer(message: Any) -> int:
+    value = _fraction(message)
+    if value.denominator != 1 or not -(2**63) <= value <= 2**63 - 1:
         raise CelValueError("cannot convert value to integer")
-    return int(v)
+    return int(value)
 
 
 def _is_quantity(text: str) -> bool:
@@ -204,7 +205,7 @@ def _compare_to(a: Any, b: Any) -> int:
     if isinstance(a, SemverMessage) and isinstance(b, SemverMessage):
         return _semver_cmp(a, b)
     if isinstance(a, QuantityMessage) and isinstance(b, QuantityMessage):
-        return _cmp(_q(a), _q(b))
+        return _cmp(_fraction(a), _fraction(b))
     raise CelValueError("no such overload")
 
 
@@ -244,22 +245,22 @@ _FUNCTIONS = [
         _overload("quantity_isLessThan", _B, [_QUANTITY, _QUANTITY], None, True),
     ]),
     cel.FunctionDecl("sign", [
-        _overload("quantity_sign", _I, [_QUANTITY], lambda a: _cmp(_q(a), Fraction(0)), True)
+        _overload("quantity_sign", _I, [_QUANTITY], lambda a: _cmp(_fraction(a), Fraction(0)), True)
     ]),
     cel.FunctionDecl("isInteger", [
-        _overload("quantity_isInteger", _B, [_QUANTITY], lambda a: _q(a).denominator == 1, True)
+        _overload("quantity_isInteger", _B, [_QUANTITY], lambda a: _fraction(a).denominator == 1, True)
     ]),
     cel.FunctionDecl("asInteger", [_overload("quantity_asInteger", _I, [_QUANTITY], _as_integer, True)]),
     cel.FunctionDecl("asApproximateFloat", [
-        _overload("quantity_asApproximateFloat", _D, [_QUANTITY], lambda a: float(_q(a)), True)
+        _overload("quantity_asApproximateFloat", _D, [_QUANTITY], lambda a: float(_fraction(a)), True)
     ]),
     cel.FunctionDecl("add", [
-        _overload("quantity_add", _QUANTITY, [_QUANTITY, _QUANTITY], lambda a, b: quantity(_q(a) + _q(b)), True),
-        _overload("quantity_add_int", _QUANTITY, [_QUANTITY, _I], lambda a, b: quantity(_q(a) + b), True),
+        _overload("quantity_add", _QUANTITY, [_QUANTITY, _QUANTITY], lambda a, b: quantity(_fraction(a) + _fraction(b)), True),
+        _overload("quantity_add_int", _QUANTITY, [_QUANTITY, _I], lambda a, b: quantity(_fraction(a) + b), True),
     ]),
     cel.FunctionDecl("sub", [
-        _overload("quantity_sub", _QUANTITY, [_QUANTITY, _QUANTITY], lambda a, b: quantity(_q(a) - _q(b)), True),
-        _overload("quantity_sub_int", _QUANTITY, [_QUANTITY, _I], lambda a, b: quantity(_q(a) - b), True),
+        _overload("quantity_sub", _QUANTITY, [_QUANTITY, _QUANTITY], lambda a, b: quantity(_fraction(a) - _fraction(b)), True),
+        _overload("quantity_sub_int", _QUANTITY, [_QUANTITY, _I], lambda a, b: quantity(_fraction(a) - b), True),
     ]),
     cel.FunctionDecl("__dra_attributes", [
         _overload("dra_attributes_domain", _INNER_ATTRIBUTES, [_ATTRIBUTES, _S], _domain)
@@ -362,10 +363,6 @@ def compile_selector(expression: str) -> CompiledSelector:
     if isinstance(hit, SelectorError):
         raise SelectorError(str(hit), hit.expression)
     return hit
-
-
-def cache_size() -> int:
-    return len(_CACHE)
 
 
 def _compile(expression: str) -> CompiledSelector | SelectorError:

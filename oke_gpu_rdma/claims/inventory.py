@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from oke_gpu_rdma import attributes as attr
@@ -280,3 +281,10 @@ def node_inventory(topology: Topology, node_name: str = "node-1") -> NodeInvento
     return NodeInventory(
         node_name, (nvidia_gpu_slice(topology, node_name), dranet_slice(topology, node_name)), topology.shape
     )
+
+
+@lru_cache(maxsize=32)
+def shape_inventory(topology: Topology) -> NodeInventory:
+    """:func:`node_inventory` of ``topology``, built once per topology: the judge and the landing check
+    ask for it on every claim."""
+    return node_inventory(topology)

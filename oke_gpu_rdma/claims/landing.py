@@ -11,19 +11,13 @@ nothing about the claim, so the claim is judged on the shapes where every reques
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
-from oke_gpu_rdma.claims.allocator import ClaimToAllocate
-from oke_gpu_rdma.claims.inventory import NodeInventory, node_inventory
+from oke_gpu_rdma.claims.candidates import ClaimToAllocate
+from oke_gpu_rdma.claims.inventory import shape_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
 from oke_gpu_rdma.topology import Topology
-
-
-@lru_cache(maxsize=32)
-def _inventory(topology: Topology) -> NodeInventory:
-    return node_inventory(topology)
 
 
 def devices_exist(
@@ -39,7 +33,7 @@ def devices_exist(
     """
     try:
         spec = parse_claim(claim, api_version=api_version)
-        prepared = ClaimToAllocate(spec, _inventory(topology).devices(), device_classes)
+        prepared = ClaimToAllocate(spec, shape_inventory(topology).devices(), device_classes)
     except (ClaimValidationError, SelectorError, AllocationAbortedError):
         return True
     return all(any(alt.candidates for alt in alts) for alts in prepared.requests)

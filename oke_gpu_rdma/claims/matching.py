@@ -41,10 +41,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from oke_gpu_rdma.claims.allocator import CandidateList, ClaimToAllocate
-from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM
-
-ValueKey = tuple[str, object]
+from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey, value_key
 
 
 @dataclass(frozen=True)
@@ -62,74 +59,75 @@ class _Flow:
         self.needs = needs
         self.edges = edges  # request -> types it accepts
         self.sizes = sizes
-        self.flow = [dict.fromkeys(e, 0) for e in edges]
+        self.flow = [dict.fromkeys(types, 0) for types in edges]  # request -> type -> units
         self.used = [0] * len(sizes)
 
     def run(self) -> bool:
         """True when every request gets its need."""
         missing = [0] * len(self.needs)
         # Greedy start, then augmenting paths for what is left.
-        for r, need in enumerate(self.needs):
+        for request, need in enumerate(self.needs):
             left = need
-            for t in self.edges[r]:
+            for device_type in self.edges[request]:
                 if not left:
                     break
-                take = min(left, self.sizes[t] - self.used[t])
+                take = min(left, self.sizes[device_type] - self.used[device_type])
                 if take > 0:
-                    self.flow[r][t] += take
-                    self.used[t] += take
+                    self.flow[request][device_type] += take
+                    self.used[device_type] += take
                     left -= take
-            missing[r] = left
+            missing[request] = left
         users: list[list[int]] = [[] for _ in self.sizes]
-        for r, e in enumerate(self.edges):
-            for t in e:
-                users[t].append(r)
-        for r in range(len(self.needs)):
-            while missing[r]:
-                pushed = self._augment(r, missing[r], users)
+        for request, types in enumerate(self.edges):
+            for device_type in types:
+                users[device_type].append(request)
+        for request in range(len(self.needs)):
+            while missing[request]:
+                pushed = self._augment(request, missing[request], users)
                 if not pushed:
                     return False
-                missing[r] -= pushed
+                missing[request] -= pushed
         return True
 
     def _augment(self, start: int, amount: int, users: list[list[int]]) -> int:
-        # BFS over requests: from request r to a type t (always), from t to a sink if it has room, or
-        # back to another request r2 that sends flow into t (r2 gives up a unit of t, takes another).
-        parent_t: dict[int, int] = {}  # type -> request that reached it
-        parent_r: dict[int, int] = {start: -1}  # request -> type it was reached through
+        # BFS over requests: from a request to a type it accepts (always), from the type to the sink if it
+        # has room, or back to another request that sends flow into the type (that request gives up a unit
+        # of the type and takes another).
+        reached_from: dict[int, int] = {}  # type -> request that reached it
+        entered_by: dict[int, int] = {start: -1}  # request -> type it was reached through
         queue = [start]
-        for r in queue:
-            for t in self.edges[r]:
-                if t in parent_t:
+        for request in queue:
+            for device_type in self.edges[request]:
+                if device_type in reached_from:
                     continue
-                parent_t[t] = r
-                room = self.sizes[t] - self.used[t]
+                reached_from[device_type] = request
+                room = self.sizes[device_type] - self.used[device_type]
                 if room > 0:
-                    return self._apply(t, min(amount, room), parent_t, parent_r)
-                for r2 in users[t]:
-                    if r2 not in parent_r and self.flow[r2][t] > 0:
-                        parent_r[r2] = t
-                        queue.append(r2)
+                    return self._apply(device_type, min(amount, room), reached_from, entered_by)
+                for other in users[device_type]:
+                    if other not in entered_by and self.flow[other][device_type] > 0:
+                        entered_by[other] = device_type
+                        queue.append(other)
         return 0
 
-    def _apply(self, t: int, amount: int, parent_t: dict[int, int], parent_r: dict[int, int]) -> int:
+    def _apply(self, last: int, amount: int, reached_from: dict[int, int], entered_by: dict[int, int]) -> int:
         # Bottleneck along the path: the units each displaced request holds in the type it gives up.
         path: list[tuple[int, int]] = []
-        node_t = t
+        device_type = last
         while True:
-            r = parent_t[node_t]
-            path.append((r, node_t))
-            back = parent_r[r]
+            request = reached_from[device_type]
+            path.append((request, device_type))
+            back = entered_by[request]
             if back == -1:
                 break
-            amount = min(amount, self.flow[r][back])
-            node_t = back
-        self.used[t] += amount
-        for r, tt in path:
-            self.flow[r][tt] += amount
-            back = parent_r[r]
+            amount = min(amount, self.flow[request][back])
+            device_type = back
+        self.used[last] += amount
+        for request, device_type in path:
+            self.flow[request][device_type] += amount
+            back = entered_by[request]
             if back != -1:
-                self.flow[r][back] -= amount
+                self.flow[request][back] -= amount
         return amount
 
 
@@ -139,53 +137,53 @@ class Matcher:
     def __init__(self, claim: ClaimToAllocate) -> None:
         self.claim = claim
         self.values = claim.values
-        self.attributes = [c.attribute for c in claim.constraint_specs]
+        self.attributes = [spec.attribute for spec in claim.constraint_specs]
         self.nodes = 0
         self._all_alts = [alt for alts in claim.requests for alt in alts]
         # Device sets as bitmasks (bit p = device position p). A constraint's values depend only on its
         # attribute, and claims often put many constraints on pcieRoot: one set of masks per attribute.
         per_attribute: dict[str, tuple[dict[ValueKey, int], int, list[tuple[ValueKey, int]]]] = {}
-        for ci, attribute in enumerate(self.attributes):
+        for constraint, attribute in enumerate(self.attributes):
             if attribute not in per_attribute:
                 masks: dict[ValueKey, int] = {}
-                for p, v in enumerate(claim.values[ci]):
-                    if v is not None:
-                        masks[v] = masks.get(v, 0) | (1 << p)
+                for pos, value in enumerate(claim.values[constraint]):
+                    if value is not None:
+                        masks[value] = masks.get(value, 0) | (1 << pos)
                 # Values in order of their first device (the order values are tried in).
-                order = sorted(masks.items(), key=lambda vm: vm[1] & -vm[1])
+                order = sorted(masks.items(), key=lambda item: _lowest(item[1]))
                 per_attribute[attribute] = (masks, _union(masks.values()), order)
-        self.value_masks = [per_attribute[a][0] for a in self.attributes]
-        self.has_mask = [per_attribute[a][1] for a in self.attributes]
-        self.value_order = [per_attribute[a][2] for a in self.attributes]
+        self.value_masks = [per_attribute[attribute][0] for attribute in self.attributes]
+        self.has_mask = [per_attribute[attribute][1] for attribute in self.attributes]
+        self.value_order = [per_attribute[attribute][2] for attribute in self.attributes]
         self.base_mask: dict[int, int] = {}
         for alt in self._all_alts:
             mask = _mask(alt.candidates)
-            for ci in alt.constraints:
-                mask &= self.has_mask[ci]
+            for constraint in alt.constraints:
+                mask &= self.has_mask[constraint]
             self.base_mask[id(alt)] = mask
         self.full_mask = {id(alt): _mask(alt.candidates) for alt in self._all_alts}
         # Per device: the (sub)requests whose candidates hold it, as a bitmask over ``_all_alts``.
         self._membership = [0] * len(claim.devices)
-        for k, alt in enumerate(self._all_alts):
-            for p in alt.candidates:
-                self._membership[p] |= 1 << k
+        for index, alt in enumerate(self._all_alts):
+            for pos in alt.candidates:
+                self._membership[pos] |= 1 << index
         self._signatures: dict[tuple[str, bool], list[tuple[ValueKey | None, tuple[object, ...]]]] = {}
 
     def signatures(self, attribute: str, kinds: bool) -> list[tuple[ValueKey | None, tuple[object, ...]]]:
         """Per device: its value of ``attribute`` and what the claim sees of it apart from that value."""
         hit = self._signatures.get((attribute, kinds))
         if hit is None:
-            others = [ci for ci, a in enumerate(self.attributes) if a != attribute]
+            others = [ci for ci, other in enumerate(self.attributes) if other != attribute]
             hit = [
                 (
-                    _device_value(d.attribute(attribute)),
+                    value_key(device.attribute(attribute)),
                     (
-                        self._membership[p],
-                        tuple(self.values[ci][p] for ci in others),
-                        d.kind if kinds else "",
+                        self._membership[pos],
+                        tuple(self.values[ci][pos] for ci in others),
+                        device.kind if kinds else "",
                     ),
                 )
-                for p, d in enumerate(self.claim.devices)
+                for pos, device in enumerate(self.claim.devices)
             ]
             self._signatures[(attribute, kinds)] = hit
         return hit
@@ -202,7 +200,7 @@ class Matcher:
         """An allocation of requests ``[:upto]`` avoiding ``excluded``, using one of ``required`` if given,
         with constraint values ``fixed``; ``active`` demands that this constraint applies to a chosen
         (sub)request (so that its value is set). None if there is none."""
-        q = _Query(
+        search = _AllocationSearch(
             self,
             frozenset(excluded),
             None if required is None else frozenset(required),
@@ -210,8 +208,8 @@ class Matcher:
             active,
         )
         requests = self.claim.requests[: len(self.claim.requests) if upto is None else upto]
-        q.check_prefix = _prefix_checks(requests)
-        return q.alternatives(requests, 0, [], 0)
+        search.check_prefix = _prefix_checks(requests)
+        return search.alternatives(requests, 0, [], 0)
 
     def value_classes(
         self, attribute: str, distinguished: Iterable[int] = (), kinds: bool = False
@@ -221,21 +219,26 @@ class Matcher:
         ``distinguished`` devices (e.g. excluded ones) count as a separate kind of device.
         """
         marked = frozenset(distinguished)
-        return _classes(self, attribute, marked, None, kinds)
+        return _value_classes(self, attribute, marked, None, kinds)
 
 
 def _mask(positions: Iterable[int]) -> int:
     mask = 0
-    for p in positions:
-        mask |= 1 << p
+    for pos in positions:
+        mask |= 1 << pos
     return mask
 
 
 def _union(masks: Iterable[int]) -> int:
     out = 0
-    for m in masks:
-        out |= m
+    for mask in masks:
+        out |= mask
     return out
+
+
+def _lowest(mask: int) -> int:
+    """The lowest set bit of ``mask`` (sorting masks by it orders them by their first device)."""
+    return mask & -mask
 
 
 def _bits(mask: int) -> list[int]:
@@ -254,9 +257,9 @@ def _prefix_checks(requests: Sequence[Sequence[CandidateList]]) -> list[bool]:
     refutes it the same way (adding requests never makes the relaxed allocation fit)."""
     checks = [False] * len(requests)
     choice_later = False
-    for i in range(len(requests) - 1, -1, -1):
-        checks[i] = choice_later or i == len(requests) - 1
-        choice_later = choice_later or len(requests[i]) > 1
+    for index in range(len(requests) - 1, -1, -1):
+        checks[index] = choice_later or index == len(requests) - 1
+        choice_later = choice_later or len(requests[index]) > 1
     return checks
 
 
@@ -264,16 +267,16 @@ def _types(masks: Iterable[int], union: int) -> list[int]:
     """Device types: the cells of the partition of ``union`` by the masks (devices in one cell are accepted
     by the same requests), ordered by their lowest device."""
     types = [union]
-    for c in masks:
+    for candidates in masks:
         split = []
-        for t in types:
-            a, b = t & c, t & ~c
-            if a:
-                split.append(a)
-            if b:
-                split.append(b)
+        for cell in types:
+            inside, outside = cell & candidates, cell & ~candidates
+            if inside:
+                split.append(inside)
+            if outside:
+                split.append(outside)
         types = split
-    types.sort(key=lambda t: t & -t)
+    types.sort(key=_lowest)
     return types
 
 
@@ -288,73 +291,78 @@ def _fits(groups: Mapping[int, int], union: int) -> bool:
     up to a few groups the remaining subsets are checked directly, beyond that a max-flow decides.
     """
     masks = list(groups)
-    k = len(masks)
-    if k <= 2:
+    count = len(masks)
+    if count <= 2:
         return True
     needs = list(groups.values())
-    if k <= _HALL_MAX_GROUPS:
-        unions = [0] * (1 << k)
-        totals = [0] * (1 << k)
-        for s in range(1, 1 << k):
-            low = s & -s
-            i = low.bit_length() - 1
-            unions[s] = unions[s ^ low] | masks[i]
-            totals[s] = totals[s ^ low] + needs[i]
-            if totals[s] > unions[s].bit_count():
+    if count <= _HALL_MAX_GROUPS:
+        # Subsets as bitmasks over the groups, each built from a smaller one by adding its lowest group.
+        unions = [0] * (1 << count)
+        totals = [0] * (1 << count)
+        for subset in range(1, 1 << count):
+            low = subset & -subset  # its lowest group
+            group = low.bit_length() - 1
+            unions[subset] = unions[subset ^ low] | masks[group]
+            totals[subset] = totals[subset ^ low] + needs[group]
+            if totals[subset] > unions[subset].bit_count():
                 return False
         return True
     types = _types(masks, union)
-    edges = [[t for t, tm in enumerate(types) if tm & c] for c in masks]
-    return _Flow(needs, edges, [t.bit_count() for t in types]).run()
+    edges = [[device_type for device_type, cell in enumerate(types) if cell & mask] for mask in masks]
+    return _Flow(needs, edges, [cell.bit_count() for cell in types]).run()
 
 
-def _device_value(device_attr: object) -> ValueKey | None:
-    return None if device_attr is None else (type(device_attr).__name__, device_attr)
-
-
-def _classes(
-    m: Matcher, attribute: str, marked: frozenset[int], required: frozenset[int] | None, kinds: bool
+def _value_classes(
+    matcher: Matcher, attribute: str, marked: frozenset[int], required: frozenset[int] | None, kinds: bool
 ) -> list[list[ValueKey]]:
+    """Values of ``attribute`` whose devices look alike (same signature, same marks), in device order."""
     by_value: dict[ValueKey, Counter[tuple[object, ...]]] = {}
     order: dict[ValueKey, int] = {}
-    for p, (v, sig) in enumerate(m.signatures(attribute, kinds)):
-        if v is None:
+    for pos, (value, signature) in enumerate(matcher.signatures(attribute, kinds)):
+        if value is None:
             continue
-        key = (sig, p in marked, required is not None and p in required)
-        by_value.setdefault(v, Counter())[key] += 1
-        order.setdefault(v, p)
+        key = (signature, pos in marked, required is not None and pos in required)
+        by_value.setdefault(value, Counter())[key] += 1
+        order.setdefault(value, pos)
     groups: dict[frozenset[tuple[tuple[object, ...], int]], list[ValueKey]] = {}
-    for v in sorted(by_value, key=lambda v: order[v]):
-        groups.setdefault(frozenset(by_value[v].items()), []).append(v)
+    for value in sorted(by_value, key=lambda value: order[value]):
+        groups.setdefault(frozenset(by_value[value].items()), []).append(value)
     return list(groups.values())
 
 
-class _Leaf:
-    """The chosen (sub)requests at the end of step 1, and what step 2 asks of them at every node."""
+class _ChosenRequests:
+    """The (sub)requests chosen at the end of step 1, and what step 2 asks of them at every node."""
 
-    def __init__(self, q: _Query, chosen: list[CandidateList], assigned: Mapping[int, ValueKey]) -> None:
+    def __init__(
+        self, search: _AllocationSearch, chosen: list[CandidateList], assigned: Mapping[int, ValueKey]
+    ) -> None:
         self.chosen = list(chosen)
         self.active = [alt for alt in chosen if alt.need > 0]
         # Constraint -> positions in ``active`` of the (sub)requests it applies to, and their total need.
         self.under: dict[int, list[int]] = {}
-        for k, alt in enumerate(self.active):
-            for ci in alt.constraints:
-                self.under.setdefault(ci, []).append(k)
+        for slot, alt in enumerate(self.active):
+            for constraint in alt.constraints:
+                self.under.setdefault(constraint, []).append(slot)
         self.under = {ci: self.under[ci] for ci in sorted(self.under)}
-        self.need_under = {ci: sum(self.active[k].need for k in ks) for ci, ks in self.under.items()}
-        self.tied = q.tied(self.active, [ci for ci in self.under if ci not in assigned])
+        self.need_under = {
+            ci: sum(self.active[slot].need for slot in slots) for ci, slots in self.under.items()
+        }
+        self.tied = search.tied(self.active, [ci for ci in self.under if ci not in assigned])
 
 
-class _Query:
+class _AllocationSearch:
+    """One :meth:`Matcher.find`: its excluded and required devices and fixed values, and the search of
+    steps 1 and 2 (module docstring) over the matcher's masks."""
+
     def __init__(
         self,
-        m: Matcher,
+        matcher: Matcher,
         excluded: frozenset[int],
         required: frozenset[int] | None,
         fixed: dict[int, ValueKey],
         active: int | None,
     ) -> None:
-        self.m = m
+        self.matcher = matcher
         self.excluded = excluded
         self.keep = ~_mask(excluded)
         self.required = required
@@ -363,30 +371,26 @@ class _Query:
         self.active = active
         self._class_of: dict[str, dict[ValueKey, int]] = {}
         self.check_prefix: list[bool] = []  # set by Matcher.find, see _prefix_checks
-        self._first_pos: dict[ValueKey, int] = {}
 
     # -- step 1: alternatives of firstAvailable requests ------------------------------------------
     def alternatives(
-        self, requests: Sequence[Sequence[CandidateList]], i: int, chosen: list[CandidateList], total: int
+        self, requests: Sequence[Sequence[CandidateList]], index: int, chosen: list[CandidateList], total: int
     ) -> Witness | None:
-        if i == len(requests):
+        if index == len(requests):
             if self.active is not None and not any(
                 self.active in alt.constraints and alt.need > 0 for alt in chosen
             ):
                 return None
             return self.values(chosen, dict(self.fixed))
-        last = i + 1 == len(requests)
-        for alt in requests[i]:
-            need = alt.need
-            if alt.selection.mode == "All" and need == 0:
-                continue  # at least one device is required for All
-            if total + need > MAX_DEVICES_PER_CLAIM:
+        last = index + 1 == len(requests)
+        for alt in requests[index]:
+            if not alt.fits_after(total):
                 continue
             chosen.append(alt)
-            if self.check_prefix[i] and self.feasible(chosen, self.fixed, complete=last) is None:
+            if self.check_prefix[index] and self.feasible(chosen, self.fixed, complete=last) is None:
                 chosen.pop()
                 continue
-            found = self.alternatives(requests, i + 1, chosen, total + need)
+            found = self.alternatives(requests, index + 1, chosen, total + alt.need)
             if found is not None:
                 return found
             chosen.pop()
@@ -395,12 +399,12 @@ class _Query:
     # -- step 2: constraint values -----------------------------------------------------------------
     def values(self, chosen: list[CandidateList], assigned: dict[int, ValueKey]) -> Witness | None:
         """Search values for the constraints that apply to a chosen (sub)request with devices."""
-        leaf = _Leaf(self, chosen, assigned)
+        leaf = _ChosenRequests(self, chosen, assigned)
         return self._assign(leaf, assigned, [self._candidates(alt, assigned) for alt in leaf.active], {})
 
     def _assign(
         self,
-        leaf: _Leaf,
+        leaf: _ChosenRequests,
         assigned: dict[int, ValueKey],
         cands: list[int],
         known: Mapping[int, list[ValueKey]],
@@ -423,35 +427,37 @@ class _Query:
                     return None
             domains[ci] = domain
         # Fewest values first; among those the constraint over the most devices.
-        ci = min(open_, key=lambda c: (len(domains[c]), -leaf.need_under[c]))
-        members = leaf.tied[ci]
-        attribute = self.m.attributes[ci]
-        used = {v for c, v in assigned.items() if self.m.attributes[c] == attribute}
+        constraint = min(open_, key=lambda ci: (len(domains[ci]), -leaf.need_under[ci]))
+        members = leaf.tied[constraint]
+        attribute = self.matcher.attributes[constraint]
+        used = {value for ci, value in assigned.items() if self.matcher.attributes[ci] == attribute}
         classes = self._classes(attribute)
         # Constraints whose requests share one with the members: their domains change with the value.
-        stale = {c2 for c in members for k in leaf.under[c] for c2 in leaf.active[k].constraints}
-        unchanged = {c2: d for c2, d in domains.items() if c2 not in stale}
+        stale = {
+            other for ci in members for slot in leaf.under[ci] for other in leaf.active[slot].constraints
+        }
+        unchanged = {ci: domain for ci, domain in domains.items() if ci not in stale}
         seen_classes: set[int] = set()
-        for v in domains[ci]:
-            if any(v not in domains[c] for c in members):
+        for value in domains[constraint]:
+            if any(value not in domains[ci] for ci in members):
                 continue
-            if v not in used:
-                cls = classes.get(v, -1 - len(seen_classes))
-                if cls in seen_classes:
+            if value not in used:
+                value_class = classes.get(value, -1 - len(seen_classes))
+                if value_class in seen_classes:
                     continue  # an unused value interchangeable with one already tried
-                seen_classes.add(cls)
+                seen_classes.add(value_class)
             narrowed = list(cands)
-            for c in members:
-                assigned[c] = v
-                vmask = self.m.value_masks[c].get(v, 0)
-                for k in leaf.under[c]:
-                    narrowed[k] &= vmask
+            for ci in members:
+                assigned[ci] = value
+                value_mask = self.matcher.value_masks[ci].get(value, 0)
+                for slot in leaf.under[ci]:
+                    narrowed[slot] &= value_mask
             if self._fit(leaf.active, narrowed, complete=True):
                 found = self._assign(leaf, assigned, narrowed, unchanged)
                 if found is not None:
                     return found
-            for c in members:
-                del assigned[c]
+            for ci in members:
+                del assigned[ci]
         return None
 
     def tied(self, active: list[CandidateList], open_: list[int]) -> dict[int, list[int]]:
@@ -461,60 +467,62 @@ class _Query:
         constraints still open stay the same."""
         parent = {ci: ci for ci in open_}
 
-        def root(c: int) -> int:
-            while parent[c] != c:
-                c = parent[c]
-            return c
+        def root(ci: int) -> int:
+            while parent[ci] != ci:
+                ci = parent[ci]
+            return ci
 
         for alt in active:
             by_attribute: dict[str, int] = {}
-            for c in alt.constraints:
-                if c not in parent:
+            for ci in alt.constraints:
+                if ci not in parent:
                     continue
-                first = by_attribute.setdefault(self.m.attributes[c], c)
-                parent[root(c)] = root(first)
+                first = by_attribute.setdefault(self.matcher.attributes[ci], ci)
+                parent[root(ci)] = root(first)
         groups: dict[int, list[int]] = {}
-        for c in open_:
-            groups.setdefault(root(c), []).append(c)
-        return {c: groups[root(c)] for c in open_}
+        for ci in open_:
+            groups.setdefault(root(ci), []).append(ci)
+        return {ci: groups[root(ci)] for ci in open_}
 
     def _classes(self, attribute: str) -> dict[ValueKey, int]:
         hit = self._class_of.get(attribute)
         if hit is None:
-            fixed_values = {v for c, v in self.fixed.items() if self.m.attributes[c] == attribute}
-            groups = _classes(self.m, attribute, self.excluded, self.required, False)
+            fixed_values = {
+                value for ci, value in self.fixed.items() if self.matcher.attributes[ci] == attribute
+            }
+            groups = _value_classes(self.matcher, attribute, self.excluded, self.required, False)
             hit = {}
-            for n, group in enumerate(groups):
-                for v in group:
+            for number, group in enumerate(groups):
+                for value in group:
                     # A fixed value is not interchangeable with any other.
-                    hit[v] = n if v not in fixed_values else 10_000 + len(hit)
+                    hit[value] = number if value not in fixed_values else 10_000 + len(hit)
             self._class_of[attribute] = hit
         return hit
 
-    def _viable(self, ci: int, leaf: _Leaf, cands: list[int]) -> list[ValueKey]:
-        """Values of constraint ``ci`` for which each constrained request alone, and all together, have
+    def _viable(self, constraint: int, leaf: _ChosenRequests, cands: list[int]) -> list[ValueKey]:
+        """Values of ``constraint`` for which each constrained request alone, and all together, have
         enough devices (a quick necessary condition; the flow decides), in order of their first device."""
-        group = leaf.under[ci]
-        total = leaf.need_under[ci]
+        group = leaf.under[constraint]
+        total = leaf.need_under[constraint]
         ok: list[ValueKey] = []
-        for v, vmask in self.m.value_order[ci]:
+        for value, value_mask in self.matcher.value_order[constraint]:
             union = 0
-            for k in group:
-                inside = cands[k] & vmask
-                if inside.bit_count() < leaf.active[k].need:
+            for slot in group:
+                inside = cands[slot] & value_mask
+                if inside.bit_count() < leaf.active[slot].need:
                     break
                 union |= inside
             else:
                 if union.bit_count() >= total:
-                    ok.append(v)
+                    ok.append(value)
         return ok
 
     # -- step 3: the matching ----------------------------------------------------------------------
     def _candidates(self, alt: CandidateList, assigned: Mapping[int, ValueKey]) -> int:
-        mask = self.m.base_mask[id(alt)] & self.keep
-        for ci in alt.constraints:
-            if ci in assigned:
-                mask &= self.m.value_masks[ci].get(assigned[ci], 0)
+        mask = self.matcher.base_mask[id(alt)] & self.keep
+        for constraint in alt.constraints:
+            if constraint in assigned:
+                mask &= self.matcher.value_masks[constraint].get(assigned[constraint], 0)
         return mask
 
     def feasible(
@@ -536,19 +544,19 @@ class _Query:
 
     def _fit(self, active: Sequence[CandidateList], cands: Sequence[int], complete: bool) -> bool:
         """Whether the ``active`` (sub)requests (need > 0) get their devices from their ``cands``."""
-        self.m.nodes += 1
+        self.matcher.nodes += 1
         # (Sub)requests with the same candidates are interchangeable for the question "does it fit": one
         # group needing the sum of their counts (the max-flow has fewer nodes, often one per root).
         groups: dict[int, int] = {}
         union = 0
-        for alt, c in zip(active, cands, strict=True):
-            if alt.selection.mode == "All" and c != self.m.full_mask[id(alt)]:
+        for alt, mask in zip(active, cands, strict=True):
+            if alt.selection.mode == "All" and mask != self.matcher.full_mask[id(alt)]:
                 return False  # All takes every matching device: one is excluded or breaks a constraint
-            total = groups.get(c, 0) + alt.need
-            if c.bit_count() < total:
+            total = groups.get(mask, 0) + alt.need
+            if mask.bit_count() < total:
                 return False
-            groups[c] = total
-            union |= c
+            groups[mask] = total
+            union |= mask
         if sum(groups.values()) > union.bit_count():
             return False
         if complete and self.required is not None and not union & self.required_mask:
@@ -563,34 +571,39 @@ class _Query:
         active = [alt for alt in chosen if alt.need > 0]
         cands = [self._candidates(alt, assigned) for alt in active]
         union = _union(cands)
-        needs = [a.need for a in active]
+        needs = [alt.need for alt in active]
         types = _types(cands, union)
-        edges = [[t for t, tm in enumerate(types) if tm & c] for c in cands]
-        flow = _Flow(needs, edges, [t.bit_count() for t in types])
+        edges = [[device_type for device_type, cell in enumerate(types) if cell & mask] for mask in cands]
+        flow = _Flow(needs, edges, [cell.bit_count() for cell in types])
         fitted = flow.run()
         assert fitted, "the grouped max-flow said it fits"
         required = self.required_mask if complete and self.required is not None else None
         if required is not None:
-            usable = [(r, t) for r in range(len(active)) for t in edges[r] if types[t] & required]
-            if not any(flow.used[t] for _, t in usable):
+            usable = [
+                (request, device_type)
+                for request in range(len(active))
+                for device_type in edges[request]
+                if types[device_type] & required
+            ]
+            if not any(flow.used[device_type] for _, device_type in usable):
                 # Move one unit of a request onto a free required type (see the module docstring).
-                r, t = usable[0]
-                give = next(t2 for t2 in edges[r] if flow.flow[r][t2] > 0)
-                flow.flow[r][give] -= 1
+                request, device_type = usable[0]
+                give = next(held for held in edges[request] if flow.flow[request][held] > 0)
+                flow.flow[request][give] -= 1
                 flow.used[give] -= 1
-                flow.flow[r][t] += 1
-                flow.used[t] += 1
+                flow.flow[request][device_type] += 1
+                flow.used[device_type] += 1
         picks: list[tuple[CandidateList, int]] = []
-        free = [_bits(t) for t in types]
+        free = [_bits(cell) for cell in types]
         if required is not None:
             for positions in free:  # required devices first inside a type, so one is picked
-                positions.sort(key=lambda p: (not (required >> p) & 1, p))
-        for r, alt in enumerate(active):
+                positions.sort(key=lambda pos: (not (required >> pos) & 1, pos))
+        for request, alt in enumerate(active):
             taken: list[int] = []
-            for t in edges[r]:
-                amount = flow.flow[r][t]
+            for device_type in edges[request]:
+                amount = flow.flow[request][device_type]
                 if amount:
-                    taken += free[t][:amount]
-                    del free[t][:amount]
-            picks += [(alt, p) for p in sorted(taken)]
+                    taken += free[device_type][:amount]
+                    del free[device_type][:amount]
+            picks += [(alt, pos) for pos in sorted(taken)]
         return picks

@@ -208,15 +208,6 @@ def _v1beta1_spec(claim: str, spec: Mapping[str, Any], problems: list[str]) -> M
     return claim_spec_to_v1(spec, API_V1BETA1) if not problems else {"devices": {}}
 
 
-def claim_problems(obj: Mapping[str, Any], api_version: str | None = None) -> list[str]:
-    """Every validation problem of a claim (empty when valid)."""
-    try:
-        parse_claim(obj, api_version=api_version)
-    except ClaimValidationError as exc:
-        return list(exc.problems)
-    return []
-
-
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 

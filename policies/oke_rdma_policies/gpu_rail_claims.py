@@ -28,9 +28,14 @@ from pulumi_policy import StackValidationArgs, StackValidationPolicy
 
 from oke_gpu_rdma import resource_types, stack_keys
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
-from oke_gpu_rdma.claims.landing import devices_exist
-from oke_gpu_rdma.claims.spec import claim_spec_to_v1
-from oke_gpu_rdma.claims.verdicts import UnsatisfiableCause, Verdict, VerdictKind, judge
+from oke_gpu_rdma.claims import (
+    UnsatisfiableCause,
+    Verdict,
+    VerdictKind,
+    claim_spec_to_v1,
+    devices_exist,
+    judge_claim,
+)
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.pack_settings import PolicyName
 from oke_gpu_rdma.topology import Topology
@@ -63,7 +68,7 @@ def _judge(
     if verdict is None:
         if len(_verdicts) > _CACHE_LIMIT:
             _verdicts.clear()
-        verdict = judge(spec, topology, device_classes=how.classes, name=name, api_version=api_version)
+        verdict = judge_claim(spec, topology, name=name, device_classes=how.classes, api_version=api_version)
         _verdicts[key] = verdict
     return verdict
 

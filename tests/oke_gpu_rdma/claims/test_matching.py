@@ -1,8 +1,12 @@
-"""The matching judge against a brute-force judge, and its answers to claims the old search could not finish.
+"""The matching judge against two independent judges, and its answers to claims the old search could not
+finish.
 
 The brute-force judge below is written separately from oke_gpu_rdma.claims.matching and verdicts: it lists every
 allocation of a claim on a tiny node (itertools over the devices of each request, constraints checked on
-the finished allocation) and derives the verdict kind from that list. The tiny node has three roots that
+the finished allocation) and derives the verdict kind from that list. The reference allocator
+(reference_allocator.py, a depth-first first fit as upstream's allocator_stable.go) answers what a
+first fit can: whether the claim allocates or aborts in the inventory's order, and whether an allocation
+with a GPU and no rail (or a rail and no GPU) on some root exists. The tiny node has three roots that
 are not all alike (two with 2 GPUs + 2 rails on NUMA node 0, one with 1 GPU + 1 rail on NUMA node 1) and a
 front-end NIC without a root, so the matcher's interchangeable-value shortcut is exercised both ways.
 """
@@ -18,13 +22,15 @@ import pytest
 
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
+from oke_gpu_rdma.claims import UnsatisfiableCause, VerdictKind, judge_claim
 from oke_gpu_rdma.claims.device_cel import selector_matches
-from oke_gpu_rdma.claims.inventory import Device, node_inventory
+from oke_gpu_rdma.claims.inventory import Device, NodeInventory, node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
-from oke_gpu_rdma.claims.verdicts import UnsatisfiableCause, VerdictKind, judge
+from oke_gpu_rdma.errors import AllocationAbortedError
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import topology_from_dict
 from tests.oke_gpu_rdma import seed_claims
+from tests.oke_gpu_rdma.claims.reference_allocator import Allocator
 
 TINY = topology_from_dict(
     {
@@ -172,6 +178,41 @@ def brute_kind(claim: dict[str, Any], devices: Sequence[Device] = TINY_DEVICES) 
     return "aligned"
 
 
+# -- the reference allocator's judge --------------------------------------------------------------
+
+
+def reference_kinds(claim: dict[str, Any], inventory: NodeInventory) -> set[str]:
+    """The verdict kinds the reference allocator allows for ``claim`` (see the module docstring).
+
+    A first fit that aborts (allocationMode All) allows unsatisfiable and order-dependent; one that finds
+    nothing allows unsatisfiable. Order dependence (an All request after a request that can fix another
+    value first) shows only in some device orders, so it stays allowed wherever the first fit succeeds;
+    the brute force tells it apart."""
+    allocator = Allocator(inventory)
+    try:
+        prepared = allocator.prepare(parse_claim(claim))
+        first = allocator.allocate(prepared)
+    except AllocationAbortedError:
+        return {"unsatisfiable", "order-dependent"}
+    if first.devices is None:
+        return {"unsatisfiable"}
+    kinds = {inventory.devices()[p].kind for alts in prepared.requests for a in alts for p in a.candidates}
+    if not {"gpu", "rail"} <= kinds:
+        return {"not applicable", "order-dependent"}
+    devices = inventory.devices()
+    for root in sorted({d.root for d in devices if d.root}):
+        for want, avoid in (("gpu", "rail"), ("rail", "gpu")):
+            required = [d for d in devices if d.kind == want and d.root == root]
+            excluded = [d for d in devices if d.kind == avoid and d.root == root]
+            try:
+                found = allocator.find(prepared, exclude=excluded, require_any=required)
+            except AllocationAbortedError:
+                continue  # this order aborts; the question is whether some allocation misplaces a device
+            if required and found.devices is not None:
+                return {"unaligned", "order-dependent"}
+    return {"aligned", "order-dependent"}
+
+
 # -- random claims --------------------------------------------------------------------------------
 
 ROOTS = ["pci0000:00", "pci0000:3e", "pci0000:7d"]
@@ -228,16 +269,18 @@ def random_claim(rng: random.Random) -> dict[str, Any]:
     return {"devices": {"requests": requests, "constraints": constraints}}
 
 
-def test_matching_judge_agrees_with_brute_force_on_random_claims() -> None:
-    """Both judges see the same 3,000 claims; the kinds must agree on every one."""
+def test_matching_judge_agrees_with_brute_force_and_the_reference_on_random_claims() -> None:
+    """The three judges see the same 3,000 claims; the kinds must agree with the brute force on every one,
+    and be among those the reference allocator allows."""
     rng = random.Random(20261130)
     inv = node_inventory(TINY)
     seen: dict[str, int] = {}
     for n in range(3000):
         claim = random_claim(rng)
-        fast = judge(claim, TINY, inventory=inv).kind
+        fast = judge_claim(claim, TINY, inventory=inv).kind
         slow = brute_kind(claim)
         assert fast == slow, (n, claim)
+        assert fast in reference_kinds(claim, inv), (n, claim)
         seen[slow] = seen.get(slow, 0) + 1
     # The random set reaches every kind the brute force can tell apart.
     assert set(seen) == {"unsatisfiable", "order-dependent", "not applicable", "unaligned", "aligned"}, seen
@@ -268,7 +311,7 @@ def test_pair_constraint_pointed_at_another_pairs_rails_is_refuted_without_a_sea
     (structured/internal/stable/allocator_stable.go) backtracks over devices until the scheduler's filter
     times out (kubernetes/kubernetes#131730); the old model hit its node cap. The answer is
     'unsatisfiable', decided with a few dozen flow computations."""
-    v = judge(_pairs_template(misdirected=True, unconstrained_pair=extra_pair), B4)
+    v = judge_claim(_pairs_template(misdirected=True, unconstrained_pair=extra_pair), B4)
     assert v.kind == VerdictKind.UNSATISFIABLE and v.cause == UnsatisfiableCause.NO_ALLOCATION
     assert v.nodes_visited < 200
 
@@ -276,7 +319,7 @@ def test_pair_constraint_pointed_at_another_pairs_rails_is_refuted_without_a_sea
 def test_three_pairs_plus_an_unconstrained_pair_is_aligned() -> None:
     """Three constrained pairs fill three roots; the unconstrained pair (2 GPUs, 4 rails) can then only
     take the fourth root's devices, so every allocation is aligned (the old search took seconds)."""
-    v = judge(_pairs_template(misdirected=False, unconstrained_pair=True), B4)
+    v = judge_claim(_pairs_template(misdirected=False, unconstrained_pair=True), B4)
     assert v.kind == VerdictKind.ALIGNED
     assert v.nodes_visited < 200
 
@@ -293,7 +336,7 @@ def test_an_unconstrained_pair_next_to_smaller_pairs_is_unaligned() -> None:
         {"name": "gpus-x", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1}},
         {"name": "rails-x", "exactly": {"deviceClassName": "dra.net", "count": 2, "selectors": RAIL}},
     ]
-    v = judge({"devices": {"requests": requests, "constraints": claim["devices"]["constraints"]}}, B4)
+    v = judge_claim({"devices": {"requests": requests, "constraints": claim["devices"]["constraints"]}}, B4)
     assert v.kind == VerdictKind.UNALIGNED
     assert v.misplaced and {d.request for d in v.misplaced} <= {"gpus-x", "rails-x"}
 
@@ -310,7 +353,7 @@ def test_the_old_search_cap_is_gone() -> None:
     for i in range(8, 16):
         requests.append({"name": f"r{i}", "exactly": {"deviceClassName": "dra.net", "selectors": RAIL}})
         constraints.append({"requests": [f"g{i - 8}", f"r{i}"], "matchAttribute": attr.PCIE_ROOT})
-    v = judge({"devices": {"requests": requests, "constraints": constraints}}, B4)
+    v = judge_claim({"devices": {"requests": requests, "constraints": constraints}}, B4)
     assert v.kind == VerdictKind.ALIGNED
     assert len(v.devices) == 24
 
@@ -318,7 +361,7 @@ def test_the_old_search_cap_is_gone() -> None:
 @pytest.mark.parametrize("name", sorted(seed_claims.ALL))
 def test_seed_claims_agree_with_brute_force_on_the_tiny_node(name: str) -> None:
     claim = seed_claims.ALL[name]
-    assert judge(claim, TINY, inventory=node_inventory(TINY)).kind == brute_kind(claim)
+    assert judge_claim(claim, TINY, inventory=node_inventory(TINY)).kind == brute_kind(claim)
 
 
 # -- the grouped feasibility check -----------------------------------------------------------------
@@ -389,6 +432,6 @@ def test_many_single_device_requests_under_pairwise_constraints_need_few_flow_ch
         for i in range(16)
     ]
     constraints = [{"requests": [f"g{i % 6}", f"r{i}"], "matchAttribute": attr.PCIE_ROOT} for i in range(16)]
-    v = judge({"devices": {"requests": requests, "constraints": constraints}}, B4)
+    v = judge_claim({"devices": {"requests": requests, "constraints": constraints}}, B4)
     assert v.kind == VerdictKind.UNSATISFIABLE and v.cause == UnsatisfiableCause.NO_ALLOCATION
     assert v.nodes_visited < 100

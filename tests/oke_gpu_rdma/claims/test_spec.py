@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma.claims.spec import claim_problems, claim_spec_to_v1, parse_claim, unwrap_claim
+from oke_gpu_rdma.claims.spec import claim_spec_to_v1, parse_claim, unwrap_claim
 from oke_gpu_rdma.errors import ClaimValidationError
 from tests.oke_gpu_rdma import seed_claims
 
@@ -20,6 +20,15 @@ def spec(*requests: dict[str, Any], constraints: list[dict[str, Any]] | None = N
     if constraints is not None:
         devices["constraints"] = constraints
     return {"devices": devices}
+
+
+def claim_problems(claim: dict[str, Any], api_version: str | None = None) -> list[str]:
+    """Every problem the API server would report (empty when the claim is valid)."""
+    try:
+        parse_claim(claim, api_version=api_version)
+    except ClaimValidationError as exc:
+        return list(exc.problems)
+    return []
 
 
 def one_problem(claim: dict[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""The structured allocator model: first fit, constraints, modes, pruning, and properties."""
+"""The reference allocator (tests only, see reference_allocator.py): first fit, constraints, modes, pruning,
+and properties."""
 
 from __future__ import annotations
 
@@ -9,30 +10,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oke_gpu_rdma import attributes as attr
-from oke_gpu_rdma.claims.allocator import Allocator, MatchAttributeConstraint
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.spec import MatchAttribute, parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError
 from oke_gpu_rdma.shape_catalog import CATALOG
 from tests.oke_gpu_rdma import seed_claims
+from tests.oke_gpu_rdma.claims.claim_strategies import claims, gpus, rails
+from tests.oke_gpu_rdma.claims.reference_allocator import Allocator, MatchAttributeConstraint
 
 B4 = CATALOG.topology("BM.GPU.B4.8")
 INV = node_inventory(B4)
-RAIL = [{"cel": {"expression": attr.RAIL_SELECTOR}}]
-
-
-def gpus(name: str, count: int | None = None, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"deviceClassName": "gpu.nvidia.com", **extra}
-    if count is not None:
-        body["count"] = count
-    return {"name": name, "exactly": body}
-
-
-def rails(name: str, count: int | None = None, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"deviceClassName": "dra.net", "selectors": RAIL, **extra}
-    if count is not None:
-        body["count"] = count
-    return {"name": name, "exactly": body}
 
 
 def allocate(claim: dict[str, Any], inventory: Any = INV) -> list[tuple[str, str, str | None]]:
@@ -182,24 +169,6 @@ def test_packed_refutation_is_fast() -> None:
     )
     assert one_more.devices is None
     assert one_more.nodes <= 5
-
-
-@st.composite
-def claims(draw: st.DrawFn) -> dict[str, Any]:
-    n = draw(st.integers(1, 4))
-    requests = []
-    for i in range(n):
-        if draw(st.booleans()):
-            requests.append(gpus(f"g{i}", draw(st.integers(1, 4))))
-        else:
-            requests.append(rails(f"r{i}", draw(st.integers(1, 6))))
-    names = [r["name"] for r in requests]
-    constraints = []
-    for _ in range(draw(st.integers(0, 2))):
-        members = draw(st.lists(st.sampled_from(names), unique=True, max_size=len(names)))
-        attribute = draw(st.sampled_from([attr.PCIE_ROOT, attr.PCIE_ROOT, attr.NUMA_NODE]))
-        constraints.append({"requests": members, "matchAttribute": attribute})
-    return {"devices": {"requests": requests, "constraints": constraints}}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

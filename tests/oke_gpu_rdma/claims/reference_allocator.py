@@ -1,8 +1,19 @@
-"""A model of the Kubernetes structured allocator (``k8s.io/dynamic-resource-allocation/structured``).
+"""The reference allocator: a depth-first model of the Kubernetes structured allocator, for tests only.
+
+Why it exists (as upstream keeps its allocator variants and a shared test harness,
+``staging/src/k8s.io/dynamic-resource-allocation/structured/internal/README.md`` and
+``internal/allocatortesting``): the product judges claims with
+:class:`oke_gpu_rdma.claims.matching.Matcher`, which decides whether allocations EXIST without trying
+devices one by one. This module tries them one by one, as upstream's ``allocator_stable.go`` does, and
+the tests compare the two (``test_reference_allocator.py`` for the allocator's own rules,
+``test_matching.py`` for the judge against it on 3,000 random claims). Nothing in the product imports it.
+Both start from :mod:`oke_gpu_rdma.claims.candidates` (candidate devices, value keys, the 32-device
+limit, the ``allocationMode: All`` abort rule), so a rule changes in one place for both.
 
 The units follow upstream: :class:`MatchAttributeConstraint` (add/remove as devices are tried),
-:class:`ClaimToAllocate` (the claim with each request's candidate devices), the pools of a
-:class:`~oke_gpu_rdma.claims.inventory.NodeInventory`, and :class:`Search` (the depth-first search).
+:class:`~oke_gpu_rdma.claims.candidates.ClaimToAllocate` (the claim with each request's candidate
+devices), the pools of a :class:`~oke_gpu_rdma.claims.inventory.NodeInventory`, and :class:`Search`
+(the depth-first search).
 
 Semantics kept from upstream: requests in claim order; for ``firstAvailable`` the subrequests in order;
 devices in pool/slice order; DeviceClass selectors and then the request's selectors must all be true;
@@ -29,23 +40,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
-from oke_gpu_rdma.claims.device_cel import compile_selector
-from oke_gpu_rdma.claims.inventory import AttributeValue, Device, DeviceID, NodeInventory
-from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, DeviceSelection, MatchAttribute
+from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey, value_key
+from oke_gpu_rdma.claims.inventory import Device, DeviceID, NodeInventory
+from oke_gpu_rdma.claims.spec import ClaimSpec, DeviceSelection, MatchAttribute
 from oke_gpu_rdma.errors import AllocationAbortedError
 
 DEFAULT_MAX_NODES = 500_000
-
-_ValueKey = tuple[str, object]
-
-
-def _value_key(value: AttributeValue | None) -> _ValueKey | None:
-    if value is None:
-        return None
-    return (type(value).__name__, value)
 
 
 def _hall_violation(items: Sequence[tuple[int, Sequence[int]]]) -> tuple[list[int], int, int] | None:
@@ -69,7 +71,7 @@ class MatchAttributeConstraint:
 
     def __init__(self, spec: MatchAttribute) -> None:
         self.spec = spec
-        self.value: _ValueKey | None = None
+        self.value: ValueKey | None = None
         self.count = 0
 
     def applies(self, selection: DeviceSelection) -> bool:
@@ -79,7 +81,7 @@ class MatchAttributeConstraint:
         """Track ``device`` if it fits; False if it lacks the attribute or has another value."""
         if not self.applies(selection):
             return True
-        key = _value_key(device.attribute(self.spec.attribute))
+        key = value_key(device.attribute(self.spec.attribute))
         if key is None:
             return False
         if self.count == 0:
@@ -119,96 +121,6 @@ class AllocationResult:
         return self.devices is not None
 
 
-@dataclass(frozen=True)
-class CandidateList:
-    """A request or subrequest with its candidate device positions, in allocator order."""
-
-    selection: DeviceSelection
-    request_index: int
-    candidates: tuple[int, ...]
-    constraints: tuple[int, ...]
-
-    @cached_property
-    def need(self) -> int:
-        return self.selection.count if self.selection.mode == "ExactCount" else len(self.candidates)
-
-
-_MATCHING: dict[
-    tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...]], tuple[tuple[Device, ...], list[int]]
-] = {}
-
-
-def _matching(
-    devices: tuple[Device, ...], class_selectors: tuple[str, ...], selectors: tuple[str, ...]
-) -> list[int]:
-    """Positions of the devices that the class selectors and then the request's selectors accept, cached
-    by the identity of the device objects (the cache holds them, so identities stay unique)."""
-    key = (tuple(map(id, devices)), class_selectors, selectors)
-    hit = _MATCHING.get(key)
-    if hit is not None:
-        return hit[1]
-    found = [
-        pos
-        for pos, device in enumerate(devices)
-        if ClaimToAllocate._selectable(device, class_selectors, selectors)
-    ]
-    if len(_MATCHING) >= 4096:
-        _MATCHING.clear()
-    _MATCHING[key] = (devices, found)
-    return found
-
-
-class ClaimToAllocate:
-    """The claim being allocated: for each (sub)request, the devices its selectors accept."""
-
-    def __init__(
-        self,
-        spec: ClaimSpec,
-        devices: Sequence[Device],
-        device_classes: Mapping[str, Sequence[str]] = DEVICE_CLASS_SELECTORS,
-    ) -> None:
-        self.spec = spec
-        self.devices = tuple(devices)
-        self.constraint_specs = spec.constraints
-        self.values: list[list[_ValueKey | None]] = [
-            [_value_key(d.attribute(c.attribute)) for d in self.devices] for c in spec.constraints
-        ]
-        self.requests: list[list[CandidateList]] = []
-        # Requests with the same class and selectors match the same devices: evaluate CEL once (and once
-        # per device list across claims, see _matching).
-        matching: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-        for ri, request in enumerate(spec.requests):
-            alts: list[CandidateList] = []
-            for sel in request.alternatives:
-                if sel.device_class not in device_classes:
-                    known = ", ".join(sorted(device_classes))
-                    raise AllocationAbortedError(
-                        f"claim {spec.name}, request {sel.name}: could not retrieve device class "
-                        f"{sel.device_class} (classes in this model: {known})"
-                    )
-                applying = tuple(i for i, c in enumerate(spec.constraints) if c.applies_to(sel))
-                key = (sel.device_class, sel.selectors)
-                if key not in matching:
-                    matching[key] = _matching(
-                        self.devices, tuple(device_classes[sel.device_class]), sel.selectors
-                    )
-                cands: list[int] = []
-                for pos in matching[key]:
-                    if sel.mode == "ExactCount" and any(self.values[c][pos] is None for c in applying):
-                        continue  # lacks a matchAttribute attribute: never chosen
-                    cands.append(pos)
-                alts.append(CandidateList(sel, ri, tuple(cands), applying))
-            self.requests.append(alts)
-
-    @staticmethod
-    def _selectable(device: Device, class_selectors: Sequence[str], selectors: Sequence[str]) -> bool:
-        # Class selectors first, then the request's; evaluation stops at the first false one.
-        return all(compile_selector(expr).matches(device) for expr in (*class_selectors, *selectors))
-
-    def min_devices(self) -> int:
-        return sum(min((a.need for a in alts), default=0) for alts in self.requests)
-
-
 class Search:
     """Depth-first search for the first allocation, with pruning (see the module docstring).
 
@@ -242,12 +154,9 @@ class Search:
         if i == len(self.claim.requests):
             return not self.require_any or any(d in self.require_any for _, d in self.chosen)
         for alt in self.claim.requests[i]:
-            need = alt.need
-            if alt.selection.mode == "All" and need == 0:
-                continue  # at least one device is required for All
-            if len(self.chosen) + need > MAX_DEVICES_PER_CLAIM:
+            if not alt.fits_after(len(self.chosen)):
                 continue
-            if self._device(i, alt, need, 0):
+            if self._device(i, alt, alt.need, 0):
                 return True
         return False
 
@@ -341,7 +250,7 @@ class Search:
         if short is not None:
             names = ", ".join(items[k][0].selection.name for k in short[0])
             return f"requests {names} need {short[1]} devices together, {short[2]} available"
-        fitting: dict[int, set[_ValueKey | None]] = {}
+        fitting: dict[int, set[ValueKey | None]] = {}
         for ci, c in enumerate(self.constraints):
             group = [(item, need, avail) for item, need, avail in items if ci in item.constraints]
             if not group:
@@ -363,14 +272,14 @@ class Search:
 
     def _fitting_values(
         self, ci: int, c: MatchAttributeConstraint, group: list[tuple[CandidateList, int, list[int]]]
-    ) -> set[_ValueKey | None]:
+    ) -> set[ValueKey | None]:
         """Values of the constraint's attribute that leave room for every constrained request."""
         values = self.claim.values[ci]
         if c.count:
-            candidates_values: set[_ValueKey | None] = {c.value}
+            candidates_values: set[ValueKey | None] = {c.value}
         else:
             candidates_values = {values[p] for _, _, avail in group for p in avail}
-        result: set[_ValueKey | None] = set()
+        result: set[ValueKey | None] = set()
         for v in candidates_values:
             restricted = [(need, [p for p in avail if values[p] == v]) for _, need, avail in group]
             if all(len(av) >= need for need, av in restricted) and _hall_violation(restricted) is None:
@@ -418,34 +327,24 @@ class Allocator:
         self.in_use = frozenset(i for i, d in enumerate(self.devices) if d.id in taken)
 
     def prepare(self, spec: ClaimSpec) -> ClaimToAllocate:
+        """The claim with its candidates; AllocationAbortedError where upstream always aborts."""
         claim = ClaimToAllocate(spec, self.devices, self.device_classes)
-        for alts in claim.requests:
-            for alt in alts:
+        for alternatives in claim.requests:
+            for alt in alternatives:
                 if alt.selection.mode != "All":
                     continue
                 for ci in alt.constraints:
-                    values = {claim.values[ci][p] for p in alt.candidates}
-                    if None in values or len(values) > 1:
-                        bad = (
-                            next(
-                                p
-                                for p in alt.candidates
-                                if claim.values[ci][p] != claim.values[ci][alt.candidates[0]]
-                            )
-                            if len(values) > 1
-                            else next(p for p in alt.candidates if claim.values[ci][p] is None)
-                        )
+                    bad = claim.all_mode_misfit(alt, ci)
+                    if bad is not None:
                         raise AllocationAbortedError(
                             f"claim {spec.name}, request {alt.selection.name}: cannot add device "
                             f"{self.devices[bad].id} because a claim constraint would not be satisfied "
                             f"(allocationMode All takes every matching device; they differ in "
                             f"{spec.constraints[ci].attribute})"
                         )
-        if claim.min_devices() > MAX_DEVICES_PER_CLAIM:
-            raise AllocationAbortedError(
-                f"claim {spec.name}: number of requested devices {claim.min_devices()} exceeds the claim "
-                f"limit of {MAX_DEVICES_PER_CLAIM}"
-            )
+        too_many = claim.device_limit_problem()
+        if too_many:
+            raise AllocationAbortedError(f"claim {spec.name}: {too_many}")
         return claim
 
     def allocate(self, spec: ClaimSpec | ClaimToAllocate) -> AllocationResult:
