@@ -161,11 +161,23 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
         )
 
 
+def is_tenancy(ocid: str) -> bool:
+    """Whether an OCID names the tenancy itself, i.e. its root compartment (`ocid1.tenancy.<realm>..<id>`)."""
+    return ocid.startswith("ocid1.tenancy.")
+
+
 def launch_statement(compartment_id: str) -> str:
-    """The IAM statement that lets OKE node pools launch instances into compute clusters."""
+    """The IAM statement that lets this stack's OKE node pools launch instances into its compute clusters.
+
+    Granted to node pools (the OKE node pool resource principal) of the stack's own compartment only,
+    and only on compute clusters in that compartment. OCI's policy language names the root compartment
+    `tenancy`, never by compartment id (Oracle, "Policy Syntax": location). Narrower is not possible
+    with the variables OCI documents: see README, "Least privilege".
+    """
+    location = "tenancy" if is_tenancy(compartment_id) else f"compartment id {compartment_id}"
     return (
-        "Allow any-user to {COMPUTE_CLUSTER_LAUNCH_INSTANCE} in compartment id "
-        f"{compartment_id} where request.principal.type = 'nodepool'"
+        f"Allow any-user to {{COMPUTE_CLUSTER_LAUNCH_INSTANCE}} in {location} where all "
+        f"{{request.principal.type = 'nodepool', request.principal.compartment.id = '{compartment_id}'}}"
     )
 
 
@@ -201,7 +213,10 @@ class ComputeClusterLaunchPolicy(pulumi.ComponentResource):
             name=args.policy_name,
             description="Lets OKE node pools launch bare-metal GPU nodes into compute clusters (RDMA placement).",
             statements=[launch_statement(args.compartment_id)],
-            opts=pulumi.ResourceOptions(parent=self, provider=home),
+            # `name` and `compartmentId` are not updatable and the name is unique in the tenancy
+            # (pulumi-oci identity.Policy; terraform-provider-oci internal/service/identity/identity_policy_resource.go: ForceNew),
+            # so a replacement created first would collide with the policy it replaces.
+            opts=pulumi.ResourceOptions(parent=self, provider=home, delete_before_replace=True),
         )
         self.policy_id = policy.id
         self.register_outputs({"policyId": self.policy_id})

@@ -115,9 +115,10 @@ def test_launch_policy_is_created_once_and_pools_wait_for_it(run_stack: Callable
     run = run_stack("full")
     policy = run.one(IAM_POLICY)
     assert policy.inputs["statements"] == [launch_statement(COMPARTMENT)]
+    # Only node pools of the stack's compartment may launch, and only into its compute clusters.
     assert policy.inputs["statements"][0] == (
         f"Allow any-user to {{COMPUTE_CLUSTER_LAUNCH_INSTANCE}} in compartment id {COMPARTMENT} "
-        "where request.principal.type = 'nodepool'"
+        f"where all {{request.principal.type = 'nodepool', request.principal.compartment.id = '{COMPARTMENT}'}}"
     )
     assert run.by_urn(policy.parent).type == LAUNCH_POLICY_COMPONENT
     # depends_on the policy component reaches the engine as a dependency on the policy itself.
@@ -144,3 +145,22 @@ def test_several_pools_each_get_their_compute_cluster(run_stack: Callable[..., R
             == (computes[f"{name}-compute-cluster"].inputs["availabilityDomain"])
         )
     assert labels_of(pools["gpu-b4-b-nodes"].inputs)["team"] == "research"
+
+
+def test_the_launch_policy_is_replaced_deleting_first(run_stack: Callable[..., Run]) -> None:
+    # name and compartmentId are not updatable and the name is unique in the tenancy: a replacement
+    # created first would collide with the policy it replaces.
+    policy = run_stack("dev").one(IAM_POLICY)
+    assert policy.options == {"deleteBeforeReplace": True}
+
+
+def test_a_tenancy_as_compartment_gets_the_root_compartment_statement(run_stack: Callable[..., Run]) -> None:
+    tenancy = "ocid1.tenancy.oc1..aaaaaaaaexampletenancygpurdma"
+    raw = raw_config("dev")
+    raw["compartmentId"] = tenancy
+    policy = run_stack("dev", raw).one(IAM_POLICY)
+    assert policy.inputs["compartmentId"] == tenancy
+    assert policy.inputs["statements"] == [
+        "Allow any-user to {COMPUTE_CLUSTER_LAUNCH_INSTANCE} in tenancy where all "
+        f"{{request.principal.type = 'nodepool', request.principal.compartment.id = '{tenancy}'}}"
+    ]

@@ -272,3 +272,14 @@ def test_an_alias_keeps_a_renamed_resource() -> None:
     records = {u: r for u, r in base.records.items() if u != urn} | {renamed.urn: renamed}
     plan = change_plan.build(base, change_plan.Rendering(records, base.pack_config), "x")
     assert lines(plan) == []
+
+
+def test_a_compartment_move_replaces_the_launch_policy_deleting_first() -> None:
+    new = "ocid1.compartment.oc1..aaaaaaaaexampleothercompartment"
+    plan = plan_for("dev", lambda raw: raw.update(compartmentId=new))
+    policy = plan.step("compute-cluster-launch-policy")
+    assert policy.line() == (
+        "-+ oci:Identity/policy:Policy compute-cluster-launch-policy replace "
+        "[diff: ~compartmentId, ~statements[0]]"
+    )
+    assert [c.rule.why for c in policy.replacing()] == ["pulumi-oci: compartmentId is not (Updatable)"]
