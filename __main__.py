@@ -18,6 +18,7 @@ from components.gpu_node_pool import (
     ComputeClusterLaunchPolicyArgs,
     RdmaGpuNodePool,
     RdmaGpuNodePoolArgs,
+    oci_provider_settings,
 )
 from components.network import Network, NetworkArgs
 from components.network_operator import (
@@ -47,6 +48,11 @@ except ConfigError as err:
     raise pulumi.RunError(str(err)) from None
 
 config = checked.config
+try:
+    # Read before anything is declared: a bad value stops the program with nothing created.
+    provider_settings = oci_provider_settings()
+except pulumi.ConfigTypeError as err:  # e.g. oci:retryDurationSeconds: soon
+    raise pulumi.RunError(str(err)) from None
 cluster_spec = config.cluster.spec
 # The DRA drivers run on the rdma: dranet pools only; rdma: sriov pools get the NVIDIA Network Operator.
 dra_pool_names = [pool.name for pool in config.dra_pools]
@@ -100,6 +106,7 @@ if config.create_compute_cluster_policy:
                 compartment_id=config.compartment_id,
                 home_region=config.home_region,
                 policy_name=f"{stack}-compute-cluster-launch",
+                provider_settings=provider_settings,
             ),
             opts=renamed("compute-cluster-launch"),
         )

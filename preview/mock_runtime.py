@@ -15,7 +15,7 @@ import json
 import os
 import runpy
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -252,14 +252,32 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _secure(value: Any) -> str | None:
+    """The ciphertext of a secret config value (`key: {secure: v1:...}`), None for a plain value."""
+    if isinstance(value, Mapping) and set(value) == {"secure"} and isinstance(value["secure"], str):
+        return value["secure"]
+    return None
+
+
 def pulumi_config_map(stack_file: Mapping[str, Any]) -> dict[str, str]:
-    """Config as the Pulumi CLI hands it to a program: `project:key` -> string, objects as JSON."""
+    """Config as the Pulumi CLI hands it to a program: `project:key` -> string, objects as JSON.
+
+    The CLI decrypts secrets first; offline nothing is decrypted, so a secret's value is its ciphertext
+    (see :func:`secret_config_keys`).
+    """
     config = stack_file.get("config") or {}
     out = {}
     for key, value in config.items():
         full = key if ":" in key else f"{PROJECT}:{key}"
-        out[full] = value if isinstance(value, str) else json.dumps(value)
+        secure = _secure(value)
+        out[full] = secure if secure is not None else value if isinstance(value, str) else json.dumps(value)
     return out
+
+
+def secret_config_keys(stack_file: Mapping[str, Any]) -> list[str]:
+    """The keys the stack file keeps as secrets (`secure:`), which the CLI tells a program of."""
+    config = stack_file.get("config") or {}
+    return [key if ":" in key else f"{PROJECT}:{key}" for key, value in config.items() if _secure(value)]
 
 
 @dataclass
@@ -273,8 +291,10 @@ class ProgramRun:
     """Provider functions the program called (token, arguments), e.g. the kubeconfig lookup."""
 
 
-def record(stack: str, config: Mapping[str, str], declare: Callable[[], object]) -> ProgramRun:
-    """Run `declare` under the mocks with `config` and return what it registered.
+def record(
+    stack: str, config: Mapping[str, str], declare: Callable[[], object], secret_keys: Sequence[str] = ()
+) -> ProgramRun:
+    """Run `declare` under the mocks with `config` (`secret_keys` of it secret) and return what it registered.
 
     Each call starts from fresh mock state, so runs do not leak into each other.
     """
@@ -283,7 +303,7 @@ def record(stack: str, config: Mapping[str, str], declare: Callable[[], object])
     # A new root stack per run: set_mocks only creates one when none exists.
     settings.set_root_resource(None)  # type: ignore[arg-type]
     mocks.set_mocks(OfflineMocks(region), project=PROJECT, stack=stack, preview=True, monitor=monitor)
-    pulumi.runtime.set_all_config(dict(config), [])
+    pulumi.runtime.set_all_config(dict(config), list(secret_keys))
     # The Python language host hands a program its config in PULUMI_CONFIG (JSON), which
     # pulumi.runtime.get_config_env() reads; set it the same way for this run.
     previous = os.environ.get(_CONFIG_ENV)
@@ -332,6 +352,11 @@ def _stack_exports() -> dict[str, Any]:
     return values
 
 
-def run_program(stack: str, config: Mapping[str, str], program: Path = ROOT / "__main__.py") -> ProgramRun:
+def run_program(
+    stack: str,
+    config: Mapping[str, str],
+    program: Path = ROOT / "__main__.py",
+    secret_keys: Sequence[str] = (),
+) -> ProgramRun:
     """Run the Pulumi program file under the mocks; raises what the program raises."""
-    return record(stack, config, lambda: runpy.run_path(str(program), run_name="__main__"))
+    return record(stack, config, lambda: runpy.run_path(str(program), run_name="__main__"), secret_keys)
