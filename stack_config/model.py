@@ -18,6 +18,7 @@ from oke_gpu_rdma import charts
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, RDMA_PATH_LABEL
+from oke_gpu_rdma.oci_regions import is_known_region, unknown_region
 from oke_gpu_rdma.sriov import MAX_VFS_PER_PF, RdmaMode, RdmaPath
 from oke_gpu_rdma.topology import DEFAULT_SHAPE, SHAPES
 
@@ -83,6 +84,12 @@ def _child_prefix(value: IPv4Network) -> IPv4Network:
     return value
 
 
+def _region(value: str) -> str:
+    if not is_known_region(value):
+        raise ValueError(unknown_region(value))
+    return value
+
+
 def _shape(value: str) -> str:
     names = SHAPES.keys()
     if value not in names:
@@ -97,6 +104,7 @@ OciBlock = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_oci_bl
 ChildRange = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_child_prefix)]
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 ShapeName = Annotated[str, AfterValidator(_shape)]
+Region = Annotated[str, AfterValidator(_region)]
 CniType = Literal["FLANNEL_OVERLAY", "OCI_VCN_IP_NATIVE"]
 
 
@@ -614,10 +622,9 @@ class StackConfig(_Model):
         "(format: oke_gpu_rdma/topology.py).",
     )
     gpu_operator: GpuOperatorConfig = Field(default_factory=lambda: GpuOperatorConfig(), alias="gpuOperator")
-    home_region: str | None = Field(
+    home_region: Region | None = Field(
         None,
         alias="homeRegion",
-        pattern=r"^[a-z]+(-[a-z]+)+-[0-9]+$",
         description="The tenancy's home region (e.g. us-ashburn-1): OCI writes IAM policies only there. "
         "Required when createComputeClusterPolicy is on.",
     )
