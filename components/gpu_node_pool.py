@@ -153,7 +153,11 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 maximum_unavailable=str(pool.cycling.maximum_unavailable),
             ),
             ssh_public_key=pool.ssh_public_key,
-            opts=kept,
+            # The order a replacement takes is the stack's choice (nodePools[].replaceOrder): capacity
+            # against downtime. The compute cluster above is always created first: it holds no hosts.
+            opts=pulumi.ResourceOptions.merge(
+                kept, pulumi.ResourceOptions(delete_before_replace=pool.delete_before_replace)
+            ),
         )
         self.node_pool_id = node_pool.id
         self.register_outputs(

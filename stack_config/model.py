@@ -304,6 +304,15 @@ class NodeCycling(_Model):
         return self
 
 
+# How `pulumi up` replaces a GPU node pool when a change forces a new one (a new compute cluster,
+# cluster or AD): the engine's default creates the new pool first, which needs the pool's bare-metal
+# hosts twice over in its AD while both exist; deleting first needs them once, at the price of the
+# pool's downtime (Pulumi resource option deleteBeforeReplace).
+ReplaceOrder = Literal["deleteFirst", "createFirst"]
+DELETE_FIRST: ReplaceOrder = "deleteFirst"
+CREATE_FIRST: ReplaceOrder = "createFirst"
+
+
 class SriovPoolConfig(_Model):
     """How an SR-IOV pool's rails become VFs (seed 001)."""
 
@@ -368,6 +377,19 @@ class NodePoolConfig(_Model):
         None,
         description="SR-IOV settings of a pool with rdma: sriov (defaults: 2 VFs per PF, a resource per rail).",
     )
+    replace_order: ReplaceOrder = Field(
+        DELETE_FIRST,
+        alias="replaceOrder",
+        description="How pulumi up replaces the pool when a change forces a new one (its compute cluster, the OKE "
+        "cluster or the AD replaced): deleteFirst (default) deletes the old pool first, so its nodes are down "
+        "until the new ones join but no more hosts than the pool's are needed; createFirst keeps the old nodes "
+        "until the new ones run, which needs free hosts of the shape for both pools in the AD at once.",
+    )
+
+    @property
+    def delete_before_replace(self) -> bool:
+        """The Pulumi resource option for this pool's replacement order."""
+        return self.replace_order == DELETE_FIRST
 
     @property
     def sriov_settings(self) -> SriovPoolConfig | None:

@@ -164,3 +164,15 @@ def test_a_tenancy_as_compartment_gets_the_root_compartment_statement(run_stack:
         "Allow any-user to {COMPUTE_CLUSTER_LAUNCH_INSTANCE} in tenancy where all "
         f"{{request.principal.type = 'nodepool', request.principal.compartment.id = '{tenancy}'}}"
     ]
+
+
+def test_a_pool_is_replaced_deleting_first_unless_the_stack_says_create_first(
+    run_stack: Callable[..., Run],
+) -> None:
+    run = run_stack("dev")
+    assert run.one(NODE_POOL).options == {"protect": True, "deleteBeforeReplace": True}
+    # Its compute cluster holds no hosts: created first.
+    assert run.one(COMPUTE_CLUSTER).options == {"protect": True}
+    raw = raw_config("dev")
+    raw["nodePools"][0]["replaceOrder"] = "createFirst"
+    assert run_stack("dev", raw).one(NODE_POOL).options == {"protect": True}
