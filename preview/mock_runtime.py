@@ -102,8 +102,27 @@ class OfflineMocks(mocks.Mocks):
     Outputs follow the stack's region (`oci:region`): OCIDs carry its key, ADs its name.
     """
 
-    def __init__(self, region: str | None = None) -> None:
+    def __init__(self, region: str | None = None, config: Mapping[str, str] | None = None) -> None:
         self.region = region
+        self.config = dict(config or {})
+
+    def cluster_version(self, cluster_id: str) -> str:
+        """The Kubernetes version OCI would report for an existing cluster.
+
+        Offline there is no cluster to ask: the stand-in is the version the stack configures for it
+        (`cluster.existing.kubernetesVersion`), so the preview passes the program's version check exactly
+        when the config is self-consistent; only `pulumi preview`/`up` ask OCI for the real one.
+        """
+        try:
+            existing = json.loads(self.config.get(f"{PROJECT}:cluster", "{}")).get("existing") or {}
+        except (json.JSONDecodeError, AttributeError):
+            existing = {}
+        if existing.get("id") != cluster_id or not isinstance(existing.get("kubernetesVersion"), str):
+            raise NotImplementedError(
+                f"the offline preview knows no cluster {cluster_id} but the stack's own"
+            )
+        version: str = existing["kubernetesVersion"]
+        return version
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         state = dict(args.inputs)
@@ -124,6 +143,15 @@ class OfflineMocks(mocks.Mocks):
         if args.token == "oci:ContainerEngine/getClusterKubeConfig:getClusterKubeConfig":
             cluster_id = str(args.args.get("clusterId"))
             return {"clusterId": cluster_id, "content": placeholder_kubeconfig(cluster_id, self.region)}, []
+        if args.token == "oci:ContainerEngine/getCluster:getCluster":
+            cluster_id = str(args.args.get("clusterId"))
+            return {
+                "clusterId": cluster_id,
+                "id": cluster_id,
+                "kubernetesVersion": self.cluster_version(cluster_id),
+                "state": "ACTIVE",
+                "type": "ENHANCED_CLUSTER",
+            }, []
         if args.token == "oci:Core/getServices:getServices":
             key = (region_key(self.region) if self.region else None) or "region"
             service = {
@@ -299,10 +327,10 @@ def record(
     Each call starts from fresh mock state, so runs do not leak into each other.
     """
     region = config.get("oci:region")
-    monitor = RecordingMonitor(OfflineMocks(region))
+    monitor = RecordingMonitor(OfflineMocks(region, config))
     # A new root stack per run: set_mocks only creates one when none exists.
     settings.set_root_resource(None)  # type: ignore[arg-type]
-    mocks.set_mocks(OfflineMocks(region), project=PROJECT, stack=stack, preview=True, monitor=monitor)
+    mocks.set_mocks(OfflineMocks(region, config), project=PROJECT, stack=stack, preview=True, monitor=monitor)
     pulumi.runtime.set_all_config(dict(config), list(secret_keys))
     # The Python language host hands a program its config in PULUMI_CONFIG (JSON), which
     # pulumi.runtime.get_config_env() reads; set it the same way for this run.

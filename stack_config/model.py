@@ -39,11 +39,17 @@ def _ocid(value: str) -> str:
     return value
 
 
+def kubernetes_minor(version: str) -> int | None:
+    """The minor of a `v1.X.Y` version (34 for v1.34.1); None for text of another form."""
+    match = _K8S_VERSION.match(version)
+    return int(match.group(1)) if match else None
+
+
 def _k8s_version(value: str) -> str:
-    match = _K8S_VERSION.match(value)
-    if not match:
+    minor = kubernetes_minor(value)
+    if minor is None:
         raise ValueError("is not a Kubernetes version of the form v1.X.Y (for example v1.34.1)")
-    if int(match.group(1)) < MIN_KUBERNETES_MINOR:
+    if minor < MIN_KUBERNETES_MINOR:
         raise ValueError(
             f"is older than v1.{MIN_KUBERNETES_MINOR}: the claim templates and DeviceClasses are "
             f"resource.k8s.io/v1, which Kubernetes serves from v1.{MIN_KUBERNETES_MINOR}; use an OKE "
