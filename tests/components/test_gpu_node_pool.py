@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+import inspect
+import re
 from collections.abc import Callable
 
+import pulumi_oci
+import pulumi_oci.config.vars
 import yaml
 
-from components.gpu_node_pool import launch_statement
+from components.gpu_node_pool import _camel, launch_statement
 from oke_gpu_rdma import cloud_init
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL
 from oke_gpu_rdma.resource_types import LAUNCH_POLICY_COMPONENT, NODE_POOL_COMPONENT
@@ -176,3 +180,12 @@ def test_a_pool_is_replaced_deleting_first_unless_the_stack_says_create_first(
     raw = raw_config("dev")
     raw["nodePools"][0]["replaceOrder"] = "createFirst"
     assert run_stack("dev", raw).one(NODE_POOL).options == {"protect": True}
+
+
+def test_provider_settings_are_read_under_the_keys_pulumi_oci_reads() -> None:
+    # The config keys pulumi-oci's own config module reads (pulumi_oci/config/vars.py) are the
+    # camelCase of its ProviderArgs parameters: the home-region provider reads the same keys.
+    source = inspect.getsource(pulumi_oci.config.vars)
+    read = set(re.findall(r"__config__\.get\w*\('(\w+)'\)", source))
+    parameters = set(inspect.signature(pulumi_oci.ProviderArgs.__init__).parameters) - {"__self__"}
+    assert {_camel(name) for name in parameters} == read
