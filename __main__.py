@@ -4,7 +4,7 @@ export outputs."""
 import pulumi
 
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs
-from components.cluster import OkeCluster, OkeClusterArgs
+from components.cluster import OkeCluster, OkeClusterArgs, existing_cluster_version
 from components.dra_drivers import (
     Dranet,
     DranetArgs,
@@ -18,6 +18,7 @@ from components.gpu_node_pool import (
     ComputeClusterLaunchPolicyArgs,
     RdmaGpuNodePool,
     RdmaGpuNodePoolArgs,
+    oci_provider_settings,
 )
 from components.network import Network, NetworkArgs
 from components.network_operator import (
@@ -36,8 +37,9 @@ from components.rdma_workloads import (
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from oke_gpu_rdma import attributes
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
-from stack_config.loading import load_program_stack
-from stack_config.problems import ConfigError
+from stack_config import cluster_version
+from stack_config.loading import load_program_stack, stack_source
+from stack_config.problems import ConfigError, ConfigProblem
 
 stack = pulumi.get_stack()
 try:
@@ -47,6 +49,27 @@ except ConfigError as err:
     raise pulumi.RunError(str(err)) from None
 
 config = checked.config
+try:
+    # Read before anything is declared: a bad value stops the program with nothing created.
+    provider_settings = oci_provider_settings()
+except pulumi.ConfigTypeError as err:  # e.g. oci:retryDurationSeconds: soon
+    raise pulumi.RunError(str(err)) from None
+existing_cluster = config.cluster.existing
+if existing_cluster is not None:
+    # The version OCI reports for the cluster, checked before anything is declared.
+    try:
+        running = existing_cluster_version(existing_cluster.id)
+    except Exception as err:  # an invoke failure: OCI's own message, on one line
+        problem = ConfigProblem(
+            "cluster.existing.id",
+            existing_cluster.id,
+            f"OCI could not read this cluster ({' '.join(str(err).split())}); check the OCID, oci:region and "
+            "the credentials",
+        )
+        raise pulumi.RunError(str(ConfigError(stack_source(stack), [problem]))) from None
+    found = cluster_version.problems(existing_cluster, running)
+    if found:
+        raise pulumi.RunError(str(ConfigError(stack_source(stack), found)))
 cluster_spec = config.cluster.spec
 # The DRA drivers run on the rdma: dranet pools only; rdma: sriov pools get the NVIDIA Network Operator.
 dra_pool_names = [pool.name for pool in config.dra_pools]
@@ -100,6 +123,7 @@ if config.create_compute_cluster_policy:
                 compartment_id=config.compartment_id,
                 home_region=config.home_region,
                 policy_name=f"{stack}-compute-cluster-launch",
+                provider_settings=provider_settings,
             ),
             opts=renamed("compute-cluster-launch"),
         )

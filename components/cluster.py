@@ -33,6 +33,15 @@ class OkeClusterArgs:
     """Protect a created cluster from deletion."""
 
 
+def existing_cluster_version(cluster_id: str) -> str:
+    """The Kubernetes version an existing cluster's control plane runs, read from OCI.
+
+    A plain (blocking) invoke, so the program can refuse a stack before it declares anything; Pulumi
+    runs invokes during `pulumi preview` too (pulumi-oci `containerengine.get_cluster`).
+    """
+    return oci.containerengine.get_cluster(cluster_id=cluster_id).kubernetes_version
+
+
 class OkeCluster(pulumi.ComponentResource):
     """The cluster's OCID, its kubeconfig (secret) and a Kubernetes provider built from it."""
 

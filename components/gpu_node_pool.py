@@ -9,7 +9,11 @@ Provision Managed Nodes"; pulumi-oci `NodePoolNodeConfigDetails.compute_cluster_
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+import inspect
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_oci as oci
@@ -149,7 +153,11 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 maximum_unavailable=str(pool.cycling.maximum_unavailable),
             ),
             ssh_public_key=pool.ssh_public_key,
-            opts=kept,
+            # The order a replacement takes is the stack's choice (nodePools[].replaceOrder): capacity
+            # against downtime. The compute cluster above is always created first: it holds no hosts.
+            opts=pulumi.ResourceOptions.merge(
+                kept, pulumi.ResourceOptions(delete_before_replace=pool.delete_before_replace)
+            ),
         )
         self.node_pool_id = node_pool.id
         self.register_outputs(
@@ -161,12 +169,72 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
         )
 
 
+def is_tenancy(ocid: str) -> bool:
+    """Whether an OCID names the tenancy itself, i.e. its root compartment (`ocid1.tenancy.<realm>..<id>`)."""
+    return ocid.startswith("ocid1.tenancy.")
+
+
 def launch_statement(compartment_id: str) -> str:
-    """The IAM statement that lets OKE node pools launch instances into compute clusters."""
+    """The IAM statement that lets this stack's OKE node pools launch instances into its compute clusters.
+
+    Granted to node pools (the OKE node pool resource principal) of the stack's own compartment only,
+    and only on compute clusters in that compartment. OCI's policy language names the root compartment
+    `tenancy` (Oracle, "Policy Syntax": location). Narrower is not possible
+    with the variables OCI documents: see README, "Least privilege".
+    """
+    location = "tenancy" if is_tenancy(compartment_id) else f"compartment id {compartment_id}"
     return (
-        "Allow any-user to {COMPUTE_CLUSTER_LAUNCH_INSTANCE} in compartment id "
-        f"{compartment_id} where request.principal.type = 'nodepool'"
+        f"Allow any-user to {{COMPUTE_CLUSTER_LAUNCH_INSTANCE}} in {location} where all "
+        f"{{request.principal.type = 'nodepool', request.principal.compartment.id = '{compartment_id}'}}"
     )
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _setting_kind(annotation: Any) -> str:
+    """`str`, `bool`, `int` or `list`: what a pulumi-oci ProviderArgs input holds (``Input[Optional[...]]``)."""
+    if typing.get_origin(annotation) is Sequence:
+        return "list"
+    for arg in typing.get_args(annotation):
+        kind = _setting_kind(arg)
+        if kind != "str":
+            return kind
+    return {bool: "bool", int: "int"}.get(annotation, "str")
+
+
+def oci_provider_settings() -> dict[str, pulumi.Input[Any]]:
+    """Every `oci:*` provider setting the stack sets, as keyword arguments of `oci.Provider`.
+
+    The settings are the parameters of pulumi-oci's own `ProviderArgs` (auth, config_file_profile,
+    private_key, tenancy_ocid, ...; config key `oci:<camelCase>`), read from the config the program sees
+    with their types. A setting the stack keeps as a secret stays one; pulumi-oci marks the private key,
+    its password and the token-exchange client secret secret whatever the stack does.
+    """
+    config = pulumi.Config("oci")
+    settings: dict[str, pulumi.Input[Any]] = {}
+    for name, parameter in inspect.signature(oci.ProviderArgs.__init__).parameters.items():
+        if name == "__self__":
+            continue
+        key = _camel(name)
+        if config.get(key) is None:
+            continue
+        kind = _setting_kind(parameter.annotation)
+        value: Any = (
+            config.get_bool(key)
+            if kind == "bool"
+            else config.get_int(key)
+            if kind == "int"
+            else config.get_object(key)
+            if kind == "list"
+            else config.get(key)
+        )
+        settings[name] = (
+            pulumi.Output.secret(value) if pulumi.runtime.is_config_secret(f"oci:{key}") else value
+        )
+    return settings
 
 
 @dataclass
@@ -177,13 +245,17 @@ class ComputeClusterLaunchPolicyArgs:
     """The tenancy's home region: OCI writes IAM policies only there (403 NotAllowed elsewhere)."""
     policy_name: str
     """The policy's name, unique in the tenancy (the program prefixes it with the stack name)."""
+    provider_settings: Mapping[str, pulumi.Input[Any]] = field(default_factory=dict)
+    """The stack's other `oci:*` provider settings (auth, profile, keys; see :func:`oci_provider_settings`), so
+    the home-region provider authenticates as the default one does."""
 
 
 class ComputeClusterLaunchPolicy(pulumi.ComponentResource):
     """The IAM policy without which node pools cannot launch into a compute cluster.
 
-    It is written through a provider for the home region, whatever the stack's `oci:region`. An explicit
-    provider takes its credentials from the environment or ~/.oci/config, as the default one does.
+    It is written through a provider for the home region, whatever the stack's `oci:region`. The engine
+    configures only the default provider from the stack's `oci:*` settings; this explicit one gets them
+    from `provider_settings`, with the home region in place of `oci:region`.
     """
 
     policy_id: pulumi.Output[str]
@@ -192,8 +264,12 @@ class ComputeClusterLaunchPolicy(pulumi.ComponentResource):
         self, name: str, args: ComputeClusterLaunchPolicyArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(resource_types.LAUNCH_POLICY_COMPONENT, name, None, opts)
+        settings = {key: value for key, value in args.provider_settings.items() if key != "region"}
         home = oci.Provider(
-            f"{name}-home-region", region=args.home_region, opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-home-region",
+            region=args.home_region,
+            opts=pulumi.ResourceOptions(parent=self),
+            **settings,
         )
         policy = oci.identity.Policy(
             f"{name}-policy",
@@ -201,7 +277,10 @@ class ComputeClusterLaunchPolicy(pulumi.ComponentResource):
             name=args.policy_name,
             description="Lets OKE node pools launch bare-metal GPU nodes into compute clusters (RDMA placement).",
             statements=[launch_statement(args.compartment_id)],
-            opts=pulumi.ResourceOptions(parent=self, provider=home),
+            # `name` and `compartmentId` are not updatable and the name is unique in the tenancy
+            # (pulumi-oci identity.Policy; terraform-provider-oci internal/service/identity/identity_policy_resource.go: ForceNew),
+            # so a replacement created first would collide with the policy it replaces.
+            opts=pulumi.ResourceOptions(parent=self, provider=home, delete_before_replace=True),
         )
         self.policy_id = policy.id
         self.register_outputs({"policyId": self.policy_id})

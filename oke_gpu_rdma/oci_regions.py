@@ -11,6 +11,7 @@ table below is the OCI Python SDK's (oracle/oci-python-sdk `src/oci/regions_defi
 
 from __future__ import annotations
 
+import difflib
 from typing import Final
 
 # Region name -> region key.
@@ -106,6 +107,21 @@ REGION_KEYS: Final[dict[str, str]] = {
 def region_key(region: str) -> str | None:
     """The region key of ``region`` (``us-ashburn-1`` -> ``iad``), None if this table lacks it."""
     return REGION_KEYS.get(region.lower())
+
+
+def is_known_region(region: str) -> bool:
+    """Whether ``region`` is an OCI region identifier of the table above (`us-ashburn-1`)."""
+    return region.lower() in REGION_KEYS
+
+
+def unknown_region(region: str) -> str:
+    """What to say of a region identifier the table lacks: that it is unknown, and the closest known one."""
+    close = difflib.get_close_matches(region.lower(), REGION_KEYS, n=1, cutoff=0.6)
+    guess = f"; did you mean {close[0]}?" if close else ""
+    return (
+        f"is not a known OCI region identifier{guess} (regions are named like us-ashburn-1: "
+        "oci iam region list)"
+    )
 
 
 def _same_region(text: str, region: str) -> bool:

@@ -20,6 +20,7 @@ NODE_POOL_RDMA: Final = "nodePools[].rdma"
 NODE_POOL_SRIOV: Final = "nodePools[].sriov"
 NETWORK_OPERATOR_RDMA_MODE: Final = "networkOperator.rdmaMode"
 VF_POOL_SUBNET: Final = "networkOperator.vfPool.subnet"
+NODE_POOL_REPLACE_ORDER: Final = "nodePools[].replaceOrder"
 
 ALL: Final = (
     GPU_DRIVER_ENABLED,
@@ -32,6 +33,7 @@ ALL: Final = (
     NODE_POOL_SRIOV,
     NETWORK_OPERATOR_RDMA_MODE,
     VF_POOL_SUBNET,
+    NODE_POOL_REPLACE_ORDER,
 )
 
 

@@ -31,7 +31,14 @@ from stack_config.pack_config import policy_pack_config
 
 from . import base_rendering, rendering
 from .base_rendering import BaseFiles
-from .mock_runtime import ROOT, ProgramRun, RecordedResource, pulumi_config_map, run_program
+from .mock_runtime import (
+    ROOT,
+    ProgramRun,
+    RecordedResource,
+    pulumi_config_map,
+    run_program,
+    secret_config_keys,
+)
 from .plan import change_plan, gpu_impact
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
 from .stacks import EXAMPLES, USER_STACKS, stack_names
@@ -63,6 +70,11 @@ def stack_file(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Path:
 
 def load_stack(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> dict[str, str]:
     """The stack's config as the CLI would pass it to the program."""
+    return pulumi_config_map(load_stack_file(stack, dirs))
+
+
+def load_stack_file(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Mapping[str, Any]:
+    """The stack file's YAML document, checked to hold a `config:` mapping."""
     path = stack_file(stack, dirs)
     try:
         document = yaml.safe_load(path.read_text()) or {}
@@ -70,7 +82,7 @@ def load_stack(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> dict[str, str]:
         raise PreviewError(f"{_shown(path)} is not valid YAML: {err}") from None
     if not isinstance(document, Mapping) or not isinstance(document.get("config") or {}, Mapping):
         raise PreviewError(f"{_shown(path)} must be a mapping with a `config:` mapping of keys to values")
-    return pulumi_config_map(document)
+    return document
 
 
 @dataclass
@@ -88,9 +100,10 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
     A config problem becomes a PreviewError with the program's own message, naming the file previewed
     (the program names stacks/Pulumi.<stack>.yaml, where the CLI keeps stack files).
     """
-    config_map = load_stack(stack, dirs)
+    document = load_stack_file(stack, dirs)
+    config_map = pulumi_config_map(document)
     try:
-        run = run_program(stack, config_map)
+        run = run_program(stack, config_map, secret_keys=secret_config_keys(document))
     except pulumi.RunError as err:
         raise PreviewError(str(err).replace(stack_source(stack), _shown(stack_file(stack, dirs)))) from None
     # The program accepted this config, so parsing it again cannot fail.

@@ -15,7 +15,7 @@ import json
 import os
 import runpy
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -109,8 +109,27 @@ class OfflineMocks(mocks.Mocks):
     Outputs follow the stack's region (`oci:region`): OCIDs carry its key, ADs its name.
     """
 
-    def __init__(self, region: str | None = None) -> None:
+    def __init__(self, region: str | None = None, config: Mapping[str, str] | None = None) -> None:
         self.region = region
+        self.config = dict(config or {})
+
+    def cluster_version(self, cluster_id: str) -> str:
+        """The Kubernetes version OCI would report for an existing cluster.
+
+        Offline there is no cluster to ask: the stand-in is the version the stack configures for it
+        (`cluster.existing.kubernetesVersion`), so the preview passes the program's version check exactly
+        when the config is self-consistent; only `pulumi preview`/`up` ask OCI for the real one.
+        """
+        try:
+            existing = json.loads(self.config.get(f"{PROJECT}:cluster", "{}")).get("existing") or {}
+        except (json.JSONDecodeError, AttributeError):
+            existing = {}
+        if existing.get("id") != cluster_id or not isinstance(existing.get("kubernetesVersion"), str):
+            raise NotImplementedError(
+                f"the offline preview knows no cluster {cluster_id} but the stack's own"
+            )
+        version: str = existing["kubernetesVersion"]
+        return version
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         state = dict(args.inputs)
@@ -133,6 +152,15 @@ class OfflineMocks(mocks.Mocks):
             endpoint = str(args.args.get("endpoint") or "PRIVATE_ENDPOINT")
             content = placeholder_kubeconfig(cluster_id, self.region, endpoint)
             return {"clusterId": cluster_id, "content": content}, []
+        if args.token == "oci:ContainerEngine/getCluster:getCluster":
+            cluster_id = str(args.args.get("clusterId"))
+            return {
+                "clusterId": cluster_id,
+                "id": cluster_id,
+                "kubernetesVersion": self.cluster_version(cluster_id),
+                "state": "ACTIVE",
+                "type": "ENHANCED_CLUSTER",
+            }, []
         if args.token == "oci:Core/getServices:getServices":
             key = (region_key(self.region) if self.region else None) or "region"
             service = {
@@ -261,14 +289,32 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _secure(value: Any) -> str | None:
+    """The ciphertext of a secret config value (`key: {secure: v1:...}`), None for a plain value."""
+    if isinstance(value, Mapping) and set(value) == {"secure"} and isinstance(value["secure"], str):
+        return value["secure"]
+    return None
+
+
 def pulumi_config_map(stack_file: Mapping[str, Any]) -> dict[str, str]:
-    """Config as the Pulumi CLI hands it to a program: `project:key` -> string, objects as JSON."""
+    """Config as the Pulumi CLI hands it to a program: `project:key` -> string, objects as JSON.
+
+    The CLI decrypts secrets first; offline nothing is decrypted, so a secret's value is its ciphertext
+    (see :func:`secret_config_keys`).
+    """
     config = stack_file.get("config") or {}
     out = {}
     for key, value in config.items():
         full = key if ":" in key else f"{PROJECT}:{key}"
-        out[full] = value if isinstance(value, str) else json.dumps(value)
+        secure = _secure(value)
+        out[full] = secure if secure is not None else value if isinstance(value, str) else json.dumps(value)
     return out
+
+
+def secret_config_keys(stack_file: Mapping[str, Any]) -> list[str]:
+    """The keys the stack file keeps as secrets (`secure:`), which the CLI tells a program of."""
+    config = stack_file.get("config") or {}
+    return [key if ":" in key else f"{PROJECT}:{key}" for key, value in config.items() if _secure(value)]
 
 
 @dataclass
@@ -282,17 +328,19 @@ class ProgramRun:
     """Provider functions the program called (token, arguments), e.g. the kubeconfig lookup."""
 
 
-def record(stack: str, config: Mapping[str, str], declare: Callable[[], object]) -> ProgramRun:
-    """Run `declare` under the mocks with `config` and return what it registered.
+def record(
+    stack: str, config: Mapping[str, str], declare: Callable[[], object], secret_keys: Sequence[str] = ()
+) -> ProgramRun:
+    """Run `declare` under the mocks with `config` (`secret_keys` of it secret) and return what it registered.
 
     Each call starts from fresh mock state, so runs do not leak into each other.
     """
     region = config.get("oci:region")
-    monitor = RecordingMonitor(OfflineMocks(region))
+    monitor = RecordingMonitor(OfflineMocks(region, config))
     # A new root stack per run: set_mocks only creates one when none exists.
     settings.set_root_resource(None)  # type: ignore[arg-type]
-    mocks.set_mocks(OfflineMocks(region), project=PROJECT, stack=stack, preview=True, monitor=monitor)
-    pulumi.runtime.set_all_config(dict(config), [])
+    mocks.set_mocks(OfflineMocks(region, config), project=PROJECT, stack=stack, preview=True, monitor=monitor)
+    pulumi.runtime.set_all_config(dict(config), list(secret_keys))
     # The Python language host hands a program its config in PULUMI_CONFIG (JSON), which
     # pulumi.runtime.get_config_env() reads; set it the same way for this run.
     previous = os.environ.get(_CONFIG_ENV)
@@ -341,6 +389,11 @@ def _stack_exports() -> dict[str, Any]:
     return values
 
 
-def run_program(stack: str, config: Mapping[str, str], program: Path = ROOT / "__main__.py") -> ProgramRun:
+def run_program(
+    stack: str,
+    config: Mapping[str, str],
+    program: Path = ROOT / "__main__.py",
+    secret_keys: Sequence[str] = (),
+) -> ProgramRun:
     """Run the Pulumi program file under the mocks; raises what the program raises."""
-    return record(stack, config, lambda: runpy.run_path(str(program), run_name="__main__"))
+    return record(stack, config, lambda: runpy.run_path(str(program), run_name="__main__"), secret_keys)

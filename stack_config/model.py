@@ -18,6 +18,7 @@ from oke_gpu_rdma import charts
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, RDMA_PATH_LABEL
+from oke_gpu_rdma.oci_regions import is_known_region, unknown_region
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import MAX_VFS_PER_PF, RdmaMode, RdmaPath
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
@@ -39,11 +40,17 @@ def _ocid(value: str) -> str:
     return value
 
 
+def kubernetes_minor(version: str) -> int | None:
+    """The minor of a `v1.X.Y` version (34 for v1.34.1); None for text of another form."""
+    match = _K8S_VERSION.match(version)
+    return int(match.group(1)) if match else None
+
+
 def _k8s_version(value: str) -> str:
-    match = _K8S_VERSION.match(value)
-    if not match:
+    minor = kubernetes_minor(value)
+    if minor is None:
         raise ValueError("is not a Kubernetes version of the form v1.X.Y (for example v1.34.1)")
-    if int(match.group(1)) < MIN_KUBERNETES_MINOR:
+    if minor < MIN_KUBERNETES_MINOR:
         raise ValueError(
             f"is older than v1.{MIN_KUBERNETES_MINOR}: the claim templates and DeviceClasses are "
             f"resource.k8s.io/v1, which Kubernetes serves from v1.{MIN_KUBERNETES_MINOR}; use an OKE "
@@ -84,6 +91,12 @@ def _child_prefix(value: IPv4Network) -> IPv4Network:
     return value
 
 
+def _region(value: str) -> str:
+    if not is_known_region(value):
+        raise ValueError(unknown_region(value))
+    return value
+
+
 def _shape(value: str) -> str:
     names = CATALOG.names
     if value not in names:
@@ -98,6 +111,7 @@ OciBlock = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_oci_bl
 ChildRange = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_child_prefix)]
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 ShapeName = Annotated[str, AfterValidator(_shape)]
+Region = Annotated[str, AfterValidator(_region)]
 CniType = Literal["FLANNEL_OVERLAY", "OCI_VCN_IP_NATIVE"]
 
 
@@ -297,6 +311,15 @@ class NodeCycling(_Model):
         return self
 
 
+# How `pulumi up` replaces a GPU node pool when a change forces a new one (a new compute cluster,
+# cluster or AD): the engine's default creates the new pool first, which needs the pool's bare-metal
+# hosts twice over in its AD while both exist; deleting first needs them once, at the price of the
+# pool's downtime (Pulumi resource option deleteBeforeReplace).
+ReplaceOrder = Literal["deleteFirst", "createFirst"]
+DELETE_FIRST: ReplaceOrder = "deleteFirst"
+CREATE_FIRST: ReplaceOrder = "createFirst"
+
+
 class SriovPoolConfig(_Model):
     """How an SR-IOV pool's rails become VFs (seed 001)."""
 
@@ -361,6 +384,19 @@ class NodePoolConfig(_Model):
         None,
         description="SR-IOV settings of a pool with rdma: sriov (defaults: 2 VFs per PF, a resource per rail).",
     )
+    replace_order: ReplaceOrder = Field(
+        DELETE_FIRST,
+        alias="replaceOrder",
+        description="How pulumi up replaces the pool when a change forces a new one (its compute cluster, the OKE "
+        "cluster or the AD replaced): deleteFirst (default) deletes the old pool first, so its nodes are down "
+        "until the new ones join but no more hosts than the pool's are needed; createFirst keeps the old nodes "
+        "until the new ones run, which needs free hosts of the shape for both pools in the AD at once.",
+    )
+
+    @property
+    def delete_before_replace(self) -> bool:
+        """The Pulumi resource option for this pool's replacement order."""
+        return self.replace_order == DELETE_FIRST
 
     @property
     def sriov_settings(self) -> SriovPoolConfig | None:
@@ -615,10 +651,9 @@ class StackConfig(_Model):
         "(format: oke_gpu_rdma/topology.py).",
     )
     gpu_operator: GpuOperatorConfig = Field(default_factory=lambda: GpuOperatorConfig(), alias="gpuOperator")
-    home_region: str | None = Field(
+    home_region: Region | None = Field(
         None,
         alias="homeRegion",
-        pattern=r"^[a-z]+(-[a-z]+)+-[0-9]+$",
         description="The tenancy's home region (e.g. us-ashburn-1): OCI writes IAM policies only there. "
         "Required when createComputeClusterPolicy is on.",
     )

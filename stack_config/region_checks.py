@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from oke_gpu_rdma.oci_regions import availability_domain_in_region, ocid_in_region
+from oke_gpu_rdma.oci_regions import (
+    availability_domain_in_region,
+    is_known_region,
+    ocid_in_region,
+    unknown_region,
+)
 
 from .model import StackConfig
 from .problems import ConfigProblem
@@ -70,6 +75,10 @@ def _region(config: StackConfig, region: str | None) -> Iterator[ConfigProblem]:
         yield ConfigProblem(
             REGION_KEY, None, "is missing; set the stack's region (pulumi config set oci:region us-ashburn-1)"
         )
+        return
+    if not is_known_region(region):
+        # One line for the region: every AD and OCID would otherwise be blamed for it.
+        yield ConfigProblem(REGION_KEY, region, unknown_region(region))
         return
     for i, pool in enumerate(config.node_pools):
         ad = pool.availability_domain

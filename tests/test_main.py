@@ -14,7 +14,8 @@ import pytest
 
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, POOL_LABEL
-from tests.support import Run, raw_config
+from preview.mock_runtime import pulumi_config_map, run_program, secret_config_keys
+from tests.support import Run, as_stack_file, raw_config
 
 TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 RELEASE = resource_types.HELM_RELEASE
@@ -71,6 +72,35 @@ def test_the_launch_policy_is_written_through_a_home_region_provider(run_stack: 
     assert policy.inputs["name"] == "dev-compute-cluster-launch"
     # Everything else uses the stack's default provider (oci:region).
     assert all(not r.provider.startswith(provider.urn) for r in run.of_type(resource_types.NODE_POOL))
+
+
+def test_the_home_region_provider_authenticates_like_the_default_one() -> None:
+    # A stack on session-token auth with a profile of ~/.oci/config, a typed setting and a secret one.
+    document = as_stack_file(raw_config("dev"))
+    document["config"] |= {
+        "oci:auth": "SecurityToken",
+        "oci:configFileProfile": "gpu-admin",
+        "oci:retryDurationSeconds": "120",
+        "oci:tenancyOcid": {"secure": "v1:c2VjcmV0LXRlbmFuY3k="},
+    }
+    run = Run(run_program("dev", pulumi_config_map(document), secret_keys=secret_config_keys(document)))
+    provider = run.one("pulumi:providers:oci", "compute-cluster-launch-home-region")
+    assert provider.inputs == {
+        "region": "us-ashburn-1",
+        "auth": "SecurityToken",
+        "configFileProfile": "gpu-admin",
+        # pulumi-oci sends non-string provider settings as JSON text, as the engine does for the default one.
+        "retryDurationSeconds": "120",
+        "tenancyOcid": "[secret]",
+    }
+
+
+def test_a_provider_setting_of_the_wrong_type_is_one_message_and_nothing_declared() -> None:
+    document = as_stack_file(raw_config("dev"))
+    document["config"]["oci:retryDurationSeconds"] = "soon"
+    with pytest.raises(pulumi.RunError) as caught:
+        run_program("dev", pulumi_config_map(document))
+    assert str(caught.value) == "Configuration 'oci:retryDurationSeconds' value 'soon' is not a valid 'int'"
 
 
 # --- 4. the GPU Operator where the stack creates the cluster ----------------------------------------

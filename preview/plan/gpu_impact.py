@@ -4,7 +4,10 @@ Bare-metal GPU capacity may not come back once released, so a reviewer must see 
 apply replaces, cycles, removes or drains GPU nodes:
 
 - a replaced or deleted node pool (or one whose compute cluster is replaced) replaces or deletes
-  every node it has;
+  every node it has; a replacement says its order (`nodePools[].replaceOrder`, the record's
+  `deleteBeforeReplace`) and what that order costs: the pool's downtime when the old pool is deleted
+  first, the pool's bare-metal hosts twice over in the availability domain when the new one is created
+  first;
 - with node cycling on, a node pool update that changes what a node is built from cycles every node
   (cordon, drain, terminate, launch; `maximumSurge`/`maximumUnavailable` at a time). Which properties
   those are: Oracle's terraform-oci-oke "Workers: Node Cycle" (kubernetes_version, node_labels, shape
@@ -23,8 +26,11 @@ from typing import Any
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
 from oke_gpu_rdma.labels import POOL_LABEL
+from oke_gpu_rdma.stack_keys import NODE_POOL_REPLACE_ORDER
+from stack_config.model import CREATE_FIRST, DELETE_FIRST
 
 from .change_plan import Plan, Step, root_causes
+from .replace_rules import UNKNOWN
 
 # NodePool input paths whose change OKE brings to existing nodes only by cycling them, and the words
 # a reviewer knows them by (the longest matching path wins).
@@ -43,6 +49,7 @@ CYCLED_BY = {
     ("nodeConfigDetails", "isPvEncryptionInTransitEnabled"): "in-transit encryption",
 }
 _SIZE = ("nodeConfigDetails", "size")
+_AD = ("nodeConfigDetails", "placementConfigs", 0, "availabilityDomain")
 
 
 def _get(value: Any, *path: str | int) -> Any:
@@ -75,6 +82,26 @@ def _what(root: Step, pool: Step) -> str:
     return f"{_WHAT.get(root.record.type, root.record.type)} {root.record.name}"
 
 
+def _order(step: Step) -> str:
+    """Which order the engine replaces the pool in, and what that needs."""
+    old, new = (step.base or step.record).inputs, step.record.inputs
+    old_size, new_size = _get(old, *_SIZE), _get(new, *_SIZE)
+    shape = new.get("nodeShape", "?")
+    setting = NODE_POOL_REPLACE_ORDER.rsplit(".", 1)[-1]
+    if step.delete_first:
+        return (
+            f"deleted first ({setting}: {DELETE_FIRST}): no {shape} node of the pool runs from the delete until "
+            f"the {new_size} new ones join"
+        )
+    old_ad, new_ad = _get(old, *_AD), _get(new, *_AD)
+    where = new_ad if isinstance(new_ad, str) and new_ad != UNKNOWN else "its availability domain"
+    if old_ad == new_ad and isinstance(old_size, int) and isinstance(new_size, int):
+        need = f"{old_size + new_size} free {shape} hosts in {where} (twice the pool) while both pools run"
+    else:
+        need = f"{new_size} free {shape} hosts in {where} while the old {old_size} still run"
+    return f"created first ({setting}: {CREATE_FIRST}): needs {need}"
+
+
 def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
     record, base = step.record, step.base
     inputs = (base or record).inputs
@@ -98,7 +125,7 @@ def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
                 f"{pool}: {_nodes(size, shape)} would be replaced ({why}), but the apply stops here: "
                 f"{' and '.join(names)} {verb} protected"
             ]
-        return [f"{pool}: {_nodes(size, shape)} replaced: {why}"]
+        return [f"{pool}: {_nodes(size, shape)} replaced: {why}; {_order(step)}"]
     if step.op != "update":
         return []
     lines = []

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+import inspect
+import re
 from collections.abc import Callable
 
+import pulumi_oci
+import pulumi_oci.config.vars
 import yaml
 
-from components.gpu_node_pool import launch_statement
+from components.gpu_node_pool import _camel, launch_statement
 from oke_gpu_rdma import cloud_init
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL
 from oke_gpu_rdma.resource_types import LAUNCH_POLICY_COMPONENT, NODE_POOL_COMPONENT
@@ -115,9 +119,10 @@ def test_launch_policy_is_created_once_and_pools_wait_for_it(run_stack: Callable
     run = run_stack("full")
     policy = run.one(IAM_POLICY)
     assert policy.inputs["statements"] == [launch_statement(COMPARTMENT)]
+    # Only node pools of the stack's compartment may launch, and only into its compute clusters.
     assert policy.inputs["statements"][0] == (
         f"Allow any-user to {{COMPUTE_CLUSTER_LAUNCH_INSTANCE}} in compartment id {COMPARTMENT} "
-        "where request.principal.type = 'nodepool'"
+        f"where all {{request.principal.type = 'nodepool', request.principal.compartment.id = '{COMPARTMENT}'}}"
     )
     assert run.by_urn(policy.parent).type == LAUNCH_POLICY_COMPONENT
     # depends_on the policy component reaches the engine as a dependency on the policy itself.
@@ -144,3 +149,43 @@ def test_several_pools_each_get_their_compute_cluster(run_stack: Callable[..., R
             == (computes[f"{name}-compute-cluster"].inputs["availabilityDomain"])
         )
     assert labels_of(pools["gpu-b4-b-nodes"].inputs)["team"] == "research"
+
+
+def test_the_launch_policy_is_replaced_deleting_first(run_stack: Callable[..., Run]) -> None:
+    # name and compartmentId are not updatable and the name is unique in the tenancy: a replacement
+    # created first would collide with the policy it replaces.
+    policy = run_stack("dev").one(IAM_POLICY)
+    assert policy.options == {"deleteBeforeReplace": True}
+
+
+def test_a_tenancy_as_compartment_gets_the_root_compartment_statement(run_stack: Callable[..., Run]) -> None:
+    tenancy = "ocid1.tenancy.oc1..aaaaaaaaexampletenancygpurdma"
+    raw = raw_config("dev")
+    raw["compartmentId"] = tenancy
+    policy = run_stack("dev", raw).one(IAM_POLICY)
+    assert policy.inputs["compartmentId"] == tenancy
+    assert policy.inputs["statements"] == [
+        "Allow any-user to {COMPUTE_CLUSTER_LAUNCH_INSTANCE} in tenancy where all "
+        f"{{request.principal.type = 'nodepool', request.principal.compartment.id = '{tenancy}'}}"
+    ]
+
+
+def test_a_pool_is_replaced_deleting_first_unless_the_stack_says_create_first(
+    run_stack: Callable[..., Run],
+) -> None:
+    run = run_stack("dev")
+    assert run.one(NODE_POOL).options == {"protect": True, "deleteBeforeReplace": True}
+    # Its compute cluster holds no hosts: created first.
+    assert run.one(COMPUTE_CLUSTER).options == {"protect": True}
+    raw = raw_config("dev")
+    raw["nodePools"][0]["replaceOrder"] = "createFirst"
+    assert run_stack("dev", raw).one(NODE_POOL).options == {"protect": True}
+
+
+def test_provider_settings_are_read_under_the_keys_pulumi_oci_reads() -> None:
+    # The config keys pulumi-oci's own config module reads (pulumi_oci/config/vars.py) are the
+    # camelCase of its ProviderArgs parameters: the home-region provider reads the same keys.
+    source = inspect.getsource(pulumi_oci.config.vars)
+    read = set(re.findall(r"__config__\.get\w*\('(\w+)'\)", source))
+    parameters = set(inspect.signature(pulumi_oci.ProviderArgs.__init__).parameters) - {"__self__"}
+    assert {_camel(name) for name in parameters} == read

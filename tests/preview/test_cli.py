@@ -214,8 +214,8 @@ def test_stack_file_whose_config_is_not_a_mapping(tmp_path: Path, capsys: pytest
     )
 
 
-def test_a_stack_of_your_own_previews_cleanly(tmp_path: Path) -> None:
-    # As the README says: an example copied under your own name, with your own region, OCIDs and pools.
+def own_stack() -> dict[str, Any]:
+    """An example copied under your own name, with your own region (eu-frankfurt-1), OCIDs and pools."""
     raw = raw_config("dev")
     raw["homeRegion"] = "eu-frankfurt-1"
     raw["compartmentId"] = "ocid1.compartment.oc1..aaaaaaaamyowncompartment"
@@ -234,11 +234,33 @@ def test_a_stack_of_your_own_previews_cleanly(tmp_path: Path) -> None:
         }
     ]
     raw["dranet"] = {"childRange": "10.192.0.0/14"}
+    return raw
+
+
+def test_a_stack_of_your_own_previews_cleanly(tmp_path: Path) -> None:
+    # As the README says: an example copied under your own name, with your own region, OCIDs and pools.
+    raw = own_stack()
     (tmp_path / "Pulumi.prod.yaml").write_text(yaml.safe_dump(as_stack_file(raw, region="eu-frankfurt-1")))
     result = run_cli("prod", stacks_dir=tmp_path, rendered=tmp_path / "rendered")
     assert result.returncode == 0, result.stderr
     assert "Previewing update (prod) offline" in result.stdout
     assert (tmp_path / "rendered" / "prod" / "policy-pack-config.json").is_file()
+
+
+def test_a_misspelt_region_is_one_line_naming_it(tmp_path: Path) -> None:
+    # A stack of your own that sorts before the examples, its OCIDs in Frankfurt, its oci:region misspelt.
+    (tmp_path / "Pulumi.alpha.yaml").write_text(
+        yaml.safe_dump(as_stack_file(own_stack(), region="eu-frankfrut-1"))
+    )
+    result = run_cli("alpha", stacks_dir=tmp_path, rendered=tmp_path / "rendered")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr + result.stdout
+    assert result.stderr.splitlines() == [
+        "error: invalid stack config:",
+        "  stacks/Pulumi.alpha.yaml: oci:region = 'eu-frankfrut-1': is not a known OCI region identifier; did you "
+        "mean eu-frankfurt-1? (regions are named like us-ashburn-1: oci iam region list)",
+    ]
+    assert not (tmp_path / "rendered").exists()
 
 
 @pytest.mark.parametrize("stack", stack_names(USER_STACKS))

@@ -94,3 +94,30 @@ def test_the_offline_run_follows_the_stacks_region() -> None:
     run = Run(run_program("full", pulumi_config_map(as_stack_file(raw, region="eu-frankfurt-1"))))
     assert run.one(resource_types.VCN).id.startswith("ocid1.vcn.oc1.fra.")
     assert run.one(resource_types.CLUSTER).id.startswith("ocid1.cluster.oc1.fra.")
+
+
+def test_a_misspelt_region_is_one_line_with_the_closest_known_name() -> None:
+    # Without the region check, the AD and every regional OCID of the stack were blamed instead.
+    (line,) = problems(raw_config("dev"), region="us-ashburn1")
+    assert line == (
+        f"{SOURCE}: oci:region = 'us-ashburn1': is not a known OCI region identifier; did you mean us-ashburn-1? "
+        "(regions are named like us-ashburn-1: oci iam region list)"
+    )
+
+
+def test_a_misspelt_home_region_is_one_line_with_the_closest_known_name() -> None:
+    raw = raw_config("dev")
+    raw["homeRegion"] = "us-ashbrun-1"
+    (line,) = problems(raw)
+    assert line == (
+        f"{SOURCE}: homeRegion = 'us-ashbrun-1': is not a known OCI region identifier; did you mean "
+        "us-ashburn-1? (regions are named like us-ashburn-1: oci iam region list)"
+    )
+
+
+def test_a_region_like_no_known_one_gets_no_guess() -> None:
+    (line,) = problems(raw_config("dev"), region="mars-olympus-9")
+    assert line == (
+        f"{SOURCE}: oci:region = 'mars-olympus-9': is not a known OCI region identifier (regions are named like "
+        "us-ashburn-1: oci iam region list)"
+    )

@@ -138,12 +138,15 @@ def test_compute_cluster_availability_domain_replaces_the_cluster_and_the_pool()
     plan = plan_for("dev", move)
     assert lines(plan) == [
         "+- oci:Core/computeCluster:ComputeCluster gpu-b4-compute-cluster replace [diff: ~availabilityDomain]",
-        "+- oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes replace "
+        # The pool is deleted first (replaceOrder: deleteFirst, the default); its compute cluster is
+        # created first, since it holds no hosts.
+        "-+ oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes replace "
         "[diff: ~nodeConfigDetails.computeClusterId, ~nodeConfigDetails.placementConfigs[0].availabilityDomain]",
     ]
     assert gpu_impact.gpu_node_lines(plan) == [
         "gpu-b4: 2 BM.GPU.B4.8 nodes replaced: its compute cluster gpu-b4-compute-cluster is replaced "
-        "(availabilityDomain)"
+        "(availabilityDomain); deleted first (replaceOrder: deleteFirst): no BM.GPU.B4.8 node of the pool runs "
+        "from the delete until the 2 new ones join"
     ]
     cluster = plan.step("gpu-b4-compute-cluster")
     assert cluster.changes[0].rule.why == (
@@ -191,7 +194,7 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     )
     assert (
         by_name["gpu-b4-a-nodes"].line()
-        == "+- oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes replace [diff: ~clusterId]"
+        == "-+ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes replace [diff: ~clusterId]"
     )
     # The kubeconfig is unknown before apply, so pulumi-kubernetes replaces its provider and every object.
     assert by_name["oke-k8s"].line() == "+- pulumi:providers:kubernetes oke-k8s replace [diff: ~kubeconfig]"
@@ -203,7 +206,8 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     assert {s.op for s in plan.changed()} == {"replace"}
     assert gpu_impact.gpu_node_lines(plan) == [
         f"{name}: 2 BM.GPU.B4.8 nodes replaced: the OKE cluster oke-cluster is replaced "
-        "(options.kubernetesNetworkConfig.podsCidr)"
+        "(options.kubernetesNetworkConfig.podsCidr); deleted first (replaceOrder: deleteFirst): no BM.GPU.B4.8 "
+        "node of the pool runs from the delete until the 2 new ones join"
         for name in ("gpu-b4-a", "gpu-b4-b")
     ]
     assert change_plan.summary_lines(plan) == [
@@ -322,13 +326,14 @@ def test_a_cni_change_replaces_the_pool_although_the_sdk_calls_it_updatable() ->
 
     plan = plan_for("dev", vcn_native)
     assert lines(plan) == [
-        "+- oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes replace "
+        "-+ oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes replace "
         "[diff: ~nodeConfigDetails.nodePoolPodNetworkOptionDetails.cniType, "
         "+nodeConfigDetails.nodePoolPodNetworkOptionDetails.podSubnetIds]"
     ]
     assert gpu_impact.gpu_node_lines(plan) == [
         "gpu-b4: 2 BM.GPU.B4.8 nodes replaced: the node pool is replaced "
-        "(nodeConfigDetails.nodePoolPodNetworkOptionDetails.cniType)"
+        "(nodeConfigDetails.nodePoolPodNetworkOptionDetails.cniType); deleted first (replaceOrder: "
+        "deleteFirst): no BM.GPU.B4.8 node of the pool runs from the delete until the 2 new ones join"
     ]
 
 
@@ -374,3 +379,53 @@ def test_an_unchanged_active_cluster_replaces_nothing() -> None:
         "dev", lambda raw: raw["cluster"]["existing"].update(kubeconfigEndpoint="PUBLIC_ENDPOINT")
     )
     assert lines(plan) == []
+
+
+def test_a_compartment_move_replaces_the_launch_policy_deleting_first() -> None:
+    new = "ocid1.compartment.oc1..aaaaaaaaexampleothercompartment"
+    plan = plan_for("dev", lambda raw: raw.update(compartmentId=new))
+    policy = plan.step("compute-cluster-launch-policy")
+    assert policy.line() == (
+        "-+ oci:Identity/policy:Policy compute-cluster-launch-policy replace "
+        "[diff: ~compartmentId, ~statements[0]]"
+    )
+    assert [c.rule.why for c in policy.replacing()] == [
+        "oci_identity_policy (terraform-provider-oci v8.28.0): compartmentId is ForceNew"
+    ]
+
+
+def test_a_pool_replaced_create_first_needs_its_hosts_twice_in_its_ad() -> None:
+    def create_first_in_a_new_compute_cluster(raw: Raw) -> None:
+        pool(raw)["replaceOrder"] = "createFirst"
+        pool(raw)["computeClusterId"] = "ocid1.computecluster.oc1.iad.aaaaaaaaexampleother"
+        pool(raw)["availabilityDomain"] = "Uocm:US-ASHBURN-AD-1"
+
+    base_raw = copy.deepcopy(raw_config("dev"))
+    pool(base_raw)["replaceOrder"] = "createFirst"
+    base_raw["protect"] = False
+    base = change_plan.parse(render("dev", base_raw))
+    raw = copy.deepcopy(raw_config("dev"))
+    create_first_in_a_new_compute_cluster(raw)
+    plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
+    assert plan.step("gpu-b4-nodes").line() == (
+        "+- oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes replace [diff: ~nodeConfigDetails.computeClusterId]"
+    )
+    assert gpu_impact.gpu_node_lines(plan) == [
+        "gpu-b4: 2 BM.GPU.B4.8 nodes replaced: the node pool is replaced (nodeConfigDetails.computeClusterId); "
+        "created first (replaceOrder: createFirst): needs 4 free BM.GPU.B4.8 hosts in Uocm:US-ASHBURN-AD-1 "
+        "(twice the pool) while both pools run"
+    ]
+
+
+def test_a_pool_replaced_create_first_in_another_ad_needs_its_hosts_there() -> None:
+    base_raw = copy.deepcopy(raw_config("dev"))
+    pool(base_raw)["replaceOrder"] = "createFirst"
+    base_raw["protect"] = False
+    base = change_plan.parse(render("dev", base_raw))
+    raw = copy.deepcopy(base_raw)
+    pool(raw).update(availabilityDomain="Uocm:US-ASHBURN-AD-2", count=3)
+    plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
+    assert gpu_impact.gpu_node_lines(plan)[0].endswith(
+        "created first (replaceOrder: createFirst): needs 3 free BM.GPU.B4.8 hosts in Uocm:US-ASHBURN-AD-2 "
+        "while the old 2 still run"
+    )
