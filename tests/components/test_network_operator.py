@@ -160,6 +160,8 @@ def test_vf_rail_test_is_a_gating_mpijob_with_a_vf_of_every_rail(run_stack: Call
         "pulumi.com/waitFor": SUCCEEDED,
         "pulumi.com/timeoutSeconds": "1800",
     }
+    assert job.options == {"deleteBeforeReplace": True, "replaceOnChanges": ["spec"]}
+    assert job.inputs["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 0}
     worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]
     assert worker["replicas"] == 2
     seed_pod = seed_sriov.vf_pods[0]
