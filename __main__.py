@@ -3,7 +3,7 @@ export outputs."""
 
 import pulumi
 
-from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs
+from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport
 from components.cluster import OkeCluster, OkeClusterArgs, existing_cluster_version
 from components.dra_drivers import (
     Dranet,
@@ -237,8 +237,10 @@ if checked.sriov is not None:
     )
 
 acceptance = workloads.acceptance_jobs
+# Per gating job: its threshold and the command that prints its measured figures (stack output).
+acceptance_reports: dict[str, GateReport] = {}
 if acceptance.enabled and checked.sriov is not None and sriov_networks is not None and not config.dra_pools:
-    SriovAcceptanceJobs(
+    acceptance_reports |= SriovAcceptanceJobs(
         "vf-acceptance",
         SriovAcceptanceJobsArgs(
             config=acceptance,
@@ -247,10 +249,10 @@ if acceptance.enabled and checked.sriov is not None and sriov_networks is not No
             provider=cluster.provider,
             depends_on=[sriov_networks],
         ),
-    )
+    ).reports
 if acceptance.enabled and claim_templates is not None:
     # The stack config checked that the NCCL job's template is in the plan (stack_config/claim_plan.py).
-    AcceptanceJobs(
+    acceptance_reports |= AcceptanceJobs(
         "acceptance",
         AcceptanceJobsArgs(
             config=acceptance,
@@ -265,7 +267,7 @@ if acceptance.enabled and claim_templates is not None:
             depends_on=[claim_templates, *drivers],
         ),
         opts=renamed("acceptance"),
-    )
+    ).reports
 
 pulumi.export("clusterId", cluster.cluster_id)
 pulumi.export("kubeconfig", cluster.kubeconfig)
@@ -274,6 +276,8 @@ pulumi.export("computeClusters", {name: p.compute_cluster_id for name, p in pool
 pulumi.export("deviceClasses", device_classes)
 pulumi.export("claimTemplates", claim_templates.names if claim_templates is not None else [])
 pulumi.export("ncclSettings", dict(NCCL_SETTINGS))
+if acceptance_reports:
+    pulumi.export("acceptanceJobs", {job: report.to_output() for job, report in acceptance_reports.items()})
 if sriov_networks is not None:
     pulumi.export("sriovNetworks", sriov_networks.networks)
     pulumi.export("sriovResources", sriov_networks.resources)

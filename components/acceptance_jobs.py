@@ -1,28 +1,40 @@
-"""Jobs that show a deployed stack delivers the seed's numbers (optional, off by default).
+"""Jobs that prove a deployed stack delivers the seed's numbers, and gate `pulumi up` on them (optional,
+off by default).
 
 - The Kubeflow MPI operator and an MPIJob running NCCL all_reduce_perf with GPUs and rails from one
   aligned claim per worker. Expected (seed 000): about 190 GB/s busbw at 8 GiB for 16 GPUs
   (190.13 GB/s), and about 96 GB/s per job when two 4-GPU jobs share the nodes (96.29 / 96.34).
-- Two pods holding every rail of their node, for `rail-bandwidth.sh` (ib_write_bw per rail).
-  Expected: at least 96.8 Gb/s per rail (96.87-96.88 in the seed, hostNetwork 96.86-96.88).
+- An MPIJob whose two workers hold every rail of their node and whose launcher runs
+  `scripts/rail-bandwidth.sh` (ib_write_bw per rail, over ssh as mpirun reaches the workers).
+  Expected: 96.87-96.88 Gb/s per rail in the seed (hostNetwork 96.86-96.88).
+
+The gate: each launcher prints the measured figures and exits non-zero below the stack's threshold
+(`workloads.acceptanceJobs.railGbps` / `ncclBusbwGBs`, defaults in oke_gpu_rdma/acceptance.py), so the
+MPIJob ends Failed instead of Succeeded. Each MPIJob carries pulumi-kubernetes' `pulumi.com/waitFor` on
+its `Succeeded` condition and `pulumi.com/timeoutSeconds` (pulumi-kubernetes
+`provider/pkg/metadata/overrides.go` `ReadyCondition`, `TimeoutDuration`): `pulumi up` reports the job
+created only once it succeeded, and fails when it does not within the timeout. A custom resource has no
+other await: without the annotation Pulumi would report it created at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.acceptance import nccl_threshold, rail_threshold
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config.claim_plan import PlannedTemplate
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 
-from .rdma_workloads import TOOLS_CONFIGMAP, TOOLS_MOUNT
+from .network_operator import WAIT_FOR_ANNOTATION
+from .rdma_workloads import SCRIPTS, TOOLS_CONFIGMAP, TOOLS_MOUNT
 from .typed_inputs import to_input_type
 
 MPI_OPERATOR_MANIFEST = (
@@ -34,18 +46,49 @@ EXPECTED_NCCL = (
 )
 EXPECTED_RAILS = "ib_write_bw per rail: >= 96.8 Gb/s (seed 000: 96.87-96.88 Gb/s, hostNetwork 96.86-96.88)"
 RAIL_POD_LABEL = "oke-gpu-rdma/rail-test"
+EXPECTED_ANNOTATION: Final = "oke-gpu-rdma/expected"
+THRESHOLD_ANNOTATION: Final = "oke-gpu-rdma/threshold"
+RESULTS_ANNOTATION: Final = "oke-gpu-rdma/results"
+# pulumi-kubernetes: how long an await may take (provider/pkg/metadata/annotations.go).
+TIMEOUT_ANNOTATION: Final = "pulumi.com/timeoutSeconds"
+# The MPI operator sets the condition Succeeded=True (reason MPIJobSucceeded) once the launcher Job, named
+# <job>-launcher, succeeds, and Failed when it fails (kubeflow/mpi-operator
+# `pkg/controller/mpi_job_controller_status.go`); a launcher below its threshold fails.
+MPIJOB_SUCCEEDED: Final = 'jsonpath={.status.conditions[?(@.type=="Succeeded")].status}=True'
+NCCL_CHECK: Final = "nccl-busbw-check.sh"
+RAIL_CHECK: Final = "rail-bandwidth.sh"
+NCCL_LOG: Final = "/tmp/all_reduce.log"
+RAIL_JOB: Final = "rail-bandwidth"
 
 
 ALL_REDUCE = "/workspace/nccl-tests/build/all_reduce_perf -b 4G -e 8G -f 2 -g 1 -c 1"
+WORKER_SSHD = ["/bin/bash", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"]
+WAIT_FOR_WORKERS = """until (for host in $(awk '{print $1}' /etc/mpi/hostfile); do ssh -o ConnectTimeout=5 -o StrictHostKeyChecking=no "$host" exit 2>/dev/null || exit 1; done); do
+  echo "Waiting for workers to be ready..."
+  sleep 5
+done
+"""
+
+
+def run_script(name: str, args: str) -> str:
+    """Shell lines that write components/scripts/<name> into the launcher and run it with ``args``
+    (shell words). The file under components/scripts/ is the one source: the tests run it on the seeds'
+    output."""
+    return f"cat > /tmp/{name} <<'SCRIPT'\n{(SCRIPTS / name).read_text()}SCRIPT\nbash /tmp/{name} {args}\n"
 
 
 def launcher_script(
-    gpus_per_worker: int, extra_exports: Sequence[str] = (), command: str = ALL_REDUCE, note: str = ""
+    gpus_per_worker: int,
+    min_busbw: float,
+    extra_exports: Sequence[str] = (),
+    command: str = ALL_REDUCE,
+    note: str = "",
 ) -> str:
-    """The seed's launcher: wait for the workers' sshd, then mpirun all_reduce_perf up to 8 GiB.
+    """The seed's launcher: wait for the workers' sshd, mpirun all_reduce_perf up to 8 GiB, then the gate.
 
     ``extra_exports`` adds `-x NAME=value` settings, ``command`` replaces the benchmark invocation and
-    ``note`` adds a comment line (the SR-IOV jobs use all three).
+    ``note`` adds a comment line (the SR-IOV jobs use all three). The output goes to the log and to
+    `scripts/nccl-busbw-check.sh`, which fails the launcher below ``min_busbw`` GB/s.
     """
     exports = " \\\n  ".join(
         f"-x {setting}" for setting in [*extra_exports, *(f"{k}={v}" for k, v in NCCL_SETTINGS.items())]
@@ -55,21 +98,69 @@ def launcher_script(
 NUM_GPUS={gpus_per_worker}
 NUM_HOSTS=$(sed -n '$=' /etc/mpi/hostfile)
 NP=$((NUM_HOSTS * NUM_GPUS))
-until (for host in $(awk '{{print $1}}' /etc/mpi/hostfile); do ssh -o ConnectTimeout=5 -o StrictHostKeyChecking=no "$host" exit 2>/dev/null || exit 1; done); do
-  echo "Waiting for workers to be ready..."
-  sleep 5
-done
-{comment}# The 40 GB GPUs cannot hold 16 GiB buffers with validation (-c 1), so the test stops at 8 GiB.
+{WAIT_FOR_WORKERS}{comment}# The 40 GB GPUs cannot hold 16 GiB buffers with validation (-c 1), so the test stops at 8 GiB.
 mpirun --allow-run-as-root --hostfile /etc/mpi/hostfile -mca coll ^hcoll \\
   -np "$NP" -npernode "$NUM_GPUS" --bind-to numa \\
   -x NCCL_DEBUG=WARN \\
   {exports} \\
-  {command}
-"""
+  {command} | tee {NCCL_LOG}
+# The acceptance gate: busbw at 8 GiB below {min_busbw} GB/s fails this launcher, the MPIJob and `pulumi up`.
+{run_script(NCCL_CHECK, f"{min_busbw} {NCCL_LOG}")}"""
+
+
+def rail_launcher_script(check: str, args: str) -> str:
+    """A launcher that waits for the two workers' sshd, then runs the rail gate ``check`` from the first
+    worker (SERVER) to the second (CLIENT); ``args`` are its shell words, "$SERVER" and "$CLIENT" among them."""
+    return f"""set -e -o pipefail
+{WAIT_FOR_WORKERS}SERVER=$(awk 'NR == 1 {{print $1}}' /etc/mpi/hostfile)
+CLIENT=$(awk 'NR == 2 {{print $1}}' /etc/mpi/hostfile)
+# The acceptance gate: a rail below its threshold fails this launcher, the MPIJob and `pulumi up`.
+{run_script(check, args)}"""
+
+
+def awaited(
+    name: str, namespace: str, expected: str, threshold: str, timeout_minutes: int
+) -> k8s.meta.v1.ObjectMetaArgs:
+    """Metadata of a gating MPIJob: Pulumi awaits its Succeeded condition; the annotations say what it
+    must reach and where its figures are (the launcher Job's log; the operator names it <job>-launcher)."""
+    return k8s.meta.v1.ObjectMetaArgs(
+        name=name,
+        namespace=namespace,
+        annotations={
+            EXPECTED_ANNOTATION: expected,
+            THRESHOLD_ANNOTATION: threshold,
+            RESULTS_ANNOTATION: results_command(name, namespace),
+            WAIT_FOR_ANNOTATION: MPIJOB_SUCCEEDED,
+            TIMEOUT_ANNOTATION: str(timeout_minutes * 60),
+        },
+    )
+
+
+def results_command(name: str, namespace: str) -> str:
+    """Where a job's measured figures are printed: its launcher's log."""
+    return f"kubectl -n {namespace} logs job/{name}-launcher"
+
+
+def gate_options(
+    child: pulumi.ResourceOptions, depends_on: Sequence[pulumi.Resource]
+) -> pulumi.ResourceOptions:
+    """A finished MPIJob never runs again: a change to its spec (a threshold, the image) replaces it, so
+    the apply that makes the change runs the test again; the old one goes first (same name)."""
+    return pulumi.ResourceOptions.merge(
+        child,
+        pulumi.ResourceOptions(
+            depends_on=list(depends_on), replace_on_changes=["spec"], delete_before_replace=True
+        ),
+    )
+
+
+def run_policy() -> dict[str, Any]:
+    """No retry: a launcher below its threshold fails once and the workers are cleaned up at once."""
+    return {"cleanPodPolicy": "Running", "backoffLimit": 0}
 
 
 def mpijob_spec(
-    config: AcceptanceJobsConfig, claim: PlannedTemplate, pool: str, taints: list[Taint]
+    config: AcceptanceJobsConfig, claim: PlannedTemplate, pool: str, taints: list[Taint], min_busbw: float
 ) -> dict[str, Any]:
     """The MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes."""
     launcher = {
@@ -79,7 +170,7 @@ def mpijob_spec(
                     "name": "mpi-launcher",
                     "image": config.image,
                     "command": ["bash", "-c"],
-                    "args": [launcher_script(claim.gpus_per_worker)],
+                    "args": [launcher_script(claim.gpus_per_worker, min_busbw)],
                 }
             ]
         }
@@ -94,7 +185,7 @@ def mpijob_spec(
                 {
                     "name": "mpi-worker",
                     "image": config.image,
-                    "command": ["/bin/bash", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"],
+                    "command": WORKER_SSHD,
                     "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
                     "resources": {"claims": [{"name": "gpus-rails"}]},
                 }
@@ -105,7 +196,7 @@ def mpijob_spec(
         to_input_type(k8s.core.v1.PodTemplateSpecArgs, template, "template")
     return {
         "slotsPerWorker": claim.gpus_per_worker,
-        "runPolicy": {"cleanPodPolicy": "Running"},
+        "runPolicy": run_policy(),
         "sshAuthMountPath": "/root/.ssh",
         "mpiReplicaSpecs": {
             "Launcher": {"replicas": 1, "template": launcher},
@@ -114,34 +205,65 @@ def mpijob_spec(
     }
 
 
-def rail_pod_spec(
-    config: AcceptanceJobsConfig, rails_template: str, pool: str, taints: list[Taint]
-) -> dict[str, Any]:
-    """A pod holding every rail of its node, one per node (anti-affinity), with the rail tools."""
+def one_per_node(label: str) -> dict[str, Any]:
+    """Required pod anti-affinity on ``label``: the two rail workers land on two nodes."""
     return {
-        "nodeSelector": {POOL_LABEL: pool},
-        "tolerations": tolerations(taints),
-        "affinity": {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {"matchLabels": {RAIL_POD_LABEL: "true"}},
-                        "topologyKey": "kubernetes.io/hostname",
-                    }
-                ]
-            }
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {label: "true"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+
+
+def rail_mpijob_spec(
+    config: AcceptanceJobsConfig, rails_template: str, pool: str, taints: list[Taint], min_gbps: float
+) -> dict[str, Any]:
+    """The rail test as an MPIJob: two workers, one per node, each holding every rail of its node with
+    the rail tools; the launcher runs `scripts/rail-bandwidth.sh` between them over ssh."""
+    launcher = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "mpi-launcher",
+                    "image": config.image,
+                    "command": ["bash", "-c"],
+                    "args": [
+                        rail_launcher_script(RAIL_CHECK, f'{min_gbps} "$SERVER" "$CLIENT" {TOOLS_MOUNT}')
+                    ],
+                }
+            ]
+        }
+    }
+    worker = {
+        "metadata": {"labels": {RAIL_POD_LABEL: "true"}},
+        "spec": {
+            "nodeSelector": {POOL_LABEL: pool},
+            "tolerations": tolerations(taints),
+            "affinity": one_per_node(RAIL_POD_LABEL),
+            "resourceClaims": [{"name": "rails", "resourceClaimTemplateName": rails_template}],
+            "containers": [
+                {
+                    "name": "mpi-worker",
+                    "image": config.image,
+                    "command": WORKER_SSHD,
+                    "resources": {"claims": [{"name": "rails"}]},
+                    "volumeMounts": [{"name": "tools", "mountPath": TOOLS_MOUNT, "readOnly": True}],
+                }
+            ],
+            "volumes": [{"name": "tools", "configMap": {"name": TOOLS_CONFIGMAP, "defaultMode": 0o555}}],
         },
-        "resourceClaims": [{"name": "rails", "resourceClaimTemplateName": rails_template}],
-        "containers": [
-            {
-                "name": "rdma",
-                "image": config.image,
-                "command": ["sleep", "infinity"],
-                "resources": {"claims": [{"name": "rails"}]},
-                "volumeMounts": [{"name": "tools", "mountPath": TOOLS_MOUNT, "readOnly": True}],
-            }
-        ],
-        "volumes": [{"name": "tools", "configMap": {"name": TOOLS_CONFIGMAP, "defaultMode": 0o555}}],
+    }
+    for template in (launcher, worker):
+        to_input_type(k8s.core.v1.PodTemplateSpecArgs, template, "template")
+    return {
+        "slotsPerWorker": 1,
+        "runPolicy": run_policy(),
+        "sshAuthMountPath": "/root/.ssh",
+        "mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "template": launcher},
+            "Worker": {"replicas": 2, "template": worker},
+        },
     }
 
 
@@ -163,9 +285,9 @@ class AcceptanceJobsArgs:
     namespace: str
     """Workload namespace (Pod Security baseline)."""
     nccl_template: PlannedTemplate | None
-    """The aligned template the NCCL workers use (None: no MPI operator, no NCCL job)."""
+    """The aligned template the NCCL workers use (None: no NCCL job)."""
     rails_template: PlannedTemplate | None
-    """The rails-only template of the rail test pods (None: no rail pods)."""
+    """The rails-only template of the rail test workers (None: no rail test)."""
     pool: str
     """The GPU pool the jobs run in: one compute cluster, so one RDMA fabric (two pools share none)."""
     taints: list[Taint]
@@ -176,47 +298,91 @@ class AcceptanceJobsArgs:
     """Templates and drivers the jobs need."""
 
 
+@dataclass(frozen=True)
+class GateReport:
+    """What one gating job must reach and where its figures are printed (the stack output)."""
+
+    namespace: str
+    threshold: str
+    results: str
+
+    def to_output(self) -> dict[str, str]:
+        return {"namespace": self.namespace, "threshold": self.threshold, "results": self.results}
+
+
+def gating_mpijob(
+    resource_name: str,
+    job: str,
+    namespace: str,
+    expected: str,
+    threshold: str,
+    spec: dict[str, Any],
+    config: AcceptanceJobsConfig,
+    opts: pulumi.ResourceOptions,
+) -> GateReport:
+    """Declare an MPIJob that `pulumi up` awaits until it succeeds, and report where to read it."""
+    k8s.apiextensions.CustomResource(
+        resource_name,
+        api_version="kubeflow.org/v2beta1",
+        kind="MPIJob",
+        metadata=awaited(job, namespace, expected, threshold, config.timeout_minutes),
+        spec=spec,
+        opts=opts,
+    )
+    return GateReport(namespace, threshold, results_command(job, namespace))
+
+
+def busbw_threshold(value: float) -> str:
+    return f"NCCL all_reduce busbw at 8 GiB (out of place) >= {value} GB/s"
+
+
+def rail_threshold_text(value: float) -> str:
+    return f"ib_write_bw >= {value} Gb/s on every rail"
+
+
 class AcceptanceJobs(pulumi.ComponentResource):
-    """MPI operator and the NCCL MPIJob, or the rail test pod pair (never both: each takes every rail)."""
+    """MPI operator and the NCCL MPIJob, or the rail test MPIJob (never both: each takes every rail)."""
+
+    reports: dict[str, GateReport]
+    """Per job name: its threshold and where its launcher prints the figures."""
 
     def __init__(
         self, name: str, args: AcceptanceJobsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(resource_types.ACCEPTANCE_JOBS_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        config = args.config
+        self.reports = {}
+        if args.nccl_template is None and args.rails_template is None:
+            self.register_outputs({})
+            return
+        operator = mpi_operator(name, config, child)
+        needs = gate_options(child, [operator, *args.depends_on])
         if args.nccl_template is not None:
-            operator = mpi_operator(name, args.config, child)
-            k8s.apiextensions.CustomResource(
+            gpus = args.nccl_template.gpus_per_worker
+            # The stack config refused a GPU count without a seed figure and no setting (claim_plan.py).
+            min_busbw = nccl_threshold("dranet", gpus, config.nccl_busbw_gbs)
+            assert min_busbw is not None
+            self.reports["nccl-all-reduce"] = gating_mpijob(
                 f"{name}-nccl-all-reduce",
-                api_version="kubeflow.org/v2beta1",
-                kind="MPIJob",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name="nccl-all-reduce",
-                    namespace=args.namespace,
-                    annotations={"oke-gpu-rdma/expected": EXPECTED_NCCL},
-                ),
-                spec=mpijob_spec(args.config, args.nccl_template, args.pool, args.taints),
-                opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(depends_on=[operator, *args.depends_on])
-                ),
+                "nccl-all-reduce",
+                args.namespace,
+                EXPECTED_NCCL,
+                busbw_threshold(min_busbw),
+                mpijob_spec(config, args.nccl_template, args.pool, args.taints, min_busbw),
+                config,
+                needs,
             )
         if args.rails_template is not None:
-            for role in ("server", "client"):
-                k8s.core.v1.Pod(
-                    f"{name}-rail-bw-{role}",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(
-                        name=f"rail-bw-{role}",
-                        namespace=args.namespace,
-                        labels={RAIL_POD_LABEL: "true"},
-                        annotations={"oke-gpu-rdma/expected": EXPECTED_RAILS},
-                    ),
-                    spec=to_input_type(
-                        k8s.core.v1.PodSpecArgs,
-                        rail_pod_spec(args.config, args.rails_template.name, args.pool, args.taints),
-                        "spec",
-                    ),
-                    opts=pulumi.ResourceOptions.merge(
-                        child, pulumi.ResourceOptions(depends_on=list(args.depends_on))
-                    ),
-                )
-        self.register_outputs({})
+            min_gbps = rail_threshold("dranet", config.rail_gbps)
+            self.reports[RAIL_JOB] = gating_mpijob(
+                f"{name}-{RAIL_JOB}",
+                RAIL_JOB,
+                args.namespace,
+                EXPECTED_RAILS,
+                rail_threshold_text(min_gbps),
+                rail_mpijob_spec(config, args.rails_template.name, args.pool, args.taints, min_gbps),
+                config,
+                needs,
+            )
+        self.register_outputs({"acceptanceJobs": {job: r.to_output() for job, r in self.reports.items()}})

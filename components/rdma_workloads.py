@@ -27,8 +27,9 @@ POD_SECURITY_LABELS = {POD_SECURITY_ENFORCE_LABEL: POD_SECURITY_BASELINE}
 
 
 def tool_scripts() -> dict[str, str]:
-    """The scripts mounted into RDMA pods (rail-map.sh) and run from a workstation (rail-bandwidth.sh)."""
-    return {name: (SCRIPTS / name).read_text() for name in ("rail-map.sh", "rail-bandwidth.sh")}
+    """The scripts mounted into RDMA pods: rail-map.sh (the rail test's launcher runs rail-bandwidth.sh
+    itself, components/acceptance_jobs.py)."""
+    return {name: (SCRIPTS / name).read_text() for name in ("rail-map.sh",)}
 
 
 @dataclass

@@ -9,7 +9,12 @@ GPUs. Expectations are seed 001's measurements, never computed:
 - With 2 VFs per PF (two RDMA pods per node): two MPIJobs with 4 GPUs per worker at the same time,
   96.28 and 96.35 GB/s busbw at 8 GiB (a job alone with 4 GPUs per node: 96.64 GB/s in part 1).
 - With 1 VF per PF: one MPIJob with 8 GPUs per worker, 190.55 GB/s busbw at 8 GiB for 16 GPUs.
-- ib_write_bw per rail between two pods (`scripts/vf-rail-bandwidth.sh`): 96.86 to 96.88 Gb/s.
+- ib_write_bw per rail between two pods (`scripts/vf-rail-bandwidth.sh`, run by an MPIJob's launcher
+  over ssh): 96.86 to 96.88 Gb/s.
+
+Each is an MPIJob that gates `pulumi up` as on the DRANET path (components/acceptance_jobs.py): the
+launcher exits non-zero below the stack's threshold (defaults: seed 001's figures) and Pulumi awaits
+the job's Succeeded condition.
 """
 
 from __future__ import annotations
@@ -21,12 +26,26 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.acceptance import nccl_threshold, rail_threshold
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.sriov import NCCL_VF_HCA_EXPORT, NETWORKS_ANNOTATION, VF_GID_INDEX
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 from stack_config.sriov_plan import SriovPlan
 
-from .acceptance_jobs import ALL_REDUCE, launcher_script, mpi_operator
+from .acceptance_jobs import (
+    ALL_REDUCE,
+    WORKER_SSHD,
+    GateReport,
+    busbw_threshold,
+    gate_options,
+    gating_mpijob,
+    launcher_script,
+    mpi_operator,
+    one_per_node,
+    rail_launcher_script,
+    rail_threshold_text,
+    run_policy,
+)
 from .typed_inputs import to_input_type
 
 EXPECTED_TWO_JOBS: Final = (
@@ -41,15 +60,17 @@ EXPECTED_VF_RAILS: Final = (
     "ib_write_bw per rail: >= 96.8 Gb/s (seed 001: 96.86-96.88 Gb/s; exclusive mode without a top-level "
     "rdmaQoS: 43.20-59.45 Gb/s)"
 )
-EXPECTED_ANNOTATION: Final = "oke-gpu-rdma/expected"
 RAIL_POD_LABEL: Final = "oke-gpu-rdma/vf-rail-test"
 GPUS_PER_NODE: Final = 8
+VF_RAIL_CHECK: Final = "vf-rail-bandwidth.sh"
+VF_RAIL_JOB: Final = "vf-rail-bandwidth"
 
 
-def sriov_launcher_script(gpus_per_worker: int) -> str:
+def sriov_launcher_script(gpus_per_worker: int, min_busbw: float) -> str:
     """seed 001's launcher: NCCL over the pod's own VFs (GID index 3, NCCL_IB_HCA from net1 ... net16)."""
     return launcher_script(
         gpus_per_worker,
+        min_busbw,
         extra_exports=[f"NCCL_IB_GID_INDEX={VF_GID_INDEX}"],
         command=f"bash -c '{NCCL_VF_HCA_EXPORT}; exec {ALL_REDUCE}'",
         note="Each rank uses only the RDMA devices of the VFs in its own pod (net1 to net16).",
@@ -78,7 +99,7 @@ def vf_pod_template(
 
 
 def sriov_mpijob_spec(
-    config: AcceptanceJobsConfig, plan: SriovPlan, gpus_per_worker: int, taints: list[Taint]
+    config: AcceptanceJobsConfig, plan: SriovPlan, gpus_per_worker: int, taints: list[Taint], min_busbw: float
 ) -> dict[str, Any]:
     """An MPIJob (kubeflow.org/v2beta1) whose workers hold one VF of every rail and `gpus_per_worker` GPUs."""
     launcher = {
@@ -88,7 +109,7 @@ def sriov_mpijob_spec(
                     "name": "mpi-launcher",
                     "image": config.image,
                     "command": ["bash", "-c"],
-                    "args": [sriov_launcher_script(gpus_per_worker)],
+                    "args": [sriov_launcher_script(gpus_per_worker, min_busbw)],
                 }
             ]
         }
@@ -99,7 +120,7 @@ def sriov_mpijob_spec(
         {
             "name": "mpi-worker",
             "image": config.image,
-            "command": ["/bin/bash", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"],
+            "command": WORKER_SSHD,
             "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
         },
         taints,
@@ -108,7 +129,7 @@ def sriov_mpijob_spec(
     worker["spec"]["volumes"] = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
     return {
         "slotsPerWorker": gpus_per_worker,
-        "runPolicy": {"cleanPodPolicy": "Running"},
+        "runPolicy": run_policy(),
         "sshAuthMountPath": "/root/.ssh",
         "mpiReplicaSpecs": {
             "Launcher": {"replicas": 1, "template": launcher},
@@ -123,6 +144,41 @@ def nccl_jobs(plan: SriovPlan) -> list[tuple[str, int, str]]:
         per_job = GPUS_PER_NODE // 2
         return [("nccl-vf-a", per_job, EXPECTED_TWO_JOBS), ("nccl-vf-b", per_job, EXPECTED_TWO_JOBS)]
     return [("nccl-vf", GPUS_PER_NODE, EXPECTED_ONE_JOB)]
+
+
+def vf_rail_mpijob_spec(
+    config: AcceptanceJobsConfig, plan: SriovPlan, taints: list[Taint], min_gbps: float
+) -> dict[str, Any]:
+    """The VF rail test as an MPIJob: two workers, one per node, each with one VF of every rail; the
+    launcher runs `scripts/vf-rail-bandwidth.sh` between them over ssh."""
+    launcher = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "mpi-launcher",
+                    "image": config.image,
+                    "command": ["bash", "-c"],
+                    "args": [rail_launcher_script(VF_RAIL_CHECK, f'{min_gbps} "$SERVER" "$CLIENT"')],
+                }
+            ]
+        }
+    }
+    to_input_type(k8s.core.v1.PodTemplateSpecArgs, launcher, "template")
+    worker = vf_pod_template(
+        plan, {"name": "mpi-worker", "image": config.image, "command": WORKER_SSHD}, taints
+    )
+    worker["metadata"]["labels"] = {RAIL_POD_LABEL: "true"}
+    worker["spec"]["affinity"] = one_per_node(RAIL_POD_LABEL)
+    to_input_type(k8s.core.v1.PodTemplateSpecArgs, worker, "template")
+    return {
+        "slotsPerWorker": 1,
+        "runPolicy": run_policy(),
+        "sshAuthMountPath": "/root/.ssh",
+        "mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "template": launcher},
+            "Worker": {"replicas": 2, "template": worker},
+        },
+    }
 
 
 @dataclass
@@ -140,61 +196,49 @@ class SriovAcceptanceJobsArgs:
 
 
 class SriovAcceptanceJobs(pulumi.ComponentResource):
-    """MPI operator and the NCCL MPIJob(s), or the VF rail test pod pair, in the networks' namespace."""
+    """MPI operator and the NCCL MPIJob(s), or the VF rail test MPIJob, in the networks' namespace."""
+
+    reports: dict[str, GateReport]
+    """Per job name: its threshold and where its launcher prints the figures."""
 
     def __init__(
         self, name: str, args: SriovAcceptanceJobsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(resource_types.SRIOV_ACCEPTANCE_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        config = args.config
         namespace = args.plan.operator.network_namespace
-        if args.config.nccl:
-            operator = mpi_operator(name, args.config, child)
+        self.reports = {}
+        if not (config.nccl or config.rail_bandwidth):
+            self.register_outputs({})
+            return
+        operator = mpi_operator(name, config, child)
+        needs = gate_options(child, [operator, *args.depends_on])
+        if config.nccl:
             for job, gpus, expected in nccl_jobs(args.plan):
-                k8s.apiextensions.CustomResource(
+                # seed 001 measured both job shapes (8 and 4 GPUs per worker), so a default always exists.
+                min_busbw = nccl_threshold("sriov", gpus, config.nccl_busbw_gbs)
+                assert min_busbw is not None
+                self.reports[job] = gating_mpijob(
                     f"{name}-{job}",
-                    api_version="kubeflow.org/v2beta1",
-                    kind="MPIJob",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(
-                        name=job, namespace=namespace, annotations={EXPECTED_ANNOTATION: expected}
-                    ),
-                    spec=sriov_mpijob_spec(args.config, args.plan, gpus, args.taints),
-                    opts=pulumi.ResourceOptions.merge(
-                        child, pulumi.ResourceOptions(depends_on=[operator, *args.depends_on])
-                    ),
+                    job,
+                    namespace,
+                    expected,
+                    busbw_threshold(min_busbw),
+                    sriov_mpijob_spec(config, args.plan, gpus, args.taints, min_busbw),
+                    config,
+                    needs,
                 )
-        if args.config.rail_bandwidth:
-            for role in ("server", "client"):
-                template = vf_pod_template(
-                    args.plan,
-                    {"name": "rdma", "image": args.config.image, "command": ["sleep", "infinity"]},
-                    args.taints,
-                )
-                spec = template["spec"]
-                spec["affinity"] = {
-                    "podAntiAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": [
-                            {
-                                "labelSelector": {"matchLabels": {RAIL_POD_LABEL: "true"}},
-                                "topologyKey": "kubernetes.io/hostname",
-                            }
-                        ]
-                    }
-                }
-                k8s.core.v1.Pod(
-                    f"{name}-vf-rail-bw-{role}",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(
-                        name=f"vf-rail-bw-{role}",
-                        namespace=namespace,
-                        labels={RAIL_POD_LABEL: "true"},
-                        annotations={
-                            **template["metadata"]["annotations"],
-                            EXPECTED_ANNOTATION: EXPECTED_VF_RAILS,
-                        },
-                    ),
-                    spec=to_input_type(k8s.core.v1.PodSpecArgs, spec, "spec"),
-                    opts=pulumi.ResourceOptions.merge(
-                        child, pulumi.ResourceOptions(depends_on=list(args.depends_on))
-                    ),
-                )
-        self.register_outputs({})
+        if config.rail_bandwidth:
+            min_gbps = rail_threshold("sriov", config.rail_gbps)
+            self.reports[VF_RAIL_JOB] = gating_mpijob(
+                f"{name}-{VF_RAIL_JOB}",
+                VF_RAIL_JOB,
+                namespace,
+                EXPECTED_VF_RAILS,
+                rail_threshold_text(min_gbps),
+                vf_rail_mpijob_spec(config, args.plan, args.taints, min_gbps),
+                config,
+                needs,
+            )
+        self.register_outputs({"acceptanceJobs": {job: r.to_output() for job, r in self.reports.items()}})

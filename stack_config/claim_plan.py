@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, nccl_threshold
 from oke_gpu_rdma.claims import Verdict, aligned_claim_spec, judge_claim, rails_only_claim_spec
 from oke_gpu_rdma.errors import PairingError, TopologyError
 from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
@@ -185,3 +186,15 @@ def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             jobs.claim_template,
             f"no such template in workloads.claimTemplates ({', '.join(names) or 'none'})",
         )
+    elif jobs.enabled and jobs.nccl:
+        gpus = next(
+            t.gpus_per_worker for t in config.workloads.claim_templates if t.name == jobs.claim_template
+        )
+        if nccl_threshold("dranet", gpus, jobs.nccl_busbw_gbs) is None:
+            measured = " and ".join(str(n) for n in SEED_NCCL_BUSBW_GBS["dranet"])
+            yield ConfigProblem(
+                "workloads.acceptanceJobs.ncclBusbwGBs",
+                None,
+                f"the seed measured NCCL jobs with {measured} GPUs per worker, not {gpus} "
+                f"({jobs.claim_template}); set the minimum busbw in GB/s the job must reach",
+            )

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from oke_gpu_rdma import charts
 from oke_gpu_rdma import cidr_rules as cidr
+from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, RDMA_PATH_LABEL
 from oke_gpu_rdma.oci_regions import is_known_region, unknown_region
@@ -588,6 +589,30 @@ class AcceptanceJobsConfig(_Model):
         None,
         alias="nodePool",
         description="Pool the jobs run in (default: the first pool): one compute cluster, one RDMA fabric.",
+    )
+    rail_gbps: float | None = Field(
+        None,
+        alias="railGbps",
+        gt=0,
+        description="Minimum ib_write_bw per rail in Gb/s; a rail below it fails the job and `pulumi up`. "
+        f"Default: the seed's lowest rail, DRANET {SEED_RAIL_GBPS['dranet']} (seed 000), SR-IOV "
+        f"{SEED_RAIL_GBPS['sriov']} (seed 001).",
+    )
+    nccl_busbw_gbs: float | None = Field(
+        None,
+        alias="ncclBusbwGBs",
+        gt=0,
+        description="Minimum NCCL all_reduce busbw at 8 GiB (out of place) in GB/s of each NCCL job; below "
+        "it the job fails and `pulumi up` with it. Default: the seed's figure for the job's GPUs per worker "
+        f"on 2 nodes, DRANET {SEED_NCCL_BUSBW_GBS['dranet']} (seed 000), SR-IOV "
+        f"{SEED_NCCL_BUSBW_GBS['sriov']} (seed 001); required for other GPU counts.",
+    )
+    timeout_minutes: StrictInt = Field(
+        30,
+        alias="timeoutMinutes",
+        ge=1,
+        description="How long `pulumi up` waits for a job to succeed (pulumi.com/timeoutSeconds): a job that "
+        "fails shows as this timeout, since the job's Succeeded condition never comes.",
     )
 
     @model_validator(mode="after")

@@ -162,3 +162,45 @@ def test_no_product_module_imports_a_private_pulumi_name() -> None:
                 continue
             private = [p for p in [*module.split("."), name or ""] if p.startswith("_")]
             assert not private, f"{path.relative_to(ROOT)} imports {module}.{name or ''}"
+
+
+# The CLI's stack lookup: what names it and the calls that use it unless given folders.
+USER_STACK_NAMES = {"USER_STACKS", "STACK_DIRS", "STACKS_DIR"}
+LOOKUPS = {"load_stack": 2, "stack_file": 2, "preview": 2}
+
+
+def _stack_lookups_without_folders(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        name = (
+            node.id
+            if isinstance(node, ast.Name)
+            else node.attr
+            if isinstance(node, ast.Attribute)
+            else node.name
+            if isinstance(node, ast.alias)
+            else None
+        )
+        if name in USER_STACK_NAMES:
+            yield getattr(node, "lineno", 0), name
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if callee in LOOKUPS and len(node.args) + len(node.keywords) < LOOKUPS[callee]:
+            yield node.lineno, f"{callee}() with the default folders"
+        if callee == "main" and node.args and isinstance(node.args[0], ast.List):
+            flags = {e.value for e in node.args[0].elts if isinstance(e, ast.Constant)}
+            if "--stack" in flags and "--stacks-dir" not in flags:
+                yield node.lineno, "cli.main() without --stacks-dir"
+
+
+def test_no_test_reads_the_users_stacks() -> None:
+    # A stack of the user's in stacks/ (any name, one sorting before the examples, a misspelt region,
+    # invalid YAML) never fails `make test`, which both workflows run before they deploy: tests use
+    # the examples or stack files of their own. (tests/preview/test_cli.py's run_cli reads the
+    # examples unless told otherwise.)
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for line, what in _stack_lookups_without_folders(ast.parse(path.read_text()))
+    ]
+    assert offenders == []

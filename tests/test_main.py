@@ -158,10 +158,11 @@ def test_the_nccl_job_runs_in_one_pool(run_stack: Callable[..., Run]) -> None:
     assert worker["nodeSelector"] == {POOL_LABEL: "gpu-b4-b"}
 
 
-def test_the_rail_pods_default_to_the_first_pool(run_stack: Callable[..., Run]) -> None:
+def test_the_rail_test_defaults_to_the_first_pool(run_stack: Callable[..., Run]) -> None:
     run = run_stack("full", acceptance_config(nccl=False, railBandwidth=True))
-    for pod in run.of_type("kubernetes:core/v1:Pod"):
-        assert pod.inputs["spec"]["nodeSelector"] == {POOL_LABEL: "gpu-b4-a"}
+    (job,) = run.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob")
+    worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert worker["nodeSelector"] == {POOL_LABEL: "gpu-b4-a"}
 
 
 def test_an_unknown_acceptance_pool_is_refused(run_stack: Callable[..., Run]) -> None:

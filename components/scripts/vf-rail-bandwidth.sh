@@ -1,37 +1,65 @@
 #!/bin/bash
-# ib_write_bw on every rail, one rail at a time, between the VFs of two pods that each hold one VF of
-# every rail (the SR-IOV acceptance pods vf-rail-bw-server and vf-rail-bw-client). VFs are paired by
-# the PCI address of their PF, so the test never crosses rails. Run it where kubectl reaches the cluster:
-#   vf-rail-bandwidth.sh [namespace] [server pod] [client pod] [traffic class]
+# The SR-IOV rail acceptance gate: ib_write_bw on every rail, one rail at a time, between the VFs of two
+# pods that each hold one VF of every rail (the workers of the vf-rail-bandwidth MPIJob; its launcher
+# runs this script and reaches them with ssh). VFs are paired by the PCI address of their PF, so the
+# test never crosses rails:
+#   vf-rail-bandwidth.sh MIN_GBPS SERVER CLIENT [TRAFFIC_CLASS]
+# Prints each rail's Gb/s; exits 1 when a rail is below MIN_GBPS (workloads.acceptanceJobs.railGbps),
+# gives no result or has no VF in the client, or when the server holds no VF.
 # Expected on BM.GPU.B4.8 (seed 001): 96.86 to 96.88 Gb/s per rail (shared mode, and exclusive mode
 # with rdmaQoS); 43 to 59 Gb/s means the VFs send with traffic class 0 (exclusive mode without rdmaQoS).
-set -euo pipefail
-ns=${1:-default}
-server=${2:-vf-rail-bw-server}
-client=${3:-vf-rail-bw-client}
+set -uo pipefail
+min=$1
+server=$2
+client=$3
 tclass=${4:-41}
-# "<PF PCI address> <interface> <IPv4 address> <RDMA device>" for each VF interface (net1, net2, ...) of a pod.
-vf_map() {
-  # shellcheck disable=SC2016
-  kubectl -n "$ns" exec "$1" -- bash -c 'for n in /sys/class/net/net*; do i=${n##*/};
-    ip=$(ip -4 -o addr show dev "$i" | awk "NR == 1 { split(\$4, a, \"/\"); print a[1] }");
-    pf=$(readlink -f "$n/device/physfn"); echo "${pf##*/} $i $ip $(ls "$n/device/infiniband")"; done | sort'
+on() {
+  local host=$1
+  shift
+  ssh -o StrictHostKeyChecking=no -o ConnectTimeout=10 "$host" "$@"
 }
-server_map=$(vf_map "$server")
-client_map=$(vf_map "$client")
+# "<PF PCI address> <interface> <IPv4 address> <RDMA device>" for each VF interface (net1, net2, ...).
+# shellcheck disable=SC2016
+vf_map='for n in /sys/class/net/net*; do i=${n##*/};
+  ip=$(ip -4 -o addr show dev "$i" | awk "NR == 1 { split(\$4, a, \"/\"); print a[1] }");
+  pf=$(readlink -f "$n/device/physfn"); echo "${pf##*/} $i $ip $(ls "$n/device/infiniband")"; done | sort'
+server_map=$(on "$server" "$vf_map")
+client_map=$(on "$client" "$vf_map")
 port=18515
+rails=0
+failed=0
 while read -r pf _ server_ip server_dev; do
+  [ -n "$pf" ] || continue
+  rails=$((rails + 1))
   read -r _ client_if _ client_dev < <(awk -v pf="$pf" '$1 == pf' <<<"$client_map")
   if [ -z "${client_dev:-}" ]; then
-    echo "$pf: the client pod has no VF on this rail" >&2
+    echo "$pf: FAIL: the client pod has no VF on this rail"
+    failed=1
     continue
   fi
-  kubectl -n "$ns" exec "$server" -- ib_write_bw -d "$server_dev" -x 3 -F --report_gbits -D 5 \
-    --tclass="$tclass" -p "$port" >/dev/null 2>&1 &
+  on "$server" ib_write_bw -d "$server_dev" -x 3 -F --report_gbits -D 5 --tclass="$tclass" \
+    -p "$port" >/dev/null 2>&1 &
   sleep 2
-  result=$(kubectl -n "$ns" exec "$client" -- ib_write_bw -d "$client_dev" -x 3 -F --report_gbits -D 5 \
-    --tclass="$tclass" -p "$port" "$server_ip" 2>&1 | awk '/^ 65536/ {print $4}')
-  wait
-  echo "$pf $client_if $client_dev -> $server_ip ${result:-failed} Gb/s"
+  result=$(on "$client" ib_write_bw -d "$client_dev" -x 3 -F --report_gbits -D 5 --tclass="$tclass" \
+    -p "$port" "$server_ip" 2>&1 | awk '/^ 65536/ {print $4}')
+  wait || true
+  if [ -z "$result" ]; then
+    echo "$pf $client_if $client_dev -> $server_ip: FAIL: no result"
+    failed=1
+  elif awk -v r="$result" -v m="$min" 'BEGIN { exit !(r + 0 < m + 0) }'; then
+    echo "$pf $client_if $client_dev -> $server_ip $result Gb/s: FAIL: below the threshold $min Gb/s"
+    failed=1
+  else
+    echo "$pf $client_if $client_dev -> $server_ip $result Gb/s"
+  fi
   port=$((port + 1))
 done <<<"$server_map"
+if [ "$rails" -eq 0 ]; then
+  echo "ib_write_bw per rail: FAIL: $server holds no VF"
+  exit 1
+fi
+if [ "$failed" -ne 0 ]; then
+  echo "ib_write_bw per rail: FAIL ($rails rails, threshold $min Gb/s)"
+  exit 1
+fi
+echo "ib_write_bw per rail: PASS ($rails rails, threshold $min Gb/s)"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from preview.mock_runtime import ROOT
-from preview.stacks import EXAMPLES, USER_STACKS, stack_names
+from preview.stacks import EXAMPLES, stack_names
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 
@@ -37,15 +37,26 @@ def test_the_matrix_is_the_users_stack_files(file: str, job: str) -> None:
 
 
 def test_the_stack_list_holds_only_the_users_stacks(tmp_path: Path) -> None:
-    (tmp_path / "Pulumi.prod.yaml").write_text("config: {}\n")
-    (tmp_path / "Pulumi.lab.yaml").write_text("config: {}\n")
-    (tmp_path / "README.md").write_text("not a stack\n")
-    assert stack_names(tmp_path) == ["lab", "prod"]
+    # In a copy of the repository's layout with stack files of its own, so the test never reads
+    # stacks/: what a user keeps there (any name, a broken file) cannot fail it.
+    for source in ("tools/stack_list.py", "preview/__init__.py", "preview/stacks.py"):
+        (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / source).write_text((ROOT / source).read_text())
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "stacks" / "Pulumi.prod.yaml").write_text("config: {}\n")
+    (tmp_path / "stacks" / "Pulumi.alpha.yaml").write_text("config: [not: valid\n")
+    (tmp_path / "stacks" / "README.md").write_text("not a stack\n")
+    (tmp_path / "examples" / "Pulumi.dev.yaml").write_text("config: {}\n")
     listed = subprocess.run(
-        [sys.executable, "tools/stack_list.py"], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "tools/stack_list.py"], cwd=tmp_path, capture_output=True, text=True, check=True
     )
-    assert json.loads(listed.stdout) == stack_names(USER_STACKS)
-    assert not set(json.loads(listed.stdout)) & set(stack_names(EXAMPLES))
+    assert json.loads(listed.stdout) == ["alpha", "prod"]
+
+
+def test_no_stack_files_of_yours_give_an_empty_matrix(tmp_path: Path) -> None:
+    assert stack_names(tmp_path) == []
+    assert stack_names(EXAMPLES) == ["dev", "full", "sriov"]
 
 
 def test_preview_posts_a_diff_with_the_policy_pack() -> None:
@@ -93,3 +104,37 @@ def test_oci_cli_is_configured_before_pulumi_runs(file: str, job: str) -> None:
     action = yaml.safe_load((ROOT / ".github/actions/oci-cli/action.yml").read_text())
     script = action["runs"]["steps"][0]["run"]
     assert "pipx install oci-cli" in script and "~/.oci/config" in script
+
+
+CLOUD_JOBS = [("pull-request.yml", "preview"), ("deploy.yml", "up")]
+RUNNER = "${{ vars.RUNNER || 'ubuntu-latest' }}"
+
+
+@pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
+def test_pulumi_creates_the_stack_on_first_use(file: str, job: str) -> None:
+    # A new stack file deploys without a `pulumi stack init` by hand (pulumi/actions' `upsert` input).
+    (step,) = pulumi_steps(workflow(file)["jobs"][job])
+    assert step["with"]["upsert"] is True
+
+
+@pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
+def test_jobs_that_reach_the_cluster_run_on_the_runner_variable(file: str, job: str) -> None:
+    # A private API endpoint is reachable only from a self-hosted runner in the VCN: the label is a
+    # repository variable, so the workflow file is never edited.
+    assert workflow(file)["jobs"][job]["runs-on"] == RUNNER
+
+
+def test_readme_names_the_runner_variable() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Use in CI") : readme.index("## Development")]
+    assert "`RUNNER`" in section and "self-hosted runner" in section
+    assert "`upsert: true`" in section
+
+
+@pytest.mark.parametrize("file", ["pull-request.yml", "deploy.yml"])
+def test_workflows_hold_nothing_of_a_particular_stack(file: str) -> None:
+    # Stacks, regions and OCIDs come from stacks/ and the repository's secrets and variables.
+    text = (WORKFLOWS / file).read_text()
+    assert "ocid1." not in text
+    assert not any(f"stack-name: {name}" in text for name in stack_names(EXAMPLES))
+    assert "us-ashburn-1" not in text

@@ -7,8 +7,10 @@ from collections.abc import Callable
 import pulumi
 import pytest
 
-from components.acceptance_jobs import EXPECTED_NCCL, EXPECTED_RAILS, MPI_OPERATOR_MANIFEST
+from components.acceptance_jobs import EXPECTED_NCCL, EXPECTED_RAILS, MPI_OPERATOR_MANIFEST, SCRIPTS
 from oke_gpu_rdma.nccl import NCCL_FORBIDDEN_WITH_DRANET, NCCL_SETTINGS
+from preview.mock_runtime import ROOT
+from stack_config.model import AcceptanceJobsConfig
 from tests.support import Run, raw_config
 
 MPIJOB = "kubernetes:kubeflow.org/v2beta1:MPIJob"
@@ -48,17 +50,42 @@ def test_mpijob_uses_the_aligned_template(run_stack: Callable[..., Run]) -> None
     assert operator.urn in job.dependencies
 
 
-def test_rail_pods_hold_all_rails_one_per_node(run_stack: Callable[..., Run]) -> None:
+def test_rail_test_is_an_mpijob_whose_workers_hold_all_rails_one_per_node(
+    run_stack: Callable[..., Run],
+) -> None:
     run = run_stack("dev", with_jobs(nccl=False, railBandwidth=True))
-    assert run.of_type(MPIJOB) == []
-    pods = {p.inputs["metadata"]["name"]: p.inputs for p in run.of_type("kubernetes:core/v1:Pod")}
-    assert set(pods) == {"rail-bw-server", "rail-bw-client"}
-    for pod in pods.values():
-        assert pod["metadata"]["annotations"]["oke-gpu-rdma/expected"] == EXPECTED_RAILS
-        spec = pod["spec"]
-        assert spec["resourceClaims"] == [{"name": "rails", "resourceClaimTemplateName": "all-rails"}]
-        anti = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
-        assert anti["topologyKey"] == "kubernetes.io/hostname"
+    assert run.of_type("kubernetes:core/v1:Pod") == []
+    job = run.one(MPIJOB)
+    assert job.name == "acceptance-rail-bandwidth"
+    assert job.inputs["metadata"]["name"] == "rail-bandwidth"
+    assert job.inputs["metadata"]["annotations"]["oke-gpu-rdma/expected"] == EXPECTED_RAILS
+    spec = job.inputs["spec"]
+    assert spec["slotsPerWorker"] == 1
+    worker = spec["mpiReplicaSpecs"]["Worker"]
+    assert worker["replicas"] == 2
+    assert worker["template"]["metadata"] == {"labels": {"oke-gpu-rdma/rail-test": "true"}}
+    pod = worker["template"]["spec"]
+    assert pod["resourceClaims"] == [{"name": "rails", "resourceClaimTemplateName": "all-rails"}]
+    assert pod["containers"][0]["volumeMounts"] == [
+        {"name": "tools", "mountPath": "/opt/rdma-dranet", "readOnly": True}
+    ]
+    anti = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert anti == {
+        "labelSelector": {"matchLabels": {"oke-gpu-rdma/rail-test": "true"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    # The launcher runs components/scripts/rail-bandwidth.sh itself, first worker to second, seed 000's
+    # lowest rail as the threshold.
+    script = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"][0]
+    assert (
+        f"cat > /tmp/rail-bandwidth.sh <<'SCRIPT'\n{(SCRIPTS / 'rail-bandwidth.sh').read_text()}SCRIPT\n"
+        in script
+    )
+    assert script.endswith('bash /tmp/rail-bandwidth.sh 96.87 "$SERVER" "$CLIENT" /opt/rdma-dranet\n')
+    assert "SERVER=$(awk 'NR == 1 {print $1}' /etc/mpi/hostfile)" in script
+    assert "CLIENT=$(awk 'NR == 2 {print $1}' /etc/mpi/hostfile)" in script
+    # Both jobs need the MPI operator now.
+    assert run.one("kubernetes:yaml/v2:ConfigFile").urn in job.dependencies
 
 
 def test_4_gpu_template_sets_4_slots(run_stack: Callable[..., Run]) -> None:
@@ -79,7 +106,7 @@ def test_nccl_job_and_rail_pods_are_not_deployed_together(run_stack: Callable[..
     with pytest.raises(pulumi.RunError) as caught:
         run_stack("dev", with_jobs(railBandwidth=True))
     assert "nccl and railBandwidth both hold every rail of their nodes" in str(caught.value)
-    assert run_stack("dev", with_jobs()).of_type("kubernetes:core/v1:Pod") == []
+    assert [j.name for j in run_stack("dev", with_jobs()).of_type(MPIJOB)] == ["acceptance-nccl-all-reduce"]
 
 
 def test_rail_pods_need_the_rails_only_template(run_stack: Callable[..., Run]) -> None:
@@ -88,3 +115,95 @@ def test_rail_pods_need_the_rails_only_template(run_stack: Callable[..., Run]) -
     with pytest.raises(pulumi.RunError) as caught:
         run_stack("dev", raw)
     assert "workloads.acceptanceJobs.railBandwidth = true: needs the rails-only template" in str(caught.value)
+
+
+# --- the gate: pulumi up awaits each job's success (pulumi-kubernetes' waitFor), thresholds as settings ---
+
+SUCCEEDED = 'jsonpath={.status.conditions[?(@.type=="Succeeded")].status}=True'
+
+
+def launcher_of(job: object) -> str:
+    return job.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"][0]  # type: ignore[attr-defined]
+
+
+def test_pulumi_up_awaits_the_nccl_job_and_its_threshold(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("dev", with_jobs())
+    job = run.one(MPIJOB)
+    assert job.inputs["metadata"]["annotations"] == {
+        "oke-gpu-rdma/expected": EXPECTED_NCCL,
+        "oke-gpu-rdma/threshold": "NCCL all_reduce busbw at 8 GiB (out of place) >= 190.13 GB/s",
+        "oke-gpu-rdma/results": "kubectl -n rdma-dranet logs job/nccl-all-reduce-launcher",
+        "pulumi.com/waitFor": SUCCEEDED,
+        "pulumi.com/timeoutSeconds": "1800",
+    }
+    # A finished MPIJob never runs again: a changed spec replaces it, the old one first (same name).
+    assert job.options == {"deleteBeforeReplace": True, "replaceOnChanges": ["spec"]}
+    assert job.inputs["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 0}
+    script = launcher_of(job)
+    assert (
+        "/workspace/nccl-tests/build/all_reduce_perf -b 4G -e 8G -f 2 -g 1 -c 1 | tee /tmp/all_reduce.log\n"
+        in script
+    )
+    check = (SCRIPTS / "nccl-busbw-check.sh").read_text()
+    assert f"cat > /tmp/nccl-busbw-check.sh <<'SCRIPT'\n{check}SCRIPT\n" in script
+    assert script.endswith("bash /tmp/nccl-busbw-check.sh 190.13 /tmp/all_reduce.log\n")
+    assert run.run.outputs["acceptanceJobs"] == {
+        "nccl-all-reduce": {
+            "namespace": "rdma-dranet",
+            "threshold": "NCCL all_reduce busbw at 8 GiB (out of place) >= 190.13 GB/s",
+            "results": "kubectl -n rdma-dranet logs job/nccl-all-reduce-launcher",
+        }
+    }
+
+
+def test_the_4_gpu_job_is_held_to_the_shared_figure(run_stack: Callable[..., Run]) -> None:
+    job = run_stack("dev", with_jobs(claimTemplate="aligned-4gpu-8rails")).one(MPIJOB)
+    assert launcher_of(job).endswith("bash /tmp/nccl-busbw-check.sh 96.29 /tmp/all_reduce.log\n")
+
+
+def test_thresholds_and_timeout_are_stack_settings(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("dev", with_jobs(ncclBusbwGBs=185.5, timeoutMinutes=45))
+    job = run.one(MPIJOB)
+    assert launcher_of(job).endswith("bash /tmp/nccl-busbw-check.sh 185.5 /tmp/all_reduce.log\n")
+    assert job.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == "2700"
+    rails = run_stack("dev", with_jobs(nccl=False, railBandwidth=True, railGbps=96.5)).one(MPIJOB)
+    assert launcher_of(rails).endswith(
+        'bash /tmp/rail-bandwidth.sh 96.5 "$SERVER" "$CLIENT" /opt/rdma-dranet\n'
+    )
+    assert rails.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == SUCCEEDED
+    assert rails.options == {"deleteBeforeReplace": True, "replaceOnChanges": ["spec"]}
+    assert run_stack("dev", with_jobs(nccl=False, railBandwidth=True)).run.outputs["acceptanceJobs"] == {
+        "rail-bandwidth": {
+            "namespace": "rdma-dranet",
+            "threshold": "ib_write_bw >= 96.87 Gb/s on every rail",
+            "results": "kubectl -n rdma-dranet logs job/rail-bandwidth-launcher",
+        }
+    }
+
+
+def test_a_job_shape_the_seed_never_measured_needs_a_threshold(run_stack: Callable[..., Run]) -> None:
+    raw = with_jobs(claimTemplate="aligned-2gpu")
+    raw["workloads"]["claimTemplates"] = [{"name": "aligned-2gpu", "gpusPerWorker": 2}]
+    with pytest.raises(pulumi.RunError) as caught:
+        run_stack("dev", raw)
+    assert str(caught.value).splitlines()[1:] == [
+        "  stacks/Pulumi.dev.yaml: workloads.acceptanceJobs.ncclBusbwGBs: the seed measured NCCL jobs "
+        "with 8 and 4 GPUs per worker, not 2 (aligned-2gpu); set the minimum busbw in GB/s the job must reach"
+    ]
+    raw["workloads"]["acceptanceJobs"]["ncclBusbwGBs"] = 48
+    job = run_stack("dev", raw).one(MPIJOB)
+    assert launcher_of(job).endswith("bash /tmp/nccl-busbw-check.sh 48.0 /tmp/all_reduce.log\n")
+
+
+@pytest.mark.parametrize(("key", "value"), [("railGbps", 0), ("ncclBusbwGBs", -1), ("timeoutMinutes", 0)])
+def test_a_threshold_must_be_positive(run_stack: Callable[..., Run], key: str, value: int) -> None:
+    with pytest.raises(pulumi.RunError) as caught:
+        run_stack("dev", with_jobs(**{key: value}))
+    (line,) = str(caught.value).splitlines()[1:]
+    assert line.startswith(f"  stacks/Pulumi.dev.yaml: workloads.acceptanceJobs.{key} = {value}: ")
+
+
+def test_every_acceptance_setting_is_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for name, field in AcceptanceJobsConfig.model_fields.items():
+        assert f"| `workloads.acceptanceJobs.{field.alias or name}` |" in readme, name

@@ -10,13 +10,17 @@ from typing import Any
 
 import pytest
 
+from components.acceptance_jobs import SCRIPTS
 from components.network_operator import MULTUS_RESOURCES, NIC_POLICY_READY, WAIT_FOR_ANNOTATION
-from components.sriov_acceptance import EXPECTED_TWO_JOBS
+from components.sriov_acceptance import EXPECTED_TWO_JOBS, EXPECTED_VF_RAILS
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL, RDMA_PATH_LABEL
+from oke_gpu_rdma.sriov import NETWORKS_ANNOTATION
 from preview.rendering import manifest
 from tests.oke_gpu_rdma import seed_sriov
 from tests.support import Run, raw_config
+
+SUCCEEDED = 'jsonpath={.status.conditions[?(@.type=="Succeeded")].status}=True'
 
 RELEASE = resource_types.HELM_RELEASE
 NODE_POOL = resource_types.NODE_POOL
@@ -126,6 +130,54 @@ def test_two_job_nccl_run_matches_the_seeds_worker(sriov_run: Run) -> None:
         launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"][0]
         assert "-x NCCL_IB_GID_INDEX=3" in launcher and "-x NCCL_IB_TC=41" in launcher
         assert "basename -a /sys/class/net/net*/device/infiniband/*" in launcher
+        # The gate: each job at seed 001's lower figure of the two-job run, awaited by pulumi up.
+        assert launcher.endswith("bash /tmp/nccl-busbw-check.sh 96.28 /tmp/all_reduce.log\n")
+        assert job["metadata"]["annotations"]["pulumi.com/waitFor"] == SUCCEEDED
+        assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 0}
+    assert sriov_run.run.outputs["acceptanceJobs"] == {
+        name: {
+            "namespace": "default",
+            "threshold": "NCCL all_reduce busbw at 8 GiB (out of place) >= 96.28 GB/s",
+            "results": f"kubectl -n default logs job/{name}-launcher",
+        }
+        for name in ("nccl-vf-a", "nccl-vf-b")
+    }
+    for job in sriov_run.of_type(MPIJOB):
+        assert job.options == {"deleteBeforeReplace": True, "replaceOnChanges": ["spec"]}
+
+
+def test_vf_rail_test_is_a_gating_mpijob_with_a_vf_of_every_rail(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("sriov")
+    raw["workloads"]["acceptanceJobs"] = {"enabled": True, "nccl": False, "railBandwidth": True}
+    run = run_stack("sriov", raw)
+    assert run.of_type("kubernetes:core/v1:Pod") == []
+    (job,) = run.of_type(MPIJOB)
+    assert job.inputs["metadata"]["name"] == "vf-rail-bandwidth"
+    assert job.inputs["metadata"]["annotations"] == {
+        "oke-gpu-rdma/expected": EXPECTED_VF_RAILS,
+        "oke-gpu-rdma/threshold": "ib_write_bw >= 96.86 Gb/s on every rail",
+        "oke-gpu-rdma/results": "kubectl -n default logs job/vf-rail-bandwidth-launcher",
+        "pulumi.com/waitFor": SUCCEEDED,
+        "pulumi.com/timeoutSeconds": "1800",
+    }
+    assert job.options == {"deleteBeforeReplace": True, "replaceOnChanges": ["spec"]}
+    assert job.inputs["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 0}
+    worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]
+    assert worker["replicas"] == 2
+    seed_pod = seed_sriov.vf_pods[0]
+    template = worker["template"]
+    assert template["metadata"]["annotations"] == {
+        NETWORKS_ANNOTATION: ",".join(f"rdma-vf-{i}" for i in range(16))
+    }
+    assert template["spec"]["containers"][0]["resources"]["limits"] == {
+        f"nvidia.com/rdma-vf-{i}": 1 for i in range(16)
+    }
+    assert template["spec"]["tolerations"] == seed_pod["spec"]["tolerations"]
+    launcher = job.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"][
+        0
+    ]
+    assert f"<<'SCRIPT'\n{(SCRIPTS / 'vf-rail-bandwidth.sh').read_text()}SCRIPT\n" in launcher
+    assert launcher.endswith('bash /tmp/vf-rail-bandwidth.sh 96.86 "$SERVER" "$CLIENT"\n')
 
 
 def exclusive(raw: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ def test_tools_and_nccl_config_maps(run_stack: Callable[..., Run]) -> None:
     run = run_stack("dev")
     maps = {r.inputs["metadata"]["name"]: r.inputs for r in run.of_type(CONFIGMAP)}
     assert maps[TOOLS_CONFIGMAP]["data"] == tool_scripts()
-    assert set(maps[TOOLS_CONFIGMAP]["data"]) == {"rail-map.sh", "rail-bandwidth.sh"}
+    assert set(maps[TOOLS_CONFIGMAP]["data"]) == {"rail-map.sh"}
     nccl = maps[NCCL_CONFIGMAP]["data"]
     assert nccl == NCCL_SETTINGS
     assert nccl["NCCL_IB_TC"] == "41" and nccl["NCCL_IB_QPS_PER_CONNECTION"] == "4"

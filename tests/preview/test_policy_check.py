@@ -13,6 +13,7 @@ from preview import policy_check
 from preview.cli import load_stack
 from preview.mock_runtime import run_program
 from preview.policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
+from preview.stacks import EXAMPLES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "policies"))
 
@@ -33,14 +34,16 @@ DEV_CONFIG = {
 
 @pytest.mark.parametrize("stack", ["dev", "full"])
 def test_example_stacks_pass(stack):
-    findings = analyze_run(run_program(stack, load_stack(stack)), DEV_CONFIG if stack == "dev" else {})
+    findings = analyze_run(
+        run_program(stack, load_stack(stack, [EXAMPLES])), DEV_CONFIG if stack == "dev" else {}
+    )
     assert findings == []
     assert format_findings(findings) == "" and not has_mandatory(findings)
 
 
 def test_dev_stack_with_a_conflicting_existing_cidr_fails():
     config = {"dranet-child-range": {"existingCidrs": [{"name": "peered VCN", "cidr": "10.208.0.0/16"}]}}
-    findings = analyze_run(run_program("dev", load_stack("dev")), config)
+    findings = analyze_run(run_program("dev", load_stack("dev", [EXAMPLES])), config)
     assert has_mandatory(findings)
     text = format_findings(findings)
     assert text.startswith("Policy Violations:\n    [mandatory]  oke-gpu-rdma v0.1.0  dranet-child-range (")
