@@ -72,8 +72,11 @@ def mpijob_spec(
     config: AcceptanceJobsConfig, claim: PlannedTemplate, pool: str, taints: list[Taint]
 ) -> dict[str, Any]:
     """The MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes."""
+    # The launcher needs no GPU; it tolerates the GPU pools' taints so that it also runs where the
+    # cluster has no other nodes (an existing cluster), and on the system pool where there is one.
     launcher = {
         "spec": {
+            "tolerations": tolerations(taints),
             "containers": [
                 {
                     "name": "mpi-launcher",
@@ -81,7 +84,7 @@ def mpijob_spec(
                     "command": ["bash", "-c"],
                     "args": [launcher_script(claim.gpus_per_worker)],
                 }
-            ]
+            ],
         }
     }
     worker = {
@@ -185,7 +188,12 @@ class AcceptanceJobs(pulumi.ComponentResource):
         super().__init__(resource_types.ACCEPTANCE_JOBS_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         if args.nccl_template is not None:
-            operator = mpi_operator(name, args.config, child)
+            # Its Deployment runs on the system pool, which is among what the jobs wait for.
+            operator = mpi_operator(
+                name,
+                args.config,
+                pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.depends_on))),
+            )
             k8s.apiextensions.CustomResource(
                 f"{name}-nccl-all-reduce",
                 api_version="kubeflow.org/v2beta1",

@@ -81,8 +81,10 @@ def sriov_mpijob_spec(
     config: AcceptanceJobsConfig, plan: SriovPlan, gpus_per_worker: int, taints: list[Taint]
 ) -> dict[str, Any]:
     """An MPIJob (kubeflow.org/v2beta1) whose workers hold one VF of every rail and `gpus_per_worker` GPUs."""
+    # No GPU, no VF: it tolerates the SR-IOV pools' taints to run anywhere (components/acceptance_jobs.py).
     launcher = {
         "spec": {
+            "tolerations": tolerations(taints),
             "containers": [
                 {
                     "name": "mpi-launcher",
@@ -90,7 +92,7 @@ def sriov_mpijob_spec(
                     "command": ["bash", "-c"],
                     "args": [sriov_launcher_script(gpus_per_worker)],
                 }
-            ]
+            ],
         }
     }
     to_input_type(k8s.core.v1.PodTemplateSpecArgs, launcher, "template")
@@ -149,7 +151,11 @@ class SriovAcceptanceJobs(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         namespace = args.plan.operator.network_namespace
         if args.config.nccl:
-            operator = mpi_operator(name, args.config, child)
+            operator = mpi_operator(
+                name,
+                args.config,
+                pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.depends_on))),
+            )
             for job, gpus, expected in nccl_jobs(args.plan):
                 k8s.apiextensions.CustomResource(
                     f"{name}-{job}",

@@ -25,11 +25,12 @@ import pulumi
 import yaml
 
 from stack_config import region_checks
-from stack_config.loading import parse_stack_config, raw_config, stack_source
+from stack_config.loading import load_stack as load_checked_stack
+from stack_config.loading import raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
 
-from . import base_rendering, rendering
+from . import base_rendering, rendering, schedulability
 from .base_rendering import BaseFiles
 from .mock_runtime import ROOT, ProgramRun, RecordedResource, pulumi_config_map, run_program
 from .plan import change_plan, gpu_impact
@@ -80,6 +81,8 @@ class Preview:
     run: ProgramRun
     pack_config: dict[str, Any]
     findings: list[Finding]
+    placement_notes: tuple[str, ...] = ()
+    """Pods the schedulability check could not place because it cannot see every pool (existing cluster)."""
 
 
 def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
@@ -94,11 +97,18 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
     except pulumi.RunError as err:
         raise PreviewError(str(err).replace(stack_source(stack), _shown(stack_file(stack, dirs)))) from None
     # The program accepted this config, so parsing it again cannot fail.
-    stack_config = parse_stack_config(
+    checked = load_checked_stack(
         raw_config(config_map), stack_source(stack), config_map.get(region_checks.REGION_KEY)
     )
-    pack_config = policy_pack_config(stack_config).to_dict()
-    return Preview(run, pack_config, analyze_run(run, pack_config))
+    # Every pod the stack starts must fit a node pool of the stack (preview/schedulability.py).
+    placement = schedulability.check_run(run.resources, checked)
+    if placement.problems:
+        raise PreviewError(
+            f"{_shown(stack_file(stack, dirs))}: pods that no node pool admits (they would stay Pending and "
+            "`pulumi up` would time out waiting for them):\n  " + "\n  ".join(placement.problems)
+        )
+    pack_config = policy_pack_config(checked.config).to_dict()
+    return Preview(run, pack_config, analyze_run(run, pack_config), placement.notes)
 
 
 def _shown(path: Path) -> str:
@@ -252,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\nRendered {records} resource record(s), {objects} Kubernetes manifest(s) and {PACK_CONFIG_FILE} "
         f"to {shown}/\n"
     )
+    if result.placement_notes:
+        print("Schedulability: not checked for pods that may run on pools outside this stack:")
+        print("\n".join(f"  {note}" for note in result.placement_notes) + "\n")
     print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")
     if has_mandatory(result.findings):
         print("error: preview failed: mandatory policy violations (above)", file=sys.stderr)

@@ -135,7 +135,7 @@ def test_several_pools_each_get_their_compute_cluster(run_stack: Callable[..., R
     run = run_stack("full")
     pools = {r.name: r for r in run.of_type(NODE_POOL)}
     computes = {r.name: r for r in run.of_type(COMPUTE_CLUSTER)}
-    assert set(pools) == {"gpu-b4-a-nodes", "gpu-b4-b-nodes"}
+    assert set(pools) == {"gpu-b4-a-nodes", "gpu-b4-b-nodes", "system-nodes"}
     for name in ("gpu-b4-a", "gpu-b4-b"):
         details = pools[f"{name}-nodes"].inputs["nodeConfigDetails"]
         assert details["computeClusterId"] == computes[f"{name}-compute-cluster"].id
