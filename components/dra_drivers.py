@@ -209,13 +209,14 @@ def gpu_operator_values(taints: Sequence[Taint]) -> dict[str, Any]:
         values["daemonsets"] = {"tolerations": tolerations(list(taints))}
     # NFD's worker labels the GPU nodes (pci-10de) that the operands select; its chart default tolerates
     # only nvidia.com/gpu, so a pool with another taint would never get its operands.
-    node_taints = [scheduling.NodeTaint(t.key, t.value, t.effect) for t in taints]
-    if scheduling.untolerated_taint(node_taints, chart_workloads.NFD_WORKER_DEFAULT_TOLERATIONS) is not None:
-        charts.set_value(
-            values,
-            charts.NFD_WORKER_TOLERATIONS_VALUE,
-            [*chart_workloads.NFD_WORKER_DEFAULT_TOLERATIONS, *tolerations(list(taints))],
-        )
+    defaults = chart_workloads.NFD_WORKER_DEFAULT_TOLERATIONS
+    missing = [
+        t
+        for t in taints
+        if scheduling.untolerated_taint([scheduling.NodeTaint(t.key, t.value, t.effect)], defaults)
+    ]
+    if missing:
+        charts.set_value(values, charts.NFD_WORKER_TOLERATIONS_VALUE, [*defaults, *tolerations(missing)])
     return _documented(values, charts.GPU_OPERATOR_VALUE_PATHS, charts.GPU_OPERATOR_CHART_NAME)
 
 

@@ -13,10 +13,11 @@ from components.dra_drivers import (
     _documented,
     dranet_values,
     gpu_driver_values,
+    gpu_operator_values,
 )
 from oke_gpu_rdma import charts
 from oke_gpu_rdma.charts import DRANET_VALUE_PATHS, NVIDIA_GPU_VALUE_PATHS, undocumented_value_paths
-from stack_config.model import DranetConfig, Taint
+from stack_config.model import GPU_TAINT, DranetConfig, Taint
 from tests.support import Run, raw_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -183,3 +184,21 @@ def test_dranet_tolerates_pool_taints_the_chart_default_misses() -> None:
         {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"},
     ]
     assert undocumented_value_paths(values, DRANET_VALUE_PATHS) == []
+
+
+def test_nfd_worker_tolerates_a_pool_taint_its_chart_default_does_not() -> None:
+    """NFD's worker labels the GPU nodes the operands select; its default tolerates only the GPU taint."""
+    assert "node-feature-discovery" not in gpu_operator_values([GPU_TAINT])
+    extra = Taint(key="dedicated", value="training", effect="NoSchedule")
+    values = gpu_operator_values([GPU_TAINT, extra])
+    assert values["node-feature-discovery"]["worker"]["tolerations"] == [
+        {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+        {
+            "key": "node-role.kubernetes.io/control-plane",
+            "operator": "Equal",
+            "value": "",
+            "effect": "NoSchedule",
+        },
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"},
+    ]

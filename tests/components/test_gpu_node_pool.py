@@ -144,3 +144,31 @@ def test_several_pools_each_get_their_compute_cluster(run_stack: Callable[..., R
             == (computes[f"{name}-compute-cluster"].inputs["availabilityDomain"])
         )
     assert labels_of(pools["gpu-b4-b-nodes"].inputs)["team"] == "research"
+
+
+def test_bare_metal_pools_and_compute_clusters_get_bare_metal_timeouts(run_stack: Callable[..., Run]) -> None:
+    """pulumi-oci's defaults (50 min for a node pool, 20 min for a compute cluster) are sized for VMs; the
+    options reach the engine as custom timeouts (oke_gpu_rdma/provisioning.py cites both)."""
+    run = run_stack("full")
+    for name in ("gpu-b4-a", "gpu-b4-b"):
+        assert run.one(NODE_POOL, f"{name}-nodes").options == {
+            "protect": True,
+            "customTimeouts": {"create": "120m", "update": "120m", "delete": "120m"},
+        }
+        assert run.one(COMPUTE_CLUSTER, f"{name}-compute-cluster").options == {
+            "protect": True,
+            "customTimeouts": {"create": "20m", "update": "20m", "delete": "60m"},
+        }
+
+
+def test_cycling_a_big_pool_one_node_at_a_time_gets_time_for_every_node(
+    run_stack: Callable[..., Run],
+) -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["count"] = 8
+    options = run_stack("dev", raw).one(NODE_POOL).options
+    # 8 nodes, one at a time (surge 0, unavailable 1), 45 minutes each.
+    assert options["customTimeouts"] == {"create": "120m", "update": "360m", "delete": "120m"}
+    raw["nodePools"][0]["cycling"] = {"maximumSurge": 2, "maximumUnavailable": 2}
+    options = run_stack("dev", raw).one(NODE_POOL).options
+    assert options["customTimeouts"]["update"] == "120m"

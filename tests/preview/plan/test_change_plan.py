@@ -177,8 +177,8 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        "    +-14 to replace",
-        "    14 changes. 23 unchanged",
+        "    +-15 to replace",
+        "    15 changes. 24 unchanged",
     ]
 
 
@@ -257,7 +257,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "Resources:",
         "    ~ 2 to update",
         "    - 3 to delete",
-        "    5 changes. 32 unchanged",
+        "    5 changes. 34 unchanged",
     ]
 
 
