@@ -192,6 +192,8 @@ class Verdict:
 
     problems: tuple[str, ...]
     notes: tuple[str, ...]
+    placements: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Each pod with the pools that admit it, in the order given."""
 
 
 def _reasons_text(reasons: Mapping[str, list[str]]) -> str:
@@ -220,9 +222,11 @@ def check(pods: Sequence[PodPlacement], pools: Sequence[PoolNodes], unseen: str 
     ]
     problems: list[str] = []
     notes: list[str] = []
+    placements: list[tuple[str, tuple[str, ...]]] = []
     for pod in pods:
         reasons = {pool.name: rejections(pod, pool) for pool in pools}
         admitting = [name for name, why in reasons.items() if not why]
+        placements.append((pod.name, tuple(admitting)))
         if pod.daemonset:
             skipped = {
                 name: why for name, why in reasons.items() if why and all(w.startswith("taint ") for w in why)
@@ -243,4 +247,4 @@ def check(pods: Sequence[PodPlacement], pools: Sequence[PoolNodes], unseen: str 
             notes.append(f"{line}; it may run on {unseen}, which the check cannot see")
         else:
             problems.append(line)
-    return Verdict(tuple(problems), tuple(notes))
+    return Verdict(tuple(problems), tuple(notes), tuple(placements))

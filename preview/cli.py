@@ -17,13 +17,14 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import yaml
 
+from oke_gpu_rdma.scheduling import Verdict
 from stack_config import region_checks
 from stack_config.loading import load_stack as load_checked_stack
 from stack_config.loading import raw_config, stack_source
@@ -81,8 +82,8 @@ class Preview:
     run: ProgramRun
     pack_config: dict[str, Any]
     findings: list[Finding]
-    placement_notes: tuple[str, ...] = ()
-    """Pods the schedulability check could not place because it cannot see every pool (existing cluster)."""
+    placement: Verdict = field(default_factory=lambda: Verdict((), ()))
+    """The schedulability check: where each pod can run, and what it could not see (an existing cluster)."""
 
 
 def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
@@ -108,7 +109,7 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
             "`pulumi up` would time out waiting for them):\n  " + "\n  ".join(placement.problems)
         )
     pack_config = policy_pack_config(checked.config).to_dict()
-    return Preview(run, pack_config, analyze_run(run, pack_config), placement.notes)
+    return Preview(run, pack_config, analyze_run(run, pack_config), placement)
 
 
 def _shown(path: Path) -> str:
@@ -190,8 +191,11 @@ def _short(value: Any) -> str:
 
 
 def rendered_files(result: Preview) -> dict[str, str]:
-    """Relative path -> text of `rendered/<stack>/` for this run (preview/rendering.py)."""
-    return rendering.render_files(result.run.resources, result.pack_config)
+    """Relative path -> text of `rendered/<stack>/` for this run (preview/rendering.py), with where each
+    pod can run (preview/schedulability.py)."""
+    files = rendering.render_files(result.run.resources, result.pack_config)
+    files[schedulability.PLACEMENT_FILE] = schedulability.placement_text(result.placement)
+    return dict(sorted(files.items()))
 
 
 def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> dict[str, str]:
@@ -262,9 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\nRendered {records} resource record(s), {objects} Kubernetes manifest(s) and {PACK_CONFIG_FILE} "
         f"to {shown}/\n"
     )
-    if result.placement_notes:
+    if result.placement.notes:
         print("Schedulability: not checked for pods that may run on pools outside this stack:")
-        print("\n".join(f"  {note}" for note in result.placement_notes) + "\n")
+        print("\n".join(f"  {note}" for note in result.placement.notes) + "\n")
     print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")
     if has_mandatory(result.findings):
         print("error: preview failed: mandatory policy violations (above)", file=sys.stderr)

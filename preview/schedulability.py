@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from oke_gpu_rdma import chart_workloads, resource_types
+from oke_gpu_rdma import chart_workloads, resource_types, yamltext
 from oke_gpu_rdma.scheduling import PodPlacement, Verdict, check, from_pod_spec
 from stack_config.loading import Stack
 from stack_config.pool_nodes import planned_pools, unseen_pools
@@ -111,3 +111,21 @@ def check_run(resources: list[RecordedResource], stack: Stack) -> Verdict:
     return check(
         pod_placements(resources), planned_pools(stack.config, vf_resources), unseen_pools(stack.config)
     )
+
+
+PLACEMENT_FILE = "placement.yaml"
+
+
+def placement_text(verdict: Verdict) -> str:
+    """`rendered/<stack>/placement.yaml`: each pod the stack starts and the pools of the stack that admit it."""
+    document: dict[str, Any] = {
+        "pods": [{"pod": name, "pools": list(pools)} for name, pools in sorted(verdict.placements)],
+    }
+    if verdict.notes:
+        document["notChecked"] = list(verdict.notes)
+    header = (
+        "# Where each pod the stack starts can run: the node pools of the stack that admit it by node selector,\n"
+        "# affinity, taints and device requests (preview/schedulability.py). [] with notChecked: an existing\n"
+        "# cluster's other pools, which the preview cannot see.\n"
+    )
+    return header + yamltext.dump(document)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from oke_gpu_rdma.scheduling import Verdict
-from preview.schedulability import check_run, pod_placements
+from preview.mock_runtime import ROOT
+from preview.schedulability import PLACEMENT_FILE, check_run, pod_placements
 from stack_config.loading import load_stack
 from tests.preview.test_cli import run_cli
 from tests.support import EXAMPLE_REGION, Run, as_stack_file, raw_config
@@ -54,7 +54,13 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
     raw = raw_config("full")
     raw["workloads"] = {"acceptanceJobs": {"enabled": True}}
     resources = run_stack("full", raw).resources
-    assert check_run(resources, load_stack(raw, "full", EXAMPLE_REGION)) == Verdict(problems=(), notes=())
+    verdict = check_run(resources, load_stack(raw, "full", EXAMPLE_REGION))
+    assert (verdict.problems, verdict.notes) == ((), ())
+    where = dict(verdict.placements)
+    assert where["Deployment kube-system/coredns (OKE cluster add-on)"] == ("system",)
+    assert where["MPIJob rdma-dranet/nccl-all-reduce Launcher"] == ("gpu-b4-a", "gpu-b4-b", "system")
+    assert where["MPIJob rdma-dranet/nccl-all-reduce Worker"] == ("gpu-b4-a",)
+    assert where["DaemonSet dranet (chart dranet)"] == ("gpu-b4-a", "gpu-b4-b")
     assert sorted(p.name for p in pod_placements(resources)) == sorted(
         [
             "Deployment gpu-operator (chart gpu-operator, release gpu-operator)",
@@ -71,3 +77,12 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
             "Deployment kube-system/coredns (OKE cluster add-on)",
         ]
     )
+
+
+def test_the_committed_full_rendering_shows_a_pool_for_every_pod() -> None:
+    document = yaml.safe_load((ROOT / "rendered" / "full" / PLACEMENT_FILE).read_text())
+    assert "notChecked" not in document
+    pools = {entry["pod"]: entry["pools"] for entry in document["pods"]}
+    assert all(pools.values()), pools
+    assert pools["Deployment kube-system/coredns (OKE cluster add-on)"] == ["system"]
+    assert pools["Deployment gpu-operator (chart gpu-operator, release gpu-operator)"] == ["system"]
