@@ -42,7 +42,8 @@ NIC_POLICY_READY: Final = "jsonpath={.status.state}=ready"
 # seed 001: helm --wait --timeout 15m on running nodes; on a first apply its DaemonSets also wait for the
 # bare-metal SR-IOV nodes to come up (oke_gpu_rdma/provisioning.py).
 RELEASE_TIMEOUT_SECONDS: Final = max(900, provisioning.GPU_RELEASE_WAIT_SECONDS)
-READY_TIMEOUT: Final = "20m"
+# The policy is ready once its DaemonSets run on the SR-IOV nodes: one bare-metal node's bring-up.
+READY_TIMEOUT: Final = f"{max(20, provisioning.BM_GPU_NODE_MINUTES)}m"
 # Multus was OOM-killed at its 50Mi default (seed 001, on the nodes without GPUs); the operator takes
 # per-container resources in containerResources (api/v1alpha1 ImageSpec.ContainerResources).
 MULTUS_CONTAINER: Final = "kube-multus"
