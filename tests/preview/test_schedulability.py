@@ -10,6 +10,7 @@ import yaml
 from preview.mock_runtime import ROOT
 from preview.schedulability import PLACEMENT_FILE, check_run, pod_placements
 from stack_config.loading import load_stack
+from stack_config.placement_plan import controllers
 from tests.preview.test_cli import run_cli
 from tests.support import EXAMPLE_REGION, Run, as_stack_file, raw_config
 
@@ -86,3 +87,16 @@ def test_the_committed_full_rendering_shows_a_pool_for_every_pod() -> None:
     assert all(pools.values()), pools
     assert pools["Deployment kube-system/coredns (OKE cluster add-on)"] == ["system"]
     assert pools["Deployment gpu-operator (chart gpu-operator, release gpu-operator)"] == ["system"]
+
+
+def test_the_programs_controllers_are_placed_as_the_run_declares_them(run_stack: Callable[..., Run]) -> None:
+    """The program's early check (stack_config/placement_plan.py) reads chart defaults; the preview reads the
+    values the run declared. Both must see the same placement for every controller."""
+    for stack, changes in (("full", {"acceptanceJobs": {"enabled": True}}), ("sriov", {})):
+        raw = raw_config(stack)
+        raw.setdefault("workloads", {}).update(changes)
+        declared = {p.name: p for p in pod_placements(run_stack(stack, raw).resources)}
+        planned = controllers(load_stack(raw, stack, EXAMPLE_REGION).config)
+        assert planned
+        for pod in planned:
+            assert declared[pod.name] == pod, pod.name
