@@ -35,6 +35,7 @@ from components.rdma_workloads import (
     RdmaWorkloadNamespaceArgs,
 )
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
+from components.system_pool import SystemNodePool, SystemNodePoolArgs
 from oke_gpu_rdma import attributes
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config import cluster_version
@@ -149,6 +150,27 @@ pools = {
     for pool in config.node_pools
 }
 
+# The untainted CPU pool for the pods every cluster runs (components/system_pool.py); what runs its
+# controllers there waits for it as for the GPU pools.
+system_nodes: list[pulumi.Resource] = []
+if config.creates_system_pool:
+    system_nodes.append(
+        SystemNodePool(
+            config.system_pool.name,
+            SystemNodePoolArgs(
+                compartment_id=config.compartment_id,
+                cluster_id=cluster.cluster_id,
+                kubernetes_version=cluster_spec.kubernetes_version,
+                worker_subnet_id=network.worker_subnet_id,
+                cni_type=cluster_spec.cni_type,
+                pool=config.system_pool,
+                availability_domains=config.system_pool_ads,
+                pod_subnet_id=network.pod_subnet_id,
+                protect=config.protect,
+            ),
+        )
+    )
+
 # --- Kubernetes: GPU Operator, DRA drivers, workload namespaces, aligned claim templates ----------
 
 if config.deploys_gpu_operator:
@@ -158,7 +180,7 @@ if config.deploys_gpu_operator:
             config=config.gpu_operator,
             taints=list(dict.fromkeys([*taints, *sriov_taints])),
             provider=cluster.provider,
-            node_pools=list(pools.values()),
+            node_pools=[*pools.values(), *system_nodes],
         ),
     )
 
@@ -228,7 +250,7 @@ if checked.sriov is not None:
         NetworkOperatorArgs(
             plan=checked.sriov,
             provider=cluster.provider,
-            node_pools=[pools[name] for name in checked.sriov.pools],
+            node_pools=[*(pools[name] for name in checked.sriov.pools), *system_nodes],
         ),
     )
     sriov_networks = SriovRailNetworks(
@@ -247,7 +269,7 @@ if acceptance.enabled and checked.sriov is not None and sriov_networks is not No
             plan=checked.sriov,
             taints=sriov_taints,
             provider=cluster.provider,
-            depends_on=[sriov_networks],
+            depends_on=[sriov_networks, *system_nodes],
         ),
     ).reports
 if acceptance.enabled and claim_templates is not None:
@@ -264,7 +286,7 @@ if acceptance.enabled and claim_templates is not None:
             pool=acceptance.node_pool or dra_pool_names[0],
             taints=taints,
             provider=cluster.provider,
-            depends_on=[claim_templates, *drivers],
+            depends_on=[claim_templates, *drivers, *system_nodes],
         ),
         opts=renamed("acceptance"),
     ).reports

@@ -163,8 +163,11 @@ def mpijob_spec(
     config: AcceptanceJobsConfig, claim: PlannedTemplate, pool: str, taints: list[Taint], min_busbw: float
 ) -> dict[str, Any]:
     """The MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes."""
+    # The launcher needs no GPU; it tolerates the GPU pools' taints so that it also runs where the
+    # cluster has no other nodes (an existing cluster), and on the system pool where there is one.
     launcher = {
         "spec": {
+            "tolerations": tolerations(taints),
             "containers": [
                 {
                     "name": "mpi-launcher",
@@ -172,7 +175,7 @@ def mpijob_spec(
                     "command": ["bash", "-c"],
                     "args": [launcher_script(claim.gpus_per_worker, min_busbw)],
                 }
-            ]
+            ],
         }
     }
     worker = {
@@ -356,7 +359,12 @@ class AcceptanceJobs(pulumi.ComponentResource):
         if args.nccl_template is None and args.rails_template is None:
             self.register_outputs({})
             return
-        operator = mpi_operator(name, config, child)
+        # Its Deployment runs on the system pool, which is among what the jobs wait for.
+        operator = mpi_operator(
+            name,
+            config,
+            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.depends_on))),
+        )
         needs = gate_options(child, [operator, *args.depends_on])
         if args.nccl_template is not None:
             gpus = args.nccl_template.gpus_per_worker

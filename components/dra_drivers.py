@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import attributes, charts, resource_types
+from oke_gpu_rdma import attributes, chart_workloads, charts, provisioning, resource_types, scheduling
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.labels import POOL_LABEL
 from stack_config.model import DranetConfig, GpuDriverConfig, GpuOperatorConfig, Taint, tolerations
@@ -22,7 +22,9 @@ from .typed_inputs import to_input_type
 
 # Where Oracle Cloud Agent keeps its RDMA network config (seed 003).
 OCA_CONFIG_DIR = "/etc/oracle-cloud-agent/plugins/oci-hpc/oci-hpc-configure"
-RELEASE_TIMEOUT_SECONDS = 300
+# Their DaemonSets run on the GPU nodes: Helm waits for them as long as one bare-metal node takes to come up
+# (oke_gpu_rdma/provisioning.py), not its 300 s default.
+RELEASE_TIMEOUT_SECONDS = provisioning.GPU_RELEASE_WAIT_SECONDS
 
 
 class ChartValuesError(ValueError):
@@ -205,6 +207,16 @@ def gpu_operator_values(taints: Sequence[Taint]) -> dict[str, Any]:
     values: dict[str, Any] = {"driver": {"enabled": False}}
     if taints:
         values["daemonsets"] = {"tolerations": tolerations(list(taints))}
+    # NFD's worker labels the GPU nodes (pci-10de) that the operands select; its chart default tolerates
+    # only nvidia.com/gpu, so a pool with another taint would never get its operands.
+    defaults = chart_workloads.NFD_WORKER_DEFAULT_TOLERATIONS
+    missing = [
+        t
+        for t in taints
+        if scheduling.untolerated_taint([scheduling.NodeTaint(t.key, t.value, t.effect)], defaults)
+    ]
+    if missing:
+        charts.set_value(values, charts.NFD_WORKER_TOLERATIONS_VALUE, [*defaults, *tolerations(missing)])
     return _documented(values, charts.GPU_OPERATOR_VALUE_PATHS, charts.GPU_OPERATOR_CHART_NAME)
 
 

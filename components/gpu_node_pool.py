@@ -18,17 +18,16 @@ from typing import Any
 import pulumi
 import pulumi_oci as oci
 
-from oke_gpu_rdma import resource_types
+from oke_gpu_rdma import provisioning, resource_types
 from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
-from oke_gpu_rdma.labels import (
-    DEVICE_PLUGIN_LABEL,
-    DEVICE_PLUGIN_OFF,
-    POOL_LABEL,
-    RDMA_PATH_LABEL,
-    RDMA_PATH_SRIOV,
-)
 from oke_gpu_rdma.sriov import RdmaMode, RdmaPath
 from stack_config.model import CniType, NodePoolConfig
+from stack_config.pool_nodes import gpu_pool_labels
+
+
+def custom_timeouts(timeouts: provisioning.Timeouts) -> pulumi.CustomTimeouts:
+    """Pulumi's form of the bare-metal timeouts (oke_gpu_rdma/provisioning.py says why and cites the defaults)."""
+    return pulumi.CustomTimeouts(create=timeouts.create, update=timeouts.update, delete=timeouts.delete)
 
 
 @dataclass
@@ -56,17 +55,9 @@ class RdmaGpuNodePoolArgs:
 
 
 def initial_node_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]:
-    """The labels every node of the pool starts with (no later `kubectl label` step).
-
-    SR-IOV pools keep the GPU Operator's device plugin on (their pods ask for nvidia.com/gpu) and carry
-    the label the DRA drivers stay away from.
-    """
-    labels = {POOL_LABEL: pool.name, **pool.labels}
-    if pool.rdma is RdmaPath.SRIOV:
-        labels[RDMA_PATH_LABEL] = RDMA_PATH_SRIOV
-    elif gpus_from_dra:
-        labels[DEVICE_PLUGIN_LABEL] = DEVICE_PLUGIN_OFF
-    return labels
+    """The labels every node of the pool starts with (stack_config/pool_nodes.py, which the
+    schedulability check reads too)."""
+    return gpu_pool_labels(pool, gpus_from_dra)
 
 
 def cloud_init(pool: NodePoolConfig, sriov_rdma_mode: RdmaMode = "shared") -> str:
@@ -97,7 +88,12 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 compartment_id=args.compartment_id,
                 availability_domain=pool.availability_domain,
                 display_name=f"{name}-compute-cluster",
-                opts=kept,
+                opts=pulumi.ResourceOptions.merge(
+                    kept,
+                    pulumi.ResourceOptions(
+                        custom_timeouts=custom_timeouts(provisioning.COMPUTE_CLUSTER_TIMEOUTS)
+                    ),
+                ),
             )
             self.compute_cluster_id = compute_cluster.id
             self.availability_domain = compute_cluster.availability_domain
@@ -156,7 +152,15 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
             # The order a replacement takes is the stack's choice (nodePools[].replaceOrder): capacity
             # against downtime. The compute cluster above is always created first: it holds no hosts.
             opts=pulumi.ResourceOptions.merge(
-                kept, pulumi.ResourceOptions(delete_before_replace=pool.delete_before_replace)
+                kept,
+                pulumi.ResourceOptions(
+                    delete_before_replace=pool.delete_before_replace,
+                    custom_timeouts=custom_timeouts(
+                        provisioning.gpu_node_pool_timeouts(
+                            pool.count, pool.cycling.maximum_surge, pool.cycling.maximum_unavailable
+                        )
+                    ),
+                ),
             ),
         )
         self.node_pool_id = node_pool.id

@@ -27,7 +27,7 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import charts, resource_types, sriov
+from oke_gpu_rdma import charts, provisioning, resource_types, sriov
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
 from stack_config.model import NetworkOperatorConfig
 from stack_config.sriov_plan import SriovPlan
@@ -39,8 +39,11 @@ POOL_CONFIG_NAME: Final = sriov.RESOURCE_BASE  # seed 001 names it after the res
 # pulumi-kubernetes (>= 4.18) waits until this JSONPath matches before it reports the object created.
 WAIT_FOR_ANNOTATION: Final = "pulumi.com/waitFor"
 NIC_POLICY_READY: Final = "jsonpath={.status.state}=ready"
-RELEASE_TIMEOUT_SECONDS: Final = 900  # seed 001: helm --wait --timeout 15m
-READY_TIMEOUT: Final = "20m"
+# seed 001: helm --wait --timeout 15m on running nodes; on a first apply its DaemonSets also wait for the
+# bare-metal SR-IOV nodes to come up (oke_gpu_rdma/provisioning.py).
+RELEASE_TIMEOUT_SECONDS: Final = max(900, provisioning.GPU_RELEASE_WAIT_SECONDS)
+# The policy is ready once its DaemonSets run on the SR-IOV nodes: one bare-metal node's bring-up.
+READY_TIMEOUT: Final = f"{max(20, provisioning.BM_GPU_NODE_MINUTES)}m"
 # Multus was OOM-killed at its 50Mi default (seed 001, on the nodes without GPUs); the operator takes
 # per-container resources in containerResources (api/v1alpha1 ImageSpec.ContainerResources).
 MULTUS_CONTAINER: Final = "kube-multus"

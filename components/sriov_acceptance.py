@@ -102,8 +102,10 @@ def sriov_mpijob_spec(
     config: AcceptanceJobsConfig, plan: SriovPlan, gpus_per_worker: int, taints: list[Taint], min_busbw: float
 ) -> dict[str, Any]:
     """An MPIJob (kubeflow.org/v2beta1) whose workers hold one VF of every rail and `gpus_per_worker` GPUs."""
+    # No GPU, no VF: it tolerates the SR-IOV pools' taints to run anywhere (components/acceptance_jobs.py).
     launcher = {
         "spec": {
+            "tolerations": tolerations(taints),
             "containers": [
                 {
                     "name": "mpi-launcher",
@@ -111,7 +113,7 @@ def sriov_mpijob_spec(
                     "command": ["bash", "-c"],
                     "args": [sriov_launcher_script(gpus_per_worker, min_busbw)],
                 }
-            ]
+            ],
         }
     }
     to_input_type(k8s.core.v1.PodTemplateSpecArgs, launcher, "template")
@@ -212,7 +214,12 @@ class SriovAcceptanceJobs(pulumi.ComponentResource):
         if not (config.nccl or config.rail_bandwidth):
             self.register_outputs({})
             return
-        operator = mpi_operator(name, config, child)
+        # Its Deployment runs on the system pool, which is among what the jobs wait for.
+        operator = mpi_operator(
+            name,
+            config,
+            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.depends_on))),
+        )
         needs = gate_options(child, [operator, *args.depends_on])
         if config.nccl:
             for job, gpus, expected in nccl_jobs(args.plan):

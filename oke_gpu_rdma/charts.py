@@ -157,10 +157,12 @@ NETWORK_OPERATOR_VALUE_PATHS: Final = frozenset(
 
 
 # Values of the gpu-operator chart this project sets (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml).
+NFD_WORKER_TOLERATIONS_VALUE: Final = "node-feature-discovery.worker.tolerations"
 GPU_OPERATOR_VALUE_PATHS: Final = frozenset(
     {
         "driver.enabled",
         "daemonsets.tolerations",
+        NFD_WORKER_TOLERATIONS_VALUE,
     }
 )
 

@@ -17,19 +17,21 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import yaml
 
+from oke_gpu_rdma.scheduling import Verdict
 from stack_config import region_checks
-from stack_config.loading import parse_stack_config, raw_config, stack_source
+from stack_config.loading import load_stack as load_checked_stack
+from stack_config.loading import raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
 
-from . import base_rendering, rendering
+from . import base_rendering, rendering, schedulability
 from .base_rendering import BaseFiles
 from .mock_runtime import (
     ROOT,
@@ -92,6 +94,8 @@ class Preview:
     run: ProgramRun
     pack_config: dict[str, Any]
     findings: list[Finding]
+    placement: Verdict = field(default_factory=lambda: Verdict((), ()))
+    """The schedulability check: where each pod can run, and what it could not see (an existing cluster)."""
 
 
 def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
@@ -107,11 +111,18 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
     except pulumi.RunError as err:
         raise PreviewError(str(err).replace(stack_source(stack), _shown(stack_file(stack, dirs)))) from None
     # The program accepted this config, so parsing it again cannot fail.
-    stack_config = parse_stack_config(
+    checked = load_checked_stack(
         raw_config(config_map), stack_source(stack), config_map.get(region_checks.REGION_KEY)
     )
-    pack_config = policy_pack_config(stack_config).to_dict()
-    return Preview(run, pack_config, analyze_run(run, pack_config))
+    # Every pod the stack starts must fit a node pool of the stack (preview/schedulability.py).
+    placement = schedulability.check_run(run.resources, checked)
+    if placement.problems:
+        raise PreviewError(
+            f"{_shown(stack_file(stack, dirs))}: pods that no node pool admits (they would stay Pending and "
+            "`pulumi up` would time out waiting for them):\n  " + "\n  ".join(placement.problems)
+        )
+    pack_config = policy_pack_config(checked.config).to_dict()
+    return Preview(run, pack_config, analyze_run(run, pack_config), placement)
 
 
 def _shown(path: Path) -> str:
@@ -193,8 +204,11 @@ def _short(value: Any) -> str:
 
 
 def rendered_files(result: Preview) -> dict[str, str]:
-    """Relative path -> text of `rendered/<stack>/` for this run (preview/rendering.py)."""
-    return rendering.render_files(result.run.resources, result.pack_config)
+    """Relative path -> text of `rendered/<stack>/` for this run (preview/rendering.py), with where each
+    pod can run (preview/schedulability.py)."""
+    files = rendering.render_files(result.run.resources, result.pack_config)
+    files[schedulability.PLACEMENT_FILE] = schedulability.placement_text(result.placement)
+    return dict(sorted(files.items()))
 
 
 def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> dict[str, str]:
@@ -265,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\nRendered {records} resource record(s), {objects} Kubernetes manifest(s) and {PACK_CONFIG_FILE} "
         f"to {shown}/\n"
     )
+    if result.placement.notes:
+        print("Schedulability: not checked for pods that may run on pools outside this stack:")
+        print("\n".join(f"  {note}" for note in result.placement.notes) + "\n")
     print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")
     if has_mandatory(result.findings):
         print("error: preview failed: mandatory policy violations (above)", file=sys.stderr)

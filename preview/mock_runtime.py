@@ -249,6 +249,10 @@ def _options(request: Any) -> dict[str, Any]:
         options["deleteBeforeReplace"] = True
     if request.replaceOnChanges:
         options["replaceOnChanges"] = list(request.replaceOnChanges)
+    timeouts = request.customTimeouts
+    waits = {op: getattr(timeouts, op) for op in ("create", "update", "delete") if getattr(timeouts, op)}
+    if waits:
+        options["customTimeouts"] = waits
     aliases = [json_format.MessageToDict(a) for a in request.aliases] + list(request.aliasURNs)
     if aliases:
         options["aliases"] = aliases

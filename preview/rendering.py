@@ -174,7 +174,9 @@ def resource_record(r: RecordedResource, labels: _Labels, manifest_file: str | N
         record["parent"] = labels.of(r.parent)
     if r.provider:
         record["provider"] = labels.reference(r.provider)
-    options = {k: v for k, v in r.options.items() if k in ("protect", "deleteBeforeReplace")}
+    options = {
+        k: v for k, v in r.options.items() if k in ("protect", "deleteBeforeReplace", "customTimeouts")
+    }
     if r.options.get("replaceOnChanges"):
         options["replaceOnChanges"] = sorted(r.options["replaceOnChanges"])
     if r.options.get("aliases"):

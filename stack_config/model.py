@@ -656,6 +656,64 @@ class WorkloadsConfig(_Model):
         return self
 
 
+# OKE-supported flexible CPU shapes size a node by OCPUs and memory (node_shape_config); Oracle's limits for
+# the E4/E5 Flex shapes: 1 to 64 GB of memory per OCPU ("Flexible Shapes", Compute documentation;
+# oracle-terraform-modules/terraform-oci-oke modules/workers/nodepools.tf caps memory at 64 GB per OCPU).
+FLEX_SUFFIX = ".Flex"
+FLEX_MEMORY_PER_OCPU = (1, 64)
+
+
+class SystemPoolConfig(_Model):
+    """A small CPU node pool for the pods every cluster runs (CoreDNS, the operators' controllers, the MPI
+    operator and launcher): GPU pools carry `nvidia.com/gpu=present:NoSchedule`, which those pods do not
+    tolerate. OKE's own image and cloud-init: no compute cluster, no RDMA."""
+
+    enabled: bool | None = Field(
+        None,
+        description="Create the pool; default: on when the stack creates the cluster (an existing cluster "
+        "already has somewhere to run them).",
+    )
+    name: DnsLabel = Field("system", description="Pool name (also its oke-gpu-rdma/node-pool label).")
+    shape: str = Field("VM.Standard.E5.Flex", description="An OKE-supported CPU shape.")
+    ocpus: StrictInt = Field(2, ge=1, le=94, description="OCPUs per node (flexible shapes).")
+    memory_gbs: StrictInt = Field(
+        16, ge=1, alias="memoryGbs", description="Memory per node in GB (flexible shapes)."
+    )
+    count: StrictInt = Field(
+        2, ge=1, description="Nodes: two keep CoreDNS and the controllers up through a node loss."
+    )
+    image_id: Ocid | None = Field(
+        None,
+        alias="imageId",
+        description="An OKE Oracle Linux image for the cluster's Kubernetes version (`oci ce node-pool-options "
+        "get --node-pool-option-id all`); required when the pool is created.",
+    )
+    availability_domains: list[str] = Field(
+        default_factory=list,
+        alias="availabilityDomains",
+        description="ADs to spread the nodes over (default: the GPU pools' availability domains).",
+    )
+    boot_volume_size_gbs: StrictInt = Field(50, ge=50, le=32768, alias="bootVolumeSizeGbs")
+
+    @property
+    def flexible(self) -> bool:
+        return self.shape.endswith(FLEX_SUFFIX)
+
+    @model_validator(mode="after")
+    def _cpu_shape(self) -> SystemPoolConfig:
+        if self.shape in CATALOG.names:
+            raise ValueError(
+                f"shape {self.shape} is a GPU shape; the system pool is for CPU pods (e.g. VM.Standard.E5.Flex)"
+            )
+        low, high = FLEX_MEMORY_PER_OCPU
+        if self.flexible and not low * self.ocpus <= self.memory_gbs <= high * self.ocpus:
+            raise ValueError(
+                f"memoryGbs {self.memory_gbs} is outside {low * self.ocpus}-{high * self.ocpus} GB for "
+                f"{self.ocpus} OCPUs: flexible shapes take {low} to {high} GB per OCPU"
+            )
+        return self
+
+
 class StackConfig(_Model):
     """Everything one stack declares."""
 
@@ -687,6 +745,7 @@ class StackConfig(_Model):
         description="Protect what is expensive to lose (the created VCN and cluster, the compute clusters, the "
         "GPU node pools) from deletion; set false for a deliberate teardown.",
     )
+    system_pool: SystemPoolConfig = Field(default_factory=lambda: SystemPoolConfig(), alias="systemPool")
     create_compute_cluster_policy: bool = Field(
         True,
         alias="createComputeClusterPolicy",
@@ -700,6 +759,20 @@ class StackConfig(_Model):
         if self.gpu_operator.enabled is not None:
             return self.gpu_operator.enabled
         return self.cluster.create is not None
+
+    @property
+    def creates_system_pool(self) -> bool:
+        """The system pool's switch, defaulting to on exactly where the stack creates the cluster."""
+        if self.system_pool.enabled is not None:
+            return self.system_pool.enabled
+        return self.cluster.create is not None
+
+    @property
+    def system_pool_ads(self) -> list[str]:
+        """The system pool's availability domains: its own, or the GPU pools' (in pool order)."""
+        if self.system_pool.availability_domains:
+            return list(dict.fromkeys(self.system_pool.availability_domains))
+        return list(dict.fromkeys(p.availability_domain for p in self.node_pools if p.availability_domain))
 
     @model_validator(mode="after")
     def _unique_pool_names(self) -> StackConfig:

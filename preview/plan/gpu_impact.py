@@ -26,6 +26,7 @@ from typing import Any
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
 from oke_gpu_rdma.labels import POOL_LABEL
+from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.stack_keys import NODE_POOL_REPLACE_ORDER
 from stack_config.model import CREATE_FIRST, DELETE_FIRST
 
@@ -190,6 +191,7 @@ def _dranet_lines(step: Step, plan: Plan) -> list[str]:
         s.record.inputs
         for s in plan.steps
         if s.record.type == resource_types.NODE_POOL
+        and s.record.inputs.get("nodeShape") in CATALOG.names
         and s.op != "delete"
         and (not pools or s.record.inputs.get("name") in pools)
     ]
@@ -207,7 +209,9 @@ def gpu_node_lines(plan: Plan) -> list[str]:
     steps_by_name = {s.record.name: s for s in plan.steps}
     lines: list[str] = []
     for step in sorted(plan.steps, key=lambda s: str(s.record.inputs.get("name", s.record.name))):
-        if step.record.type == resource_types.NODE_POOL:
+        # GPU shapes only: the system pool's VMs come back in minutes (components/system_pool.py).
+        inputs = (step.base or step.record).inputs
+        if step.record.type == resource_types.NODE_POOL and inputs.get("nodeShape") in CATALOG.names:
             lines += _pool_line(step, steps_by_name)
     for step in plan.steps:
         if (

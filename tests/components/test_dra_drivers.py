@@ -13,10 +13,11 @@ from components.dra_drivers import (
     _documented,
     dranet_values,
     gpu_driver_values,
+    gpu_operator_values,
 )
 from oke_gpu_rdma import charts
 from oke_gpu_rdma.charts import DRANET_VALUE_PATHS, NVIDIA_GPU_VALUE_PATHS, undocumented_value_paths
-from stack_config.model import DranetConfig, Taint
+from stack_config.model import GPU_TAINT, DranetConfig, Taint
 from tests.support import Run, raw_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -136,9 +137,14 @@ def test_releases_as_declared(run_stack: Callable[..., Run]) -> None:
 
 def test_releases_wait_for_the_node_pools(run_stack: Callable[..., Run]) -> None:
     run = run_stack("full")
-    pools = {r.urn for r in run.of_type(NODE_POOL)}
+    system = run.one(NODE_POOL, "system-nodes").urn
+    pools = {r.urn for r in run.of_type(NODE_POOL)} - {system}
     for release in run.of_type(RELEASE):
         assert pools <= set(release.dependencies)
+        # The GPU Operator's operator and NFD master/gc run on the system pool; the DRA drivers are DaemonSets.
+        assert (system in release.dependencies) == (release.name == "gpu-operator-release")
+        # Helm waits for the GPU nodes' bring-up, not its 300 s default (oke_gpu_rdma/provisioning.py).
+        assert release.inputs["timeout"] == 2700
         assert release.provider.startswith("urn:pulumi:full::oke-gpu-rdma::")
         assert "pulumi:providers:kubernetes::oke-k8s" in release.provider
 
@@ -178,3 +184,21 @@ def test_dranet_tolerates_pool_taints_the_chart_default_misses() -> None:
         {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"},
     ]
     assert undocumented_value_paths(values, DRANET_VALUE_PATHS) == []
+
+
+def test_nfd_worker_tolerates_a_pool_taint_its_chart_default_does_not() -> None:
+    """NFD's worker labels the GPU nodes the operands select; its default tolerates only the GPU taint."""
+    assert "node-feature-discovery" not in gpu_operator_values([GPU_TAINT])
+    extra = Taint(key="dedicated", value="training", effect="NoSchedule")
+    values = gpu_operator_values([GPU_TAINT, extra])
+    assert values["node-feature-discovery"]["worker"]["tolerations"] == [
+        {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"},
+        {
+            "key": "node-role.kubernetes.io/control-plane",
+            "operator": "Equal",
+            "value": "",
+            "effect": "NoSchedule",
+        },
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"},
+    ]

@@ -248,3 +248,8 @@ def test_network_metaplugins_parse_as_the_operator_renders_them(sriov_run: Run) 
         text = network.inputs["spec"]["metaPlugins"]
         assert isinstance(json.loads("[" + text + "]"), list)
         assert json.loads(network.inputs["spec"]["ipam"]) == {"type": "nv-ipam", "poolName": "sriov-pool"}
+
+
+def test_nic_cluster_policy_waits_for_a_bare_metal_nodes_bring_up(run_stack: Callable[..., Run]) -> None:
+    policy = run_stack("sriov").one("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy")
+    assert policy.options["customTimeouts"] == {"create": "45m"}

@@ -58,7 +58,8 @@ def test_full_stack_preview_works(tmp_path: Path) -> None:
     result = run_cli("full", rendered=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "oci:ContainerEngine/cluster:Cluster" in result.stdout
-    assert result.stdout.count("oci:ContainerEngine/nodePool:NodePool") == 2
+    # The two GPU pools and the system pool.
+    assert result.stdout.count("oci:ContainerEngine/nodePool:NodePool") == 3
 
 
 def test_count_matches_the_registrations(run_stack: Callable[..., Run]) -> None:

@@ -55,7 +55,11 @@ def test_manifests_hold_only_kubernetes_api_objects(dev_files: dict[str, str]) -
 
 def test_node_pool_record_shows_cloud_init_as_text_and_references_by_name(dev_files: dict[str, str]) -> None:
     pool = record(dev_files, "gpu-b4-nodes")
-    assert pool["parent"] == "gpu-b4" and pool["options"] == {"protect": True, "deleteBeforeReplace": True}
+    assert pool["parent"] == "gpu-b4" and pool["options"] == {
+        "protect": True,
+        "deleteBeforeReplace": True,
+        "customTimeouts": {"create": "120m", "update": "120m", "delete": "120m"},
+    }
     assert pool["dependsOn"] == ["gpu-b4-compute-cluster"]
     assert pool["decodedFromBase64"] == ["nodeMetadata.user_data"]
     inputs = pool["inputs"]

@@ -187,6 +187,7 @@ def test_services_cidr_overlapping_the_vcn() -> None:
 def test_cluster_creation_needs_an_endpoint_subnet() -> None:
     raw = raw_config("dev")
     raw["cluster"] = {"create": {"kubernetesVersion": "v1.34.1"}}
+    raw["systemPool"] = {"imageId": "ocid1.image.oc1.iad.aaaaaaaaexampleoracleolinuxoke"}
     assert only_problem(raw).startswith(f"{SOURCE}: network.existing.apiEndpointSubnet is required")
 
 

@@ -212,8 +212,8 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        "    +-14 to replace",
-        "    14 changes. 23 unchanged",
+        "    +-15 to replace",
+        "    15 changes. 24 unchanged",
     ]
 
 
@@ -296,7 +296,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "    ~ 2 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    3 changes. 32 unchanged",
+        "    3 changes. 34 unchanged",
     ]
 
 

@@ -1,0 +1,43 @@
+"""Schedulability before anything is declared: the controllers every stack starts need a pool that admits them.
+
+CoreDNS, the GPU Operator's operator and NFD master/gc, the Network Operator's Deployments and the MPI
+operator keep their charts' placement (the project sets none of it), so whether a stack's pools admit them
+follows from the config alone (oke_gpu_rdma/chart_workloads.py, oke_gpu_rdma/scheduling.py). The program
+checks it while the config loads, so `pulumi preview` and `pulumi up` stop before the first resource;
+`make preview` then checks every pod template the run declared (preview/schedulability.py).
+"""
+
+from __future__ import annotations
+
+from oke_gpu_rdma import chart_workloads, charts
+from oke_gpu_rdma.scheduling import PodPlacement, check
+
+from .model import StackConfig
+from .pool_nodes import planned_pools, unseen_pools
+from .problems import ConfigProblem
+
+
+def controllers(config: StackConfig) -> list[PodPlacement]:
+    """The Deployments the stack starts whose placement is their chart's default."""
+    pods = [chart_workloads.COREDNS]
+    if config.deploys_gpu_operator:
+        pods += [
+            p for p in chart_workloads.gpu_operator(charts.GPU_OPERATOR_CHART_NAME, {}) if not p.daemonset
+        ]
+    if config.sriov_pools:
+        pods += chart_workloads.network_operator(charts.NETWORK_OPERATOR_RELEASE, {})
+    acceptance = config.workloads.acceptance_jobs
+    if acceptance.enabled and acceptance.nccl:
+        pods.append(chart_workloads.MPI_OPERATOR)
+    return pods
+
+
+def problems(config: StackConfig) -> list[ConfigProblem]:
+    """One problem per controller that no pool of the stack admits (an existing cluster's other pools may)."""
+    verdict = check(controllers(config), planned_pools(config), unseen_pools(config))
+    fix = (
+        "turn the system pool on (systemPool.enabled: true, with its imageId)"
+        if not config.creates_system_pool
+        else "give the system pool no taints it does not need"
+    )
+    return [ConfigProblem("systemPool", None, f"{line}; {fix}") for line in verdict.problems]

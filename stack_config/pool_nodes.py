@@ -1,0 +1,83 @@
+"""The node pools a stack plans, as the scheduler will see their nodes (oke_gpu_rdma/scheduling.py).
+
+Labels are the pools' initial node labels plus what is set at run time: the kubelet's
+`node.kubernetes.io/instance-type`, and on GPU shapes the GPU Operator's `nvidia.com/gpu.present` and
+NFD's `feature.node.kubernetes.io/pci-10de.present` (as the gpu-device-plugin-off policy reads them).
+"""
+
+from __future__ import annotations
+
+from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
+from oke_gpu_rdma.labels import (
+    DEVICE_PLUGIN_LABEL,
+    DEVICE_PLUGIN_OFF,
+    GPU_PRESENT,
+    GPU_PRESENT_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NFD_NVIDIA_PCI_LABEL,
+    POOL_LABEL,
+    RDMA_PATH_LABEL,
+    RDMA_PATH_SRIOV,
+)
+from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
+from oke_gpu_rdma.sriov import RdmaPath
+
+from .model import NodePoolConfig, StackConfig, SystemPoolConfig
+
+
+def gpu_pool_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]:
+    """The labels every node of a GPU pool starts with (no later `kubectl label` step).
+
+    SR-IOV pools keep the GPU Operator's device plugin on (their pods ask for nvidia.com/gpu) and carry
+    the label the DRA drivers stay away from.
+    """
+    labels = {POOL_LABEL: pool.name, **pool.labels}
+    if pool.rdma is RdmaPath.SRIOV:
+        labels[RDMA_PATH_LABEL] = RDMA_PATH_SRIOV
+    elif gpus_from_dra:
+        labels[DEVICE_PLUGIN_LABEL] = DEVICE_PLUGIN_OFF
+    return labels
+
+
+def system_pool_labels(pool: SystemPoolConfig) -> dict[str, str]:
+    """The labels the system pool's nodes start with: the pool label, as on every pool of the stack."""
+    return {POOL_LABEL: pool.name}
+
+
+def planned_pools(config: StackConfig, vf_resources: frozenset[str] = frozenset()) -> list[PoolNodes]:
+    """The stack's GPU pools and its system pool; SR-IOV pools offer ``vf_resources``."""
+    pools: list[PoolNodes] = []
+    for pool in config.node_pools:
+        labels = gpu_pool_labels(pool, config.gpu_driver.enabled)
+        device_plugin = labels.get(DEVICE_PLUGIN_LABEL) != DEVICE_PLUGIN_OFF
+        resources = {NVIDIA_GPU_RESOURCE} if device_plugin else set()
+        if pool.rdma is RdmaPath.SRIOV:
+            resources |= vf_resources
+        pools.append(
+            PoolNodes(
+                name=pool.name,
+                labels={
+                    **labels,
+                    INSTANCE_TYPE_LABEL: pool.shape,
+                    GPU_PRESENT_LABEL: GPU_PRESENT,
+                    NFD_NVIDIA_PCI_LABEL: "true",
+                },
+                taints=tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.taints),
+                extended_resources=frozenset(resources),
+            )
+        )
+    if config.creates_system_pool:
+        system = config.system_pool
+        pools.append(
+            PoolNodes(
+                name=system.name, labels={**system_pool_labels(system), INSTANCE_TYPE_LABEL: system.shape}
+            )
+        )
+    return pools
+
+
+def unseen_pools(config: StackConfig) -> str | None:
+    """What the check cannot see: the node pools an existing cluster has besides this stack's."""
+    if config.cluster.existing is None:
+        return None
+    return f"the node pools of cluster {config.cluster.existing.id} that this stack does not declare"
