@@ -1,7 +1,7 @@
 """The oke-gpu-rdma policy pack: its policies, and the analyzer the CLI (or preview/policy_check.py) talks to.
 
 `policies/__main__.py` calls :func:`serve`; tests and the offline preview call :func:`servicer`,
-the same servicer :func:`serve` puts behind gRPC (:class:`analyzer.PackAnalyzer`, the SDK's servicer
+the same servicer :func:`serve` puts behind gRPC (:class:`sdk_adapter.PackAnalyzer`, the SDK's servicer
 deserializing the stack once for all stack policies), built from the same list.
 """
 
@@ -12,7 +12,6 @@ from typing import Final
 from pulumi_policy import Policy
 
 from . import (
-    analyzer,
     device_plugin_gpus,
     dranet_child_range,
     dranet_profile_claims,
@@ -20,6 +19,7 @@ from . import (
     gpu_rail_claims,
     nccl_gid_index,
     rdma_workloads_baseline,
+    sdk_adapter,
     sriov_dra_disjoint,
     sriov_network_references,
     sriov_node_policy_limits,
@@ -30,6 +30,8 @@ from . import (
     sriov_resource_per_rail,
     sriov_vf_pool_range,
 )
+from .sdk_adapter import PackAnalyzer
+from .values import LazyProps
 
 PACK_NAME: Final = "oke-gpu-rdma"
 # The CLI takes the pack's version from PulumiPolicy.yaml; the SDK reports this one otherwise.
@@ -60,11 +62,11 @@ POLICIES: Final[list[Policy]] = [
 ]
 
 
-def servicer() -> analyzer.PackAnalyzer:
+def servicer() -> PackAnalyzer:
     """The analyzer servicer `serve()` puts behind gRPC, for in-process use."""
-    return analyzer.PackAnalyzer(PACK_NAME, SDK_VERSION, POLICIES, DESCRIPTION)
+    return PackAnalyzer(PACK_NAME, SDK_VERSION, POLICIES, DESCRIPTION, LazyProps)
 
 
 def serve() -> None:
     """Serve the pack as the Pulumi CLI expects: print the port, block until killed."""
-    analyzer.serve(servicer())
+    sdk_adapter.serve(servicer())

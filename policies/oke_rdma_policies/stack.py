@@ -26,6 +26,7 @@ from .kube import (
     resource_claim_spec_v1,
 )
 from .report import Reporter, guarded, stack_where
+from .sdk_adapter import stack_state
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map
 
 
@@ -69,9 +70,6 @@ def from_policy_resources(resources: list[PolicyResource]) -> list[Res]:
     ]
 
 
-_SHARED: list[tuple[list[PolicyResource], StackView]] = []
-
-
 def is_gpu_shape(shape: object) -> bool:
     return isinstance(shape, str) and (shape in SHAPES or ".GPU." in shape)
 
@@ -102,14 +100,10 @@ class StackView:
 
     @classmethod
     def of(cls, args: StackValidationArgs) -> StackView:
-        """The view of ``args.resources``; the stack policies of one AnalyzeStack share it (the pack's
-        analyzer hands them one resource list, :mod:`oke_rdma_policies.analyzer`), so the stack is
-        converted to plain values once. Policies only read the view."""
-        if _SHARED and _SHARED[0][0] is args.resources:
-            return _SHARED[0][1]
-        view = cls(from_policy_resources(args.resources))
-        _SHARED[:] = [(args.resources, view)]
-        return view
+        """The view of ``args.resources``; the stack policies of one AnalyzeStack share it through the
+        request's state (:class:`oke_rdma_policies.sdk_adapter.StackState`), so the stack is converted
+        to plain values once. Policies only read the view."""
+        return stack_state(args).get(cls, lambda: cls(from_policy_resources(args.resources)))
 
     def of_type(self, type_: str) -> list[Res]:
         return [r for r in self.resources if r.type == type_]
