@@ -15,9 +15,12 @@ from typing import Any
 
 import pytest
 
+import preview.policy_check  # noqa: F401  (puts policies/ on sys.path)
 from oke_gpu_rdma import charts, labels, pack_settings, sriov, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from stack_config.model import StackConfig
+
+import oke_rdma_policies  # isort: skip
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ["__main__.py", "components", "stack_config", "oke_gpu_rdma", "policies/oke_rdma_policies", "tools"]
@@ -52,9 +55,16 @@ def _string_constants(path: Path) -> Iterator[str]:
             yield node.value
 
 
+def policy_home(rule: oke_rdma_policies.registry.Rule) -> str:
+    """Where a policy's name is spelt: the settings model the program writes with, else its own module."""
+    if rule.settings is not None and rule.settings.__module__ == pack_settings.__name__:
+        return "oke_gpu_rdma/pack_settings.py"
+    return "policies/" + rule.module.replace(".", "/") + ".py"
+
+
 # Each shared string and the one module allowed to spell it.
 SHARED = {
-    **{name.value: "oke_gpu_rdma/pack_settings.py" for name in pack_settings.PolicyName},
+    **{rule.name: policy_home(rule) for rule in oke_rdma_policies.RULES},
     "ocaRdmaNetwork": "oke_gpu_rdma/pack_settings.py",
     "existingCidrs": "oke_gpu_rdma/pack_settings.py",
     "workerSubnetCidrs": "oke_gpu_rdma/pack_settings.py",
@@ -116,7 +126,7 @@ def test_every_key_a_message_names_is_a_stack_config_key(key: str) -> None:
 
 def test_policy_messages_name_stack_settings_only_through_stack_keys() -> None:
     policies = ROOT / "policies" / "oke_rdma_policies"
-    for path in policies.glob("*.py"):
+    for path in policies.rglob("*.py"):
         for constant in string_constants(path):
             assert "stack config" not in constant, (
                 f"{path.name} spells a stack setting in {constant!r}; use oke_gpu_rdma.stack_keys"

@@ -21,7 +21,6 @@ import yaml
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from oke_gpu_rdma.pack_settings import PolicyName
 from preview.mock_runtime import ROOT, RecordedResource
 from preview.policy_check import analyze_requests, analyze_resources, configure_request
 from tools import build_pack
@@ -177,7 +176,7 @@ def test_published_pack_finds_what_the_in_repo_pack_finds(analyzer: analyzer_pb2
         (f.policy, f.level, f.urn, f.description, f.message)
         for f in analyze_resources(resources, PACK_CONFIG)
     )
-    dra_policies = {p.value for p in PolicyName if not p.value.startswith("sriov-")}
+    dra_policies = {r.name for r in oke_rdma_policies.RULES if not r.name.startswith("sriov-")}
     assert {key[0] for key in expected} >= dra_policies | {"sriov-rdma-qos", "sriov-network-references"}
     assert over_grpc(analyzer, resources) == expected
 

@@ -12,17 +12,16 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Final
 
-from pulumi_policy import StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, POD_SECURITY_ENFORCING
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res, container_name, containers, pod_specs
-from .report import Reporter, guarded, stack_where
-from .stack import StackView, labels_of
-from .values import UNKNOWN, as_list, as_map
+from ..kube import Res, container_name, containers, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter, guarded, stack_where
+from ..stack import StackView, labels_of
+from ..values import UNKNOWN, as_list, as_map
 
 ENFORCE: Final = POD_SECURITY_ENFORCE_LABEL
 
@@ -101,12 +100,12 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
         )
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.BASELINE,
+RULE = stack_rule(
+    name="rdma-workloads-baseline",
+    level="advisory",
     description=(
         "Namespaces with DRANET rail claims enforce Pod Security baseline; pods using DRANET rails are not "
         "privileged, use no hostNetwork and add no IPC_LOCK."
     ),
     validate=guarded(check, stack_where),
-    enforcement_level=settings.level(PolicyName.BASELINE),
 )

@@ -13,17 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import sriov
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import node_policies, num_vfs, root_devices, spec_of
-from .stack import StackView
-from .values import UNKNOWN
+from ..kube import Res
+from ..registry import stack_rule
+from ..report import Reporter
+from ..sriov_objects import node_policies, num_vfs, root_devices, spec_of
+from ..stack import StackView
+from ..values import UNKNOWN
 
 
 @dataclass
@@ -81,9 +80,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     rep.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_RESOURCE_PER_RAIL,
+RULE = stack_rule(
+    name="sriov-resource-per-rail",
+    level="mandatory",
     description="With numVfs 2, an SR-IOV resource must hold the VFs of one rail PF only (a resource per rail).",
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_RESOURCE_PER_RAIL),
 )

@@ -15,17 +15,16 @@ import json
 from collections.abc import Mapping
 from functools import partial
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import resource_types, sriov
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import node_policies, resource_of
-from .stack import StackView
-from .values import UNKNOWN, PropertyTypeError, dig
+from ..kube import Res
+from ..registry import stack_rule
+from ..report import Reporter
+from ..sriov_objects import node_policies, resource_of
+from ..stack import StackView
+from ..values import UNKNOWN, PropertyTypeError, dig
 
 
 def _closest(name: str, known: set[str]) -> str:
@@ -111,12 +110,12 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     rep.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_NETWORK_REFERENCES,
+RULE = stack_rule(
+    name="sriov-network-references",
+    level="mandatory",
     description=(
         "A SriovNetwork's resourceName must be provided by a SriovNetworkNodePolicy and its nv-ipam poolName must "
         "be an IPPool of the stack."
     ),
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_NETWORK_REFERENCES),
 )

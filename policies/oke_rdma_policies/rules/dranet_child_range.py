@@ -16,7 +16,7 @@ from functools import partial
 from ipaddress import IPv4Network
 from typing import Any, Final
 
-from pulumi_policy import StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.cidr_rules import (
@@ -29,14 +29,15 @@ from oke_gpu_rdma.cidr_rules import (
     parse_ipv4_network,
 )
 from oke_gpu_rdma.dranet_options import DranetOptions, flag_options, helm_options
-from oke_gpu_rdma.pack_settings import ChildRangeSettings, PolicyName
+from oke_gpu_rdma.pack_settings import ChildRangeSettings
 
-from . import settings
-from .helm import helm_values
-from .kube import Res, containers, helm_chart_is, pod_specs
-from .report import Reporter, guarded, stack_where
-from .stack import StackView
-from .values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
+from .. import settings
+from ..helm import helm_values
+from ..kube import Res, containers, helm_chart_is, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter, guarded, stack_where
+from ..stack import StackView
+from ..values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
 CIDR_VALUE: Final = f"values.{charts.DRANET_CHILD_RANGE_VALUE}"
 OPTION: Final = charts.DRANET_CHILD_RANGE_OPTION
@@ -314,14 +315,14 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
             )
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.CHILD_RANGE,
+RULE = stack_rule(
+    name=ChildRangeSettings.policy,
+    level="mandatory",
     description=(
         f"The DRANET OKE child range ({OPTION}, default {DEFAULT_CHILD_RANGE}) must be a valid "
         "IPv4 prefix from /8 to /30, hold 16 rails for the worker subnet, avoid special ranges, and "
         "overlap no VCN, subnet, pods or services CIDR nor the OCA RDMA network."
     ),
     validate=guarded(check, stack_where),
-    enforcement_level=settings.level(PolicyName.CHILD_RANGE),
-    config_schema=settings.schema(PolicyName.CHILD_RANGE),
+    settings=ChildRangeSettings,
 )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from pulumi_policy import StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import charts, resource_types, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
@@ -31,14 +31,13 @@ from oke_gpu_rdma.labels import (
     NFD_NVIDIA_PCI_LABEL,
 )
 from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .helm import helm_values
-from .kube import Res, helm_chart_is, pod_specs
-from .report import Reporter, guarded, stack_where
-from .stack import StackView, is_gpu_shape, node_pool_labels
-from .values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
+from ..helm import helm_values
+from ..kube import Res, helm_chart_is, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter, guarded, stack_where
+from ..stack import StackView, is_gpu_shape, node_pool_labels
+from ..values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
 _DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GPU_CHART_NAMES)) + ")[:@]?")
 
@@ -160,12 +159,12 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
             )
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.DEVICE_PLUGIN_OFF,
+RULE = stack_rule(
+    name="gpu-device-plugin-off",
+    level="mandatory",
     description=(
         "GPU node pools served by the NVIDIA GPU DRA driver must carry the initial node label "
         f"{DEVICE_PLUGIN_LABEL}={DEVICE_PLUGIN_OFF}."
     ),
     validate=guarded(check, stack_where),
-    enforcement_level=settings.level(PolicyName.DEVICE_PLUGIN_OFF),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.cidr_rules import (
@@ -20,14 +20,15 @@ from oke_gpu_rdma.cidr_rules import (
     parse_ipv4_network,
     vf_pool_problems,
 )
-from oke_gpu_rdma.pack_settings import PolicyName, VfPoolSettings
+from oke_gpu_rdma.pack_settings import VfPoolSettings
 
-from . import settings
+from .. import settings
+from ..kube import Res
+from ..registry import stack_rule
+from ..report import Reporter
+from ..stack import StackView
+from ..values import UNKNOWN, dig
 from .dranet_child_range import deployments, stack_ranges
-from .kube import Res
-from .report import Reporter
-from .stack import StackView
-from .values import UNKNOWN, dig
 
 OCA_KEY = VfPoolSettings.key("oca_rdma_network")
 EXISTING_KEY = VfPoolSettings.key("existing_cidrs")
@@ -77,13 +78,13 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     rep.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_VF_POOL_RANGE,
+RULE = stack_rule(
+    name=VfPoolSettings.policy,
+    level="mandatory",
     description=(
         "An NVIDIA IPAM IPPool for VFs must overlap no VCN, subnet, pods or services CIDR, the OCA RDMA network or "
         "a DRANET child range."
     ),
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_VF_POOL_RANGE),
-    config_schema=settings.schema(PolicyName.SRIOV_VF_POOL_RANGE),
+    settings=VfPoolSettings,
 )

@@ -13,17 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import ResourceValidationArgs
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.attributes import DRANET_DRIVER
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import DeviceClasses, Res, is_claim, request_classes, resource_claim_spec_v1
-from .report import Reporter, guarded
-from .stack import from_resource_args
-from .values import UNKNOWN, as_list, as_map, contains_unknown, dig
+from ..kube import DeviceClasses, Res, is_claim, request_classes, resource_claim_spec_v1
+from ..registry import resource_rule
+from ..report import Reporter, guarded
+from ..stack import from_resource_args
+from ..values import UNKNOWN, as_list, as_map, contains_unknown, dig
 
 
 def _applies(entry: Mapping[str, Any], spec: Any, classes: DeviceClasses) -> bool:
@@ -128,12 +127,12 @@ def _where(args: ResourceValidationArgs) -> tuple[str, str | None]:
     return f"{args.resource_type.rsplit(':', 1)[-1]} {args.name}", args.urn
 
 
-policy = ResourceValidationPolicy(
-    name=PolicyName.OKE_PROFILE_CLAIMS,
+RULE = resource_rule(
+    name="dranet-oke-profile-claims",
+    level="mandatory",
     description=(
         "dra.net claim config must not set what DRANET's oke-rdma profile rejects: interface.type "
         "Passthrough, DHCP or unnumbered addressing, or interface.addresses."
     ),
     validate=guarded(check_resource, _where),
-    enforcement_level=settings.level(PolicyName.OKE_PROFILE_CLAIMS),
 )

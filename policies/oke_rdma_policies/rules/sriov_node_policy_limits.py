@@ -9,17 +9,14 @@
 
 from __future__ import annotations
 
-from pulumi_policy import ResourceValidationPolicy
-
 from oke_gpu_rdma import resource_types, sriov
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import num_vfs, spec_of
-from .stack import validate_resources_of
-from .values import UNKNOWN
+from ..kube import Res
+from ..registry import resource_rule
+from ..report import Reporter
+from ..sriov_objects import num_vfs, spec_of
+from ..stack import validate_resources_of
+from ..values import UNKNOWN
 
 
 def check(res: Res, rep: Reporter) -> None:
@@ -57,12 +54,12 @@ def check(res: Res, rep: Reporter) -> None:
         )
 
 
-policy = ResourceValidationPolicy(
-    name=PolicyName.SRIOV_NODE_POLICY_LIMITS,
+RULE = resource_rule(
+    name="sriov-node-policy-limits",
+    level="mandatory",
     description=(
         f"SriovNetworkNodePolicy: numVfs at most {sriov.MAX_VFS_PER_PF} (Oracle Cloud), priority "
         f"{sriov.PRIORITY_MIN} to {sriov.PRIORITY_MAX}, a valid resourceName."
     ),
     validate=validate_resources_of((resource_types.SRIOV_NODE_POLICY,), check),
-    enforcement_level=settings.level(PolicyName.SRIOV_NODE_POLICY_LIMITS),
 )

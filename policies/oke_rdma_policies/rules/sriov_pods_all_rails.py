@@ -14,19 +14,18 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.pack_settings import PolicyName
 from oke_gpu_rdma.topology import DEFAULT_SHAPE, resolve_topology
 
-from . import settings
-from .kube import Res, container_name, containers, pod_specs
-from .report import Reporter
-from .sriov_objects import node_policies, root_devices, shape_of, spec_of
-from .stack import StackView
-from .values import UNKNOWN, as_map, dig
+from ..kube import Res, container_name, containers, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter
+from ..sriov_objects import node_policies, root_devices, shape_of, spec_of
+from ..stack import StackView
+from ..values import UNKNOWN, as_map, dig
 
 
 def _rail_resources(view: StackView) -> dict[str, int]:
@@ -121,11 +120,11 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     rep.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_PODS_ALL_RAILS,
+RULE = stack_rule(
+    name="sriov-pods-all-rails",
+    level="advisory",
     description=(
         "Pods asking for per-rail SR-IOV resources ask for one VF of every rail and list the networks in rail order."
     ),
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_PODS_ALL_RAILS),
 )

@@ -9,20 +9,17 @@ the shape catalog (:mod:`oke_gpu_rdma.topology`).
 
 from __future__ import annotations
 
-from pulumi_policy import ResourceValidationPolicy
-
 from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
-from oke_gpu_rdma.pack_settings import PolicyName
 from oke_gpu_rdma.topology import DEFAULT_SHAPE, resolve_topology
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import pf_names, root_devices, shape_of, spec_of
-from .stack import validate_resources_of
-from .values import UNKNOWN
+from ..kube import Res
+from ..registry import resource_rule
+from ..report import Reporter
+from ..sriov_objects import pf_names, root_devices, shape_of, spec_of
+from ..stack import validate_resources_of
+from ..values import UNKNOWN
 
 
 def check(res: Res, rep: Reporter) -> None:
@@ -77,12 +74,12 @@ def check(res: Res, rep: Reporter) -> None:
             )
 
 
-policy = ResourceValidationPolicy(
-    name=PolicyName.SRIOV_ROOT_DEVICES,
+RULE = resource_rule(
+    name="sriov-rail-root-devices",
+    level="mandatory",
     description=(
         "SriovNetworkNodePolicy nicSelector: only the node shape's rail PFs (rootDevices by PCI address), never "
         "the vendor alone or the front-end NIC."
     ),
     validate=validate_resources_of((resource_types.SRIOV_NODE_POLICY,), check),
-    enforcement_level=settings.level(PolicyName.SRIOV_ROOT_DEVICES),
 )

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from functools import partial
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import resource_types, sriov, stack_keys
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import (
+from ..kube import Res
+from ..registry import stack_rule
+from ..report import Reporter
+from ..sriov_objects import (
     ChainError,
     Pool,
     known_pools,
@@ -28,8 +27,8 @@ from .sriov_objects import (
     selects,
     spec_of,
 )
-from .stack import StackView
-from .values import UNKNOWN, as_map
+from ..stack import StackView
+from ..values import UNKNOWN, as_map
 
 EXCLUSIVE_SETTING = stack_keys.stack_setting(stack_keys.NETWORK_OPERATOR_RDMA_MODE, "exclusive")
 SHARED_SETTING = stack_keys.stack_setting(stack_keys.NETWORK_OPERATOR_RDMA_MODE, "shared")
@@ -112,12 +111,12 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     rep.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_RDMA_CNI_MODE,
+RULE = stack_rule(
+    name="sriov-rdma-cni-mode",
+    level="mandatory",
     description=(
         "A SriovNetwork chains the RDMA CNI if and only if the nodes of its resource run the exclusive RDMA namespace "
         "mode (ib_core netns_mode=0)."
     ),
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_RDMA_CNI_MODE),
 )

@@ -12,17 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pulumi_policy import StackValidationPolicy
-
 from oke_gpu_rdma.nccl import NCCL_GID_INDEX_VARIABLE
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .environment import script_sets, settings_of
-from .kube import Res, container_name, containers, pod_specs
-from .report import Reporter
-from .stack import StackView, validate_each_workload
-from .values import as_list
+from ..environment import script_sets, settings_of
+from ..kube import Res, container_name, containers, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter
+from ..stack import StackView, validate_each_workload
+from ..values import as_list
 
 VARIABLE: Final = NCCL_GID_INDEX_VARIABLE
 
@@ -74,9 +71,9 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
             )
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.NCCL_GID_INDEX,
+RULE = stack_rule(
+    name="nccl-gid-index-with-dranet",
+    level="mandatory",
     description="Workloads that use DRANET rails must not set NCCL_IB_GID_INDEX (env or mpirun -x).",
     validate=validate_each_workload(_check),
-    enforcement_level=settings.level(PolicyName.NCCL_GID_INDEX),
 )

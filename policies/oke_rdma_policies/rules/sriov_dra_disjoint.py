@@ -15,17 +15,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import charts, stack_keys
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res, helm_chart_is
-from .report import Reporter
-from .sriov_objects import known_pools, node_policies, selects, spec_of
-from .stack import StackView
-from .values import UNKNOWN, as_map, contains_unknown, dig
+from ..kube import Res, helm_chart_is
+from ..registry import stack_rule
+from ..report import Reporter
+from ..sriov_objects import known_pools, node_policies, selects, spec_of
+from ..stack import StackView
+from ..values import UNKNOWN, as_map, contains_unknown, dig
 
 
 @dataclass
@@ -125,9 +124,9 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
     rep.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_DRA_DISJOINT,
+RULE = stack_rule(
+    name="sriov-dra-disjoint",
+    level="mandatory",
     description="SR-IOV node policies and the DRA GPU/rail drivers (DRANET, NVIDIA GPU DRA driver) select disjoint nodes.",
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_DRA_DISJOINT),
 )

@@ -7,17 +7,14 @@ stack does not declare is reported as not checked.
 
 from __future__ import annotations
 
-from pulumi_policy import StackValidationPolicy
-
 from oke_gpu_rdma.attributes import PCIE_ROOT
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import GPU_RESOURCE, Res, container_name, containers, gpu_count, pod_specs
-from .report import Reporter
-from .stack import StackView, validate_each_workload
-from .values import UNKNOWN
+from ..kube import GPU_RESOURCE, Res, container_name, containers, gpu_count, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter
+from ..stack import StackView, validate_each_workload
+from ..values import UNKNOWN
 
 
 def _check(view: StackView, workload: Res, rep: Reporter) -> None:
@@ -54,12 +51,12 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
         )
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.NO_DEVICE_PLUGIN_GPUS,
+RULE = stack_rule(
+    name="no-device-plugin-gpus-with-dra-rails",
+    level="mandatory",
     description=(
         f"A pod that gets DRANET rails from a claim must not take {GPU_RESOURCE} from the device plugin: "
         "the GPUs then ignore where the rails are."
     ),
     validate=validate_each_workload(_check),
-    enforcement_level=settings.level(PolicyName.NO_DEVICE_PLUGIN_GPUS),
 )

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from pulumi_policy import StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import resource_types, stack_keys
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
@@ -32,14 +32,15 @@ from oke_gpu_rdma.claims.landing import devices_exist
 from oke_gpu_rdma.claims.spec import claim_spec_to_v1
 from oke_gpu_rdma.claims.verdicts import UnsatisfiableCause, Verdict, VerdictKind, judge
 from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.pack_settings import PolicyName
+from oke_gpu_rdma.pack_settings import ClaimsSettings
 from oke_gpu_rdma.topology import Topology
 
-from . import settings
-from .kube import Res, request_classes, resource_claim_spec
-from .report import Reporter, guarded, stack_where
-from .stack import StackView
-from .values import UNKNOWN, contains_unknown
+from .. import settings
+from ..kube import Res, request_classes, resource_claim_spec
+from ..registry import stack_rule
+from ..report import Reporter, guarded, stack_where
+from ..stack import StackView
+from ..values import UNKNOWN, contains_unknown
 
 _CACHE_LIMIT: Final = 8192
 _verdicts: dict[tuple[str, str, str, Topology, str], Verdict] = {}
@@ -76,9 +77,7 @@ def message(claim: Res, verdict: Verdict, topology: Topology, pools: list[str]) 
     return text
 
 
-def _topologies(
-    view: StackView, conf: settings.ClaimsConfig, rep: Reporter
-) -> list[tuple[Topology, list[str]]]:
+def _topologies(view: StackView, conf: ClaimsSettings, rep: Reporter) -> list[tuple[Topology, list[str]]]:
     """The shapes claims are judged on: the GPU node pools' shapes, else the pack config's shape."""
     shapes: dict[str, list[Res]] = {}
     for pool in view.of_type(resource_types.NODE_POOL):
@@ -95,7 +94,7 @@ def _topologies(
         except TopologyError as err:
             text = (
                 f"claims cannot be judged on {shape}: {err}. Supply its topology as pack config "
-                f"{PolicyName.CLAIMS_ALIGNED}.shapeTopologies.{shape} (and as "
+                f"{ClaimsSettings.policy}.shapeTopologies.{shape} (and as "
                 f"{stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}), or set this policy advisory for it"
             )
             targets: list[Res | None] = list(pools) or [None]
@@ -108,8 +107,8 @@ def _topologies(
 
 
 def check(args: StackValidationArgs, rep: Reporter) -> None:
-    conf = settings.claims_config(args.get_config())
-    for problem in conf.problems:
+    conf, problems = settings.read_section(ClaimsSettings, args.get_config())
+    for problem in problems:
         rep.violation(problem)
     view = StackView.of(args)
     for res, problem in view.classes.problems:
@@ -172,14 +171,14 @@ def _check(claim: Res, how: _Judging, rep: Reporter) -> None:
             rep.violation(message(claim, verdict, topology, pools), claim.urn)
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.CLAIMS_ALIGNED,
+RULE = stack_rule(
+    name=ClaimsSettings.policy,
+    level="mandatory",
     description=(
         "ResourceClaims and ResourceClaimTemplates must be valid, allocatable and, when they ask for "
         "GPUs and DRANET rails, aligned: every GPU on a PCIe root with one of the claim's rails, on "
         "every GPU node pool shape of the stack where the claim's devices exist."
     ),
     validate=guarded(check, stack_where),
-    enforcement_level=settings.level(PolicyName.CLAIMS_ALIGNED),
-    config_schema=settings.schema(PolicyName.CLAIMS_ALIGNED),
+    settings=ClaimsSettings,
 )
