@@ -33,7 +33,7 @@ from oke_gpu_rdma.labels import (
 from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
 
 from ..helm import helm_values
-from ..kube import Res, helm_chart_is, pod_specs
+from ..kube import PlainResource, helm_chart_is, pod_specs
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView, is_gpu_shape, node_pool_labels
@@ -46,7 +46,7 @@ _DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GP
 class Driver:
     """One NVIDIA GPU DRA driver installation and how its kubelet plugin selects nodes."""
 
-    res: Res
+    res: PlainResource
     selector: Any  # Mapping, UNKNOWN or None
     affinity: Any  # Mapping, UNKNOWN or None
 
@@ -55,8 +55,8 @@ class Driver:
         return f"{self.res.kind} {self.res.name}"
 
 
-def _helm_driver(res: Res, rep: Reporter) -> Driver | None:
-    values = helm_values(res, rep)
+def _helm_driver(res: PlainResource, reporter: Reporter) -> Driver | None:
+    values = helm_values(res, reporter)
     if values is None:
         return None
     selector = dig(values, charts.NVIDIA_GPU_KUBELET_NODE_SELECTOR_VALUE, "values")
@@ -65,7 +65,7 @@ def _helm_driver(res: Res, rep: Reporter) -> Driver | None:
     return Driver(res, selector, charts.NVIDIA_GPU_DEFAULT_KUBELET_AFFINITY if affinity is None else affinity)
 
 
-def _daemonset_driver(res: Res) -> Driver | None:
+def _daemonset_driver(res: PlainResource) -> Driver | None:
     for pod in pod_specs(res):
         images = [
             c.get("image")
@@ -77,21 +77,23 @@ def _daemonset_driver(res: Res) -> Driver | None:
     return None
 
 
-def _drivers(view: StackView, rep: Reporter) -> list[Driver]:
+def _drivers(view: StackView, reporter: Reporter) -> list[Driver]:
     """Every NVIDIA GPU DRA driver: Helm charts of it, or DaemonSets running its image."""
     found: list[Driver | None] = []
     helm = set()
     for res in view.resources:
         if helm_chart_is(res, charts.NVIDIA_GPU_CHART_NAMES):
             helm.add(res.urn)
-            found.append(rep.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_driver, res, rep)))
+            found.append(
+                reporter.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_driver, res, reporter))
+            )
     for res in view.of_type(resource_types.DAEMONSET):
         if not any(a.urn in helm for a in view.ancestors(res)):
-            found.append(rep.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_driver, res)))
+            found.append(reporter.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_driver, res)))
     return [d for d in found if d is not None]
 
 
-def _pool_labels(pool: Res) -> dict[str, Any] | Any:
+def _pool_labels(pool: PlainResource) -> dict[str, Any] | Any:
     """The labels the pool's nodes will have (module docstring); UNKNOWN when they are unknown."""
     labels = node_pool_labels(pool)
     if labels is UNKNOWN:
@@ -103,11 +105,11 @@ def _pool_labels(pool: Res) -> dict[str, Any] | Any:
     return labels
 
 
-def _selects(driver: Driver, pool: Res, labels: Mapping[str, Any], rep: Reporter) -> bool:
+def _selects(driver: Driver, pool: PlainResource, labels: Mapping[str, Any], reporter: Reporter) -> bool:
     """Whether the driver's kubelet plugin runs on the pool's nodes; unknowns are noted (False)."""
     selector, affinity = driver.selector, driver.affinity
     if selector is UNKNOWN or contains_unknown(selector) or affinity is UNKNOWN or contains_unknown(affinity):
-        rep.unchecked(f"{driver.label}: nodeSelector or affinity unknown until apply")
+        reporter.unchecked(f"{driver.label}: nodeSelector or affinity unknown until apply")
         return False
     if not selector_matches(as_map(selector, "nodeSelector"), labels):
         return False
@@ -116,29 +118,33 @@ def _selects(driver: Driver, pool: Res, labels: Mapping[str, Any], rep: Reporter
     except SelectionError as err:
         raise PropertyTypeError(str(err).split(" ", 1)[0], "a Kubernetes node affinity", affinity) from None
     if admitted is None:
-        rep.unchecked(f"{driver.label}: node affinity uses matchFields, node pool {pool.name} not checked")
+        reporter.unchecked(
+            f"{driver.label}: node affinity uses matchFields, node pool {pool.name} not checked"
+        )
         return False
     return admitted
 
 
-def check(args: StackValidationArgs, rep: Reporter) -> None:
+def check(args: StackValidationArgs, reporter: Reporter) -> None:
     view = StackView.of(args)
-    drivers = _drivers(view, rep)
+    drivers = _drivers(view, reporter)
     if not drivers:
         return
     for pool in view.gpu_node_pools():
-        labels = rep.guard(f"node pool {pool.name}", pool.urn, partial(_pool_labels, pool))
+        labels = reporter.guard(f"node pool {pool.name}", pool.urn, partial(_pool_labels, pool))
         if labels is None:
             continue
         if labels is UNKNOWN:
-            rep.unchecked(f"node pool {pool.name}: initialNodeLabels unknown until apply")
+            reporter.unchecked(f"node pool {pool.name}: initialNodeLabels unknown until apply")
             continue
         for driver in drivers:
-            if not rep.guard(driver.label, driver.res.urn, partial(_selects, driver, pool, labels, rep)):
+            if not reporter.guard(
+                driver.label, driver.res.urn, partial(_selects, driver, pool, labels, reporter)
+            ):
                 continue
             value = labels.get(DEVICE_PLUGIN_LABEL)
             if value is UNKNOWN:
-                rep.unchecked(f"node pool {pool.name}: label {DEVICE_PLUGIN_LABEL} unknown until apply")
+                reporter.unchecked(f"node pool {pool.name}: label {DEVICE_PLUGIN_LABEL} unknown until apply")
                 continue
             if value == DEVICE_PLUGIN_OFF:
                 continue
@@ -146,7 +152,7 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
             wanted = driver.selector if isinstance(driver.selector, Mapping) else {}
             chosen = ", ".join(f"{k}={v}" for k, v in wanted.items()) or "every node"
             how = " and its node affinity" if driver.affinity else ""
-            rep.violation(
+            reporter.violation(
                 f"node pool {pool.name} ({labels.get(INSTANCE_TYPE_LABEL)}) gets GPUs from the NVIDIA DRA driver "
                 f"({driver.label} selects {chosen}{how}, which the pool's nodes match once the GPU Operator "
                 f"labels them {GPU_PRESENT_LABEL}={GPU_PRESENT}) but its initial node label "

@@ -36,7 +36,7 @@ from oke_gpu_rdma.pack_settings import ClaimsSettings
 from oke_gpu_rdma.topology import Topology
 
 from .. import settings
-from ..kube import Res, request_classes, resource_claim_spec
+from ..kube import PlainResource, request_classes, resource_claim_spec
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView
@@ -69,7 +69,7 @@ def _judge(
     return verdict
 
 
-def message(claim: Res, verdict: Verdict, topology: Topology, pools: list[str]) -> str:
+def message(claim: PlainResource, verdict: Verdict, topology: Topology, pools: list[str]) -> str:
     where = f"{claim.label} on {topology.shape}" + (f" (node pools {', '.join(pools)})" if pools else "")
     text = f"{where}: {verdict.message}"
     if verdict.cause is UnsatisfiableCause.ROOT_CAPACITY and verdict.fix:
@@ -77,12 +77,14 @@ def message(claim: Res, verdict: Verdict, topology: Topology, pools: list[str]) 
     return text
 
 
-def _topologies(view: StackView, conf: ClaimsSettings, rep: Reporter) -> list[tuple[Topology, list[str]]]:
+def _topologies(
+    view: StackView, conf: ClaimsSettings, reporter: Reporter
+) -> list[tuple[Topology, list[str]]]:
     """The shapes claims are judged on: the GPU node pools' shapes, else the pack config's shape."""
-    shapes: dict[str, list[Res]] = {}
+    shapes: dict[str, list[PlainResource]] = {}
     for pool in view.of_type(resource_types.NODE_POOL):
         if pool.props.get("nodeShape") is UNKNOWN:
-            rep.unchecked(f"node pool {pool.name}: nodeShape unknown until apply")
+            reporter.unchecked(f"node pool {pool.name}: nodeShape unknown until apply")
     for pool in view.gpu_node_pools():
         shapes.setdefault(pool.props["nodeShape"], []).append(pool)
     if not shapes:
@@ -97,44 +99,44 @@ def _topologies(view: StackView, conf: ClaimsSettings, rep: Reporter) -> list[tu
                 f"{ClaimsSettings.policy}.shapeTopologies.{shape} (and as "
                 f"{stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}), or set this policy advisory for it"
             )
-            targets: list[Res | None] = list(pools) or [None]
+            targets: list[PlainResource | None] = list(pools) or [None]
             for target in targets:
-                rep.violation(
+                reporter.violation(
                     f"node pool {target.name}: {text}" if target else f"pack config shape: {text}",
                     target.urn if target else None,
                 )
     return found
 
 
-def check(args: StackValidationArgs, rep: Reporter) -> None:
+def check(args: StackValidationArgs, reporter: Reporter) -> None:
     conf, problems = settings.read_section(ClaimsSettings, args.get_config())
     for problem in problems:
-        rep.violation(problem)
+        reporter.violation(problem)
     view = StackView.of(args)
     for res, problem in view.classes.problems:
-        rep.violation(
+        reporter.violation(
             f"{res.label}: {problem}; the API server rejects such a DeviceClass, and claims that use it "
             "are judged as if it did not exist. Fix: give each selector a cel.expression string",
             res.urn,
         )
     if not view.claims:
         return
-    topologies = _topologies(view, conf, rep)
+    topologies = _topologies(view, conf, reporter)
     classes = {**DEVICE_CLASS_SELECTORS, **view.classes.selectors}
     how = _Judging(classes, json.dumps(classes, sort_keys=True), topologies)
     for claim in view.claims:
-        rep.guard(claim.label, claim.urn, partial(_check, claim, how, rep))
+        reporter.guard(claim.label, claim.urn, partial(_check, claim, how, reporter))
 
 
-def _check(claim: Res, how: _Judging, rep: Reporter) -> None:
+def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
     spec = resource_claim_spec(claim)
     if spec is UNKNOWN:
-        rep.unchecked(f"{claim.label}: spec unknown until apply, not judged")
+        reporter.unchecked(f"{claim.label}: spec unknown until apply, not judged")
         return
     spec = dict(spec or {})
     devices = spec.get("devices")
     if devices is UNKNOWN:
-        rep.unchecked(f"{claim.label}: spec.devices unknown until apply, not judged")
+        reporter.unchecked(f"{claim.label}: spec.devices unknown until apply, not judged")
         return
     if isinstance(devices, Mapping):
         # Allocation ignores config (opaque driver parameters): unknowns there do not matter.
@@ -143,13 +145,13 @@ def _check(claim: Res, how: _Judging, rep: Reporter) -> None:
             spec["devices"] = devices
         unknown = contains_unknown(devices, "spec.devices")
         if unknown:
-            rep.unchecked(f"{claim.label}: {', '.join(unknown[:3])} unknown until apply, not judged")
+            reporter.unchecked(f"{claim.label}: {', '.join(unknown[:3])} unknown until apply, not judged")
             return
     api_version = claim.group_version  # is_claim: one of the served versions
     for request, used in request_classes(claim_spec_to_v1(spec, api_version)).items():
         missing = sorted(str(c) for c in used if isinstance(c, str) and c not in how.classes)
         if missing:
-            rep.unchecked(
+            reporter.unchecked(
                 f"{claim.label}: request {request} uses DeviceClass {', '.join(missing)}, which this stack "
                 "does not declare (its selectors are unknown), not judged"
             )
@@ -166,9 +168,9 @@ def _check(claim: Res, how: _Judging, rep: Reporter) -> None:
         judged = placed or judged
     for topology, pools, verdict in judged:
         if verdict.kind is VerdictKind.NOT_CHECKED:
-            rep.unchecked(f"{claim.label} on {topology.shape}: {verdict.message}")
+            reporter.unchecked(f"{claim.label} on {topology.shape}: {verdict.message}")
         elif verdict.kind.blocks_deploy:
-            rep.violation(message(claim, verdict, topology, pools), claim.urn)
+            reporter.violation(message(claim, verdict, topology, pools), claim.urn)
 
 
 RULE = stack_rule(

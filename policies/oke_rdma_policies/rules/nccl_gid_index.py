@@ -15,7 +15,7 @@ from typing import Any, Final
 from oke_gpu_rdma.nccl import NCCL_GID_INDEX_VARIABLE
 
 from ..environment import script_sets, settings_of
-from ..kube import Res, container_name, containers, pod_specs
+from ..kube import PlainResource, container_name, containers, pod_specs
 from ..registry import stack_rule
 from ..report import Reporter
 from ..stack import StackView, validate_each_workload
@@ -25,7 +25,7 @@ VARIABLE: Final = NCCL_GID_INDEX_VARIABLE
 
 
 def _settings(
-    view: StackView, workload: Res, path: str, container: Mapping[str, Any], rep: Reporter
+    view: StackView, workload: PlainResource, path: str, container: Mapping[str, Any], reporter: Reporter
 ) -> list[str]:
     """How the container sets the variable (empty when it does not)."""
     notes: list[str] = []
@@ -34,7 +34,7 @@ def _settings(
         for s in settings_of(view, workload, path, container, VARIABLE, notes)
     ]
     for note in notes:
-        rep.unchecked(f"{workload.label}: {note}; {VARIABLE} not checked there")
+        reporter.unchecked(f"{workload.label}: {note}; {VARIABLE} not checked there")
     for key in ("command", "args"):
         texts = [v for v in as_list(container.get(key), f"{path}.{key}") if isinstance(v, str)]
         if script_sets("\n".join(texts), VARIABLE):
@@ -42,7 +42,7 @@ def _settings(
     return found
 
 
-def _check(view: StackView, workload: Res, rep: Reporter) -> None:
+def _check(view: StackView, workload: PlainResource, reporter: Reporter) -> None:
     pods = list(pod_specs(workload))
     rails = []
     notes = []
@@ -52,16 +52,16 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
         notes += missing
     for pod in pods:
         for path, container in containers(pod):
-            settings = _settings(view, workload, path, container, rep)
+            settings = _settings(view, workload, path, container, reporter)
             if not settings:
                 continue
             where = f"{workload.label} {pod.where} container {container_name(path, container)}"
             if not rails:
                 for note in notes:
-                    rep.unchecked(f"{where} sets {VARIABLE} and {note}")
+                    reporter.unchecked(f"{where} sets {VARIABLE} and {note}")
                 continue
             ref, claim, _ = rails[0]
-            rep.violation(
+            reporter.violation(
                 f"{where} sets {VARIABLE} ({'; '.join(settings)}) while the workload uses DRANET rails "
                 f"(claim {ref.ref.pod_claim} = {claim.label}). The oke-rdma profile gives each pod an IPvlan "
                 "child whose RoCE v2 GID has its own index, not the parent rail's (it was 5 on the seed nodes), "

@@ -14,7 +14,7 @@ from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
 from oke_gpu_rdma.topology import DEFAULT_SHAPE, resolve_topology
 
-from ..kube import Res
+from ..kube import PlainResource
 from ..registry import resource_rule
 from ..report import Reporter
 from ..sriov_objects import pf_names, root_devices, shape_of, spec_of
@@ -22,16 +22,16 @@ from ..stack import validate_resources_of
 from ..values import UNKNOWN
 
 
-def check(res: Res, rep: Reporter) -> None:
+def check(res: PlainResource, reporter: Reporter) -> None:
     spec = spec_of(res)
     if spec is UNKNOWN:
-        rep.unchecked(f"{res.label}: spec unknown until apply")
+        reporter.unchecked(f"{res.label}: spec unknown until apply")
         return
     shape = shape_of(spec)
     devices = root_devices(spec)
     names = pf_names(spec)
     if UNKNOWN in (shape, devices, names):
-        rep.unchecked(f"{res.label}: spec.nodeSelector or spec.nicSelector unknown until apply")
+        reporter.unchecked(f"{res.label}: spec.nodeSelector or spec.nicSelector unknown until apply")
         return
     where = (
         shape
@@ -41,12 +41,14 @@ def check(res: Res, rep: Reporter) -> None:
     try:
         topology = resolve_topology(shape if isinstance(shape, str) else DEFAULT_SHAPE)
     except TopologyError:
-        rep.unchecked(f"{res.label}: shape {shape} has no verified rail layout; its PFs were not checked")
+        reporter.unchecked(
+            f"{res.label}: shape {shape} has no verified rail layout; its PFs were not checked"
+        )
         return
     rails = {r.pci_address: r.name for r in topology.rails}
     rail_names = set(rails.values())
     if not devices and not names:
-        rep.violation(
+        reporter.violation(
             f"{res.label}: spec.nicSelector names no rootDevices or pfNames, so it selects every PF of vendor "
             f"{sriov.MELLANOX_VENDOR} on {where}, the front-end NIC included (it is a Mellanox RDMA device too): VFs "
             "there reconfigure the NIC of the node's primary VNIC and give pods no rail. Fix: list the rail PFs in "
@@ -56,9 +58,9 @@ def check(res: Res, rep: Reporter) -> None:
         return
     for i, device in enumerate(devices):
         if device is UNKNOWN:
-            rep.unchecked(f"{res.label}: spec.nicSelector.rootDevices[{i}] unknown until apply")
+            reporter.unchecked(f"{res.label}: spec.nicSelector.rootDevices[{i}] unknown until apply")
         elif device not in rails:
-            rep.violation(
+            reporter.violation(
                 f"{res.label}: spec.nicSelector.rootDevices[{i}] {device!r} is not a rail PF of {where} (the front-end "
                 "NIC is the other Mellanox PF on these nodes): VFs there are not on a rail. Fix: use the rail PFs "
                 f"only ({', '.join(f'{name} {addr}' for addr, name in rails.items())})",
@@ -66,7 +68,7 @@ def check(res: Res, rep: Reporter) -> None:
             )
     for i, name in enumerate(names):
         if isinstance(name, str) and name not in rail_names:
-            rep.violation(
+            reporter.violation(
                 f"{res.label}: spec.nicSelector.pfNames[{i}] {name!r} is not a rail of {where} (rails are "
                 f"{', '.join(sorted(rail_names, key=lambda n: int(n[4:])))}; eth0/eth1 are the front-end NIC). Fix: "
                 "select the rail PFs by PCI address in rootDevices",

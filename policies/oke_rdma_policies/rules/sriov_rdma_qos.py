@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from oke_gpu_rdma import sriov
 
-from ..kube import Res
+from ..kube import PlainResource
 from ..registry import resource_rule
 from ..report import Reporter
 from ..sriov_objects import NETWORK_TYPES, ChainError, network_chain
@@ -32,21 +32,21 @@ WHY = (
 )
 
 
-def check(res: Res, rep: Reporter) -> None:
+def check(res: PlainResource, reporter: Reporter) -> None:
     try:
         chain = network_chain(res)
     except ChainError as err:
-        rep.violation(
+        reporter.violation(
             f"{res.label}: {err}. Fix: write it as JSON plugin objects separated by commas", res.urn
         )
         return
     if chain is None:
         return
     if chain is UNKNOWN:
-        rep.unchecked(f"{res.label}: CNI plugins unknown until apply")
+        reporter.unchecked(f"{res.label}: CNI plugins unknown until apply")
         return
     for finding in sriov.rdma_qos_findings(chain.plugins):
-        rep.violation(
+        reporter.violation(
             f"{res.label}: the RDMA CNI at {chain.where(finding.index)} {finding.problem}: {WHY}. {FIX}",
             res.urn,
         )
