@@ -56,17 +56,17 @@ def test_absurd_subnet_and_pack_config_prefixes_are_findings_not_crashes():
 
 def test_an_exception_inside_a_check_is_that_policys_violation_naming_the_resource():
     reported: list[tuple[str, str | None]] = []
-    reporter = Reporter(lambda message, urn=None: reported.append((message, urn)))
-    assert reporter.guard("ResourceClaim ns/x", "urn:x", lambda: 1 // 0) is None
+    rep = Reporter(lambda message, urn=None: reported.append((message, urn)))
+    assert rep.guard("ResourceClaim ns/x", "urn:x", lambda: 1 // 0) is None
     ((message, urn),) = reported
     assert urn == "urn:x" and message.startswith("ResourceClaim ns/x: this policy failed while checking it")
     assert "ZeroDivisionError" in message and "Fix:" in message
 
 
 def test_guarded_keeps_findings_made_before_the_failure():
-    def check(_args, reporter):
-        reporter.violation("first finding", "urn:a")
-        reporter.unchecked("something unknown")
+    def check(_args, rep):
+        rep.violation("first finding", "urn:a")
+        rep.unchecked("something unknown")
         raise RuntimeError("boom")
 
     policy = StackValidationPolicy("p", "d", validate=guarded(check, stack_where))

@@ -210,7 +210,7 @@ def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: P
     root = source_tree(tmp_path / "src")
     (root / "oke_gpu_rdma" / "data").mkdir()
     (root / "oke_gpu_rdma" / "data" / "shapes.json").write_text("{}")
-    (root / "policies" / "oke_rdma_policies" / "new_policy.py").write_text("")
+    (root / "policies" / "oke_rdma_policies" / "rules" / "new_policy.py").write_text("")
     for junk in ("policies/venv/bin/python", "policies/oke_rdma_policies/__pycache__/x.pyc"):
         (root / junk).parent.mkdir(parents=True, exist_ok=True)
         (root / junk).write_text("")
@@ -223,7 +223,7 @@ def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: P
         ".gitignore",
         "oke_gpu_rdma/py.typed",
         "oke_gpu_rdma/data/shapes.json",
-        "oke_rdma_policies/new_policy.py",
+        "oke_rdma_policies/rules/new_policy.py",
     } <= files
     assert not any(f.startswith("venv/") or "__pycache__" in f for f in files)
     assert not [
