@@ -106,12 +106,14 @@ def test_a_module_without_a_rule_is_refused_by_name(tmp_path: Path, monkeypatch:
     (package / "__init__.py").write_text("")
     (package / "helper.py").write_text("LIMIT = 3\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    import extra_rules  # type: ignore[import-not-found]
+    try:
+        import extra_rules  # type: ignore[import-not-found]
 
-    with pytest.raises(registry.RegistryError, match=r"extra_rules\.helper declares no RULE"):
-        registry.collect(extra_rules)
-    monkeypatch.delitem(sys.modules, "extra_rules")
-    monkeypatch.delitem(sys.modules, "extra_rules.helper")
+        with pytest.raises(registry.RegistryError, match=r"extra_rules\.helper declares no RULE"):
+            registry.collect(extra_rules)
+    finally:
+        for name in ("extra_rules", "extra_rules.helper"):
+            sys.modules.pop(name, None)
 
 
 def test_a_settings_model_of_another_policy_is_refused() -> None:
