@@ -28,7 +28,6 @@ from components.network_operator import (
     SriovRailNetworksArgs,
 )
 from components.rdma_workloads import (
-    ClaimTemplate,
     GpuRailClaimTemplates,
     GpuRailClaimTemplatesArgs,
     RdmaWorkloadNamespace,
@@ -44,12 +43,12 @@ from stack_config.problems import ConfigError, ConfigProblem
 
 stack = pulumi.get_stack()
 try:
-    checked = load_program_stack(pulumi.runtime.get_config_env(), stack)
+    valid_stack = load_program_stack(pulumi.runtime.get_config_env(), stack)
 except ConfigError as err:
     # RunError ends the program with just this message: no traceback, nothing declared.
     raise pulumi.RunError(str(err)) from None
 
-config = checked.config
+config = valid_stack.config
 try:
     # Read before anything is declared: a bad value stops the program with nothing created.
     provider_settings = oci_provider_settings()
@@ -228,13 +227,13 @@ if config.dra_pools:
             RdmaWorkloadNamespaceArgs(namespace=namespace, provider=cluster.provider),
             opts=renamed("workloads") if namespace == workloads.namespace else None,
         )
-        for namespace in dict.fromkeys([workloads.namespace, *checked.claims.namespaces])
+        for namespace in dict.fromkeys([workloads.namespace, *valid_stack.claims.namespaces])
     }
     # Templates were judged aligned on every pool shape while the config loaded; they are emitted as judged.
     claim_templates = GpuRailClaimTemplates(
         "claim-templates",
         GpuRailClaimTemplatesArgs(
-            templates=[ClaimTemplate(t.name, t.namespace, t.spec) for t in checked.claims.templates],
+            templates=valid_stack.claims.templates,
             provider=cluster.provider,
             depends_on=list(namespaces.values()),
         ),
@@ -244,29 +243,34 @@ if config.dra_pools:
 # --- Kubernetes: SR-IOV rails (NVIDIA Network Operator) for rdma: sriov pools ----------------------
 
 sriov_networks: SriovRailNetworks | None = None
-if checked.sriov is not None:
+if valid_stack.sriov is not None:
     operator = NetworkOperator(
         "network-operator",
         NetworkOperatorArgs(
-            plan=checked.sriov,
+            plan=valid_stack.sriov,
             provider=cluster.provider,
-            node_pools=[*(pools[name] for name in checked.sriov.pools), *system_nodes],
+            node_pools=[*(pools[name] for name in valid_stack.sriov.pools), *system_nodes],
         ),
     )
     sriov_networks = SriovRailNetworks(
         "rail-vfs",
-        SriovRailNetworksArgs(plan=checked.sriov, operator=operator, provider=cluster.provider),
+        SriovRailNetworksArgs(plan=valid_stack.sriov, operator=operator, provider=cluster.provider),
     )
 
 acceptance = workloads.acceptance_jobs
 # Per gating job: its threshold and the command that prints its measured figures (stack output).
 acceptance_reports: dict[str, GateReport] = {}
-if acceptance.enabled and checked.sriov is not None and sriov_networks is not None and not config.dra_pools:
+if (
+    acceptance.enabled
+    and valid_stack.sriov is not None
+    and sriov_networks is not None
+    and not config.dra_pools
+):
     acceptance_reports |= SriovAcceptanceJobs(
         "vf-acceptance",
         SriovAcceptanceJobsArgs(
             config=acceptance,
-            plan=checked.sriov,
+            plan=valid_stack.sriov,
             taints=sriov_taints,
             provider=cluster.provider,
             depends_on=[sriov_networks, *system_nodes],
@@ -279,10 +283,10 @@ if acceptance.enabled and claim_templates is not None:
         AcceptanceJobsArgs(
             config=acceptance,
             namespace=workloads.namespace,
-            nccl_template=checked.claims.aligned_template(acceptance.claim_template)
+            nccl_template=valid_stack.claims.aligned_template(acceptance.claim_template)
             if acceptance.nccl
             else None,
-            rails_template=checked.claims.rails_only if acceptance.rail_bandwidth else None,
+            rails_template=valid_stack.claims.rails_only if acceptance.rail_bandwidth else None,
             pool=acceptance.node_pool or dra_pool_names[0],
             taints=taints,
             provider=cluster.provider,

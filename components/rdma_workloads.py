@@ -4,10 +4,9 @@ that pair GPUs with the rails on their PCIe root.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -15,6 +14,7 @@ import pulumi_kubernetes as k8s
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.labels import POD_SECURITY_BASELINE, POD_SECURITY_ENFORCE_LABEL
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
+from stack_config.claim_plan import PlannedTemplate
 
 from .typed_inputs import to_input_type
 
@@ -76,19 +76,10 @@ class RdmaWorkloadNamespace(pulumi.ComponentResource):
         self.register_outputs({"namespace": self.namespace, "ncclSettings": self.nccl_settings})
 
 
-@dataclass(frozen=True)
-class ClaimTemplate:
-    """One template to emit: its name, namespace and ResourceClaimSpec (Kubernetes JSON)."""
-
-    name: str
-    namespace: str
-    spec: Mapping[str, Any]
-
-
 @dataclass
 class GpuRailClaimTemplatesArgs:
-    templates: Sequence[ClaimTemplate]
-    """Templates, already judged by the DRA core."""
+    templates: Sequence[PlannedTemplate]
+    """Templates, already judged by the DRA core (stack_config.claim_plan)."""
     provider: k8s.Provider
     """Provider of the target cluster."""
     depends_on: Sequence[pulumi.Resource] = ()

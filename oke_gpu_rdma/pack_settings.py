@@ -1,11 +1,14 @@
-"""The policy pack's config: one typed contract, written by the program and read by the pack.
+"""The policy pack's config: the file format, and the sections the program writes, as one typed contract.
 
 `make preview` builds a :class:`PackConfig` from the stack config and writes it to
 `rendered/<stack>/policy-pack-config.json`; `pulumi preview --policy-pack policies
 --policy-pack-config <that file>` hands it to the pack, whose policies read their own section back
 with the same models (:meth:`ChildRangeSettings.from_properties`, :meth:`ClaimsSettings.from_properties`).
-The JSON schemas the pack reports to the CLI are generated from these models, so a renamed field
-breaks the type checker and the tests, not a user's CI.
+The JSON schemas the pack reports to the CLI are generated from these models
+(:meth:`PolicySettings.properties_schema`), so a renamed field breaks the type checker and the tests,
+not a user's CI. Each model names its policy (:attr:`PolicySettings.policy`); which policies the pack
+has, and their default levels, the pack's policy modules declare (`policies/oke_rdma_policies/rules/`):
+a policy whose section the program does not write keeps its settings model in its own module.
 
 File format (every key optional)::
 
@@ -25,7 +28,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from enum import StrEnum
 from ipaddress import IPv4Network
 from typing import Annotated, Any, ClassVar, Final, Literal, Self, get_args
 
@@ -43,51 +45,10 @@ from oke_gpu_rdma.cidr_rules import DEFAULT_OCA_RDMA_NETWORK, CidrError, parse_i
 from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
-
-class PolicyName(StrEnum):
-    """The pack's policies, by the names the CLI and the pack config use."""
-
-    CHILD_RANGE = "dranet-child-range"
-    CLAIMS_ALIGNED = "gpu-rail-claims-aligned"
-    NO_DEVICE_PLUGIN_GPUS = "no-device-plugin-gpus-with-dra-rails"
-    NCCL_GID_INDEX = "nccl-gid-index-with-dranet"
-    OKE_PROFILE_CLAIMS = "dranet-oke-profile-claims"
-    DEVICE_PLUGIN_OFF = "gpu-device-plugin-off"
-    BASELINE = "rdma-workloads-baseline"
-    SRIOV_RDMA_QOS = "sriov-rdma-qos"
-    SRIOV_RDMA_CNI_MODE = "sriov-rdma-cni-mode"
-    SRIOV_NODE_POLICY_LIMITS = "sriov-node-policy-limits"
-    SRIOV_ROOT_DEVICES = "sriov-rail-root-devices"
-    SRIOV_RESOURCE_PER_RAIL = "sriov-resource-per-rail"
-    SRIOV_NETWORK_REFERENCES = "sriov-network-references"
-    SRIOV_VF_POOL_RANGE = "sriov-vf-pool-range"
-    SRIOV_DRA_DISJOINT = "sriov-dra-disjoint"
-    SRIOV_PODS_ALL_RAILS = "sriov-pods-all-rails"
-
-
 Level = Literal["advisory", "mandatory", "remediate", "disabled"]
 LEVELS: Final[tuple[str, ...]] = get_args(Level)
 ALL_KEY: Final = "all"
 LEVEL_KEY: Final = "enforcementLevel"
-
-DEFAULT_LEVELS: Final[dict[PolicyName, Level]] = {
-    PolicyName.CHILD_RANGE: "mandatory",
-    PolicyName.CLAIMS_ALIGNED: "mandatory",
-    PolicyName.NO_DEVICE_PLUGIN_GPUS: "mandatory",
-    PolicyName.NCCL_GID_INDEX: "mandatory",
-    PolicyName.OKE_PROFILE_CLAIMS: "mandatory",
-    PolicyName.DEVICE_PLUGIN_OFF: "mandatory",
-    PolicyName.BASELINE: "advisory",
-    PolicyName.SRIOV_RDMA_QOS: "mandatory",
-    PolicyName.SRIOV_RDMA_CNI_MODE: "mandatory",
-    PolicyName.SRIOV_NODE_POLICY_LIMITS: "mandatory",
-    PolicyName.SRIOV_ROOT_DEVICES: "mandatory",
-    PolicyName.SRIOV_RESOURCE_PER_RAIL: "mandatory",
-    PolicyName.SRIOV_NETWORK_REFERENCES: "mandatory",
-    PolicyName.SRIOV_VF_POOL_RANGE: "mandatory",
-    PolicyName.SRIOV_DRA_DISJOINT: "mandatory",
-    PolicyName.SRIOV_PODS_ALL_RAILS: "advisory",
-}
 
 # Keys two sections share (the child range and the VF pool avoid the same referenced ranges).
 OCA_RDMA_NETWORK_KEY: Final = "ocaRdmaNetwork"
@@ -142,7 +103,8 @@ class PolicySettings(BaseModel):
     """One policy's properties. Unknown keys are errors, so a misspelt key is not a silent default."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    policy: ClassVar[PolicyName]
+    policy: ClassVar[str]
+    """The name of the policy whose section this is, as the CLI and the file spell it."""
 
     @classmethod
     def from_properties(cls, raw: Mapping[str, Any]) -> Self:
@@ -163,6 +125,16 @@ class PolicySettings(BaseModel):
         """The section as JSON data, keys as the file spells them."""
         data: dict[str, Any] = self.model_dump(mode="json", by_alias=True)
         return data
+
+    @classmethod
+    def properties_schema(cls) -> dict[str, dict[str, Any]]:
+        """The properties schema the pack reports for the policy (what the CLI validates), from the model."""
+        schema = cls.model_json_schema(by_alias=True, mode="serialization")
+        defs = schema.get("$defs", {})
+        props: dict[str, dict[str, Any]] = {
+            name: _inline(prop, defs) for name, prop in schema.get("properties", {}).items()
+        }
+        return props
 
 
 def _problems(model: type[PolicySettings], err: ValidationError) -> list[str]:
@@ -195,7 +167,7 @@ class NamedCidr(BaseModel):
 class ChildRangeSettings(PolicySettings):
     """dranet-child-range: the address plan the stack references but does not declare."""
 
-    policy: ClassVar[PolicyName] = PolicyName.CHILD_RANGE
+    policy: ClassVar[str] = "dranet-child-range"
 
     oca_rdma_network: Cidr = Field(
         DEFAULT_OCA_RDMA_NETWORK,
@@ -243,7 +215,7 @@ class ShapeTopologiesSettings(PolicySettings):
 class ClaimsSettings(ShapeTopologiesSettings):
     """gpu-rail-claims-aligned: the shape to judge on without pools, and user-supplied topologies."""
 
-    policy: ClassVar[PolicyName] = PolicyName.CLAIMS_ALIGNED
+    policy: ClassVar[str] = "gpu-rail-claims-aligned"
 
     shape: str = Field(
         DEFAULT_SHAPE,
@@ -254,19 +226,19 @@ class ClaimsSettings(ShapeTopologiesSettings):
 class RailRootDevicesSettings(ShapeTopologiesSettings):
     """sriov-rail-root-devices: user-supplied topologies (the rail PFs of their shapes)."""
 
-    policy: ClassVar[PolicyName] = PolicyName.SRIOV_ROOT_DEVICES
+    policy: ClassVar[str] = "sriov-rail-root-devices"
 
 
 class PodsAllRailsSettings(ShapeTopologiesSettings):
     """sriov-pods-all-rails: user-supplied topologies (the rails of their shapes)."""
 
-    policy: ClassVar[PolicyName] = PolicyName.SRIOV_PODS_ALL_RAILS
+    policy: ClassVar[str] = "sriov-pods-all-rails"
 
 
 class VfPoolSettings(PolicySettings):
     """sriov-vf-pool-range: the ranges the stack references but does not declare (as for the child range)."""
 
-    policy: ClassVar[PolicyName] = PolicyName.SRIOV_VF_POOL_RANGE
+    policy: ClassVar[str] = "sriov-vf-pool-range"
 
     oca_rdma_network: Cidr = Field(
         DEFAULT_OCA_RDMA_NETWORK,
@@ -279,28 +251,6 @@ class VfPoolSettings(PolicySettings):
         description="CIDRs the stack does not declare but the VF pool must avoid: an existing VCN and its "
         "subnets, an existing cluster's pods and services CIDRs, peered networks.",
     )
-
-
-SETTINGS: Final[dict[PolicyName, type[PolicySettings]]] = {
-    PolicyName.CHILD_RANGE: ChildRangeSettings,
-    PolicyName.CLAIMS_ALIGNED: ClaimsSettings,
-    PolicyName.SRIOV_VF_POOL_RANGE: VfPoolSettings,
-    PolicyName.SRIOV_ROOT_DEVICES: RailRootDevicesSettings,
-    PolicyName.SRIOV_PODS_ALL_RAILS: PodsAllRailsSettings,
-}
-
-
-def json_schema(policy: PolicyName) -> dict[str, dict[str, Any]]:
-    """The properties schema the pack reports for ``policy`` (what the CLI validates), from its model."""
-    model = SETTINGS.get(policy)
-    if model is None:
-        return {}
-    schema = model.model_json_schema(by_alias=True, mode="serialization")
-    defs = schema.get("$defs", {})
-    props: dict[str, dict[str, Any]] = {
-        name: _inline(prop, defs) for name, prop in schema.get("properties", {}).items()
-    }
-    return props
 
 
 def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
@@ -333,50 +283,15 @@ class PackConfig(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         sections = {
-            PolicyName.CHILD_RANGE.value: self.child_range.properties(),
-            PolicyName.CLAIMS_ALIGNED.value: self.claims.properties(),
+            ChildRangeSettings.policy: self.child_range.properties(),
+            ClaimsSettings.policy: self.claims.properties(),
         }
         if self.vf_pool is not None:
-            sections[PolicyName.SRIOV_VF_POOL_RANGE.value] = self.vf_pool.properties()
+            sections[VfPoolSettings.policy] = self.vf_pool.properties()
         for shapes in (self.rail_root_devices, self.pods_all_rails):
             if shapes is not None:
-                sections[shapes.policy.value] = shapes.properties()
+                sections[shapes.policy] = shapes.properties()
         return sections
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
-
-
-def validate_file(config: Mapping[str, Any]) -> list[str]:
-    """Problems of a whole pack-config file (what the CLI's schema check refuses), one per line."""
-    problems: list[str] = []
-    names = {p.value for p in PolicyName}
-    for name, value in config.items():
-        if name == ALL_KEY:
-            if value not in LEVELS:
-                problems.append(f"all: {value!r} is not an enforcement level ({', '.join(LEVELS)})")
-            continue
-        if name not in names:
-            problems.append(f"{name}: no such policy in this pack ({', '.join(names)})")
-            continue
-        if isinstance(value, str):
-            if value not in LEVELS:
-                problems.append(f"{name}: {value!r} is not an enforcement level ({', '.join(LEVELS)})")
-            continue
-        if not isinstance(value, Mapping):
-            problems.append(f"{name}: expected an enforcement level or an object")
-            continue
-        level = value.get(LEVEL_KEY)
-        if level is not None and level not in LEVELS:
-            problems.append(f"{name}.{LEVEL_KEY}: {level!r} is not one of {', '.join(LEVELS)}")
-        model = SETTINGS.get(PolicyName(name))
-        if model is None:
-            extra = sorted(k for k in value if k != LEVEL_KEY)
-            if extra:
-                problems.append(f"{name}.{extra[0]}: unknown key (known: {LEVEL_KEY})")
-            continue
-        try:
-            model.from_properties(value)
-        except SettingsError as err:
-            problems += err.problems
-    return problems

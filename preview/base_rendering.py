@@ -66,17 +66,18 @@ def from_git(stack: str, ref: str, root: Path = ROOT, folder: str = "rendered") 
         files[path.removeprefix(prefix)] = blobs[header_end + 1 : header_end + 1 + size].decode()
         offset = header_end + 1 + size + 1  # the blob, then a newline
     described = f"{prefix} at {ref}" + (f" ({short})" if short and short != ref else "")
-    return _checked(files, described)
+    return _usable_base(files, described)
 
 
 def from_folder(path: Path, shown: str | None = None) -> BaseFiles:
     if not path.is_dir():
         return _no_base(f"{shown or path} does not exist")
     files = {str(p.relative_to(path)): p.read_text() for p in sorted(path.rglob("*")) if p.is_file()}
-    return _checked(files, shown or str(path))
+    return _usable_base(files, shown or str(path))
 
 
-def _checked(files: dict[str, str], described: str) -> BaseFiles:
+def _usable_base(files: dict[str, str], described: str) -> BaseFiles:
+    """The base, or no base when it predates resource records (nothing to plan against)."""
     if not any(p.startswith(f"{RESOURCES}/") for p in files):
         # Renderings made before resource records held Kubernetes manifests only.
         return _no_base(f"{described} has no {RESOURCES}/ records (rendered before change plans)")

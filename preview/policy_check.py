@@ -3,7 +3,7 @@
 `pulumi preview --policy-pack policies` starts `policies/` as a gRPC Analyzer and sends it
 `GetAnalyzerInfo`, `Configure` (the pack config, with each policy's enforcement level), one
 `Analyze` per resource and one `AnalyzeStack` at the end. This module sends the same protobuf
-requests to the same SDK servicer class, built from the same policy list (`oke_rdma_policies`),
+requests to the same SDK servicer class, built from the same policies (`oke_rdma_policies.RULES`),
 with each resource's inputs as the SDK sent them (`RecordedResource.struct`), and prints the
 diagnostics the way the CLI does.
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import empty_pb2, struct_pb2
+from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
 
 from .mock_runtime import ROOT, STACK_TYPE, ProgramRun, RecordedResource
@@ -31,7 +31,7 @@ if str(PACK_DIR) not in sys.path:
 
 import oke_rdma_policies  # noqa: E402  (the pack's package lives in policies/)
 
-from oke_gpu_rdma.pack_settings import ALL_KEY, LEVEL_KEY, PolicyName, json_schema, validate_file  # noqa: E402
+from oke_gpu_rdma.pack_settings import ALL_KEY, LEVEL_KEY  # noqa: E402
 
 _LEVEL_NAMES = {
     analyzer_pb2.ADVISORY: "advisory",
@@ -85,7 +85,7 @@ def configure_request(
     pack_config: Mapping[str, Any], info: analyzer_pb2.AnalyzerInfo
 ) -> analyzer_pb2.ConfigureAnalyzerRequest:
     """The Configure request the engine sends: every policy's level and properties (schema defaults filled)."""
-    problems = validate_file(pack_config)
+    problems = oke_rdma_policies.validate_file(pack_config)
     if problems:
         raise PackConfigError("invalid policy pack config:\n  " + "\n  ".join(problems))
     everyone = pack_config.get(ALL_KEY)
@@ -93,10 +93,9 @@ def configure_request(
     for policy in info.policies:
         given = pack_config.get(policy.name)
         level = _LEVEL_NAMES[policy.enforcementLevel]
+        schema = json_format.MessageToDict(policy.configSchema.properties)
         properties: dict[str, Any] = {
-            key: prop["default"]
-            for key, prop in json_schema(PolicyName(policy.name)).items()
-            if "default" in prop
+            key: prop["default"] for key, prop in schema.items() if "default" in prop
         }
         if isinstance(everyone, str):
             level = everyone

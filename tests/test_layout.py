@@ -15,9 +15,12 @@ from typing import Any
 
 import pytest
 
+import preview.policy_check  # noqa: F401  (puts policies/ on sys.path)
 from oke_gpu_rdma import charts, labels, pack_settings, sriov, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from stack_config.model import StackConfig
+
+import oke_rdma_policies  # isort: skip
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ["__main__.py", "components", "stack_config", "oke_gpu_rdma", "policies/oke_rdma_policies", "tools"]
@@ -52,9 +55,16 @@ def _string_constants(path: Path) -> Iterator[str]:
             yield node.value
 
 
+def policy_home(rule: oke_rdma_policies.registry.Rule) -> str:
+    """Where a policy's name is spelt: the settings model the program writes with, else its own module."""
+    if rule.settings is not None and rule.settings.__module__ == pack_settings.__name__:
+        return "oke_gpu_rdma/pack_settings.py"
+    return "policies/" + rule.module.replace(".", "/") + ".py"
+
+
 # Each shared string and the one module allowed to spell it.
 SHARED = {
-    **{name.value: "oke_gpu_rdma/pack_settings.py" for name in pack_settings.PolicyName},
+    **{rule.name: policy_home(rule) for rule in oke_rdma_policies.RULES},
     "ocaRdmaNetwork": "oke_gpu_rdma/pack_settings.py",
     "existingCidrs": "oke_gpu_rdma/pack_settings.py",
     "workerSubnetCidrs": "oke_gpu_rdma/pack_settings.py",
@@ -116,7 +126,7 @@ def test_every_key_a_message_names_is_a_stack_config_key(key: str) -> None:
 
 def test_policy_messages_name_stack_settings_only_through_stack_keys() -> None:
     policies = ROOT / "policies" / "oke_rdma_policies"
-    for path in policies.glob("*.py"):
+    for path in policies.rglob("*.py"):
         for constant in string_constants(path):
             assert "stack config" not in constant, (
                 f"{path.name} spells a stack setting in {constant!r}; use oke_gpu_rdma.stack_keys"
@@ -155,10 +165,18 @@ def test_the_plain_layers_import_no_pulumi(package: str) -> None:
         assert not modules & {"pulumi", "pulumi_kubernetes", "pulumi_oci", "pulumi_policy"}, path.name
 
 
+# The one module allowed pulumi-policy's internals: it copies them from a pinned release
+# (tests/policies/test_sdk_adapter.py).
+SDK_ADAPTER = ROOT / "policies" / "oke_rdma_policies" / "sdk_adapter.py"
+
+
 def test_no_product_module_imports_a_private_pulumi_name() -> None:
     for path in product_files():
         for module, name in _imports(path):
-            if module.split(".")[0] not in ("pulumi", "pulumi_kubernetes"):
+            top = module.split(".")[0]
+            if top not in ("pulumi", "pulumi_kubernetes", "pulumi_policy"):
+                continue
+            if top == "pulumi_policy" and path == SDK_ADAPTER:
                 continue
             private = [p for p in [*module.split("."), name or ""] if p.startswith("_")]
             assert not private, f"{path.relative_to(ROOT)} imports {module}.{name or ''}"
@@ -204,3 +222,24 @@ def test_no_test_reads_the_users_stacks() -> None:
         for line, what in _stack_lookups_without_folders(ast.parse(path.read_text()))
     ]
     assert offenders == []
+
+
+def test_only_the_sdk_adapter_reads_name_mangled_attributes() -> None:
+    for path in product_files():
+        if path == SDK_ADAPTER:
+            continue
+        mangled = [
+            node.attr
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Attribute) and re.match(r"^_[A-Za-z]\w*__\w", node.attr)
+        ]
+        assert not mangled, f"{path.relative_to(ROOT)} reads {mangled}; only sdk_adapter.py may"
+
+
+def test_the_sdk_adapter_is_where_the_private_sdk_names_are() -> None:
+    private = [
+        name
+        for module, name in _imports(SDK_ADAPTER)
+        if module.startswith("pulumi_policy") and name and name.startswith("_")
+    ]
+    assert private, "sdk_adapter.py uses no SDK internals any more: drop it and its exemption"

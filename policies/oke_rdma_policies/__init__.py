@@ -1,35 +1,23 @@
 """The oke-gpu-rdma policy pack: its policies, and the analyzer the CLI (or preview/policy_check.py) talks to.
 
-`policies/__main__.py` calls :func:`serve`; tests and the offline preview call :func:`servicer`,
-the same servicer :func:`serve` puts behind gRPC (:class:`analyzer.PackAnalyzer`, the SDK's servicer
-deserializing the stack once for all stack policies), built from the same list.
+Every module of :mod:`oke_rdma_policies.rules` is one policy and declares its rule (name, default
+level, settings model, validate; :mod:`oke_rdma_policies.registry`); :data:`RULES` is what the pack
+collected from them. `policies/__main__.py` calls :func:`serve`; tests and the offline preview call
+:func:`servicer`, the same servicer :func:`serve` puts behind gRPC
+(:class:`sdk_adapter.PackAnalyzer`, the SDK's servicer deserializing the stack once for all stack
+policies).
 """
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 from pulumi_policy import Policy
 
-from . import (
-    analyzer,
-    device_plugin_gpus,
-    dranet_child_range,
-    dranet_profile_claims,
-    gpu_device_plugin_off,
-    gpu_rail_claims,
-    nccl_gid_index,
-    rdma_workloads_baseline,
-    sriov_dra_disjoint,
-    sriov_network_references,
-    sriov_node_policy_limits,
-    sriov_pods_all_rails,
-    sriov_rail_root_devices,
-    sriov_rdma_cni_mode,
-    sriov_rdma_qos,
-    sriov_resource_per_rail,
-    sriov_vf_pool_range,
-)
+from . import registry, rules, sdk_adapter, settings
+from .sdk_adapter import PackAnalyzer
+from .values import LazyProps
 
 PACK_NAME: Final = "oke-gpu-rdma"
 # The CLI takes the pack's version from PulumiPolicy.yaml; the SDK reports this one otherwise.
@@ -40,31 +28,20 @@ DESCRIPTION: Final = (
     "RDMA CNI mode, VF limits and rail PFs, a resource per rail, network references, the VF pool."
 )
 
-POLICIES: Final[list[Policy]] = [
-    dranet_child_range.policy,
-    gpu_rail_claims.policy,
-    device_plugin_gpus.policy,
-    nccl_gid_index.policy,
-    dranet_profile_claims.policy,
-    gpu_device_plugin_off.policy,
-    rdma_workloads_baseline.policy,
-    sriov_rdma_qos.policy,
-    sriov_rdma_cni_mode.policy,
-    sriov_node_policy_limits.policy,
-    sriov_rail_root_devices.policy,
-    sriov_resource_per_rail.policy,
-    sriov_network_references.policy,
-    sriov_vf_pool_range.policy,
-    sriov_dra_disjoint.policy,
-    sriov_pods_all_rails.policy,
-]
+RULES: Final[list[registry.Rule]] = registry.collect(rules)
+POLICIES: Final[list[Policy]] = [rule.policy for rule in RULES]
 
 
-def servicer() -> analyzer.PackAnalyzer:
+def validate_file(config: Mapping[str, Any]) -> list[str]:
+    """Problems of a whole pack-config file for this pack's policies (what the CLI refuses), one per line."""
+    return settings.validate_file(config, RULES)
+
+
+def servicer() -> PackAnalyzer:
     """The analyzer servicer `serve()` puts behind gRPC, for in-process use."""
-    return analyzer.PackAnalyzer(PACK_NAME, SDK_VERSION, POLICIES, DESCRIPTION)
+    return PackAnalyzer(PACK_NAME, SDK_VERSION, POLICIES, DESCRIPTION, LazyProps)
 
 
 def serve() -> None:
     """Serve the pack as the Pulumi CLI expects: print the port, block until killed."""
-    analyzer.serve(servicer())
+    sdk_adapter.serve(servicer())

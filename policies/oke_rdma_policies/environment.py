@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from oke_gpu_rdma import resource_types
 
-from .kube import Res
+from .kube import PlainResource
 from .stack import StackView
 from .values import UNKNOWN, as_list, as_map
 
@@ -33,7 +33,7 @@ class EnvSetting:
     shown: str  # "=3" or " from a Secret"
 
 
-def _keys(obj: Res) -> dict[str, Any]:
+def _keys(obj: PlainResource) -> dict[str, Any]:
     keys: dict[str, Any] = {}
     for field in ("data", "stringData", "binaryData"):
         value = obj.props.get(field)
@@ -43,7 +43,12 @@ def _keys(obj: Res) -> dict[str, Any]:
 
 
 def settings_of(
-    view: StackView, workload: Res, path: str, container: Mapping[str, Any], variable: str, notes: list[str]
+    view: StackView,
+    workload: PlainResource,
+    path: str,
+    container: Mapping[str, Any],
+    variable: str,
+    notes: list[str],
 ) -> list[EnvSetting]:
     """How the container's environment sets ``variable`` (env, envFrom ConfigMaps and Secrets)."""
     found: list[EnvSetting] = []

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pulumi import FileAsset, StringAsset
 
-from .kube import Res
+from .kube import PlainResource
 from .report import Reporter
 from .values import UNKNOWN, PropertyTypeError, as_list, plain
 
@@ -59,30 +59,32 @@ def _file_values(asset: Any, where: str) -> Mapping[str, Any] | None:
     return plain(loaded)  # type: ignore[no-any-return]
 
 
-def helm_values(res: Res, rep: Reporter) -> dict[str, Any] | None:
+def helm_values(res: PlainResource, reporter: Reporter) -> dict[str, Any] | None:
     """The chart's merged values; None (and a note) when what matters is unknown or unreadable."""
     label = f"{res.kind} {res.name}"
     files = res.props.get("valueYamlFiles")
     values = res.props.get("values")
     merged: dict[str, Any] = {}
     if files is UNKNOWN:
-        rep.unchecked(f"{label}: valueYamlFiles unknown until apply, not checked")
+        reporter.unchecked(f"{label}: valueYamlFiles unknown until apply, not checked")
         return None
     for i, asset in enumerate(as_list(files, "valueYamlFiles")):
         where = f"valueYamlFiles[{i}]"
         if asset is UNKNOWN:
-            rep.unchecked(f"{label}: {where} unknown until apply, not checked")
+            reporter.unchecked(f"{label}: {where} unknown until apply, not checked")
             return None
         found = _file_values(asset, where)
         if found is None:
-            rep.unchecked(f"{label}: {where} ({getattr(asset, 'path', asset)}) cannot be read from the pack")
+            reporter.unchecked(
+                f"{label}: {where} ({getattr(asset, 'path', asset)}) cannot be read from the pack"
+            )
             return None
         merged = merge(merged, found)
     if values is UNKNOWN:
         if files:
-            rep.unchecked(f"{label}: values unknown until apply; checked with valueYamlFiles only")
+            reporter.unchecked(f"{label}: values unknown until apply; checked with valueYamlFiles only")
             return merged
-        rep.unchecked(f"{label}: Helm values unknown until apply, not checked")
+        reporter.unchecked(f"{label}: Helm values unknown until apply, not checked")
         return None
     if values is not None and not isinstance(values, Mapping):
         raise PropertyTypeError("values", "an object", values)

@@ -29,7 +29,7 @@ GPU_RESOURCE: Final = NVIDIA_GPU_RESOURCE
 
 
 @dataclass
-class Res:
+class PlainResource:
     """One resource of the stack (or of a single Analyze call) with plain properties.
 
     ``raw`` holds the SDK's proxy; :attr:`props` converts it on first use, so a policy pays only
@@ -100,12 +100,12 @@ def chart_basename(chart: object) -> str | None:
     return re.sub(r"-v?\d+(\.\d+)*([-+].*)?$", "", last)
 
 
-def helm_chart_is(res: Res, names: tuple[str, ...]) -> bool:
+def helm_chart_is(res: PlainResource, names: tuple[str, ...]) -> bool:
     """Whether ``res`` is a Helm release or chart of one of the chart ``names``."""
     return res.type in resource_types.HELM_TYPES and chart_basename(res.props.get("chart")) in names
 
 
-def is_claim(res: Res) -> bool:
+def is_claim(res: PlainResource) -> bool:
     return (
         res.type.startswith(resource_types.DRA_GROUP_PREFIX)
         and res.group_version.rsplit("/", 1)[-1] in CLAIM_VERSIONS
@@ -113,7 +113,7 @@ def is_claim(res: Res) -> bool:
     )
 
 
-def resource_claim_spec(res: Res) -> Any:
+def resource_claim_spec(res: PlainResource) -> Any:
     """The claim's ResourceClaimSpec as written in its API version (None if absent, UNKNOWN if unknown)."""
     base = "spec.spec" if res.kind == "ResourceClaimTemplate" else "spec"
     spec = dig(res.props, base)
@@ -122,7 +122,7 @@ def resource_claim_spec(res: Res) -> Any:
     return as_map(spec, base)
 
 
-def resource_claim_spec_v1(res: Res) -> Any:
+def resource_claim_spec_v1(res: PlainResource) -> Any:
     """:func:`resource_claim_spec` in the resource.k8s.io/v1 form (v1beta1 requests get `exactly`), for
     the policies that only ask which DeviceClasses a request uses."""
     spec = resource_claim_spec(res)
@@ -176,13 +176,13 @@ class DeviceClasses:
     dranet: frozenset[str] = frozenset({DRANET_DEVICE_CLASS})
     gpu: frozenset[str] = frozenset({NVIDIA_GPU_DEVICE_CLASS})
     selectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    problems: tuple[tuple[Res, str], ...] = ()
+    problems: tuple[tuple[PlainResource, str], ...] = ()
 
 
 _DRIVER_IN_CEL: Final = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
 
 
-def _class_selectors(res: Res) -> tuple[str, ...] | None:
+def _class_selectors(res: PlainResource) -> tuple[str, ...] | None:
     """The CEL expressions of a DeviceClass (resource.k8s.io `spec.selectors[].cel.expression`); None when
     unknown; PropertyTypeError naming the path when a value has the wrong type."""
     sels = dig(res.props, "spec.selectors")
@@ -201,12 +201,12 @@ def _class_selectors(res: Res) -> tuple[str, ...] | None:
     return tuple(exprs)
 
 
-def device_classes(resources: list[Res]) -> DeviceClasses:
+def device_classes(resources: list[PlainResource]) -> DeviceClasses:
     """DeviceClasses the stack declares, sorted by the driver their CEL selectors name."""
     dranet = {DRANET_DEVICE_CLASS}
     gpu = {NVIDIA_GPU_DEVICE_CLASS}
     selectors: dict[str, tuple[str, ...]] = {}
-    problems: list[tuple[Res, str]] = []
+    problems: list[tuple[PlainResource, str]] = []
     for res in resources:
         if not (res.type.startswith(resource_types.DRA_GROUP_PREFIX) and res.kind == "DeviceClass"):
             continue
@@ -250,7 +250,7 @@ class PodSpec:
         return f"replica {self.role}" if self.role else self.path
 
 
-def _may_hold_pods(res: Res) -> bool:
+def _may_hold_pods(res: PlainResource) -> bool:
     """Kubernetes objects other than DRA objects and Helm charts (which hold no pod spec themselves)."""
     return (
         res.type.startswith("kubernetes:")
@@ -259,7 +259,7 @@ def _may_hold_pods(res: Res) -> bool:
     )
 
 
-def is_workload(res: Res) -> bool:
+def is_workload(res: PlainResource) -> bool:
     """Whether the object holds a pod spec anywhere (any kind: Deployment, MPIJob, LeaderWorkerSet, ...)."""
     if not _may_hold_pods(res):
         return False
@@ -300,7 +300,7 @@ def _find_pod_specs(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, A
             yield from _find_pod_specs(item, f"{path}[{i}]")
 
 
-def pod_specs(res: Res) -> Iterator[PodSpec]:
+def pod_specs(res: PlainResource) -> Iterator[PodSpec]:
     """Every pod spec of a workload, found by structure (a `...spec` object with `containers`), so a kind
     the pack has never heard of (LeaderWorkerSet, a new training operator) is read like a Deployment."""
     if not _may_hold_pods(res):

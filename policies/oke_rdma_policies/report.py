@@ -112,16 +112,16 @@ def guarded(
     at ``where(args)`` (label, urn), and the reporter's findings and unknowns are reported as usual."""
 
     def validate(args: A, report_violation: ReportViolation) -> None:
-        rep = Reporter(report_violation)
+        reporter = Reporter(report_violation)
         try:
-            check(args, rep)
+            check(args, reporter)
         except NotChecked as err:
             for item in err.items:
-                rep.unchecked(item)
+                reporter.unchecked(item)
         except Exception as err:
             label, urn = where(args)
-            rep.failed(label, urn, err)
-        rep.finish()
+            reporter.failed(label, urn, err)
+        reporter.finish()
 
     return validate
 

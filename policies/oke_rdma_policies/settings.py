@@ -1,43 +1,29 @@
-"""The pack config as the policies read it: levels, the schemas the CLI validates, parsed sections.
+"""The pack config as the policies read it: parsed sections, the shape catalog a section supplies, the whole file checked.
 
-The contract itself (policy names, each section's model, the file format) is
-:mod:`oke_gpu_rdma.pack_settings`, which the program uses to write the file; this module adds what only
-the pack needs: the SDK's level and schema objects, and the shape catalog with the topologies a
-section supplies.
-A section that does not fit its model becomes a violation naming the key, never a traceback.
+The contract itself (the file format, the models of the sections the program writes) is
+:mod:`oke_gpu_rdma.pack_settings`, which the program uses to write the file; which policies exist and
+what each section holds, the pack's rules declare (:mod:`oke_rdma_policies.registry`). A section that
+does not fit its model becomes a violation naming the key, never a traceback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from pulumi_policy import EnforcementLevel, PolicyConfigSchema
-
 from oke_gpu_rdma.pack_settings import (
-    DEFAULT_LEVELS,
-    ClaimsSettings,
-    PolicyName,
+    ALL_KEY,
+    LEVEL_KEY,
+    LEVELS,
     PolicySettings,
     SettingsError,
     ShapeTopologiesSettings,
-    json_schema,
 )
 from oke_gpu_rdma.shape_catalog import ShapeCatalog
 
+from .registry import Rule
+
 S = TypeVar("S", bound=PolicySettings)
-
-
-def level(name: PolicyName) -> EnforcementLevel:
-    """The policy's default enforcement level."""
-    return EnforcementLevel(DEFAULT_LEVELS[name])
-
-
-def schema(name: PolicyName) -> PolicyConfigSchema | None:
-    """The policy's config schema for GetAnalyzerInfo (None for policies without properties)."""
-    properties = json_schema(name)
-    return PolicyConfigSchema(properties=properties) if properties else None
 
 
 def read_section(model: type[S], raw: Mapping[str, Any]) -> tuple[S, list[str]]:
@@ -48,20 +34,6 @@ def read_section(model: type[S], raw: Mapping[str, Any]) -> tuple[S, list[str]]:
         return model(), [f"pack config {p}" for p in err.problems]
 
 
-@dataclass
-class ClaimsConfig:
-    """The claims section: the shape without pools, the catalog with its topologies, its problems."""
-
-    shape: str
-    catalog: ShapeCatalog
-    problems: list[str] = field(default_factory=list)
-
-
-def claims_config(raw: Mapping[str, Any]) -> ClaimsConfig:
-    settings, problems = read_section(ClaimsSettings, raw)
-    return ClaimsConfig(settings.shape, settings.catalog(), problems)
-
-
 def shape_catalog(
     model: type[ShapeTopologiesSettings], raw: Mapping[str, Any]
 ) -> tuple[ShapeCatalog, list[str]]:
@@ -69,3 +41,38 @@ def shape_catalog(
     if the section does not parse)."""
     settings, problems = read_section(model, raw)
     return settings.catalog(), problems
+
+
+def validate_file(config: Mapping[str, Any], rules: Sequence[Rule]) -> list[str]:
+    """Problems of a whole pack-config file (what the CLI's schema check refuses), one per line."""
+    problems: list[str] = []
+    by_name = {rule.name: rule for rule in rules}
+    for name, value in config.items():
+        if name == ALL_KEY:
+            if value not in LEVELS:
+                problems.append(f"all: {value!r} is not an enforcement level ({', '.join(LEVELS)})")
+            continue
+        if name not in by_name:
+            problems.append(f"{name}: no such policy in this pack ({', '.join(by_name)})")
+            continue
+        if isinstance(value, str):
+            if value not in LEVELS:
+                problems.append(f"{name}: {value!r} is not an enforcement level ({', '.join(LEVELS)})")
+            continue
+        if not isinstance(value, Mapping):
+            problems.append(f"{name}: expected an enforcement level or an object")
+            continue
+        level = value.get(LEVEL_KEY)
+        if level is not None and level not in LEVELS:
+            problems.append(f"{name}.{LEVEL_KEY}: {level!r} is not one of {', '.join(LEVELS)}")
+        model = by_name[name].settings
+        if model is None:
+            extra = sorted(k for k in value if k != LEVEL_KEY)
+            if extra:
+                problems.append(f"{name}.{extra[0]}: unknown key (known: {LEVEL_KEY})")
+            continue
+        try:
+            model.from_properties(value)
+        except SettingsError as err:
+            problems += err.problems
+    return problems

@@ -19,7 +19,7 @@ from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
 from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
 
-from .kube import Res
+from .kube import PlainResource
 from .stack import StackView, node_pool_labels
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig
 
@@ -44,7 +44,7 @@ class ChainError(ValueError):
     """A network whose CNI configuration text does not parse; the message says where and why."""
 
 
-def network_chain(res: Res) -> Chain | Any | None:
+def network_chain(res: PlainResource) -> Chain | Any | None:
     """The CNI chain of a SriovNetwork (its metaPlugins) or a NetworkAttachmentDefinition (spec.config).
 
     None when the network has no chain to check, UNKNOWN when the text is unknown until apply.
@@ -75,16 +75,16 @@ def network_chain(res: Res) -> Chain | Any | None:
     return Chain(as_list(plugins, "spec.config.plugins"), "spec.config.plugins")
 
 
-def node_policies(view: StackView) -> list[Res]:
+def node_policies(view: StackView) -> list[PlainResource]:
     return view.of_type(resource_types.SRIOV_NODE_POLICY)
 
 
-def spec_of(res: Res) -> Mapping[str, Any] | Any:
+def spec_of(res: PlainResource) -> Mapping[str, Any] | Any:
     spec = res.props.get("spec")
     return spec if spec is UNKNOWN else as_map(spec, "spec")
 
 
-def resource_of(res: Res) -> Any:
+def resource_of(res: PlainResource) -> Any:
     """spec.resourceName (a string, UNKNOWN or None)."""
     spec = spec_of(res)
     return UNKNOWN if spec is UNKNOWN else spec.get("resourceName")
@@ -146,7 +146,7 @@ def selects(selector: Any, affinity: Any, labels: Mapping[str, Any]) -> bool:
 class Pool:
     """A GPU node pool of the stack and the labels its nodes start with."""
 
-    res: Res
+    res: PlainResource
     labels: dict[str, Any]
 
     @property
@@ -169,7 +169,7 @@ def known_pools(view: StackView, unchecked: list[str]) -> list[Pool]:
     return found
 
 
-def rdma_netns(pool: Res) -> str | Any | None:
+def rdma_netns(pool: PlainResource) -> str | Any | None:
     """`shared` or `exclusive` from the ib_core option the pool's cloud-init writes; None if it writes none."""
     data = pool.props.get("nodeMetadata")
     if data is UNKNOWN:

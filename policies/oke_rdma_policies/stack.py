@@ -16,8 +16,8 @@ from oke_gpu_rdma.shape_catalog import CATALOG
 from .kube import (
     ClaimRef,
     DeviceClasses,
+    PlainResource,
     PodSpec,
-    Res,
     claim_refs,
     device_classes,
     is_claim,
@@ -26,15 +26,16 @@ from .kube import (
     resource_claim_spec_v1,
 )
 from .report import Reporter, guarded, stack_where
+from .sdk_adapter import stack_state
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map
 
 
-def from_resource_args(args: ResourceValidationArgs) -> Res:
+def from_resource_args(args: ResourceValidationArgs) -> PlainResource:
     provider = args.provider.urn if args.provider is not None else ""
-    return Res(args.urn, args.resource_type, args.name, args.props, args.opts.parent, provider)
+    return PlainResource(args.urn, args.resource_type, args.name, args.props, args.opts.parent, provider)
 
 
-ResourceCheck = Callable[[Res, Reporter], None]
+ResourceCheck = Callable[[PlainResource, Reporter], None]
 
 
 def validate_resources_of(
@@ -46,17 +47,17 @@ def validate_resources_of(
         if args.resource_type not in types:
             return
         res = from_resource_args(args)
-        rep = Reporter(report_violation)
-        rep.guard(res.label, None, partial(check, res, rep))
-        rep.finish()
+        reporter = Reporter(report_violation)
+        reporter.guard(res.label, None, partial(check, res, reporter))
+        reporter.finish()
 
     return validate
 
 
-def from_policy_resources(resources: list[PolicyResource]) -> list[Res]:
+def from_policy_resources(resources: list[PolicyResource]) -> list[PlainResource]:
     """The stack's resources; properties are converted when a policy first reads them."""
     return [
-        Res(
+        PlainResource(
             urn=r.urn,
             type=r.resource_type,
             name=r.name,
@@ -69,9 +70,6 @@ def from_policy_resources(resources: list[PolicyResource]) -> list[Res]:
     ]
 
 
-_SHARED: list[tuple[list[PolicyResource], StackView]] = []
-
-
 def is_gpu_shape(shape: object) -> bool:
     return isinstance(shape, str) and (shape in CATALOG or ".GPU." in shape)
 
@@ -81,19 +79,19 @@ class Resolved:
     """What a pod's claim reference points to: claims found, or why none was."""
 
     ref: ClaimRef
-    claims: list[Res]
+    claims: list[PlainResource]
     missing: str | None = None  # why the claim could not be looked at
 
 
 class StackView:
     """Indexes built once per stack policy run."""
 
-    def __init__(self, resources: list[Res]) -> None:
+    def __init__(self, resources: list[PlainResource]) -> None:
         self.resources = resources
         self.by_urn = {r.urn: r for r in resources}
         self.classes: DeviceClasses = device_classes(resources)
         self.claims = [r for r in resources if is_claim(r)]
-        self.claim_index: dict[tuple[str, Any, Any], list[Res]] = {}
+        self.claim_index: dict[tuple[str, Any, Any], list[PlainResource]] = {}
         for claim in self.claims:
             key = (claim.kind, claim.namespace, claim.object_name)
             self.claim_index.setdefault(key, []).append(claim)
@@ -102,19 +100,15 @@ class StackView:
 
     @classmethod
     def of(cls, args: StackValidationArgs) -> StackView:
-        """The view of ``args.resources``; the stack policies of one AnalyzeStack share it (the pack's
-        analyzer hands them one resource list, :mod:`oke_rdma_policies.analyzer`), so the stack is
-        converted to plain values once. Policies only read the view."""
-        if _SHARED and _SHARED[0][0] is args.resources:
-            return _SHARED[0][1]
-        view = cls(from_policy_resources(args.resources))
-        _SHARED[:] = [(args.resources, view)]
-        return view
+        """The view of ``args.resources``; the stack policies of one AnalyzeStack share it through the
+        request's state (:class:`oke_rdma_policies.sdk_adapter.StackState`), so the stack is converted
+        to plain values once. Policies only read the view."""
+        return stack_state(args).get(cls, lambda: cls(from_policy_resources(args.resources)))
 
-    def of_type(self, type_: str) -> list[Res]:
+    def of_type(self, type_: str) -> list[PlainResource]:
         return [r for r in self.resources if r.type == type_]
 
-    def ancestors(self, res: Res) -> Iterator[Res]:
+    def ancestors(self, res: PlainResource) -> Iterator[PlainResource]:
         seen = set()
         parent = res.parent
         while parent and parent not in seen and parent in self.by_urn:
@@ -123,10 +117,10 @@ class StackView:
             yield found
             parent = found.parent
 
-    def gpu_node_pools(self) -> list[Res]:
+    def gpu_node_pools(self) -> list[PlainResource]:
         return [r for r in self.of_type(resource_types.NODE_POOL) if is_gpu_shape(r.props.get("nodeShape"))]
 
-    def rails_of(self, claim: Res) -> list[str]:
+    def rails_of(self, claim: PlainResource) -> list[str]:
         """Requests of ``claim`` that ask for DRANET devices (cached); [] if unreadable."""
         if claim.urn not in self._rails:
             try:
@@ -136,7 +130,7 @@ class StackView:
             self._rails[claim.urn] = rail_requests(spec, self.classes)
         return self._rails[claim.urn]
 
-    def resolve(self, workload: Res, pod: PodSpec) -> list[Resolved]:
+    def resolve(self, workload: PlainResource, pod: PodSpec) -> list[Resolved]:
         """The claims each of the pod's `resourceClaims` entries names (same namespace)."""
         out = []
         namespace = workload.namespace
@@ -169,8 +163,8 @@ class StackView:
         return out
 
     def rail_claims(
-        self, workload: Res, pod: PodSpec
-    ) -> tuple[list[tuple[Resolved, Res, list[str]]], list[str]]:
+        self, workload: PlainResource, pod: PodSpec
+    ) -> tuple[list[tuple[Resolved, PlainResource, list[str]]], list[str]]:
         """(reference, claim, rail requests) for referenced claims with DRANET rails; and unresolved notes."""
         rails = []
         notes = []
@@ -184,7 +178,7 @@ class StackView:
         return rails, notes
 
 
-def node_pool_labels(pool: Res) -> dict[str, Any] | Any:
+def node_pool_labels(pool: PlainResource) -> dict[str, Any] | Any:
     """The labels a node pool's nodes start with: its initial node labels and the instance type (its shape).
 
     UNKNOWN when they are unknown until apply; PropertyTypeError for a malformed label list.
@@ -203,7 +197,7 @@ def node_pool_labels(pool: Res) -> dict[str, Any] | Any:
     return labels
 
 
-def labels_of(res: Res) -> Mapping[str, Any] | Any:
+def labels_of(res: PlainResource) -> Mapping[str, Any] | Any:
     meta = res.props.get("metadata")
     if not isinstance(meta, Mapping):
         return {}
@@ -219,9 +213,9 @@ WorkloadCheck = Callable[["StackView", Any, Reporter], None]
 def validate_each_workload(check: WorkloadCheck) -> Callable[[StackValidationArgs, ReportViolation], None]:
     """A stack policy's `validate` that runs `check` on every workload, each guarded on its own."""
 
-    def run(args: StackValidationArgs, rep: Reporter) -> None:
+    def run(args: StackValidationArgs, reporter: Reporter) -> None:
         view = StackView.of(args)
         for workload in view.workloads:
-            rep.guard(workload.label, workload.urn, partial(check, view, workload, rep))
+            reporter.guard(workload.label, workload.urn, partial(check, view, workload, reporter))
 
     return guarded(run, stack_where)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from pulumi_policy.deserialize import SPECIAL_SIG_KEY, _deserialize_property, deserialize_properties
+from pulumi_policy.deserialize import SPECIAL_SIG_KEY, deserialize_properties
 from pulumi_policy.proxy import (
     UNKNOWN_ARCHIVE_VALUE,
     UNKNOWN_ARRAY_VALUE,
@@ -21,10 +21,10 @@ from pulumi_policy.proxy import (
     UNKNOWN_NUMBER_VALUE,
     UNKNOWN_OBJECT_VALUE,
     UNKNOWN_STRING_VALUE,
-    _DictProxy,
-    _ListProxy,
 )
 from pulumi_policy.secret import Secret
+
+from .sdk_adapter import deserialize_signed, proxy_target
 
 _UNKNOWN_SENTINELS: Final = frozenset(
     {
@@ -115,7 +115,7 @@ def _from_value(value: Any) -> Any:
         if SPECIAL_SIG_KEY in fields:  # an asset, archive or secret: the SDK's own rules
             from google.protobuf import json_format
 
-            return plain(_deserialize_property(json_format.MessageToDict(value)))
+            return plain(deserialize_signed(json_format.MessageToDict(value)))
         return {str(k): _from_value(v) for k, v in fields.items()}
     if kind == "list_value":
         return [_from_value(v) for v in value.list_value.values]
@@ -132,8 +132,7 @@ def plain(value: Any) -> Any:
     """
     if isinstance(value, LazyProps):
         return value.plain()
-    if isinstance(value, _DictProxy | _ListProxy):
-        value = value["__target"]
+    value = proxy_target(value)
     if isinstance(value, Secret):
         value = value.value
     if isinstance(value, Mapping):

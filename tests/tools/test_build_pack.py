@@ -21,7 +21,6 @@ import yaml
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from oke_gpu_rdma.pack_settings import PolicyName
 from oke_gpu_rdma.shape_catalog import CATALOG
 from preview.mock_runtime import ROOT, RecordedResource
 from preview.policy_check import analyze_requests, analyze_resources, configure_request
@@ -193,7 +192,7 @@ def test_published_pack_finds_what_the_in_repo_pack_finds(analyzer: analyzer_pb2
         (f.policy, f.level, f.urn, f.description, f.message)
         for f in analyze_resources(resources, PACK_CONFIG)
     )
-    dra_policies = {p.value for p in PolicyName if not p.value.startswith("sriov-")}
+    dra_policies = {r.name for r in oke_rdma_policies.RULES if not r.name.startswith("sriov-")}
     sriov = {"sriov-rdma-qos", "sriov-network-references", "sriov-rail-root-devices"}
     assert {key[0] for key in expected} >= dra_policies | sriov
     assert any(f"'0000:01:00.0' is not a rail PF of {SUPPLIED_SHAPE}" in key[4] for key in expected)
@@ -228,7 +227,7 @@ def test_requirements_are_the_pack_pins_then_the_library_dependencies_at_the_pro
 def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: Path) -> None:
     root = source_tree(tmp_path / "src")
     (root / "oke_gpu_rdma" / "shapes" / "BM.GPU.NEW.8.yaml").write_text("evidence: unverified\n")
-    (root / "policies" / "oke_rdma_policies" / "new_policy.py").write_text("")
+    (root / "policies" / "oke_rdma_policies" / "rules" / "new_policy.py").write_text("")
     for junk in ("policies/venv/bin/python", "policies/oke_rdma_policies/__pycache__/x.pyc"):
         (root / junk).parent.mkdir(parents=True, exist_ok=True)
         (root / junk).write_text("")
@@ -242,7 +241,7 @@ def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: P
         "oke_gpu_rdma/py.typed",
         "oke_gpu_rdma/shapes/BM.GPU.B4.8.yaml",  # the shape catalog's files
         "oke_gpu_rdma/shapes/BM.GPU.NEW.8.yaml",
-        "oke_rdma_policies/new_policy.py",
+        "oke_rdma_policies/rules/new_policy.py",
     } <= files
     assert not any(f.startswith("venv/") or "__pycache__" in f for f in files)
     assert not [

@@ -56,7 +56,10 @@ def test_the_product_reaches_the_judge_through_its_entry() -> None:
                 assert module in OPEN, f"{path.relative_to(ROOT)} imports {module}; use oke_gpu_rdma.claims"
             if (module, name) == ("oke_gpu_rdma.claims", "judge_claim"):
                 callers.append(path.relative_to(ROOT).as_posix())
-    assert sorted(callers) == ["policies/oke_rdma_policies/gpu_rail_claims.py", "stack_config/claim_plan.py"]
+    assert sorted(callers) == [
+        "policies/oke_rdma_policies/rules/gpu_rail_claims.py",
+        "stack_config/claim_plan.py",
+    ]
 
 
 def test_the_product_holds_one_allocation_engine() -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from pulumi_policy import StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import resource_types, stack_keys
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
@@ -37,14 +37,15 @@ from oke_gpu_rdma.claims import (
     judge_claim,
 )
 from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.pack_settings import PolicyName
+from oke_gpu_rdma.pack_settings import ClaimsSettings
 from oke_gpu_rdma.topology import Topology
 
-from . import settings
-from .kube import Res, request_classes, resource_claim_spec
-from .report import Reporter, guarded, stack_where
-from .stack import StackView
-from .values import UNKNOWN, contains_unknown
+from .. import settings
+from ..kube import PlainResource, request_classes, resource_claim_spec
+from ..registry import stack_rule
+from ..report import Reporter, guarded, stack_where
+from ..stack import StackView
+from ..values import UNKNOWN, contains_unknown
 
 _CACHE_LIMIT: Final = 8192
 _verdicts: dict[tuple[str, str, str, Topology, str], Verdict] = {}
@@ -73,7 +74,7 @@ def _judge(
     return verdict
 
 
-def message(claim: Res, verdict: Verdict, topology: Topology, pools: list[str]) -> str:
+def message(claim: PlainResource, verdict: Verdict, topology: Topology, pools: list[str]) -> str:
     where = f"{claim.label} on {topology.shape}" + (f" (node pools {', '.join(pools)})" if pools else "")
     text = f"{where}: {verdict.message}"
     if verdict.cause is UnsatisfiableCause.ROOT_CAPACITY and verdict.fix:
@@ -82,65 +83,66 @@ def message(claim: Res, verdict: Verdict, topology: Topology, pools: list[str]) 
 
 
 def _topologies(
-    view: StackView, conf: settings.ClaimsConfig, rep: Reporter
+    view: StackView, conf: ClaimsSettings, reporter: Reporter
 ) -> list[tuple[Topology, list[str]]]:
     """The shapes claims are judged on: the GPU node pools' shapes, else the pack config's shape."""
-    shapes: dict[str, list[Res]] = {}
+    shapes: dict[str, list[PlainResource]] = {}
     for pool in view.of_type(resource_types.NODE_POOL):
         if pool.props.get("nodeShape") is UNKNOWN:
-            rep.unchecked(f"node pool {pool.name}: nodeShape unknown until apply")
+            reporter.unchecked(f"node pool {pool.name}: nodeShape unknown until apply")
     for pool in view.gpu_node_pools():
         shapes.setdefault(pool.props["nodeShape"], []).append(pool)
     if not shapes:
         shapes[conf.shape] = []
     found: list[tuple[Topology, list[str]]] = []
+    catalog = conf.catalog()
     for shape, pools in shapes.items():
         try:
-            found.append((conf.catalog.topology(shape), [p.name for p in pools]))
+            found.append((catalog.topology(shape), [p.name for p in pools]))
         except TopologyError as err:
             text = (
                 f"claims cannot be judged on {shape}: {err}. Supply its topology as pack config "
-                f"{PolicyName.CLAIMS_ALIGNED}.shapeTopologies.{shape} (and as "
+                f"{ClaimsSettings.policy}.shapeTopologies.{shape} (and as "
                 f"{stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}), or set this policy advisory for it"
             )
-            targets: list[Res | None] = list(pools) or [None]
+            targets: list[PlainResource | None] = list(pools) or [None]
             for target in targets:
-                rep.violation(
+                reporter.violation(
                     f"node pool {target.name}: {text}" if target else f"pack config shape: {text}",
                     target.urn if target else None,
                 )
     return found
 
 
-def check(args: StackValidationArgs, rep: Reporter) -> None:
-    conf = settings.claims_config(args.get_config())
-    for problem in conf.problems:
-        rep.violation(problem)
+def check(args: StackValidationArgs, reporter: Reporter) -> None:
+    conf, problems = settings.read_section(ClaimsSettings, args.get_config())
+    for problem in problems:
+        reporter.violation(problem)
     view = StackView.of(args)
     for res, problem in view.classes.problems:
-        rep.violation(
+        reporter.violation(
             f"{res.label}: {problem}; the API server rejects such a DeviceClass, and claims that use it "
             "are judged as if it did not exist. Fix: give each selector a cel.expression string",
             res.urn,
         )
     if not view.claims:
         return
-    topologies = _topologies(view, conf, rep)
+    topologies = _topologies(view, conf, reporter)
     classes = {**DEVICE_CLASS_SELECTORS, **view.classes.selectors}
     how = _Judging(classes, json.dumps(classes, sort_keys=True), topologies)
     for claim in view.claims:
-        rep.guard(claim.label, claim.urn, partial(_check, claim, how, rep))
+        reporter.guard(claim.label, claim.urn, partial(_check, claim, how, reporter))
 
 
-def _check(claim: Res, how: _Judging, rep: Reporter) -> None:
+def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
     spec = resource_claim_spec(claim)
     if spec is UNKNOWN:
-        rep.unchecked(f"{claim.label}: spec unknown until apply, not judged")
+        reporter.unchecked(f"{claim.label}: spec unknown until apply, not judged")
         return
     spec = dict(spec or {})
     devices = spec.get("devices")
     if devices is UNKNOWN:
-        rep.unchecked(f"{claim.label}: spec.devices unknown until apply, not judged")
+        reporter.unchecked(f"{claim.label}: spec.devices unknown until apply, not judged")
         return
     if isinstance(devices, Mapping):
         # Allocation ignores config (opaque driver parameters): unknowns there do not matter.
@@ -149,13 +151,13 @@ def _check(claim: Res, how: _Judging, rep: Reporter) -> None:
             spec["devices"] = devices
         unknown = contains_unknown(devices, "spec.devices")
         if unknown:
-            rep.unchecked(f"{claim.label}: {', '.join(unknown[:3])} unknown until apply, not judged")
+            reporter.unchecked(f"{claim.label}: {', '.join(unknown[:3])} unknown until apply, not judged")
             return
     api_version = claim.group_version  # is_claim: one of the served versions
     for request, used in request_classes(claim_spec_to_v1(spec, api_version)).items():
         missing = sorted(str(c) for c in used if isinstance(c, str) and c not in how.classes)
         if missing:
-            rep.unchecked(
+            reporter.unchecked(
                 f"{claim.label}: request {request} uses DeviceClass {', '.join(missing)}, which this stack "
                 "does not declare (its selectors are unknown), not judged"
             )
@@ -172,19 +174,19 @@ def _check(claim: Res, how: _Judging, rep: Reporter) -> None:
         judged = placed or judged
     for topology, pools, verdict in judged:
         if verdict.kind is VerdictKind.NOT_CHECKED:
-            rep.unchecked(f"{claim.label} on {topology.shape}: {verdict.message}")
+            reporter.unchecked(f"{claim.label} on {topology.shape}: {verdict.message}")
         elif verdict.kind.blocks_deploy:
-            rep.violation(message(claim, verdict, topology, pools), claim.urn)
+            reporter.violation(message(claim, verdict, topology, pools), claim.urn)
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.CLAIMS_ALIGNED,
+RULE = stack_rule(
+    name=ClaimsSettings.policy,
+    level="mandatory",
     description=(
         "ResourceClaims and ResourceClaimTemplates must be valid, allocatable and, when they ask for "
         "GPUs and DRANET rails, aligned: every GPU on a PCIe root with one of the claim's rails, on "
         "every GPU node pool shape of the stack where the claim's devices exist."
     ),
     validate=guarded(check, stack_where),
-    enforcement_level=settings.level(PolicyName.CLAIMS_ALIGNED),
-    config_schema=settings.schema(PolicyName.CLAIMS_ALIGNED),
+    settings=ClaimsSettings,
 )

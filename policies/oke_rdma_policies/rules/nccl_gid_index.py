@@ -12,23 +12,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pulumi_policy import StackValidationPolicy
-
 from oke_gpu_rdma.nccl import NCCL_GID_INDEX_VARIABLE
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .environment import script_sets, settings_of
-from .kube import Res, container_name, containers, pod_specs
-from .report import Reporter
-from .stack import StackView, validate_each_workload
-from .values import as_list
+from ..environment import script_sets, settings_of
+from ..kube import PlainResource, container_name, containers, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter
+from ..stack import StackView, validate_each_workload
+from ..values import as_list
 
 VARIABLE: Final = NCCL_GID_INDEX_VARIABLE
 
 
 def _settings(
-    view: StackView, workload: Res, path: str, container: Mapping[str, Any], rep: Reporter
+    view: StackView, workload: PlainResource, path: str, container: Mapping[str, Any], reporter: Reporter
 ) -> list[str]:
     """How the container sets the variable (empty when it does not)."""
     notes: list[str] = []
@@ -37,7 +34,7 @@ def _settings(
         for s in settings_of(view, workload, path, container, VARIABLE, notes)
     ]
     for note in notes:
-        rep.unchecked(f"{workload.label}: {note}; {VARIABLE} not checked there")
+        reporter.unchecked(f"{workload.label}: {note}; {VARIABLE} not checked there")
     for key in ("command", "args"):
         texts = [v for v in as_list(container.get(key), f"{path}.{key}") if isinstance(v, str)]
         if script_sets("\n".join(texts), VARIABLE):
@@ -45,7 +42,7 @@ def _settings(
     return found
 
 
-def _check(view: StackView, workload: Res, rep: Reporter) -> None:
+def _check(view: StackView, workload: PlainResource, reporter: Reporter) -> None:
     pods = list(pod_specs(workload))
     rails = []
     notes = []
@@ -55,16 +52,16 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
         notes += missing
     for pod in pods:
         for path, container in containers(pod):
-            settings = _settings(view, workload, path, container, rep)
+            settings = _settings(view, workload, path, container, reporter)
             if not settings:
                 continue
             where = f"{workload.label} {pod.where} container {container_name(path, container)}"
             if not rails:
                 for note in notes:
-                    rep.unchecked(f"{where} sets {VARIABLE} and {note}")
+                    reporter.unchecked(f"{where} sets {VARIABLE} and {note}")
                 continue
             ref, claim, _ = rails[0]
-            rep.violation(
+            reporter.violation(
                 f"{where} sets {VARIABLE} ({'; '.join(settings)}) while the workload uses DRANET rails "
                 f"(claim {ref.ref.pod_claim} = {claim.label}). The oke-rdma profile gives each pod an IPvlan "
                 "child whose RoCE v2 GID has its own index, not the parent rail's (it was 5 on the seed nodes), "
@@ -74,9 +71,9 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
             )
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.NCCL_GID_INDEX,
+RULE = stack_rule(
+    name="nccl-gid-index-with-dranet",
+    level="mandatory",
     description="Workloads that use DRANET rails must not set NCCL_IB_GID_INDEX (env or mpirun -x).",
     validate=validate_each_workload(_check),
-    enforcement_level=settings.level(PolicyName.NCCL_GID_INDEX),
 )

@@ -11,17 +11,14 @@ config: the README's `args.cni.rdmaQoS` is ignored (k8snetworkplumbingwg/rdma-cn
 
 from __future__ import annotations
 
-from pulumi_policy import ResourceValidationPolicy
-
 from oke_gpu_rdma import sriov
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import NETWORK_TYPES, ChainError, network_chain
-from .stack import validate_resources_of
-from .values import UNKNOWN
+from ..kube import PlainResource
+from ..registry import resource_rule
+from ..report import Reporter
+from ..sriov_objects import NETWORK_TYPES, ChainError, network_chain
+from ..stack import validate_resources_of
+from ..values import UNKNOWN
 
 FIX = (
     f'Fix: put "{sriov.RDMA_QOS_KEY}": {{"{sriov.RDMA_QOS_TC_KEY}": {sriov.JOB_TRAFFIC_CLASS}}} (the traffic class '
@@ -35,32 +32,32 @@ WHY = (
 )
 
 
-def check(res: Res, rep: Reporter) -> None:
+def check(res: PlainResource, reporter: Reporter) -> None:
     try:
         chain = network_chain(res)
     except ChainError as err:
-        rep.violation(
+        reporter.violation(
             f"{res.label}: {err}. Fix: write it as JSON plugin objects separated by commas", res.urn
         )
         return
     if chain is None:
         return
     if chain is UNKNOWN:
-        rep.unchecked(f"{res.label}: CNI plugins unknown until apply")
+        reporter.unchecked(f"{res.label}: CNI plugins unknown until apply")
         return
     for finding in sriov.rdma_qos_findings(chain.plugins):
-        rep.violation(
+        reporter.violation(
             f"{res.label}: the RDMA CNI at {chain.where(finding.index)} {finding.problem}: {WHY}. {FIX}",
             res.urn,
         )
 
 
-policy = ResourceValidationPolicy(
-    name=PolicyName.SRIOV_RDMA_QOS,
+RULE = resource_rule(
+    name="sriov-rdma-qos",
+    level="mandatory",
     description=(
         "A SriovNetwork or NetworkAttachmentDefinition that chains the RDMA CNI must give it rdmaQoS (tc) at the "
         "top level of the rdma plugin, not under args.cni."
     ),
     validate=validate_resources_of(NETWORK_TYPES, check),
-    enforcement_level=settings.level(PolicyName.SRIOV_RDMA_QOS),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.cidr_rules import (
@@ -20,51 +20,54 @@ from oke_gpu_rdma.cidr_rules import (
     parse_ipv4_network,
     vf_pool_problems,
 )
-from oke_gpu_rdma.pack_settings import PolicyName, VfPoolSettings
+from oke_gpu_rdma.pack_settings import VfPoolSettings
 
-from . import settings
+from .. import settings
+from ..kube import PlainResource
+from ..registry import stack_rule
+from ..report import Reporter
+from ..stack import StackView
+from ..values import UNKNOWN, dig
 from .dranet_child_range import deployments, stack_ranges
-from .kube import Res
-from .report import Reporter
-from .stack import StackView
-from .values import UNKNOWN, dig
 
 OCA_KEY = VfPoolSettings.key("oca_rdma_network")
 EXISTING_KEY = VfPoolSettings.key("existing_cidrs")
 
 
-def _check(res: Res, plan: list[NamedRange], rep: Reporter) -> None:
+def _check(res: PlainResource, plan: list[NamedRange], reporter: Reporter) -> None:
     subnet = dig(res.props, "spec.subnet")
     if subnet is UNKNOWN:
-        rep.unchecked(f"{res.label}: spec.subnet unknown until apply")
+        reporter.unchecked(f"{res.label}: spec.subnet unknown until apply")
         return
     if subnet is None:
         return
     try:
         pool = parse_ipv4_network(subnet)
     except CidrError as err:
-        rep.violation(f"{res.label}: spec.subnet: {err}; NVIDIA IPAM refuses the pool. Fix the CIDR", res.urn)
+        reporter.violation(
+            f"{res.label}: spec.subnet: {err}; NVIDIA IPAM refuses the pool. Fix the CIDR", res.urn
+        )
         return
     for problem in vf_pool_problems(pool, plan):
-        rep.violation(
+        reporter.violation(
             f"{res.label}: {problem}. Fix: set spec.subnet to a range free in the whole plan", res.urn
         )
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+    reporter = Reporter(report_violation)
     conf, problems = settings.read_section(VfPoolSettings, args.get_config())
     for problem in problems:
-        rep.violation(f"{problem}; the VF pool was checked without this section of the pack config")
+        reporter.violation(f"{problem}; the VF pool was checked without this section of the pack config")
     view = StackView.of(args)
     pools = view.of_type(resource_types.IP_POOL)
     if not pools:
-        rep.finish()
+        reporter.finish()
         return
-    plan = stack_ranges(view, rep)
+    plan = stack_ranges(view, reporter)
     plan.append(NamedRange(f"the OCA RDMA network (pack config {OCA_KEY})", conf.oca_rdma_network))
     plan += [NamedRange(f"{r.name} (pack config {EXISTING_KEY})", r.cidr) for r in conf.existing_cidrs]
-    for dep in deployments(view, rep):
+    for dep in deployments(view, reporter):
         if dep.value is None:
             plan.append(NamedRange(f"{dep.label}'s child range (its default)", DEFAULT_CHILD_RANGE))
             continue
@@ -73,17 +76,17 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         except CidrError:
             continue  # dranet-child-range reports it
     for res in pools:
-        rep.guard(res.label, res.urn, partial(_check, res, plan, rep))
-    rep.finish()
+        reporter.guard(res.label, res.urn, partial(_check, res, plan, reporter))
+    reporter.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_VF_POOL_RANGE,
+RULE = stack_rule(
+    name=VfPoolSettings.policy,
+    level="mandatory",
     description=(
         "An NVIDIA IPAM IPPool for VFs must overlap no VCN, subnet, pods or services CIDR, the OCA RDMA network or "
         "a DRANET child range."
     ),
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_VF_POOL_RANGE),
-    config_schema=settings.schema(PolicyName.SRIOV_VF_POOL_RANGE),
+    settings=VfPoolSettings,
 )

@@ -4,42 +4,43 @@ The node's front-end NIC is a Mellanox RDMA device too (vendor 15b3), so a nicSe
 alone, or a PCI address that is not a rail, puts VFs on the NIC that carries the node's primary VNIC:
 the operator reconfigures (and may drain) it, and pods get an "RDMA rail" that is not one. Seed 001
 lists the 16 rail PFs by PCI address and leaves the front-end NICs out; the rail addresses come from
-the shape catalog (:mod:`oke_gpu_rdma.shape_catalog`) with the pack config's `shapeTopologies`.
+the shape catalog (:mod:`oke_gpu_rdma.topology`).
 """
 
 from __future__ import annotations
 
 from functools import partial
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
-from oke_gpu_rdma.pack_settings import PolicyName, RailRootDevicesSettings
+from oke_gpu_rdma.pack_settings import RailRootDevicesSettings
 from oke_gpu_rdma.shape_catalog import ShapeCatalog
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import pf_names, root_devices, shape_of, spec_of
-from .stack import validate_resources_of
-from .values import UNKNOWN
+from .. import settings
+from ..kube import PlainResource
+from ..registry import resource_rule
+from ..report import Reporter
+from ..sriov_objects import pf_names, root_devices, shape_of, spec_of
+from ..stack import validate_resources_of
+from ..values import UNKNOWN
 
 
-def check(res: Res, rep: Reporter, catalog: ShapeCatalog, problems: list[str]) -> None:
+def check(res: PlainResource, reporter: Reporter, catalog: ShapeCatalog, problems: list[str]) -> None:
     for problem in problems:
-        rep.violation(problem, res.urn)
+        reporter.violation(problem, res.urn)
     spec = spec_of(res)
     if spec is UNKNOWN:
-        rep.unchecked(f"{res.label}: spec unknown until apply")
+        reporter.unchecked(f"{res.label}: spec unknown until apply")
         return
     shape = shape_of(spec)
     devices = root_devices(spec)
     names = pf_names(spec)
     if UNKNOWN in (shape, devices, names):
-        rep.unchecked(f"{res.label}: spec.nodeSelector or spec.nicSelector unknown until apply")
+        reporter.unchecked(f"{res.label}: spec.nodeSelector or spec.nicSelector unknown until apply")
         return
     where = (
         shape
@@ -49,12 +50,14 @@ def check(res: Res, rep: Reporter, catalog: ShapeCatalog, problems: list[str]) -
     try:
         topology = catalog.topology(shape if isinstance(shape, str) else DEFAULT_SHAPE)
     except TopologyError:
-        rep.unchecked(f"{res.label}: shape {shape} has no verified rail layout; its PFs were not checked")
+        reporter.unchecked(
+            f"{res.label}: shape {shape} has no verified rail layout; its PFs were not checked"
+        )
         return
     rails = {r.pci_address: r.name for r in topology.rails}
     rail_names = set(rails.values())
     if not devices and not names:
-        rep.violation(
+        reporter.violation(
             f"{res.label}: spec.nicSelector names no rootDevices or pfNames, so it selects every PF of vendor "
             f"{sriov.MELLANOX_VENDOR} on {where}, the front-end NIC included (it is a Mellanox RDMA device too): VFs "
             "there reconfigure the NIC of the node's primary VNIC and give pods no rail. Fix: list the rail PFs in "
@@ -64,9 +67,9 @@ def check(res: Res, rep: Reporter, catalog: ShapeCatalog, problems: list[str]) -
         return
     for i, device in enumerate(devices):
         if device is UNKNOWN:
-            rep.unchecked(f"{res.label}: spec.nicSelector.rootDevices[{i}] unknown until apply")
+            reporter.unchecked(f"{res.label}: spec.nicSelector.rootDevices[{i}] unknown until apply")
         elif device not in rails:
-            rep.violation(
+            reporter.violation(
                 f"{res.label}: spec.nicSelector.rootDevices[{i}] {device!r} is not a rail PF of {where} (the front-end "
                 "NIC is the other Mellanox PF on these nodes): VFs there are not on a rail. Fix: use the rail PFs "
                 f"only ({', '.join(f'{name} {addr}' for addr, name in rails.items())})",
@@ -74,7 +77,7 @@ def check(res: Res, rep: Reporter, catalog: ShapeCatalog, problems: list[str]) -
             )
     for i, name in enumerate(names):
         if isinstance(name, str) and name not in rail_names:
-            rep.violation(
+            reporter.violation(
                 f"{res.label}: spec.nicSelector.pfNames[{i}] {name!r} is not a rail of {where} (rails are "
                 f"{', '.join(sorted(rail_names, key=lambda n: int(n[4:])))}; eth0/eth1 are the front-end NIC). Fix: "
                 "select the rail PFs by PCI address in rootDevices",
@@ -90,13 +93,13 @@ def validate(args: ResourceValidationArgs, report_violation: ReportViolation) ->
     validate_resources_of((resource_types.SRIOV_NODE_POLICY,), checks)(args, report_violation)
 
 
-policy = ResourceValidationPolicy(
-    name=PolicyName.SRIOV_ROOT_DEVICES,
+RULE = resource_rule(
+    name=RailRootDevicesSettings.policy,
+    level="mandatory",
     description=(
         "SriovNetworkNodePolicy nicSelector: only the node shape's rail PFs (rootDevices by PCI address), never "
         "the vendor alone or the front-end NIC."
     ),
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_ROOT_DEVICES),
-    config_schema=settings.schema(PolicyName.SRIOV_ROOT_DEVICES),
+    settings=RailRootDevicesSettings,
 )

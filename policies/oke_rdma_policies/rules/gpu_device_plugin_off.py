@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from pulumi_policy import StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import charts, resource_types, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
@@ -31,14 +31,13 @@ from oke_gpu_rdma.labels import (
     NFD_NVIDIA_PCI_LABEL,
 )
 from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .helm import helm_values
-from .kube import Res, helm_chart_is, pod_specs
-from .report import Reporter, guarded, stack_where
-from .stack import StackView, is_gpu_shape, node_pool_labels
-from .values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
+from ..helm import helm_values
+from ..kube import PlainResource, helm_chart_is, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter, guarded, stack_where
+from ..stack import StackView, is_gpu_shape, node_pool_labels
+from ..values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
 _DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GPU_CHART_NAMES)) + ")[:@]?")
 
@@ -47,7 +46,7 @@ _DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GP
 class Driver:
     """One NVIDIA GPU DRA driver installation and how its kubelet plugin selects nodes."""
 
-    res: Res
+    res: PlainResource
     selector: Any  # Mapping, UNKNOWN or None
     affinity: Any  # Mapping, UNKNOWN or None
 
@@ -56,8 +55,8 @@ class Driver:
         return f"{self.res.kind} {self.res.name}"
 
 
-def _helm_driver(res: Res, rep: Reporter) -> Driver | None:
-    values = helm_values(res, rep)
+def _helm_driver(res: PlainResource, reporter: Reporter) -> Driver | None:
+    values = helm_values(res, reporter)
     if values is None:
         return None
     selector = dig(values, charts.NVIDIA_GPU_KUBELET_NODE_SELECTOR_VALUE, "values")
@@ -66,7 +65,7 @@ def _helm_driver(res: Res, rep: Reporter) -> Driver | None:
     return Driver(res, selector, charts.NVIDIA_GPU_DEFAULT_KUBELET_AFFINITY if affinity is None else affinity)
 
 
-def _daemonset_driver(res: Res) -> Driver | None:
+def _daemonset_driver(res: PlainResource) -> Driver | None:
     for pod in pod_specs(res):
         images = [
             c.get("image")
@@ -78,21 +77,23 @@ def _daemonset_driver(res: Res) -> Driver | None:
     return None
 
 
-def _drivers(view: StackView, rep: Reporter) -> list[Driver]:
+def _drivers(view: StackView, reporter: Reporter) -> list[Driver]:
     """Every NVIDIA GPU DRA driver: Helm charts of it, or DaemonSets running its image."""
     found: list[Driver | None] = []
     helm = set()
     for res in view.resources:
         if helm_chart_is(res, charts.NVIDIA_GPU_CHART_NAMES):
             helm.add(res.urn)
-            found.append(rep.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_driver, res, rep)))
+            found.append(
+                reporter.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_driver, res, reporter))
+            )
     for res in view.of_type(resource_types.DAEMONSET):
         if not any(a.urn in helm for a in view.ancestors(res)):
-            found.append(rep.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_driver, res)))
+            found.append(reporter.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_driver, res)))
     return [d for d in found if d is not None]
 
 
-def _pool_labels(pool: Res) -> dict[str, Any] | Any:
+def _pool_labels(pool: PlainResource) -> dict[str, Any] | Any:
     """The labels the pool's nodes will have (module docstring); UNKNOWN when they are unknown."""
     labels = node_pool_labels(pool)
     if labels is UNKNOWN:
@@ -104,11 +105,11 @@ def _pool_labels(pool: Res) -> dict[str, Any] | Any:
     return labels
 
 
-def _selects(driver: Driver, pool: Res, labels: Mapping[str, Any], rep: Reporter) -> bool:
+def _selects(driver: Driver, pool: PlainResource, labels: Mapping[str, Any], reporter: Reporter) -> bool:
     """Whether the driver's kubelet plugin runs on the pool's nodes; unknowns are noted (False)."""
     selector, affinity = driver.selector, driver.affinity
     if selector is UNKNOWN or contains_unknown(selector) or affinity is UNKNOWN or contains_unknown(affinity):
-        rep.unchecked(f"{driver.label}: nodeSelector or affinity unknown until apply")
+        reporter.unchecked(f"{driver.label}: nodeSelector or affinity unknown until apply")
         return False
     if not selector_matches(as_map(selector, "nodeSelector"), labels):
         return False
@@ -117,29 +118,33 @@ def _selects(driver: Driver, pool: Res, labels: Mapping[str, Any], rep: Reporter
     except SelectionError as err:
         raise PropertyTypeError(str(err).split(" ", 1)[0], "a Kubernetes node affinity", affinity) from None
     if admitted is None:
-        rep.unchecked(f"{driver.label}: node affinity uses matchFields, node pool {pool.name} not checked")
+        reporter.unchecked(
+            f"{driver.label}: node affinity uses matchFields, node pool {pool.name} not checked"
+        )
         return False
     return admitted
 
 
-def check(args: StackValidationArgs, rep: Reporter) -> None:
+def check(args: StackValidationArgs, reporter: Reporter) -> None:
     view = StackView.of(args)
-    drivers = _drivers(view, rep)
+    drivers = _drivers(view, reporter)
     if not drivers:
         return
     for pool in view.gpu_node_pools():
-        labels = rep.guard(f"node pool {pool.name}", pool.urn, partial(_pool_labels, pool))
+        labels = reporter.guard(f"node pool {pool.name}", pool.urn, partial(_pool_labels, pool))
         if labels is None:
             continue
         if labels is UNKNOWN:
-            rep.unchecked(f"node pool {pool.name}: initialNodeLabels unknown until apply")
+            reporter.unchecked(f"node pool {pool.name}: initialNodeLabels unknown until apply")
             continue
         for driver in drivers:
-            if not rep.guard(driver.label, driver.res.urn, partial(_selects, driver, pool, labels, rep)):
+            if not reporter.guard(
+                driver.label, driver.res.urn, partial(_selects, driver, pool, labels, reporter)
+            ):
                 continue
             value = labels.get(DEVICE_PLUGIN_LABEL)
             if value is UNKNOWN:
-                rep.unchecked(f"node pool {pool.name}: label {DEVICE_PLUGIN_LABEL} unknown until apply")
+                reporter.unchecked(f"node pool {pool.name}: label {DEVICE_PLUGIN_LABEL} unknown until apply")
                 continue
             if value == DEVICE_PLUGIN_OFF:
                 continue
@@ -147,7 +152,7 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
             wanted = driver.selector if isinstance(driver.selector, Mapping) else {}
             chosen = ", ".join(f"{k}={v}" for k, v in wanted.items()) or "every node"
             how = " and its node affinity" if driver.affinity else ""
-            rep.violation(
+            reporter.violation(
                 f"node pool {pool.name} ({labels.get(INSTANCE_TYPE_LABEL)}) gets GPUs from the NVIDIA DRA driver "
                 f"({driver.label} selects {chosen}{how}, which the pool's nodes match once the GPU Operator "
                 f"labels them {GPU_PRESENT_LABEL}={GPU_PRESENT}) but its initial node label "
@@ -160,12 +165,12 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
             )
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.DEVICE_PLUGIN_OFF,
+RULE = stack_rule(
+    name="gpu-device-plugin-off",
+    level="mandatory",
     description=(
         "GPU node pools served by the NVIDIA GPU DRA driver must carry the initial node label "
         f"{DEVICE_PLUGIN_LABEL}={DEVICE_PLUGIN_OFF}."
     ),
     validate=guarded(check, stack_where),
-    enforcement_level=settings.level(PolicyName.DEVICE_PLUGIN_OFF),
 )

@@ -9,29 +9,26 @@
 
 from __future__ import annotations
 
-from pulumi_policy import ResourceValidationPolicy
-
 from oke_gpu_rdma import resource_types, sriov
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import num_vfs, spec_of
-from .stack import validate_resources_of
-from .values import UNKNOWN
+from ..kube import PlainResource
+from ..registry import resource_rule
+from ..report import Reporter
+from ..sriov_objects import num_vfs, spec_of
+from ..stack import validate_resources_of
+from ..values import UNKNOWN
 
 
-def check(res: Res, rep: Reporter) -> None:
+def check(res: PlainResource, reporter: Reporter) -> None:
     spec = spec_of(res)
     if spec is UNKNOWN:
-        rep.unchecked(f"{res.label}: spec unknown until apply")
+        reporter.unchecked(f"{res.label}: spec unknown until apply")
         return
     vfs = num_vfs(spec)
     if vfs is UNKNOWN:
-        rep.unchecked(f"{res.label}: spec.numVfs unknown until apply")
+        reporter.unchecked(f"{res.label}: spec.numVfs unknown until apply")
     elif isinstance(vfs, int) and vfs > sriov.MAX_VFS_PER_PF:
-        rep.violation(
+        reporter.violation(
             f"{res.label}: spec.numVfs is {vfs}, but Oracle Cloud allows at most {sriov.MAX_VFS_PER_PF} VFs on "
             f"each RDMA PF, so the VFs are never created and pods wait for a resource no node offers. Fix: set "
             f"spec.numVfs to 1 (one RDMA pod per node) or 2 (two pods, with one resource per rail)",
@@ -40,7 +37,7 @@ def check(res: Res, rep: Reporter) -> None:
     priority = spec.get("priority")
     in_range = sriov.PRIORITY_MIN <= priority <= sriov.PRIORITY_MAX if isinstance(priority, int) else True
     if isinstance(priority, int) and not isinstance(priority, bool) and not in_range:
-        rep.violation(
+        reporter.violation(
             f"{res.label}: spec.priority is {priority}; the SriovNetworkNodePolicy CRD accepts "
             f"{sriov.PRIORITY_MIN} to {sriov.PRIORITY_MAX} (sriov-network-operator validation markers), so "
             f"the API server refuses the policy. Fix: set spec.priority to {sriov.NODE_POLICY_PRIORITY} (seed 001)",
@@ -48,7 +45,7 @@ def check(res: Res, rep: Reporter) -> None:
         )
     name = spec.get("resourceName")
     if isinstance(name, str) and not sriov.RESOURCE_NAME.match(name):
-        rep.violation(
+        reporter.violation(
             f"{res.label}: spec.resourceName {name!r} does not match {sriov.RESOURCE_NAME.pattern} (letters, digits, "
             "'-' and '_', starting and ending with a letter or digit; sriov-network-operator "
             "pkg/webhook/validate.go), so the operator rejects the policy. Fix: use a name like "
@@ -57,12 +54,12 @@ def check(res: Res, rep: Reporter) -> None:
         )
 
 
-policy = ResourceValidationPolicy(
-    name=PolicyName.SRIOV_NODE_POLICY_LIMITS,
+RULE = resource_rule(
+    name="sriov-node-policy-limits",
+    level="mandatory",
     description=(
         f"SriovNetworkNodePolicy: numVfs at most {sriov.MAX_VFS_PER_PF} (Oracle Cloud), priority "
         f"{sriov.PRIORITY_MIN} to {sriov.PRIORITY_MAX}, a valid resourceName."
     ),
     validate=validate_resources_of((resource_types.SRIOV_NODE_POLICY,), check),
-    enforcement_level=settings.level(PolicyName.SRIOV_NODE_POLICY_LIMITS),
 )

@@ -13,17 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import ResourceValidationArgs
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.attributes import DRANET_DRIVER
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import DeviceClasses, Res, is_claim, request_classes, resource_claim_spec_v1
-from .report import Reporter, guarded
-from .stack import from_resource_args
-from .values import UNKNOWN, as_list, as_map, contains_unknown, dig
+from ..kube import DeviceClasses, PlainResource, is_claim, request_classes, resource_claim_spec_v1
+from ..registry import resource_rule
+from ..report import Reporter, guarded
+from ..stack import from_resource_args
+from ..values import UNKNOWN, as_list, as_map, contains_unknown, dig
 
 
 def _applies(entry: Mapping[str, Any], spec: Any, classes: DeviceClasses) -> bool:
@@ -77,15 +76,15 @@ def problems(interface: Mapping[str, Any], where: str) -> list[str]:
     return found
 
 
-def check(res: Res, rep: Reporter) -> None:
+def check(res: PlainResource, reporter: Reporter) -> None:
     spec = resource_claim_spec_v1(res)
     if spec is UNKNOWN:
-        rep.unchecked(f"{res.label}: spec unknown until apply")
+        reporter.unchecked(f"{res.label}: spec unknown until apply")
         return
     base = "spec.spec.devices.config" if res.kind == "ResourceClaimTemplate" else "spec.devices.config"
     config = dig(spec, "devices.config")
     if config is UNKNOWN:
-        rep.unchecked(f"{res.label}: {base} unknown until apply")
+        reporter.unchecked(f"{res.label}: {base} unknown until apply")
         return
     classes = DeviceClasses()
     for i, entry in enumerate(as_list(config, base)):
@@ -93,12 +92,12 @@ def check(res: Res, rep: Reporter) -> None:
         entry = as_map(entry, where)
         opaque = entry.get("opaque")
         if opaque is UNKNOWN:
-            rep.unchecked(f"{res.label}: {where}.opaque unknown until apply")
+            reporter.unchecked(f"{res.label}: {where}.opaque unknown until apply")
             continue
         opaque = as_map(opaque, f"{where}.opaque")
         driver = opaque.get("driver")
         if driver is UNKNOWN:
-            rep.unchecked(f"{res.label}: {where}.opaque.driver unknown until apply")
+            reporter.unchecked(f"{res.label}: {where}.opaque.driver unknown until apply")
             continue
         if driver != DRANET_DRIVER or not _applies(entry, spec, classes):
             continue
@@ -106,34 +105,34 @@ def check(res: Res, rep: Reporter) -> None:
         if interface is None:
             continue
         if interface is UNKNOWN:
-            rep.unchecked(f"{res.label}: {where}.opaque.parameters.interface unknown until apply")
+            reporter.unchecked(f"{res.label}: {where}.opaque.parameters.interface unknown until apply")
             continue
         interface = as_map(interface, f"{where}.opaque.parameters.interface")
         for problem in problems(interface, f"{where}.opaque.parameters.interface"):
-            rep.violation(f"{res.label}: {problem}", res.urn)
+            reporter.violation(f"{res.label}: {problem}", res.urn)
         unknown = contains_unknown(interface, f"{where}.opaque.parameters.interface")
         if unknown:
-            rep.unchecked(f"{res.label}: {', '.join(unknown[:3])} unknown until apply")
+            reporter.unchecked(f"{res.label}: {', '.join(unknown[:3])} unknown until apply")
 
 
-def check_resource(args: ResourceValidationArgs, rep: Reporter) -> None:
+def check_resource(args: ResourceValidationArgs, reporter: Reporter) -> None:
     if not args.resource_type.startswith(resource_types.DRA_GROUP_PREFIX):
         return
     res = from_resource_args(args)
     if is_claim(res):
-        check(res, rep)
+        check(res, reporter)
 
 
 def _where(args: ResourceValidationArgs) -> tuple[str, str | None]:
     return f"{args.resource_type.rsplit(':', 1)[-1]} {args.name}", args.urn
 
 
-policy = ResourceValidationPolicy(
-    name=PolicyName.OKE_PROFILE_CLAIMS,
+RULE = resource_rule(
+    name="dranet-oke-profile-claims",
+    level="mandatory",
     description=(
         "dra.net claim config must not set what DRANET's oke-rdma profile rejects: interface.type "
         "Passthrough, DHCP or unnumbered addressing, or interface.addresses."
     ),
     validate=guarded(check_resource, _where),
-    enforcement_level=settings.level(PolicyName.OKE_PROFILE_CLAIMS),
 )

@@ -15,24 +15,23 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import charts, stack_keys
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res, helm_chart_is
-from .report import Reporter
-from .sriov_objects import known_pools, node_policies, selects, spec_of
-from .stack import StackView
-from .values import UNKNOWN, as_map, contains_unknown, dig
+from ..kube import PlainResource, helm_chart_is
+from ..registry import stack_rule
+from ..report import Reporter
+from ..sriov_objects import known_pools, node_policies, selects, spec_of
+from ..stack import StackView
+from ..values import UNKNOWN, as_map, contains_unknown, dig
 
 
 @dataclass
 class Selection:
     """Which nodes one installation or policy runs on: a nodeSelector and a node affinity (either may be None)."""
 
-    res: Res
+    res: PlainResource
     what: str
     selector: Any
     affinity: Any
@@ -41,7 +40,7 @@ class Selection:
         return selects(self.selector, self.affinity, labels)
 
 
-def _drivers(view: StackView, rep: Reporter) -> list[Selection]:
+def _drivers(view: StackView, reporter: Reporter) -> list[Selection]:
     found = []
     for res in view.resources:
         if helm_chart_is(res, (charts.DRANET_CHART_NAME,)):
@@ -52,7 +51,7 @@ def _drivers(view: StackView, rep: Reporter) -> list[Selection]:
             continue
         values = res.props.get("values")
         if values is UNKNOWN or contains_unknown(values):
-            rep.unchecked(f"{res.kind} {res.name}: values unknown until apply")
+            reporter.unchecked(f"{res.kind} {res.name}: values unknown until apply")
             continue
         values = as_map(values, "values")
         found.append(
@@ -66,13 +65,13 @@ def _drivers(view: StackView, rep: Reporter) -> list[Selection]:
     return found
 
 
-def _policies(view: StackView, rep: Reporter) -> list[Selection]:
+def _policies(view: StackView, reporter: Reporter) -> list[Selection]:
     found = []
     for res in node_policies(view):
         spec = spec_of(res)
         selector = UNKNOWN if spec is UNKNOWN else spec.get("nodeSelector")
         if selector is UNKNOWN or contains_unknown(selector):
-            rep.unchecked(f"{res.label}: spec.nodeSelector unknown until apply")
+            reporter.unchecked(f"{res.label}: spec.nodeSelector unknown until apply")
             continue
         found.append(Selection(res, res.label, as_map(selector, "spec.nodeSelector"), None))
     return found
@@ -85,17 +84,17 @@ WHY = (
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+    reporter = Reporter(report_violation)
     view = StackView.of(args)
-    policies = rep.guard("SR-IOV node policies", None, partial(_policies, view, rep)) or []
-    drivers = rep.guard("DRA drivers", None, partial(_drivers, view, rep)) or []
+    policies = reporter.guard("SR-IOV node policies", None, partial(_policies, view, reporter)) or []
+    drivers = reporter.guard("DRA drivers", None, partial(_drivers, view, reporter)) or []
     if not policies or not drivers:
-        rep.finish()
+        reporter.finish()
         return
     unchecked: list[str] = []
     pools = known_pools(view, unchecked)
     for item in unchecked:
-        rep.unchecked(item)
+        reporter.unchecked(item)
     fix = (
         "Fix: give the pool one path: rdma: sriov keeps the DRA drivers off it "
         f"({stack_keys.stack_setting(stack_keys.NODE_POOL_RDMA, 'sriov')}), or narrow the node policies' "
@@ -106,28 +105,28 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             sriov_hits = [p.what for p in policies if p.admits(pool.labels)]
             dra_hits = [d.what for d in drivers if d.admits(pool.labels)]
             if sriov_hits and dra_hits:
-                rep.violation(
+                reporter.violation(
                     f"{pool.label} is selected by SR-IOV node policies ({', '.join(sriov_hits[:3])}"
                     f"{', ...' if len(sriov_hits) > 3 else ''}) and by {', '.join(dra_hits)}: {WHY}. {fix}",
                     pool.res.urn,
                 )
-        rep.finish()
+        reporter.finish()
         return
     for policy_sel in policies:
         labels = dict(policy_sel.selector or {})
         hits = [d.what for d in drivers if d.admits(labels)]
         if hits:
             shown = ", ".join(f"{k}={v}" for k, v in labels.items()) or "every node"
-            rep.violation(
+            reporter.violation(
                 f"{policy_sel.what} selects nodes with {shown}, which {', '.join(hits)} also select: {WHY}. {fix}",
                 policy_sel.res.urn,
             )
-    rep.finish()
+    reporter.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_DRA_DISJOINT,
+RULE = stack_rule(
+    name="sriov-dra-disjoint",
+    level="mandatory",
     description="SR-IOV node policies and the DRA GPU/rail drivers (DRANET, NVIDIA GPU DRA driver) select disjoint nodes.",
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_DRA_DISJOINT),
 )

@@ -15,20 +15,21 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import resource_types, sriov
 from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.pack_settings import PodsAllRailsSettings, PolicyName
+from oke_gpu_rdma.pack_settings import PodsAllRailsSettings
 from oke_gpu_rdma.shape_catalog import ShapeCatalog
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
-from . import settings
-from .kube import Res, container_name, containers, pod_specs
-from .report import Reporter
-from .sriov_objects import node_policies, root_devices, shape_of, spec_of
-from .stack import StackView
-from .values import UNKNOWN, as_map, dig
+from .. import settings
+from ..kube import PlainResource, container_name, containers, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter
+from ..sriov_objects import node_policies, root_devices, shape_of, spec_of
+from ..stack import StackView
+from ..values import UNKNOWN, as_map, dig
 
 
 def _rail_resources(view: StackView, catalog: ShapeCatalog) -> dict[str, int]:
@@ -76,7 +77,11 @@ def _asked(container: Mapping[str, Any], path: str, rails: Mapping[str, int]) ->
 
 
 def _check(
-    workload: Res, view: StackView, rails: dict[str, int], networks: dict[str, str], rep: Reporter
+    workload: PlainResource,
+    view: StackView,
+    rails: dict[str, int],
+    networks: dict[str, str],
+    reporter: Reporter,
 ) -> None:
     for pod in pod_specs(workload):
         where = f"{workload.label} {pod.where}"
@@ -86,7 +91,7 @@ def _check(
             asked |= mine
             missing = sorted(set(rails) - mine, key=rails.__getitem__)
             if mine and missing:
-                rep.violation(
+                reporter.violation(
                     f"{where}: container {container_name(path, container)} asks for VFs of {len(mine)} of the "
                     f"{len(rails)} rails (missing {', '.join(missing)}): its GPUs come from the device plugin, which "
                     "does not know the rails, so NCCL may find no NIC next to them (seed 001: jobs that split the rails "
@@ -104,7 +109,7 @@ def _check(
         listed = [n.strip().split("/")[-1].split("@")[0] for n in value.split(",") if n.strip()]
         order = [rails[networks[n]] for n in listed if networks.get(n) in rails]
         if order != sorted(order):
-            rep.violation(
+            reporter.violation(
                 f"{where}: annotation {sriov.NETWORKS_ANNOTATION} lists the rail networks out of rail order "
                 f"({value}), so net1, net2, ... are not rail 0, 1, ...; tools and NCCL_IB_HCA lists that assume "
                 "rail order pick the wrong devices. Fix: list the networks in rail order",
@@ -113,25 +118,27 @@ def _check(
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+    reporter = Reporter(report_violation)
     catalog, problems = settings.shape_catalog(PodsAllRailsSettings, args.get_config())
     for problem in problems:
-        rep.violation(problem)
+        reporter.violation(problem)
     view = StackView.of(args)
     rails = _rail_resources(view, catalog)
     if len(rails) > 1:
         networks = _networks(view)
         for workload in view.workloads:
-            rep.guard(workload.label, workload.urn, partial(_check, workload, view, rails, networks, rep))
-    rep.finish()
+            reporter.guard(
+                workload.label, workload.urn, partial(_check, workload, view, rails, networks, reporter)
+            )
+    reporter.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_PODS_ALL_RAILS,
+RULE = stack_rule(
+    name=PodsAllRailsSettings.policy,
+    level="advisory",
     description=(
         "Pods asking for per-rail SR-IOV resources ask for one VF of every rail and list the networks in rail order."
     ),
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_PODS_ALL_RAILS),
-    config_schema=settings.schema(PolicyName.SRIOV_PODS_ALL_RAILS),
+    settings=PodsAllRailsSettings,
 )

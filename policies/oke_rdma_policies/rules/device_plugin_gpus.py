@@ -7,20 +7,17 @@ stack does not declare is reported as not checked.
 
 from __future__ import annotations
 
-from pulumi_policy import StackValidationPolicy
-
 from oke_gpu_rdma.attributes import PCIE_ROOT
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import GPU_RESOURCE, Res, container_name, containers, gpu_count, pod_specs
-from .report import Reporter
-from .stack import StackView, validate_each_workload
-from .values import UNKNOWN
+from ..kube import GPU_RESOURCE, PlainResource, container_name, containers, gpu_count, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter
+from ..stack import StackView, validate_each_workload
+from ..values import UNKNOWN
 
 
-def _check(view: StackView, workload: Res, rep: Reporter) -> None:
+def _check(view: StackView, workload: PlainResource, reporter: Reporter) -> None:
     for pod in pod_specs(workload):
         asking = []
         for path, container in containers(pod):
@@ -36,13 +33,13 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
         where = f"{workload.label} {pod.where}"
         if not rails:
             for note in notes:
-                rep.unchecked(f"{where} asks for {GPU_RESOURCE} and {note}")
+                reporter.unchecked(f"{where} asks for {GPU_RESOURCE} and {note}")
             continue
         claims = "; ".join(
             f"claim {ref.ref.pod_claim} = {claim.label} (requests {', '.join(names)})"
             for ref, claim, names in rails
         )
-        rep.violation(
+        reporter.violation(
             f"{where}: container {', '.join(asking)} takes GPUs from the device plugin while {claims} gives the "
             "same pod DRANET rails. The scheduler picks the rails; the kubelet picks the GPUs later without "
             "knowing them, so GPUs and rails land on different PCIe roots: two such 4-GPU jobs on BM.GPU.B4.8 "
@@ -54,12 +51,12 @@ def _check(view: StackView, workload: Res, rep: Reporter) -> None:
         )
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.NO_DEVICE_PLUGIN_GPUS,
+RULE = stack_rule(
+    name="no-device-plugin-gpus-with-dra-rails",
+    level="mandatory",
     description=(
         f"A pod that gets DRANET rails from a claim must not take {GPU_RESOURCE} from the device plugin: "
         "the GPUs then ignore where the rails are."
     ),
     validate=validate_each_workload(_check),
-    enforcement_level=settings.level(PolicyName.NO_DEVICE_PLUGIN_GPUS),
 )

@@ -13,37 +13,36 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import sriov
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import node_policies, num_vfs, root_devices, spec_of
-from .stack import StackView
-from .values import UNKNOWN
+from ..kube import PlainResource
+from ..registry import stack_rule
+from ..report import Reporter
+from ..sriov_objects import node_policies, num_vfs, root_devices, spec_of
+from ..stack import StackView
+from ..values import UNKNOWN
 
 
 @dataclass
 class Resource:
     """What every node policy naming one resource puts into it."""
 
-    policies: list[Res] = field(default_factory=list)
+    policies: list[PlainResource] = field(default_factory=list)
     pfs: set[str] = field(default_factory=set)
     every_pf: bool = False
     vfs: int = 0
 
 
-def _read(res: Res, resources: dict[str, Resource], rep: Reporter) -> None:
+def _read(res: PlainResource, resources: dict[str, Resource], reporter: Reporter) -> None:
     spec = spec_of(res)
     if spec is UNKNOWN:
-        rep.unchecked(f"{res.label}: spec unknown until apply")
+        reporter.unchecked(f"{res.label}: spec unknown until apply")
         return
     name, vfs, devices = spec.get("resourceName"), num_vfs(spec), root_devices(spec)
     if UNKNOWN in (name, vfs, devices) or (isinstance(devices, list) and UNKNOWN in devices):
-        rep.unchecked(f"{res.label}: resourceName, numVfs or rootDevices unknown until apply")
+        reporter.unchecked(f"{res.label}: resourceName, numVfs or rootDevices unknown until apply")
         return
     if not isinstance(name, str):
         return
@@ -57,11 +56,11 @@ def _read(res: Res, resources: dict[str, Resource], rep: Reporter) -> None:
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+    reporter = Reporter(report_violation)
     view = StackView.of(args)
     resources: dict[str, Resource] = {}
     for res in node_policies(view):
-        rep.guard(res.label, res.urn, partial(_read, res, resources, rep))
+        reporter.guard(res.label, res.urn, partial(_read, res, resources, reporter))
     for name, entry in resources.items():
         if entry.vfs < 2 or (len(entry.pfs) <= 1 and not entry.every_pf):
             continue
@@ -69,7 +68,7 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
         total = f" ({entry.vfs * len(entry.pfs)} VFs)" if not entry.every_pf else ""
         named = ", ".join(p.label for p in entry.policies)
         for res in entry.policies:
-            rep.violation(
+            reporter.violation(
                 f"{res.label}: resource {name} spans {spread} with numVfs {entry.vfs}{total} (policies: {named}). "
                 "The kubelet does not know which rail a VF is on, so a pod asking for one VF per rail gets both VFs "
                 "of some rails and none of others (seed 001: 2 VFs on 4 or 5 rails, none on 4 or 5 others), and "
@@ -78,12 +77,12 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
                 f"{sriov.resource_name(15)}), one SriovNetwork per resource, and pods that ask for one VF of each",
                 res.urn,
             )
-    rep.finish()
+    reporter.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_RESOURCE_PER_RAIL,
+RULE = stack_rule(
+    name="sriov-resource-per-rail",
+    level="mandatory",
     description="With numVfs 2, an SR-IOV resource must hold the VFs of one rail PF only (a resource per rail).",
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_RESOURCE_PER_RAIL),
 )

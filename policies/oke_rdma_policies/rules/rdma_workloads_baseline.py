@@ -12,23 +12,22 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Final
 
-from pulumi_policy import StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, POD_SECURITY_ENFORCING
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res, container_name, containers, pod_specs
-from .report import Reporter, guarded, stack_where
-from .stack import StackView, labels_of
-from .values import UNKNOWN, as_list, as_map
+from ..kube import PlainResource, container_name, containers, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter, guarded, stack_where
+from ..stack import StackView, labels_of
+from ..values import UNKNOWN, as_list, as_map
 
 ENFORCE: Final = POD_SECURITY_ENFORCE_LABEL
 
 
 def _check_workload(
-    view: StackView, workload: Res, rep: Reporter, rdma_namespaces: dict[str, list[str]]
+    view: StackView, workload: PlainResource, reporter: Reporter, rdma_namespaces: dict[str, list[str]]
 ) -> None:
     for pod in pod_specs(workload):
         rails, _ = view.rail_claims(workload, pod)
@@ -60,22 +59,22 @@ def _check_workload(
                         "no IPC_LOCK; IPC_LOCK needs the Privileged Pod Security level)"
                     )
         for item in found:
-            rep.violation(
+            reporter.violation(
                 f"{where} uses DRANET rails ({rails[0][1].label}) and {item}. DRANET needs none of this: the "
                 "seed's RDMA pods ran unprivileged under Pod Security baseline. Fix: remove it",
                 workload.urn,
             )
 
 
-def check(args: StackValidationArgs, rep: Reporter) -> None:
+def check(args: StackValidationArgs, reporter: Reporter) -> None:
     view = StackView.of(args)
     rdma_namespaces: dict[str, list[str]] = {}
     for claim in view.claims:
         if view.rails_of(claim) and isinstance(claim.namespace, str):
             rdma_namespaces.setdefault(claim.namespace, []).append(claim.label)
     for workload in view.workloads:
-        rep.guard(
-            workload.label, workload.urn, partial(_check_workload, view, workload, rep, rdma_namespaces)
+        reporter.guard(
+            workload.label, workload.urn, partial(_check_workload, view, workload, reporter, rdma_namespaces)
         )
     for ns in view.of_type(resource_types.NAMESPACE):
         name = ns.object_name
@@ -83,17 +82,17 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
             continue
         labels = labels_of(ns)
         if labels is UNKNOWN:
-            rep.unchecked(f"Namespace {name}: labels unknown until apply")
+            reporter.unchecked(f"Namespace {name}: labels unknown until apply")
             continue
         level = labels.get(ENFORCE)
         if level is UNKNOWN:
-            rep.unchecked(f"Namespace {name}: label {ENFORCE} unknown until apply")
+            reporter.unchecked(f"Namespace {name}: label {ENFORCE} unknown until apply")
             continue
         if level in POD_SECURITY_ENFORCING:
             continue
         holders = ", ".join(dict.fromkeys(rdma_namespaces[name]))
         shown = "is not set" if level is None else f"is {level!r}"
-        rep.violation(
+        reporter.violation(
             f"Namespace {name} holds DRANET rail claims ({holders}) but its label {ENFORCE} {shown}: RDMA pods "
             "with DRANET need no privileges (seed 000: Baseline admitted every test pod), so enforcing "
             f"baseline keeps privileged pods off the rails. Fix: set the label {ENFORCE}: baseline",
@@ -101,12 +100,12 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
         )
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.BASELINE,
+RULE = stack_rule(
+    name="rdma-workloads-baseline",
+    level="advisory",
     description=(
         "Namespaces with DRANET rail claims enforce Pod Security baseline; pods using DRANET rails are not "
         "privileged, use no hostNetwork and add no IPC_LOCK."
     ),
     validate=guarded(check, stack_where),
-    enforcement_level=settings.level(PolicyName.BASELINE),
 )

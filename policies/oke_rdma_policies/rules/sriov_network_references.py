@@ -15,17 +15,16 @@ import json
 from collections.abc import Mapping
 from functools import partial
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import resource_types, sriov
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import node_policies, resource_of
-from .stack import StackView
-from .values import UNKNOWN, PropertyTypeError, dig
+from ..kube import PlainResource
+from ..registry import stack_rule
+from ..report import Reporter
+from ..sriov_objects import node_policies, resource_of
+from ..stack import StackView
+from ..values import UNKNOWN, PropertyTypeError, dig
 
 
 def _closest(name: str, known: set[str]) -> str:
@@ -34,13 +33,17 @@ def _closest(name: str, known: set[str]) -> str:
 
 
 def _check(
-    res: Res, provided: set[str] | None, pools: set[str] | None, rep: Reporter, unknown_pools: bool
+    res: PlainResource,
+    provided: set[str] | None,
+    pools: set[str] | None,
+    reporter: Reporter,
+    unknown_pools: bool,
 ) -> None:
     resource = dig(res.props, "spec.resourceName")
     if resource is UNKNOWN:
-        rep.unchecked(f"{res.label}: spec.resourceName unknown until apply")
+        reporter.unchecked(f"{res.label}: spec.resourceName unknown until apply")
     elif isinstance(resource, str) and provided is not None and resource not in provided:
-        rep.violation(
+        reporter.violation(
             f"{res.label}: spec.resourceName {resource!r} is provided by no SriovNetworkNodePolicy of the stack"
             f"{_closest(resource, provided)}; resources there: {', '.join(sorted(provided))}. No node offers "
             f"{sriov.qualified(resource)}, so every pod that lists this network stays Pending. Fix: set "
@@ -49,14 +52,14 @@ def _check(
         )
     ipam = dig(res.props, "spec.ipam")
     if ipam is UNKNOWN:
-        rep.unchecked(f"{res.label}: spec.ipam unknown until apply")
+        reporter.unchecked(f"{res.label}: spec.ipam unknown until apply")
         return
     if not isinstance(ipam, str) or not ipam.strip():
         return
     try:
         config = json.loads(ipam)
     except json.JSONDecodeError as err:
-        rep.violation(
+        reporter.violation(
             f"{res.label}: spec.ipam is not JSON ({err.msg}); the network gets no IPAM. Fix the text", res.urn
         )
         return
@@ -66,11 +69,13 @@ def _check(
         return
     if pools is None:
         if not unknown_pools:
-            rep.unchecked(f"{res.label}: no IPPool in the stack, pool {config.get('poolName')!r} not checked")
+            reporter.unchecked(
+                f"{res.label}: no IPPool in the stack, pool {config.get('poolName')!r} not checked"
+            )
         return
     for pool in sriov.ipam_pool_names(config):
         if pool not in pools:
-            rep.violation(
+            reporter.violation(
                 f"{res.label}: spec.ipam names nv-ipam pool {pool!r}, which is no IPPool of the stack"
                 f"{_closest(pool, pools)}; pools there: {', '.join(sorted(pools)) or 'none'}. The VF would get no "
                 "address, so no RoCE GID, and the pod fails to start. Fix: set poolName to an IPPool's name",
@@ -79,19 +84,19 @@ def _check(
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+    reporter = Reporter(report_violation)
     view = StackView.of(args)
     networks = view.of_type(resource_types.SRIOV_NETWORK)
     if not networks:
-        rep.finish()
+        reporter.finish()
         return
     provided: set[str] | None = set()
     policies = node_policies(view)
     for res in policies:
-        name = rep.guard(res.label, res.urn, partial(resource_of, res))
+        name = reporter.guard(res.label, res.urn, partial(resource_of, res))
         if name is UNKNOWN:
             provided = None
-            rep.unchecked(
+            reporter.unchecked(
                 f"{res.label}: spec.resourceName unknown until apply; network resources not checked"
             )
             break
@@ -99,24 +104,24 @@ def validate(args: StackValidationArgs, report_violation: ReportViolation) -> No
             provided.add(name)
     if not policies:
         provided = None
-        rep.unchecked("no SriovNetworkNodePolicy in the stack: the networks' resourceName not checked")
+        reporter.unchecked("no SriovNetworkNodePolicy in the stack: the networks' resourceName not checked")
     pool_objects = view.of_type(resource_types.IP_POOL)
     names = [p.object_name for p in pool_objects]
     unknown_pools = any(n is UNKNOWN for n in names)
     if unknown_pools:
-        rep.unchecked("an IPPool name is unknown until apply: the networks' IPAM pools not checked")
+        reporter.unchecked("an IPPool name is unknown until apply: the networks' IPAM pools not checked")
     pools = {n for n in names if isinstance(n, str)} if pool_objects and not unknown_pools else None
     for res in networks:
-        rep.guard(res.label, res.urn, partial(_check, res, provided, pools, rep, unknown_pools))
-    rep.finish()
+        reporter.guard(res.label, res.urn, partial(_check, res, provided, pools, reporter, unknown_pools))
+    reporter.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_NETWORK_REFERENCES,
+RULE = stack_rule(
+    name="sriov-network-references",
+    level="mandatory",
     description=(
         "A SriovNetwork's resourceName must be provided by a SriovNetworkNodePolicy and its nv-ipam poolName must "
         "be an IPPool of the stack."
     ),
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_NETWORK_REFERENCES),
 )

@@ -16,7 +16,7 @@ from functools import partial
 from ipaddress import IPv4Network
 from typing import Any, Final
 
-from pulumi_policy import StackValidationArgs, StackValidationPolicy
+from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.cidr_rules import (
@@ -29,14 +29,15 @@ from oke_gpu_rdma.cidr_rules import (
     parse_ipv4_network,
 )
 from oke_gpu_rdma.dranet_options import DranetOptions, flag_options, helm_options
-from oke_gpu_rdma.pack_settings import ChildRangeSettings, PolicyName
+from oke_gpu_rdma.pack_settings import ChildRangeSettings
 
-from . import settings
-from .helm import helm_values
-from .kube import Res, containers, helm_chart_is, pod_specs
-from .report import Reporter, guarded, stack_where
-from .stack import StackView
-from .values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
+from .. import settings
+from ..helm import helm_values
+from ..kube import PlainResource, containers, helm_chart_is, pod_specs
+from ..registry import stack_rule
+from ..report import Reporter, guarded, stack_where
+from ..stack import StackView
+from ..values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
 CIDR_VALUE: Final = f"values.{charts.DRANET_CHILD_RANGE_VALUE}"
 OPTION: Final = charts.DRANET_CHILD_RANGE_OPTION
@@ -50,7 +51,7 @@ _DRANET_IMAGE: Final = re.compile(r"(^|/)dranet([:@]|$)")
 class Deployment:
     """One DRANET installation and the child range it runs with."""
 
-    res: Res
+    res: PlainResource
     what: str  # how the range is set, for messages
     value: Any  # the configured string, UNKNOWN, or None for the default
     fix: str  # where to change it
@@ -60,16 +61,16 @@ class Deployment:
         return f"DRANET {self.res.kind} {self.res.name}"
 
 
-def _broken(res: Res, where: str, opts: DranetOptions, fix: str, rep: Reporter) -> None:
+def _broken(res: PlainResource, where: str, opts: DranetOptions, fix: str, reporter: Reporter) -> None:
     for problem in opts.problems:
-        rep.violation(
+        reporter.violation(
             f"DRANET {where}: {problem}. A broken DRANET gives no rail an IPvlan child (seed 003), so RDMA "
             f"pods get no rails. Fix: {fix}",
             res.urn,
         )
 
 
-def _deployment(res: Res, opts: DranetOptions, how: str, fix: str) -> Deployment | None:
+def _deployment(res: PlainResource, opts: DranetOptions, how: str, fix: str) -> Deployment | None:
     if not opts.runs_oke:
         return None  # another provider runs, and without OKE options (checked): no child range
     if opts.child_range is not None:
@@ -77,22 +78,22 @@ def _deployment(res: Res, opts: DranetOptions, how: str, fix: str) -> Deployment
     return Deployment(res, f"uses DRANET's default child range {DEFAULT_CHILD_RANGE} (no {how})", None, fix)
 
 
-def _helm_deployment(res: Res, rep: Reporter) -> Deployment | None:
+def _helm_deployment(res: PlainResource, reporter: Reporter) -> Deployment | None:
     where = f"{res.kind} {res.name}"
-    values = helm_values(res, rep)
+    values = helm_values(res, reporter)
     if values is None:
         return None
     args = dig(values, "args", "values")
     if contains_unknown(args):
-        rep.unchecked(f"{where}: values.args unknown until apply, child range not checked")
+        reporter.unchecked(f"{where}: values.args unknown until apply, child range not checked")
         return None
     opts = helm_options(as_map(args, "values.args"))
     fix = f"set {CIDR_VALUE} of {where} (and {charts.DRANET_PROVIDER_HINT_VALUE}: {charts.DRANET_OKE_HINT} or unset)"
-    _broken(res, where, opts, fix, rep)
+    _broken(res, where, opts, fix, reporter)
     return _deployment(res, opts, f"sets {CIDR_VALUE}", f"set {CIDR_VALUE} of {where}")
 
 
-def _daemonset_deployment(res: Res, rep: Reporter) -> Deployment | None:
+def _daemonset_deployment(res: PlainResource, reporter: Reporter) -> Deployment | None:
     for pod in pod_specs(res):
         for path, container in containers(pod):
             image = container.get("image")
@@ -108,18 +109,22 @@ def _daemonset_deployment(res: Res, rep: Reporter) -> Deployment | None:
             )
             where = f"{res.kind} {res.name} container {container.get('name') or path}"
             if any(t is UNKNOWN for t in tokens):
-                rep.unchecked(f"{where}: args unknown until apply, child range not checked")
+                reporter.unchecked(f"{where}: args unknown until apply, child range not checked")
                 return None
             opts = flag_options([str(t) for t in tokens])
             fix = f"set --cloud-provider-options={OPTION}=<cidr> in {path}.args"
             _broken(
-                res, where, opts, f"{fix} and --cloud-provider-hint={charts.DRANET_OKE_HINT} (or none)", rep
+                res,
+                where,
+                opts,
+                f"{fix} and --cloud-provider-hint={charts.DRANET_OKE_HINT} (or none)",
+                reporter,
             )
             return _deployment(res, opts, f"passes --cloud-provider-options={OPTION}", fix)
     return None
 
 
-def deployments(view: StackView, rep: Reporter) -> list[Deployment]:
+def deployments(view: StackView, reporter: Reporter) -> list[Deployment]:
     """Every DRANET installation: Helm releases/charts of the dranet chart, DaemonSets running it.
 
     A `helm.sh/v4:Chart` (and a v3 Chart) is a component: pulumi-kubernetes registers each object it
@@ -130,7 +135,7 @@ def deployments(view: StackView, rep: Reporter) -> list[Deployment]:
     included, :func:`~oke_rdma_policies.helm.helm_values`).
     """
     found: list[Deployment] = []
-    charts_by_urn: dict[str, Res] = {}
+    charts_by_urn: dict[str, PlainResource] = {}
     rendered: set[str] = set()
     for res in view.resources:
         if helm_chart_is(res, (charts.DRANET_CHART_NAME,)):
@@ -141,7 +146,7 @@ def deployments(view: StackView, rep: Reporter) -> list[Deployment]:
         owners = [a for a in view.ancestors(res) if a.urn in charts_by_urn]
         if owners and owners[0].type == resource_types.HELM_RELEASE:
             continue  # Helm installs a Release's objects; they are not in the stack
-        dep = rep.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_deployment, res, rep))
+        dep = reporter.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_deployment, res, reporter))
         if owners and (dep is not None or _runs_dranet_image(res)):
             rendered.add(owners[0].urn)
         if dep is not None:
@@ -149,13 +154,13 @@ def deployments(view: StackView, rep: Reporter) -> list[Deployment]:
     for urn, res in charts_by_urn.items():
         if urn in rendered:
             continue
-        dep = rep.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_deployment, res, rep))
+        dep = reporter.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_deployment, res, reporter))
         if dep is not None:
             found.append(dep)
     return found
 
 
-def _runs_dranet_image(res: Res) -> bool:
+def _runs_dranet_image(res: PlainResource) -> bool:
     try:
         return any(
             isinstance(c.get("image"), str) and bool(_DRANET_IMAGE.search(c["image"].split("@")[0]))
@@ -166,9 +171,9 @@ def _runs_dranet_image(res: Res) -> bool:
         return True
 
 
-def _parse(value: Any, label: str, what: str, rep: Reporter) -> list[NamedRange]:
+def _parse(value: Any, label: str, what: str, reporter: Reporter) -> list[NamedRange]:
     if value is UNKNOWN:
-        rep.unchecked(f"{what} unknown until apply, child range not checked against it")
+        reporter.unchecked(f"{what} unknown until apply, child range not checked against it")
     elif value is not None:
         # A value that is not a CIDR is OCI's to reject: nothing for the child range to avoid.
         with contextlib.suppress(CidrError):
@@ -176,18 +181,18 @@ def _parse(value: Any, label: str, what: str, rep: Reporter) -> list[NamedRange]
     return []
 
 
-def _vcn_ranges(res: Res, rep: Reporter) -> list[NamedRange]:
+def _vcn_ranges(res: PlainResource, reporter: Reporter) -> list[NamedRange]:
     blocks = res.props.get("cidrBlocks")
     items = [] if blocks is None else [blocks] if blocks is UNKNOWN else as_list(blocks, "cidrBlocks")
     if res.props.get("cidrBlock") is not None:
         items = [*items, res.props.get("cidrBlock")]
     found: list[NamedRange] = []
     for value in items:
-        found += _parse(value, f"VCN {res.name} ({res.type})", f"VCN {res.name} cidrBlocks", rep)
+        found += _parse(value, f"VCN {res.name} ({res.type})", f"VCN {res.name} cidrBlocks", reporter)
     return found
 
 
-def _cluster_ranges(res: Res, rep: Reporter) -> list[NamedRange]:
+def _cluster_ranges(res: PlainResource, reporter: Reporter) -> list[NamedRange]:
     """The cluster's pods and services CIDRs; OKE's defaults where unset or unknown.
 
     During preview a cluster being created reports `options.kubernetesNetworkConfig` as unknown when the
@@ -217,7 +222,7 @@ def _cluster_ranges(res: Res, rep: Reporter) -> list[NamedRange]:
                 )
             )
             if unknown:
-                rep.unchecked(
+                reporter.unchecked(
                     f"cluster {res.name} options.kubernetesNetworkConfig.{key} unknown until apply: child range "
                     f"checked against OKE's default {default} only"
                 )
@@ -226,27 +231,30 @@ def _cluster_ranges(res: Res, rep: Reporter) -> list[NamedRange]:
             value,
             f"cluster {res.name} {what} CIDR (options.kubernetesNetworkConfig.{key}, {res.type})",
             f"cluster {res.name} {key}",
-            rep,
+            reporter,
         )
     return found
 
 
-def stack_ranges(view: StackView, rep: Reporter) -> list[NamedRange]:
+def stack_ranges(view: StackView, reporter: Reporter) -> list[NamedRange]:
     """Every range of the stack the child range must not touch; a resource that cannot be read is a
     violation naming it, and the others still count."""
     found: list[NamedRange] = []
     for res in view.of_type(resource_types.VCN):
-        found += rep.guard(f"VCN {res.name}", res.urn, partial(_vcn_ranges, res, rep)) or []
+        found += reporter.guard(f"VCN {res.name}", res.urn, partial(_vcn_ranges, res, reporter)) or []
     for res in view.of_type(resource_types.SUBNET):
         found += _parse(
-            res.props.get("cidrBlock"), f"subnet {res.name} ({res.type})", f"subnet {res.name} cidrBlock", rep
+            res.props.get("cidrBlock"),
+            f"subnet {res.name} ({res.type})",
+            f"subnet {res.name} cidrBlock",
+            reporter,
         )
     for res in view.of_type(resource_types.CLUSTER):
-        found += rep.guard(f"cluster {res.name}", res.urn, partial(_cluster_ranges, res, rep)) or []
+        found += reporter.guard(f"cluster {res.name}", res.urn, partial(_cluster_ranges, res, reporter)) or []
     return found
 
 
-def _worker_subnets(view: StackView, conf: ChildRangeSettings, rep: Reporter) -> list[NamedRange]:
+def _worker_subnets(view: StackView, conf: ChildRangeSettings, reporter: Reporter) -> list[NamedRange]:
     if conf.worker_subnet_cidrs:
         return [NamedRange(f"worker subnet (pack config {WORKERS_KEY})", n) for n in conf.worker_subnet_cidrs]
     found: dict[str, NamedRange] = {}
@@ -266,20 +274,20 @@ def _worker_subnets(view: StackView, conf: ChildRangeSettings, rep: Reporter) ->
     return list(found.values())
 
 
-def check(args: StackValidationArgs, rep: Reporter) -> None:
+def check(args: StackValidationArgs, reporter: Reporter) -> None:
     conf, problems = settings.read_section(ChildRangeSettings, args.get_config())
     for problem in problems:
-        rep.violation(f"{problem}; the child range was checked without this section of the pack config")
+        reporter.violation(f"{problem}; the child range was checked without this section of the pack config")
     view = StackView.of(args)
-    deps = deployments(view, rep)
+    deps = deployments(view, reporter)
     if not deps:
         return
-    plan = stack_ranges(view, rep)
+    plan = stack_ranges(view, reporter)
     plan.append(NamedRange(f"the OCA RDMA network (pack config {OCA_KEY})", conf.oca_rdma_network))
     plan += [NamedRange(f"{r.name} (pack config {EXISTING_KEY})", r.cidr) for r in conf.existing_cidrs]
-    workers = _worker_subnets(view, conf, rep)
+    workers = _worker_subnets(view, conf, reporter)
     if not workers:
-        rep.unchecked(
+        reporter.unchecked(
             "no worker subnet known (no GPU node pool subnet in the stack and no pack config "
             f"{WORKERS_KEY}): the child range size for 16 rails was not checked"
         )
@@ -291,14 +299,16 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
             try:
                 child = parse_ipv4_network(dep.value)
             except CidrError as err:
-                rep.violation(
+                reporter.violation(
                     f"{dep.label} {dep.what}: {err}. DRANET stops at startup when the range is not a valid "
                     f"IPv4 prefix, so no rail gets a child; {dep.fix}",
                     dep.res.urn,
                 )
                 continue
         for problem in child_range_problems(child, plan, workers):
-            rep.violation(f"{dep.label} {dep.what}: {problem}. Fix: {dep.fix} to a free range", dep.res.urn)
+            reporter.violation(
+                f"{dep.label} {dep.what}: {problem}. Fix: {dep.fix} to a free range", dep.res.urn
+            )
         by_cluster.setdefault(dep.res.provider, []).append((dep, child))
     for group in by_cluster.values():
         distinct = {child for _, child in group}
@@ -306,7 +316,7 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
             continue
         for dep, child in group:
             others = "; ".join(f"{o.label} uses {c}" for o, c in group if c != child)
-            rep.violation(
+            reporter.violation(
                 f"{dep.label} {dep.what}, but on the same cluster {others}: a child reaches other children "
                 f"through an on-link route for its range, so pods in {child} cannot reach pods in the other "
                 f"range over the rails. Use one child range on every node of an RDMA network; {dep.fix}",
@@ -314,14 +324,14 @@ def check(args: StackValidationArgs, rep: Reporter) -> None:
             )
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.CHILD_RANGE,
+RULE = stack_rule(
+    name=ChildRangeSettings.policy,
+    level="mandatory",
     description=(
         f"The DRANET OKE child range ({OPTION}, default {DEFAULT_CHILD_RANGE}) must be a valid "
         "IPv4 prefix from /8 to /30, hold 16 rails for the worker subnet, avoid special ranges, and "
         "overlap no VCN, subnet, pods or services CIDR nor the OCA RDMA network."
     ),
     validate=guarded(check, stack_where),
-    enforcement_level=settings.level(PolicyName.CHILD_RANGE),
-    config_schema=settings.schema(PolicyName.CHILD_RANGE),
+    settings=ChildRangeSettings,
 )

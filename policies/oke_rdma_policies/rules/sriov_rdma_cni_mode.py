@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from functools import partial
 
-from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import resource_types, sriov, stack_keys
-from oke_gpu_rdma.pack_settings import PolicyName
 
-from . import settings
-from .kube import Res
-from .report import Reporter
-from .sriov_objects import (
+from ..kube import PlainResource
+from ..registry import stack_rule
+from ..report import Reporter
+from ..sriov_objects import (
     ChainError,
     Pool,
     known_pools,
@@ -28,14 +27,14 @@ from .sriov_objects import (
     selects,
     spec_of,
 )
-from .stack import StackView
-from .values import UNKNOWN, as_map
+from ..stack import StackView
+from ..values import UNKNOWN, as_map
 
 EXCLUSIVE_SETTING = stack_keys.stack_setting(stack_keys.NETWORK_OPERATOR_RDMA_MODE, "exclusive")
 SHARED_SETTING = stack_keys.stack_setting(stack_keys.NETWORK_OPERATOR_RDMA_MODE, "shared")
 
 
-def _pools_of(resource: str, view: StackView, pools: list[Pool], rep: Reporter) -> list[Pool]:
+def _pools_of(resource: str, view: StackView, pools: list[Pool], reporter: Reporter) -> list[Pool]:
     found: dict[str, Pool] = {}
     for res in node_policies(view):
         spec = spec_of(res)
@@ -43,7 +42,7 @@ def _pools_of(resource: str, view: StackView, pools: list[Pool], rep: Reporter) 
             continue
         selector = spec.get("nodeSelector")
         if selector is UNKNOWN:
-            rep.unchecked(f"{res.label}: spec.nodeSelector unknown until apply")
+            reporter.unchecked(f"{res.label}: spec.nodeSelector unknown until apply")
             continue
         selector = as_map(selector, "spec.nodeSelector")
         for pool in pools:
@@ -52,7 +51,7 @@ def _pools_of(resource: str, view: StackView, pools: list[Pool], rep: Reporter) 
     return list(found.values())
 
 
-def _check(res: Res, view: StackView, pools: list[Pool], rep: Reporter) -> None:
+def _check(res: PlainResource, view: StackView, pools: list[Pool], reporter: Reporter) -> None:
     try:
         chain = network_chain(res)
     except ChainError:
@@ -63,9 +62,9 @@ def _check(res: Res, view: StackView, pools: list[Pool], rep: Reporter) -> None:
     resource = UNKNOWN if spec is UNKNOWN else spec.get("resourceName")
     if not isinstance(resource, str):
         return
-    nodes = _pools_of(resource, view, pools, rep)
+    nodes = _pools_of(resource, view, pools, reporter)
     if not nodes:
-        rep.unchecked(
+        reporter.unchecked(
             f"{res.label}: no GPU node pool of the stack gets resource {resource}; RDMA mode not checked"
         )
         return
@@ -73,12 +72,12 @@ def _check(res: Res, view: StackView, pools: list[Pool], rep: Reporter) -> None:
     for pool in nodes:
         mode = rdma_netns(pool.res)
         if mode is UNKNOWN or mode is None:
-            rep.unchecked(
+            reporter.unchecked(
                 f"{pool.label}: RDMA namespace mode unknown (no ib_core netns_mode in its cloud-init)"
             )
             continue
         if with_cni and mode == "shared":
-            rep.violation(
+            reporter.violation(
                 f"{res.label} chains the RDMA CNI (type {sriov.RDMA_CNI_TYPE} in {chain.field}) but its VFs are on "
                 f"{pool.label}, whose nodes run the shared RDMA namespace mode (netns_mode=1 in their cloud-init): "
                 "the RDMA CNI refuses to run unless the mode is exclusive, so pods stay in ContainerCreating (seed "
@@ -87,7 +86,7 @@ def _check(res: Res, view: StackView, pools: list[Pool], rep: Reporter) -> None:
                 res.urn,
             )
         elif not with_cni and mode == "exclusive":
-            rep.violation(
+            reporter.violation(
                 f"{res.label} has no RDMA CNI in {chain.field} but its VFs are on {pool.label}, whose nodes run the "
                 "exclusive RDMA namespace mode (netns_mode=0): the VF's RDMA device stays in the host namespace, so "
                 "pods get the interface and an address but 0 RDMA devices (seed 001). Fix: add "
@@ -99,25 +98,25 @@ def _check(res: Res, view: StackView, pools: list[Pool], rep: Reporter) -> None:
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    rep = Reporter(report_violation)
+    reporter = Reporter(report_violation)
     view = StackView.of(args)
     networks = view.of_type(resource_types.SRIOV_NETWORK)
     if networks:
         unchecked: list[str] = []
         pools = known_pools(view, unchecked)
         for item in unchecked:
-            rep.unchecked(item)
+            reporter.unchecked(item)
         for res in networks:
-            rep.guard(res.label, res.urn, partial(_check, res, view, pools, rep))
-    rep.finish()
+            reporter.guard(res.label, res.urn, partial(_check, res, view, pools, reporter))
+    reporter.finish()
 
 
-policy = StackValidationPolicy(
-    name=PolicyName.SRIOV_RDMA_CNI_MODE,
+RULE = stack_rule(
+    name="sriov-rdma-cni-mode",
+    level="mandatory",
     description=(
         "A SriovNetwork chains the RDMA CNI if and only if the nodes of its resource run the exclusive RDMA namespace "
         "mode (ib_core netns_mode=0)."
     ),
     validate=validate,
-    enforcement_level=settings.level(PolicyName.SRIOV_RDMA_CNI_MODE),
 )

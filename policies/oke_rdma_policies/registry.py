@@ -1,0 +1,120 @@
+"""How the pack's policies register: each module of `rules/` declares one :class:`Rule`, the pack collects them.
+
+A policy module builds its rule with :func:`stack_rule` or :func:`resource_rule`: its name, its
+default enforcement level, its settings model (a :class:`~oke_gpu_rdma.pack_settings.PolicySettings`,
+or none) and the function that validates, and binds it to ``RULE``. :func:`collect` imports every
+module of the package (`pkgutil`, in name order) and returns their rules; adding a policy is one
+module there and its test, with no list to edit.
+
+The sections the program writes (child range, claims, VF pool) keep their models in the domain
+library (:mod:`oke_gpu_rdma.pack_settings`), where the writer imports them too; their rules name the
+policy by the model's :attr:`~oke_gpu_rdma.pack_settings.PolicySettings.policy`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Any, Final
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyConfigSchema,
+    ResourceValidationPolicy,
+    StackValidationPolicy,
+)
+
+from oke_gpu_rdma.pack_settings import Level, PolicySettings
+
+RULE_ATTRIBUTE: Final = "RULE"
+
+
+class RegistryError(Exception):
+    """A module of `rules/` that does not declare a usable rule; the message names the module."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One policy of the pack: the SDK's policy object and the model of its pack-config section."""
+
+    policy: Policy
+    settings: type[PolicySettings] | None
+    module: str = ""
+    """The module that declares it (set by :func:`collect`)."""
+
+    @property
+    def name(self) -> str:
+        return str(self.policy.name)
+
+
+def _schema(settings: type[PolicySettings] | None) -> PolicyConfigSchema | None:
+    """The config schema GetAnalyzerInfo reports (None for a policy without properties)."""
+    properties = settings.properties_schema() if settings is not None else {}
+    return PolicyConfigSchema(properties=properties) if properties else None
+
+
+def _checked_name(name: str, settings: type[PolicySettings] | None) -> str:
+    if settings is not None and settings.policy != name:
+        raise RegistryError(f"policy {name}: its settings model {settings.__name__} is for {settings.policy}")
+    return name
+
+
+def stack_rule(
+    *,
+    name: str,
+    level: Level,
+    description: str,
+    validate: Callable[..., Any],
+    settings: type[PolicySettings] | None = None,
+) -> Rule:
+    """A stack policy (it sees every resource of the stack at once)."""
+    policy = StackValidationPolicy(
+        name=_checked_name(name, settings),
+        description=description,
+        validate=validate,
+        enforcement_level=EnforcementLevel(level),
+        config_schema=_schema(settings),
+    )
+    return Rule(policy, settings)
+
+
+def resource_rule(
+    *,
+    name: str,
+    level: Level,
+    description: str,
+    validate: Callable[..., Any],
+    settings: type[PolicySettings] | None = None,
+) -> Rule:
+    """A resource policy (the engine sends it one resource at a time)."""
+    policy = ResourceValidationPolicy(
+        name=_checked_name(name, settings),
+        description=description,
+        validate=validate,
+        enforcement_level=EnforcementLevel(level),
+        config_schema=_schema(settings),
+    )
+    return Rule(policy, settings)
+
+
+def collect(package: ModuleType) -> list[Rule]:
+    """The rule of every module of ``package``, in module name order; RegistryError if one has none."""
+    rules: list[Rule] = []
+    seen: dict[str, str] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        rule = getattr(module, RULE_ATTRIBUTE, None)
+        if not isinstance(rule, Rule):
+            raise RegistryError(
+                f"{module.__name__} declares no {RULE_ATTRIBUTE}: a module of {package.__name__} is one policy, "
+                "built with registry.stack_rule or registry.resource_rule; put helpers beside the package"
+            )
+        if rule.name in seen:
+            raise RegistryError(f"{module.__name__} and {seen[rule.name]} both declare policy {rule.name}")
+        seen[rule.name] = module.__name__
+        rules.append(replace(rule, module=module.__name__))
+    return rules
