@@ -14,9 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "oke_gpu_rdma"))
-
-import seed_claims
+# This checkout first: the project, and the seed claims (tests.fixtures).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims import judge_claim
@@ -24,6 +23,7 @@ from oke_gpu_rdma.claims.allocator import Allocator
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.topology import get_topology
+from tests.fixtures import seed000
 
 RUNS = 20
 
@@ -44,7 +44,7 @@ def main() -> None:
     inv = node_inventory(b4)
     print(f"judge_claim on {b4.shape} (mean of {RUNS} runs)")
     print(f"{'claim':<24} {'verdict':<16} {'nodes':>6} {'ms':>8}")
-    for name, claim in seed_claims.ALL.items():
+    for name, claim in seed000.claims().items():
         ms, verdict = timed(lambda claim=claim: judge_claim(claim, b4, inventory=inv))
         print(f"{name:<24} {verdict.kind:<16} {verdict.nodes_visited:>6} {ms:>8.2f}")
 

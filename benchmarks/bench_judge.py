@@ -21,17 +21,15 @@ from pathlib import Path
 from typing import Any
 
 # This checkout first: a virtualenv with an editable install of another checkout would otherwise time
-# that one's judge (main prints which package it timed).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "oke_gpu_rdma"))
+# that one's judge (main prints which package it timed). It also holds the seed claims (tests.fixtures).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import seed_claims
 
 import oke_gpu_rdma
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.verdicts import judge
 from oke_gpu_rdma.topology import get_topology
+from tests.fixtures import seed000
 
 RAIL = [{"cel": {"expression": attr.RAIL_SELECTOR}}]
 ROOTS = ["pci0000:00", "pci0000:3e", "pci0000:7d", "pci0000:ba"]
@@ -118,7 +116,7 @@ def ordinary(rng: random.Random) -> dict[str, Any]:
 
 def claims(n: int, seed: int = 11) -> list[dict[str, Any]]:
     rng = random.Random(seed)
-    out: list[dict[str, Any]] = list(seed_claims.ALL.values())
+    out: list[dict[str, Any]] = list(seed000.claims().values())
     while len(out) < n:
         pick = rng.random()
         out.append(adversarial(rng) if pick < 0.2 else many_singles(rng) if pick < 0.3 else ordinary(rng))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import copy
-
-from policy_helpers import analyze, k8s, seed_sriov, seed_sriov_final, violations
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import (
+    analyze,
+    k8s,
+    seed_sriov_final,
+    violations,
+)
 
 POLICY = "sriov-pods-all-rails"
 
@@ -14,11 +18,11 @@ def worker(job):
 
 
 def test_the_seeds_two_job_worker_passes():
-    assert violations(analyze([*seed_sriov_final(), k8s(seed_sriov.nccl_vf_a)]), POLICY) == []
+    assert violations(analyze([*seed_sriov_final(), k8s(seed001("nccl-vf-a-per-rail"))]), POLICY) == []
 
 
 def test_a_pod_with_half_the_rails_is_flagged():
-    job = copy.deepcopy(seed_sriov.nccl_vf_a)
+    job = seed001("nccl-vf-a-per-rail")
     limits = worker(job)["spec"]["containers"][0]["resources"]["limits"]
     for rail in range(8, 16):
         del limits[f"nvidia.com/rdma-vf-{rail}"]
@@ -31,7 +35,7 @@ def test_a_pod_with_half_the_rails_is_flagged():
 
 
 def test_networks_out_of_rail_order_are_flagged():
-    job = copy.deepcopy(seed_sriov.nccl_vf_a)
+    job = seed001("nccl-vf-a-per-rail")
     meta = worker(job)["metadata"]["annotations"]
     names = meta["k8s.v1.cni.cncf.io/networks"].split(",")
     meta["k8s.v1.cni.cncf.io/networks"] = ",".join(reversed(names))

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import copy
-
-from policy_helpers import analyze, k8s, seed_sriov, violations
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import (
+    analyze,
+    k8s,
+    violations,
+)
 
 POLICY = "sriov-rail-root-devices"
 
 
 def test_the_seeds_policies_pass():
-    objects = [seed_sriov.node_policy_1vf, *seed_sriov.node_policies_per_rail]
+    objects = [seed001("sriov-network-node-policy"), *seed001.all("sriov-node-policies-per-rail")]
     assert violations(analyze([k8s(o, f"p{i}") for i, o in enumerate(objects)]), POLICY) == []
 
 
 def test_a_pf_that_is_no_rail_is_rejected():
-    policy = copy.deepcopy(seed_sriov.node_policy_1vf)
+    policy = seed001("sriov-network-node-policy")
     policy["spec"]["nicSelector"]["rootDevices"].append("0000:01:00.0")
     (v,) = violations(analyze([k8s(policy)]), POLICY)
     assert v.message.startswith(
@@ -26,7 +29,7 @@ def test_a_pf_that_is_no_rail_is_rejected():
 
 
 def test_vendor_alone_selects_the_front_end_nic():
-    policy = copy.deepcopy(seed_sriov.node_policy_1vf)
+    policy = seed001("sriov-network-node-policy")
     del policy["spec"]["nicSelector"]["rootDevices"]
     (v,) = violations(analyze([k8s(policy)]), POLICY)
     assert (
@@ -36,7 +39,7 @@ def test_vendor_alone_selects_the_front_end_nic():
 
 
 def test_front_end_pf_name_is_rejected():
-    policy = copy.deepcopy(seed_sriov.node_policy_1vf)
+    policy = seed001("sriov-network-node-policy")
     policy["spec"]["nicSelector"] = {"vendor": "15b3", "pfNames": ["rdma0", "eth1"]}
     (v,) = violations(analyze([k8s(policy)]), POLICY)
     assert "spec.nicSelector.pfNames[1] 'eth1' is not a rail of BM.GPU.B4.8" in v.message

@@ -23,7 +23,7 @@ from oke_gpu_rdma.claims.inventory import Device, node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.claims.verdicts import UnsatisfiableCause, VerdictKind, judge
 from oke_gpu_rdma.topology import get_topology, topology_from_dict
-from tests.oke_gpu_rdma import seed_claims
+from tests.fixtures import seed000
 
 TINY = topology_from_dict(
     {
@@ -246,7 +246,7 @@ def test_matching_judge_agrees_with_brute_force_on_random_claims() -> None:
 
 
 def _pairs_template(misdirected: bool, unconstrained_pair: bool) -> dict[str, Any]:
-    spec = seed_claims.aligned_8gpu_16rails["spec"]["spec"]
+    spec = seed000("aligned-8gpu-16rails")["spec"]["spec"]
     requests = list(spec["devices"]["requests"])
     constraints = [dict(c) for c in spec["devices"]["constraints"]]
     if misdirected:
@@ -283,7 +283,7 @@ def test_three_pairs_plus_an_unconstrained_pair_is_aligned() -> None:
 def test_an_unconstrained_pair_next_to_smaller_pairs_is_unaligned() -> None:
     """Two pairs of (1 GPU, 2 rails) leave devices on their roots free, so the unconstrained pair can put
     a GPU on one root and its rails on another (the counterexample lists the misplaced devices)."""
-    claim = seed_claims.aligned_4gpu_8rails_a["spec"]["spec"]
+    claim = seed000("aligned-4gpu-8rails-a")["spec"]["spec"]
     requests = [
         {"name": r["name"], "exactly": {**r["exactly"], "count": r["exactly"]["count"] // 2}}
         for r in claim["devices"]["requests"]
@@ -314,9 +314,9 @@ def test_the_old_search_cap_is_gone() -> None:
     assert len(v.devices) == 24
 
 
-@pytest.mark.parametrize("name", sorted(seed_claims.ALL))
+@pytest.mark.parametrize("name", sorted(seed000.claims()))
 def test_seed_claims_agree_with_brute_force_on_the_tiny_node(name: str) -> None:
-    claim = seed_claims.ALL[name]
+    claim = seed000(name)
     assert judge(claim, TINY, inventory=node_inventory(TINY)).kind == brute_kind(claim)
 
 
