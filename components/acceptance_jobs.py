@@ -34,6 +34,8 @@ EXPECTED_NCCL = (
 )
 EXPECTED_RAILS = "ib_write_bw per rail: >= 96.8 Gb/s (seed 000: 96.87-96.88 Gb/s, hostNetwork 96.86-96.88)"
 RAIL_POD_LABEL = "oke-gpu-rdma/rail-test"
+# What the seed measured for a job or pod, on the object, for whoever reads its results.
+EXPECTED_ANNOTATION = "oke-gpu-rdma/expected"
 
 
 ALL_REDUCE = "/workspace/nccl-tests/build/all_reduce_perf -b 4G -e 8G -f 2 -g 1 -c 1"
@@ -68,49 +70,71 @@ mpirun --allow-run-as-root --hostfile /etc/mpi/hostfile -mca coll ^hcoll \\
 """
 
 
-def mpijob_spec(
-    config: AcceptanceJobsConfig, claim: PlannedTemplate, pool: str, taints: list[Taint]
+# The launcher reaches the workers over ssh; NCCL wants a large /dev/shm.
+SHM_VOLUME: dict[str, Any] = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}
+
+
+def mpi_worker(config: AcceptanceJobsConfig) -> dict[str, Any]:
+    """The worker container of both rail paths' NCCL jobs: sshd for the launcher, /dev/shm from SHM_VOLUME."""
+    return {
+        "name": "mpi-worker",
+        "image": config.image,
+        "command": ["/bin/bash", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"],
+        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+    }
+
+
+def mpijob_around(
+    config: AcceptanceJobsConfig, slots: int, script: str, worker: dict[str, Any]
 ) -> dict[str, Any]:
-    """The MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes."""
+    """The MPIJob spec (kubeflow.org/v2beta1): `config.workers` workers like `worker`, `slots` ranks each.
+
+    Its launcher runs `script`; the launcher's template is checked by the typed classes.
+    """
     launcher = {
         "spec": {
             "containers": [
-                {
-                    "name": "mpi-launcher",
-                    "image": config.image,
-                    "command": ["bash", "-c"],
-                    "args": [launcher_script(claim.gpus_per_worker)],
-                }
+                {"name": "mpi-launcher", "image": config.image, "command": ["bash", "-c"], "args": [script]}
             ]
         }
     }
-    worker = {
-        "spec": {
-            "nodeSelector": {POOL_LABEL: pool},
-            "tolerations": tolerations(taints),
-            "resourceClaims": [{"name": "gpus-rails", "resourceClaimTemplateName": claim.name}],
-            "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}],
-            "containers": [
-                {
-                    "name": "mpi-worker",
-                    "image": config.image,
-                    "command": ["/bin/bash", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"],
-                    "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
-                    "resources": {"claims": [{"name": "gpus-rails"}]},
-                }
-            ],
-        }
-    }
-    for template in (launcher, worker):
-        to_input_type(k8s.core.v1.PodTemplateSpecArgs, template, "template")
+    to_input_type(k8s.core.v1.PodTemplateSpecArgs, launcher, "template")
     return {
-        "slotsPerWorker": claim.gpus_per_worker,
+        "slotsPerWorker": slots,
         "runPolicy": {"cleanPodPolicy": "Running"},
         "sshAuthMountPath": "/root/.ssh",
         "mpiReplicaSpecs": {
             "Launcher": {"replicas": 1, "template": launcher},
             "Worker": {"replicas": config.workers, "template": worker},
         },
+    }
+
+
+def mpijob_spec(
+    config: AcceptanceJobsConfig, claim: PlannedTemplate, pool: str, taints: list[Taint]
+) -> dict[str, Any]:
+    """The NCCL MPIJob whose workers get GPUs and rails from `claim`, its templates checked by the typed classes."""
+    worker = {
+        "spec": {
+            "nodeSelector": {POOL_LABEL: pool},
+            "tolerations": tolerations(taints),
+            "resourceClaims": [{"name": "gpus-rails", "resourceClaimTemplateName": claim.name}],
+            "volumes": [SHM_VOLUME],
+            "containers": [{**mpi_worker(config), "resources": {"claims": [{"name": "gpus-rails"}]}}],
+        }
+    }
+    to_input_type(k8s.core.v1.PodTemplateSpecArgs, worker, "template")
+    return mpijob_around(config, claim.gpus_per_worker, launcher_script(claim.gpus_per_worker), worker)
+
+
+def one_per_node(label: str) -> dict[str, Any]:
+    """The pod affinity that keeps two pods labelled `label` off one node (the rail test pair)."""
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {label: "true"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
     }
 
 
@@ -121,16 +145,7 @@ def rail_pod_spec(
     return {
         "nodeSelector": {POOL_LABEL: pool},
         "tolerations": tolerations(taints),
-        "affinity": {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {"matchLabels": {RAIL_POD_LABEL: "true"}},
-                        "topologyKey": "kubernetes.io/hostname",
-                    }
-                ]
-            }
-        },
+        "affinity": one_per_node(RAIL_POD_LABEL),
         "resourceClaims": [{"name": "rails", "resourceClaimTemplateName": rails_template}],
         "containers": [
             {
@@ -154,6 +169,50 @@ def mpi_operator(
         file=MPI_OPERATOR_MANIFEST.format(version=config.mpi_operator_version),
         opts=opts,
     )
+
+
+def mpijob(
+    name: str,
+    job: str,
+    namespace: str,
+    expected: str,
+    spec: dict[str, Any],
+    child: pulumi.ResourceOptions,
+    depends_on: Sequence[pulumi.Resource],
+) -> k8s.apiextensions.CustomResource:
+    """The MPIJob `job`, annotated with what the seed measured; after the MPI operator and `depends_on`."""
+    return k8s.apiextensions.CustomResource(
+        f"{name}-{job}",
+        api_version="kubeflow.org/v2beta1",
+        kind="MPIJob",
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=job, namespace=namespace, annotations={EXPECTED_ANNOTATION: expected}
+        ),
+        spec=spec,
+        opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(depends_on))),
+    )
+
+
+def rail_test_pods(
+    name: str,
+    pod: str,
+    namespace: str,
+    label: str,
+    annotations: dict[str, str],
+    spec: dict[str, Any],
+    child: pulumi.ResourceOptions,
+    depends_on: Sequence[pulumi.Resource],
+) -> None:
+    """The per-rail ib_write_bw pair, `pod`-server and `pod`-client, labelled `label` (their anti-affinity)."""
+    for role in ("server", "client"):
+        k8s.core.v1.Pod(
+            f"{name}-{pod}-{role}",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=f"{pod}-{role}", namespace=namespace, labels={label: "true"}, annotations=annotations
+            ),
+            spec=to_input_type(k8s.core.v1.PodSpecArgs, spec, "spec"),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(depends_on))),
+        )
 
 
 @dataclass
@@ -186,37 +245,24 @@ class AcceptanceJobs(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         if args.nccl_template is not None:
             operator = mpi_operator(name, args.config, child)
-            k8s.apiextensions.CustomResource(
-                f"{name}-nccl-all-reduce",
-                api_version="kubeflow.org/v2beta1",
-                kind="MPIJob",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name="nccl-all-reduce",
-                    namespace=args.namespace,
-                    annotations={"oke-gpu-rdma/expected": EXPECTED_NCCL},
-                ),
-                spec=mpijob_spec(args.config, args.nccl_template, args.pool, args.taints),
-                opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(depends_on=[operator, *args.depends_on])
-                ),
+            mpijob(
+                name,
+                "nccl-all-reduce",
+                args.namespace,
+                EXPECTED_NCCL,
+                mpijob_spec(args.config, args.nccl_template, args.pool, args.taints),
+                child,
+                [operator, *args.depends_on],
             )
         if args.rails_template is not None:
-            for role in ("server", "client"):
-                k8s.core.v1.Pod(
-                    f"{name}-rail-bw-{role}",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(
-                        name=f"rail-bw-{role}",
-                        namespace=args.namespace,
-                        labels={RAIL_POD_LABEL: "true"},
-                        annotations={"oke-gpu-rdma/expected": EXPECTED_RAILS},
-                    ),
-                    spec=to_input_type(
-                        k8s.core.v1.PodSpecArgs,
-                        rail_pod_spec(args.config, args.rails_template.name, args.pool, args.taints),
-                        "spec",
-                    ),
-                    opts=pulumi.ResourceOptions.merge(
-                        child, pulumi.ResourceOptions(depends_on=list(args.depends_on))
-                    ),
-                )
+            rail_test_pods(
+                name,
+                "rail-bw",
+                args.namespace,
+                RAIL_POD_LABEL,
+                {EXPECTED_ANNOTATION: EXPECTED_RAILS},
+                rail_pod_spec(args.config, args.rails_template.name, args.pool, args.taints),
+                child,
+                args.depends_on,
+            )
         self.register_outputs({})

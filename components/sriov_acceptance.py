@@ -26,7 +26,18 @@ from oke_gpu_rdma.sriov import NCCL_VF_HCA_EXPORT, NETWORKS_ANNOTATION, VF_GID_I
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 from stack_config.sriov_plan import SriovPlan
 
-from .acceptance_jobs import ALL_REDUCE, launcher_script, mpi_operator
+from .acceptance_jobs import (
+    ALL_REDUCE,
+    EXPECTED_ANNOTATION,
+    SHM_VOLUME,
+    launcher_script,
+    mpi_operator,
+    mpi_worker,
+    mpijob,
+    mpijob_around,
+    one_per_node,
+    rail_test_pods,
+)
 from .typed_inputs import to_input_type
 
 EXPECTED_TWO_JOBS: Final = (
@@ -41,7 +52,6 @@ EXPECTED_VF_RAILS: Final = (
     "ib_write_bw per rail: >= 96.8 Gb/s (seed 001: 96.86-96.88 Gb/s; exclusive mode without a top-level "
     "rdmaQoS: 43.20-59.45 Gb/s)"
 )
-EXPECTED_ANNOTATION: Final = "oke-gpu-rdma/expected"
 RAIL_POD_LABEL: Final = "oke-gpu-rdma/vf-rail-test"
 GPUS_PER_NODE: Final = 8
 
@@ -81,40 +91,9 @@ def sriov_mpijob_spec(
     config: AcceptanceJobsConfig, plan: SriovPlan, gpus_per_worker: int, taints: list[Taint]
 ) -> dict[str, Any]:
     """An MPIJob (kubeflow.org/v2beta1) whose workers hold one VF of every rail and `gpus_per_worker` GPUs."""
-    launcher = {
-        "spec": {
-            "containers": [
-                {
-                    "name": "mpi-launcher",
-                    "image": config.image,
-                    "command": ["bash", "-c"],
-                    "args": [sriov_launcher_script(gpus_per_worker)],
-                }
-            ]
-        }
-    }
-    to_input_type(k8s.core.v1.PodTemplateSpecArgs, launcher, "template")
-    worker = vf_pod_template(
-        plan,
-        {
-            "name": "mpi-worker",
-            "image": config.image,
-            "command": ["/bin/bash", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"],
-            "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
-        },
-        taints,
-        gpus=gpus_per_worker,
-    )
-    worker["spec"]["volumes"] = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
-    return {
-        "slotsPerWorker": gpus_per_worker,
-        "runPolicy": {"cleanPodPolicy": "Running"},
-        "sshAuthMountPath": "/root/.ssh",
-        "mpiReplicaSpecs": {
-            "Launcher": {"replicas": 1, "template": launcher},
-            "Worker": {"replicas": config.workers, "template": worker},
-        },
-    }
+    worker = vf_pod_template(plan, mpi_worker(config), taints, gpus=gpus_per_worker)
+    worker["spec"]["volumes"] = [SHM_VOLUME]
+    return mpijob_around(config, gpus_per_worker, sriov_launcher_script(gpus_per_worker), worker)
 
 
 def nccl_jobs(plan: SriovPlan) -> list[tuple[str, int, str]]:
@@ -151,50 +130,22 @@ class SriovAcceptanceJobs(pulumi.ComponentResource):
         if args.config.nccl:
             operator = mpi_operator(name, args.config, child)
             for job, gpus, expected in nccl_jobs(args.plan):
-                k8s.apiextensions.CustomResource(
-                    f"{name}-{job}",
-                    api_version="kubeflow.org/v2beta1",
-                    kind="MPIJob",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(
-                        name=job, namespace=namespace, annotations={EXPECTED_ANNOTATION: expected}
-                    ),
-                    spec=sriov_mpijob_spec(args.config, args.plan, gpus, args.taints),
-                    opts=pulumi.ResourceOptions.merge(
-                        child, pulumi.ResourceOptions(depends_on=[operator, *args.depends_on])
-                    ),
-                )
+                spec = sriov_mpijob_spec(args.config, args.plan, gpus, args.taints)
+                mpijob(name, job, namespace, expected, spec, child, [operator, *args.depends_on])
         if args.config.rail_bandwidth:
-            for role in ("server", "client"):
-                template = vf_pod_template(
-                    args.plan,
-                    {"name": "rdma", "image": args.config.image, "command": ["sleep", "infinity"]},
-                    args.taints,
-                )
-                spec = template["spec"]
-                spec["affinity"] = {
-                    "podAntiAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": [
-                            {
-                                "labelSelector": {"matchLabels": {RAIL_POD_LABEL: "true"}},
-                                "topologyKey": "kubernetes.io/hostname",
-                            }
-                        ]
-                    }
-                }
-                k8s.core.v1.Pod(
-                    f"{name}-vf-rail-bw-{role}",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(
-                        name=f"vf-rail-bw-{role}",
-                        namespace=namespace,
-                        labels={RAIL_POD_LABEL: "true"},
-                        annotations={
-                            **template["metadata"]["annotations"],
-                            EXPECTED_ANNOTATION: EXPECTED_VF_RAILS,
-                        },
-                    ),
-                    spec=to_input_type(k8s.core.v1.PodSpecArgs, spec, "spec"),
-                    opts=pulumi.ResourceOptions.merge(
-                        child, pulumi.ResourceOptions(depends_on=list(args.depends_on))
-                    ),
-                )
+            template = vf_pod_template(
+                args.plan,
+                {"name": "rdma", "image": args.config.image, "command": ["sleep", "infinity"]},
+                args.taints,
+            )
+            rail_test_pods(
+                name,
+                "vf-rail-bw",
+                namespace,
+                RAIL_POD_LABEL,
+                {**template["metadata"]["annotations"], EXPECTED_ANNOTATION: EXPECTED_VF_RAILS},
+                {**template["spec"], "affinity": one_per_node(RAIL_POD_LABEL)},
+                child,
+                args.depends_on,
+            )
         self.register_outputs({})
