@@ -51,7 +51,7 @@ RUNS = 5
 
 def stack(size: int = SIZE) -> list[RecordedResource]:
     resources = [*seed_plan(), dranet_release(), k8s(NAMESPACE_YAML)]
-    claims = list(seed000.claims().values())
+    claims = [seed000(name) for name in bench_judge.SEED_CLAIMS]
     i = 0
     while len(resources) < size:
         base = claims[i % len(claims)]
