@@ -6,12 +6,12 @@ import pulumi
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport
 from components.cluster import OkeCluster, OkeClusterArgs, existing_cluster_version
 from components.dra_drivers import (
+    DraDriverArgs,
     Dranet,
-    DranetArgs,
+    DriverConfig,
     GpuOperator,
     GpuOperatorArgs,
     NvidiaGpuDraDriver,
-    NvidiaGpuDraDriverArgs,
 )
 from components.gpu_node_pool import (
     ComputeClusterLaunchPolicy,
@@ -185,34 +185,25 @@ if config.deploys_gpu_operator:
 
 device_classes: list[str] = []
 drivers: list[pulumi.Resource] = []
-if config.dranet.enabled:
-    drivers.append(
-        Dranet(
-            "dranet",
-            DranetArgs(
-                config=config.dranet,
-                pools=dra_pool_names,
-                taints=taints,
-                provider=cluster.provider,
-                node_pools=[pools[name] for name in dra_pool_names],
-            ),
-            opts=renamed("dranet"),
-        )
+
+
+def on_dra_pools(driver: DriverConfig) -> DraDriverArgs[DriverConfig]:
+    """A DRA driver on the rdma: dranet pools, tolerating their taints, declared once they exist."""
+    return DraDriverArgs(
+        config=driver,
+        pools=dra_pool_names,
+        taints=taints,
+        provider=cluster.provider,
+        node_pools=[pools[name] for name in dra_pool_names],
     )
+
+
+if config.dranet.enabled:
+    drivers.append(Dranet("dranet", on_dra_pools(config.dranet), opts=renamed("dranet")))
     device_classes.append(attributes.DRANET_DEVICE_CLASS)
 if config.gpu_driver.enabled:
     drivers.append(
-        NvidiaGpuDraDriver(
-            "gpu-dra-driver",
-            NvidiaGpuDraDriverArgs(
-                config=config.gpu_driver,
-                pools=dra_pool_names,
-                taints=taints,
-                provider=cluster.provider,
-                node_pools=[pools[name] for name in dra_pool_names],
-            ),
-            opts=renamed("gpu-dra-driver"),
-        )
+        NvidiaGpuDraDriver("gpu-dra-driver", on_dra_pools(config.gpu_driver), opts=renamed("gpu-dra-driver"))
     )
     device_classes.append(attributes.NVIDIA_GPU_DEVICE_CLASS)
 

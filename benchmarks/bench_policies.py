@@ -22,19 +22,10 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "policies"), str(ROOT / "benchmarks")]
+# This checkout first (the project and its tests' fixtures); bench_judge sits next to this script.
+sys.path.insert(0, str(ROOT))
 
 import bench_judge  # noqa: E402
-from policy_helpers import (  # noqa: E402
-    NAMESPACE_YAML,
-    aligned_mpijob,
-    device_plugin_mpijob,
-    dranet_release,
-    k8s,
-    resource,
-    seed_claims,
-    seed_plan,
-)
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy  # noqa: E402
 from pulumi_policy.policy import _PolicyAnalyzerServicer  # noqa: E402
 
@@ -44,6 +35,15 @@ from preview.mock_runtime import PROJECT, ProgramRun, RecordedResource, pulumi_c
 from preview.policy_check import analyze_requests, analyze_resources, analyze_run, has_mandatory  # noqa: E402
 from stack_config.loading import parse_stack_config, raw_config  # noqa: E402
 from stack_config.pack_config import policy_pack_config  # noqa: E402
+from tests.fixtures import seed000  # noqa: E402
+from tests.policies.policy_helpers import (  # noqa: E402
+    NAMESPACE_YAML,
+    aligned_mpijob,
+    dranet_release,
+    k8s,
+    resource,
+    seed_plan,
+)
 
 SIZE = 2000
 RUNS = 5
@@ -51,14 +51,14 @@ RUNS = 5
 
 def stack(size: int = SIZE) -> list[RecordedResource]:
     resources = [*seed_plan(), dranet_release(), k8s(NAMESPACE_YAML)]
-    names = list(seed_claims.ALL)
+    claims = [seed000(name) for name in bench_judge.SEED_CLAIMS]
     i = 0
     while len(resources) < size:
-        base = seed_claims.ALL[names[i % len(names)]]
+        base = claims[i % len(claims)]
         claim = copy.deepcopy(base)
         claim["metadata"]["name"] = f"{base['metadata']['name']}-{i}"
         resources.append(k8s(claim))
-        job = aligned_mpijob() if i % 2 else device_plugin_mpijob()
+        job = aligned_mpijob() if i % 2 else seed000("nccl-dranet-a-device-plugin")
         job["metadata"]["name"] = f"job-{i}"
         worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
         worker["resourceClaims"][0]["resourceClaimTemplateName"] = claim["metadata"]["name"]

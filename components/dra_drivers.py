@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -101,18 +101,50 @@ def _documented(values: dict[str, Any], documented: frozenset[str], chart: str) 
     return values
 
 
+# Which driver a DraDriverArgs configures.
+DriverConfig = TypeVar("DriverConfig", DranetConfig, GpuDriverConfig)
+
+
 @dataclass
-class DranetArgs:
-    config: DranetConfig
-    """Validated DRANET config."""
+class DraDriverArgs(Generic[DriverConfig]):
+    """What either DRA driver takes: its config, and the GPU pools its kubelet plugin runs on."""
+
+    config: DriverConfig
+    """Validated driver config."""
     pools: Sequence[str]
-    """Names of the GPU pools DRANET runs on."""
+    """Names of the GPU pools the driver runs on."""
     taints: Sequence[Taint]
-    """Taints of those pools."""
+    """Taints of those pools, which the driver's pods tolerate."""
     provider: k8s.Provider
     """Provider of the target cluster."""
     node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
     """The pools to wait for: the DaemonSet is only useful once the nodes exist."""
+
+
+def _release(
+    name: str,
+    parent: pulumi.Resource,
+    args: DraDriverArgs[Any],
+    release: str,
+    chart: str,
+    namespace: str,
+    values: dict[str, Any],
+    create_namespace: bool | None = None,
+) -> k8s.helm.v3.Release:
+    """A driver's Helm release, declared once its node pools exist."""
+    return k8s.helm.v3.Release(
+        f"{name}-release",
+        k8s.helm.v3.ReleaseArgs(
+            name=release,
+            chart=chart,
+            version=args.config.chart_version,
+            namespace=namespace,
+            create_namespace=create_namespace,
+            values=values,
+            timeout=RELEASE_TIMEOUT_SECONDS,
+        ),
+        opts=pulumi.ResourceOptions(parent=parent, provider=args.provider, depends_on=list(args.node_pools)),
+    )
 
 
 class Dranet(pulumi.ComponentResource):
@@ -121,7 +153,9 @@ class Dranet(pulumi.ComponentResource):
     device_class: pulumi.Output[str]
     release_name: pulumi.Output[str | None]
 
-    def __init__(self, name: str, args: DranetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, args: DraDriverArgs[DranetConfig], opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__(resource_types.DRANET_COMPONENT, name, None, opts)
         values = dranet_values(args.config, args.pools, args.taints)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
@@ -135,37 +169,12 @@ class Dranet(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        release = k8s.helm.v3.Release(
-            f"{name}-release",
-            k8s.helm.v3.ReleaseArgs(
-                name=charts.DRANET_RELEASE,
-                chart=charts.DRANET_CHART,
-                version=args.config.chart_version,
-                namespace=charts.DRANET_NAMESPACE,
-                values=values,
-                timeout=RELEASE_TIMEOUT_SECONDS,
-            ),
-            opts=pulumi.ResourceOptions.merge(
-                child, pulumi.ResourceOptions(depends_on=list(args.node_pools))
-            ),
+        release = _release(
+            name, self, args, charts.DRANET_RELEASE, charts.DRANET_CHART, charts.DRANET_NAMESPACE, values
         )
         self.device_class = device_class.metadata.apply(lambda m: m.name or attributes.DRANET_DEVICE_CLASS)
         self.release_name = release.name
         self.register_outputs({"deviceClass": self.device_class, "releaseName": self.release_name})
-
-
-@dataclass
-class NvidiaGpuDraDriverArgs:
-    config: GpuDriverConfig
-    """Validated driver config."""
-    pools: Sequence[str]
-    """Names of the GPU pools the kubelet plugin runs on."""
-    taints: Sequence[Taint]
-    """Taints of those pools, which the kubelet plugin tolerates."""
-    provider: k8s.Provider
-    """Provider of the target cluster."""
-    node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
-    """The pools to wait for."""
 
 
 class NvidiaGpuDraDriver(pulumi.ComponentResource):
@@ -175,23 +184,19 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
     release_name: pulumi.Output[str | None]
 
     def __init__(
-        self, name: str, args: NvidiaGpuDraDriverArgs, opts: pulumi.ResourceOptions | None = None
+        self, name: str, args: DraDriverArgs[GpuDriverConfig], opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(resource_types.GPU_DRIVER_COMPONENT, name, None, opts)
-        release = k8s.helm.v3.Release(
-            f"{name}-release",
-            k8s.helm.v3.ReleaseArgs(
-                name=charts.NVIDIA_GPU_RELEASE,
-                chart=charts.NVIDIA_GPU_CHART,
-                version=args.config.chart_version,
-                namespace=args.config.namespace,
-                create_namespace=True,
-                values=gpu_driver_values(args.pools, args.taints),
-                timeout=RELEASE_TIMEOUT_SECONDS,
-            ),
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.node_pools)
-            ),
+        values = gpu_driver_values(args.pools, args.taints)
+        release = _release(
+            name,
+            self,
+            args,
+            charts.NVIDIA_GPU_RELEASE,
+            charts.NVIDIA_GPU_CHART,
+            args.config.namespace,
+            values,
+            True,
         )
         self.device_class = attributes.NVIDIA_GPU_DEVICE_CLASS
         self.release_name = release.name

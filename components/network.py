@@ -94,36 +94,53 @@ class Network(pulumi.ComponentResource):
             services=[oci.core.ServiceGatewayServiceArgs(service_id=all_services.id)],
             opts=child,
         )
-        private_rt = oci.core.RouteTable(
-            f"{name}-private-rt",
-            compartment_id=compartment,
-            vcn_id=vcn.id,
-            display_name=f"{shown}-private",
-            route_rules=[
-                oci.core.RouteTableRouteRuleArgs(
-                    network_entity_id=nat.id, destination=ANYWHERE, destination_type="CIDR_BLOCK"
-                ),
-                oci.core.RouteTableRouteRuleArgs(
-                    network_entity_id=sgw.id,
-                    destination=all_services.cidr_block,
-                    destination_type="SERVICE_CIDR_BLOCK",
-                ),
-            ],
-            opts=child,
+
+        def route_table(kind: str, *rules: oci.core.RouteTableRouteRuleArgs) -> oci.core.RouteTable:
+            return oci.core.RouteTable(
+                f"{name}-{kind}-rt",
+                compartment_id=compartment,
+                vcn_id=vcn.id,
+                display_name=f"{shown}-{kind}",
+                route_rules=list(rules),
+                opts=child,
+            )
+
+        def to_anywhere(
+            gateway: oci.core.NatGateway | oci.core.InternetGateway,
+        ) -> oci.core.RouteTableRouteRuleArgs:
+            return oci.core.RouteTableRouteRuleArgs(
+                network_entity_id=gateway.id, destination=ANYWHERE, destination_type="CIDR_BLOCK"
+            )
+
+        def security_list(
+            role: str,
+            ingress: list[oci.core.SecurityListIngressSecurityRuleArgs],
+            egress: list[oci.core.SecurityListEgressSecurityRuleArgs] | None = None,
+        ) -> oci.core.SecurityList:
+            return oci.core.SecurityList(
+                f"{name}-{role}",
+                compartment_id=compartment,
+                vcn_id=vcn.id,
+                display_name=f"{shown}-{role}",
+                ingress_security_rules=ingress,
+                egress_security_rules=egress,
+                opts=child,
+            )
+
+        private_rt = route_table(
+            "private",
+            to_anywhere(nat),
+            oci.core.RouteTableRouteRuleArgs(
+                network_entity_id=sgw.id,
+                destination=all_services.cidr_block,
+                destination_type="SERVICE_CIDR_BLOCK",
+            ),
         )
         # Nodes, pods and the endpoint talk freely inside the VCN; RDMA traffic does not cross the VCN.
-        intra_vcn = oci.core.SecurityList(
-            f"{name}-intra-vcn",
-            compartment_id=compartment,
-            vcn_id=vcn.id,
-            display_name=f"{shown}-intra-vcn",
-            ingress_security_rules=[
-                oci.core.SecurityListIngressSecurityRuleArgs(protocol=ALL_TRAFFIC, source=str(new.vcn_cidr))
-            ],
-            egress_security_rules=[
-                oci.core.SecurityListEgressSecurityRuleArgs(protocol=ALL_TRAFFIC, destination=ANYWHERE)
-            ],
-            opts=child,
+        intra_vcn = security_list(
+            "intra-vcn",
+            [oci.core.SecurityListIngressSecurityRuleArgs(protocol=ALL_TRAFFIC, source=str(new.vcn_cidr))],
+            [oci.core.SecurityListEgressSecurityRuleArgs(protocol=ALL_TRAFFIC, destination=ANYWHERE)],
         )
         endpoint_rules = [
             oci.core.SecurityListIngressSecurityRuleArgs(
@@ -137,16 +154,7 @@ class Network(pulumi.ComponentResource):
         endpoint_security = [intra_vcn.id]
         endpoint_rt = private_rt.id
         if endpoint_rules:
-            endpoint_security.append(
-                oci.core.SecurityList(
-                    f"{name}-api-endpoint",
-                    compartment_id=compartment,
-                    vcn_id=vcn.id,
-                    display_name=f"{shown}-api-endpoint",
-                    ingress_security_rules=endpoint_rules,
-                    opts=child,
-                ).id
-            )
+            endpoint_security.append(security_list("api-endpoint", endpoint_rules).id)
         if new.api_endpoint_public:
             igw = oci.core.InternetGateway(
                 f"{name}-igw",
@@ -155,18 +163,7 @@ class Network(pulumi.ComponentResource):
                 display_name=f"{shown}-igw",
                 opts=child,
             )
-            endpoint_rt = oci.core.RouteTable(
-                f"{name}-public-rt",
-                compartment_id=compartment,
-                vcn_id=vcn.id,
-                display_name=f"{shown}-public",
-                route_rules=[
-                    oci.core.RouteTableRouteRuleArgs(
-                        network_entity_id=igw.id, destination=ANYWHERE, destination_type="CIDR_BLOCK"
-                    )
-                ],
-                opts=child,
-            ).id
+            endpoint_rt = route_table("public", to_anywhere(igw)).id
 
         def subnet(
             role: str, cidr: str, public: bool = False, security: list[pulumi.Output[str]] | None = None

@@ -30,7 +30,7 @@ import pulumi_kubernetes as k8s
 from oke_gpu_rdma import charts, provisioning, resource_types, sriov
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
 from stack_config.model import NetworkOperatorConfig
-from stack_config.sriov_plan import SriovPlan
+from stack_config.sriov_plan import NamedSpec, SriovPlan
 
 from .dra_drivers import _documented
 
@@ -211,28 +211,22 @@ class SriovRailNetworks(pulumi.ComponentResource):
         super().__init__(resource_types.SRIOV_NETWORKS_COMPONENT, name, None, opts)
         namespace = args.plan.operator.namespace
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
-        for policy in args.plan.node_policies():
-            k8s.apiextensions.CustomResource(
-                f"{name}-policy-{policy.name}",
-                api_version="sriovnetwork.openshift.io/v1",
-                kind="SriovNetworkNodePolicy",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy.name, namespace=namespace),
-                spec=policy.spec,
-                opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(depends_on=[args.operator.release])
-                ),
-            )
-        for network in args.plan.networks():
-            k8s.apiextensions.CustomResource(
-                f"{name}-network-{network.name}",
-                api_version="sriovnetwork.openshift.io/v1",
-                kind="SriovNetwork",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=network.name, namespace=namespace),
-                spec=network.spec,
-                opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(depends_on=[args.operator.release, args.operator.ip_pool])
-                ),
-            )
+
+        def declare(kind: str, role: str, objects: list[NamedSpec], needs: list[pulumi.Resource]) -> None:
+            for o in objects:
+                k8s.apiextensions.CustomResource(
+                    f"{name}-{role}-{o.name}",
+                    api_version="sriovnetwork.openshift.io/v1",
+                    kind=kind,
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=o.name, namespace=namespace),
+                    spec=o.spec,
+                    opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=needs)),
+                )
+
+        declare("SriovNetworkNodePolicy", "policy", args.plan.node_policies(), [args.operator.release])
+        declare(
+            "SriovNetwork", "network", args.plan.networks(), [args.operator.release, args.operator.ip_pool]
+        )
         self.networks = [n.name for n in args.plan.networks()]
         self.resources = args.plan.pod_vf_limits()
         self.register_outputs({"networks": self.networks, "resources": self.resources})

@@ -92,6 +92,22 @@ def overlapping(network: IPv4Network, ranges: Iterable[NamedRange]) -> list[Name
     return [r for r in ranges if r.network.overlaps(network)]
 
 
+def overlap_problems(
+    what: str, network: IPv4Network, plan: Iterable[NamedRange], refused: str, consequence: str
+) -> list[str]:
+    """Why `network` (a `what`) may not overlap the SPECIAL_RANGES (`refused`) or a range of `plan`.
+
+    `consequence` says what an overlap with a planned range does, `{hit}` standing for that range.
+    """
+    subject = f"{what} {network} overlaps"
+    return [
+        f"{subject} {label}, {refused}" for label, special in SPECIAL_RANGES if special.overlaps(network)
+    ] + [
+        f"{subject} {hit.label} {hit.network}{consequence.format(hit=hit.network)}"
+        for hit in overlapping(network, plan)
+    ]
+
+
 def child_range_problems(
     child: IPv4Network,
     plan: Iterable[NamedRange] = (),
@@ -110,14 +126,14 @@ def child_range_problems(
             f"child range {child} has prefix /{child.prefixlen}; DRANET accepts /{CHILD_PREFIX_MIN} "
             f"to /{CHILD_PREFIX_MAX}"
         )
-    for label, special in SPECIAL_RANGES:
-        if special.overlaps(child):
-            problems.append(f"child range {child} overlaps {label}, which DRANET refuses")
-    for hit in overlapping(child, plan):
-        problems.append(
-            f"child range {child} overlaps {hit.label} {hit.network}; every pod gets an on-link route "
-            f"for the whole child range, so traffic to {hit.network} would go out of the rails"
-        )
+    problems += overlap_problems(
+        "child range",
+        child,
+        plan,
+        "which DRANET refuses",
+        "; every pod gets an on-link route for the whole child range, so traffic to {hit} would go out "
+        "of the rails",
+    )
     for subnet in worker_subnets:
         needed = required_child_prefix(subnet.network, rails)
         if needed < 0:
@@ -148,13 +164,11 @@ def vf_pool_problems(pool: IPv4Network, plan: Iterable[NamedRange] = ()) -> list
     CIDRs, the OCA RDMA network and DRANET child ranges. Each VF interface gets an address in the pool
     with an on-link route for the whole pool in its pod, so an overlap sends that traffic out of a VF.
     """
-    problems: list[str] = []
-    for label, special in SPECIAL_RANGES:
-        if special.overlaps(pool):
-            problems.append(f"VF pool {pool} overlaps {label}, which no interface may use")
-    for hit in overlapping(pool, plan):
-        problems.append(
-            f"VF pool {pool} overlaps {hit.label} {hit.network}: every VF gets an address in the pool and its pod an "
-            f"on-link route for the whole pool, so traffic to {hit.network} would go out of the VFs"
-        )
-    return problems
+    return overlap_problems(
+        "VF pool",
+        pool,
+        plan,
+        "which no interface may use",
+        ": every VF gets an address in the pool and its pod an on-link route for the whole pool, so traffic "
+        "to {hit} would go out of the VFs",
+    )

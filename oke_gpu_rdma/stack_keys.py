@@ -2,7 +2,7 @@
 
 The policy pack cannot import the stack config model (it runs alone from `policies/`), yet its
 messages point users at stack settings. They name them through these constants, and a test checks
-each one against the model (`tests/stack_config/test_stack_keys.py`), so a message never sends a
+each one against the model (`tests/test_layout.py`), so a message never sends a
 user to a key that does not exist (unknown keys are errors).
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import yaml
@@ -57,6 +58,12 @@ class Run:
 
     def by_urn(self, urn: str) -> RecordedResource:
         return next(r for r in self.resources if r.urn == urn)
+
+
+def meta_plugins(network: dict[str, Any]) -> list[Any]:
+    """The plugin list the SR-IOV operator renders from a SriovNetwork's metaPlugins text."""
+    plugins: list[Any] = json.loads("[" + network["spec"]["metaPlugins"] + "]")
+    return plugins
 
 
 def topology_to_dict(topology: Topology) -> dict[str, Any]:

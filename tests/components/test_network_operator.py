@@ -17,8 +17,8 @@ from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL, RDMA_PATH_LABEL
 from oke_gpu_rdma.sriov import NETWORKS_ANNOTATION
 from preview.rendering import manifest
-from tests.oke_gpu_rdma import seed_sriov
-from tests.support import Run, raw_config
+from tests.fixtures import seed001
+from tests.support import Run, meta_plugins, raw_config
 
 SUCCEEDED = 'jsonpath={.status.conditions[?(@.type=="Succeeded")].status}=True'
 
@@ -50,7 +50,7 @@ def test_release_has_the_seed_values(sriov_run: Run) -> None:
         "nvidia-network-operator",
     )
     assert inputs["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
-    assert inputs["values"] == seed_sriov.values
+    assert inputs["values"] == seed001("values")
     assert charts.undocumented_value_paths(inputs["values"], charts.NETWORK_OPERATOR_VALUE_PATHS) == []
 
 
@@ -61,7 +61,7 @@ def test_nic_cluster_policy_is_the_seeds_with_multus_memory_raised(sriov_run: Ru
     assert multus.pop("containerResources") == [MULTUS_RESOURCES]
     annotations = rendered["metadata"].pop("annotations")
     assert annotations == {WAIT_FOR_ANNOTATION: NIC_POLICY_READY}
-    assert rendered == seed_sriov.nic_cluster_policy
+    assert rendered == seed001("nic-cluster-policy")
     assert "ofedDriver" not in rendered["spec"]
     # The seed saw Multus OOM-killed at its 50Mi default.
     assert MULTUS_RESOURCES["limits"]["memory"] != "50Mi"
@@ -69,21 +69,21 @@ def test_nic_cluster_policy_is_the_seeds_with_multus_memory_raised(sriov_run: Ru
 
 def test_ip_pool_and_pool_config_are_the_seeds(sriov_run: Run) -> None:
     (pool,) = sriov_run.of_type(resource_types.IP_POOL)
-    assert manifest(pool) == seed_sriov.ip_pool
+    assert manifest(pool) == seed001("ip-pool")
     (config,) = sriov_run.of_type(resource_types.SRIOV_POOL_CONFIG)
-    assert manifest(config) == seed_sriov.pool_config
+    assert manifest(config) == seed001("sriov-network-pool-config")
 
 
 def test_per_rail_node_policies_are_the_seeds(sriov_run: Run) -> None:
     policies = by_name(sriov_run, resource_types.SRIOV_NODE_POLICY)
-    assert policies == {p["metadata"]["name"]: p for p in seed_sriov.node_policies_per_rail}
+    assert policies == {p["metadata"]["name"]: p for p in seed001.all("sriov-node-policies-per-rail")}
 
 
 def test_per_rail_networks_are_the_seeds_text_and_json(sriov_run: Run) -> None:
     networks = by_name(sriov_run, resource_types.SRIOV_NETWORK)
-    assert networks == {n["metadata"]["name"]: n for n in seed_sriov.networks_per_rail}
+    assert networks == {n["metadata"]["name"]: n for n in seed001.all("sriov-networks-per-rail")}
     for network in networks.values():
-        assert seed_sriov.meta_plugins(network) == seed_sriov.meta_plugins(seed_sriov.network_shared)
+        assert meta_plugins(network) == meta_plugins(seed001("sriov-network-shared"))
 
 
 def test_the_ip_pool_waits_for_the_nic_cluster_policy(sriov_run: Run) -> None:
@@ -115,10 +115,10 @@ def test_sriov_pool_keeps_the_device_plugin_and_shared_mode(sriov_run: Run) -> N
 def test_two_job_nccl_run_matches_the_seeds_worker(sriov_run: Run) -> None:
     jobs = {r.inputs["metadata"]["name"]: r.inputs for r in sriov_run.of_type(MPIJOB)}
     assert sorted(jobs) == ["nccl-vf-a", "nccl-vf-b"]
-    seed_worker = seed_sriov.nccl_vf_a["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    seed_worker = seed001("nccl-vf-a-per-rail")["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
     for job in jobs.values():
         assert job["metadata"]["annotations"]["oke-gpu-rdma/expected"] == EXPECTED_TWO_JOBS
-        assert job["spec"]["slotsPerWorker"] == seed_sriov.nccl_vf_a["spec"]["slotsPerWorker"] == 4
+        assert job["spec"]["slotsPerWorker"] == seed001("nccl-vf-a-per-rail")["spec"]["slotsPerWorker"] == 4
         worker = job["spec"]["mpiReplicaSpecs"]["Worker"]
         assert worker["replicas"] == 2
         template = worker["template"]
@@ -164,7 +164,7 @@ def test_vf_rail_test_is_a_gating_mpijob_with_a_vf_of_every_rail(run_stack: Call
     assert job.inputs["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 0}
     worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]
     assert worker["replicas"] == 2
-    seed_pod = seed_sriov.vf_pods[0]
+    seed_pod = seed001.all("vf-pods")[0]
     template = worker["template"]
     assert template["metadata"]["annotations"] == {
         NETWORKS_ANNOTATION: ",".join(f"rdma-vf-{i}" for i in range(16))
@@ -188,7 +188,7 @@ def exclusive(raw: dict[str, Any]) -> dict[str, Any]:
 def test_exclusive_mode_networks_carry_top_level_rdma_qos(run_stack: Callable[..., Run]) -> None:
     run = run_stack("sriov", exclusive(raw_config("sriov")))
     for network in by_name(run, resource_types.SRIOV_NETWORK).values():
-        assert seed_sriov.meta_plugins(network) == seed_sriov.meta_plugins(seed_sriov.network_exclusive_qos)
+        assert meta_plugins(network) == meta_plugins(seed001("sriov-network-exclusive-qos"))
     (pool,) = run.of_type(NODE_POOL)
     text = base64.b64decode(pool.inputs["nodeMetadata"]["user_data"]).decode()
     assert "options ib_core netns_mode=0" in text and "rdma system set netns exclusive" in text
@@ -198,11 +198,13 @@ def test_one_vf_per_pf_gives_the_seeds_single_policy(run_stack: Callable[..., Ru
     raw = raw_config("sriov")
     raw["nodePools"][0]["sriov"] = {"vfsPerPf": 1, "resourcePerRail": False}
     run = run_stack("sriov", raw)
-    assert by_name(run, resource_types.SRIOV_NODE_POLICY) == {"bm-gpu-b4-8": seed_sriov.node_policy_1vf}
-    assert by_name(run, resource_types.SRIOV_NETWORK) == {"rdma-vf": seed_sriov.network_shared}
+    assert by_name(run, resource_types.SRIOV_NODE_POLICY) == {
+        "bm-gpu-b4-8": seed001("sriov-network-node-policy")
+    }
+    assert by_name(run, resource_types.SRIOV_NETWORK) == {"rdma-vf": seed001("sriov-network-shared")}
     (job,) = run.of_type(MPIJOB)
     worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
-    seed_pod = seed_sriov.vf_pods[0]
+    seed_pod = seed001.all("vf-pods")[0]
     assert worker["metadata"]["annotations"] == seed_pod["metadata"]["annotations"]
     assert worker["spec"]["containers"][0]["resources"]["limits"] == {
         "nvidia.com/gpu": 8,

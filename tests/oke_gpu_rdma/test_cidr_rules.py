@@ -75,6 +75,19 @@ def test_overlap_names_both_ranges() -> None:
     ]
 
 
+def test_special_and_planned_overlaps_read_the_same_for_child_ranges_and_vf_pools() -> None:
+    assert cidr.child_range_problems(IPv4Network("127.0.0.0/8")) == [
+        "child range 127.0.0.0/8 overlaps loopback 127.0.0.0/8, which DRANET refuses"
+    ]
+    assert cidr.vf_pool_problems(IPv4Network("169.254.0.0/16"), SEED_PLAN) == [
+        "VF pool 169.254.0.0/16 overlaps link-local 169.254.0.0/16, which no interface may use"
+    ]
+    assert cidr.vf_pool_problems(IPv4Network("10.224.0.0/12"), SEED_PLAN) == [
+        "VF pool 10.224.0.0/12 overlaps OCA RDMA network 10.224.0.0/12: every VF gets an address in the pool "
+        "and its pod an on-link route for the whole pool, so traffic to 10.224.0.0/12 would go out of the VFs"
+    ]
+
+
 def test_prefix_bounds() -> None:
     assert "accepts /8 to /30" in cidr.child_range_problems(IPv4Network("10.0.0.0/7"))[0]
     assert "accepts /8 to /30" in cidr.child_range_problems(IPv4Network("10.0.0.0/31"))[0]

@@ -1,4 +1,4 @@
-"""Shared helpers for the policy tests: resources as the engine sends them, seed fixtures, one call to analyze.
+"""Shared helpers for the policy tests: resources as the engine sends them, seed variants, one call to analyze.
 
 Every test goes through the real analyzer: resources become `AnalyzeRequest`s and one
 `AnalyzeStackRequest` (property names as the providers define them, values in a protobuf Struct,
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import subprocess
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,13 +24,8 @@ from pulumi.runtime.proto import analyzer_pb2_grpc
 
 from preview.mock_runtime import RecordedResource
 from preview.policy_check import Finding, analyze_resources
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oke_gpu_rdma"))
-
-import seed_claims
-import seed_sriov
-
-__all__ = ["seed_claims", "seed_sriov"]
+from tests.fixtures import seed000, seed001
+from tests.support import meta_plugins
 
 # What the engine sends for a value unknown during preview (pulumi_policy.proxy.UNKNOWN_STRING_VALUE).
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -176,86 +171,10 @@ metadata:
     pod-security.kubernetes.io/enforce: baseline
 """
 
-# seed 000, nccl-dranet-a-device-plugin.yaml: 4 GPUs from the device plugin, 8 rails from rails-8-a.
-DEVICE_PLUGIN_MPIJOB_YAML = """\
-apiVersion: kubeflow.org/v2beta1
-kind: MPIJob
-metadata:
-  name: nccl-dranet-a
-  namespace: rdma-dranet
-spec:
-  slotsPerWorker: 4
-  runPolicy:
-    cleanPodPolicy: Running
-  sshAuthMountPath: /root/.ssh
-  mpiReplicaSpecs:
-    Launcher:
-      replicas: 1
-      template:
-        spec:
-          containers:
-            - name: mpi-launcher
-              image: iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0
-              command: ["bash", "-c"]
-              args:
-                - |
-                  set -e -o pipefail
-                  NUM_GPUS=4
-                  NUM_HOSTS=$(sed -n '$=' /etc/mpi/hostfile)
-                  NP=$((NUM_HOSTS * NUM_GPUS))
-                  mpirun --allow-run-as-root --hostfile /etc/mpi/hostfile \\
-                    -mca coll ^hcoll \\
-                    -np "$NP" -npernode "$NUM_GPUS" --bind-to numa \\
-                    -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,NET \\
-                    -x NCCL_IB_SPLIT_DATA_ON_QPS=0 \\
-                    -x NCCL_IB_QPS_PER_CONNECTION=4 \\
-                    -x NCCL_IB_TC=41 \\
-                    -x NCCL_IB_SL=0 \\
-                    -x NCCL_IB_TIMEOUT=22 \\
-                    -x UCX_TLS=tcp \\
-                    -x UCX_NET_DEVICES=eth0 \\
-                    /workspace/nccl-tests/build/all_reduce_perf -b 8G -e 8G -n 300 -g 1 -c 1
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          nodeSelector:
-            node.kubernetes.io/instance-type: BM.GPU.B4.8
-          tolerations:
-            - key: nvidia.com/gpu
-              operator: Exists
-              effect: NoSchedule
-          resourceClaims:
-            - name: rails
-              resourceClaimTemplateName: rails-8-a
-          volumes:
-            - name: shm
-              emptyDir:
-                medium: Memory
-                sizeLimit: 32Gi
-          containers:
-            - name: mpi-worker
-              image: iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0
-              command: ["/bin/bash", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"]
-              volumeMounts:
-                - name: shm
-                  mountPath: /dev/shm
-              resources:
-                limits:
-                  nvidia.com/gpu: 4
-                claims:
-                  - name: rails
-"""
-
-
-def device_plugin_mpijob() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(DEVICE_PLUGIN_MPIJOB_YAML)
-    return data
-
 
 def aligned_mpijob() -> dict[str, Any]:
-    """seed 000's nccl-dranet-a with GPUs and rails from aligned-4gpu-8rails-a (no nvidia.com/gpu)."""
-    job = device_plugin_mpijob()
+    """seed 000's nccl-dranet-a-device-plugin with GPUs and rails from aligned-4gpu-8rails-a (no nvidia.com/gpu)."""
+    job = seed000("nccl-dranet-a-device-plugin")
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
     worker["resourceClaims"] = [{"name": "gpus-rails", "resourceClaimTemplateName": "aligned-4gpu-8rails-a"}]
     worker["containers"][0]["resources"] = {"claims": [{"name": "gpus-rails"}]}
@@ -285,14 +204,31 @@ def seed_sriov_final(
 ) -> list[RecordedResource]:
     """Seed 001's final design: the IPPool, 16 per-rail node policies (2 VFs) and 16 networks, on one pool."""
     objects = [
-        seed_sriov.ip_pool,
-        *seed_sriov.node_policies_per_rail,
-        *(networks or seed_sriov.networks_per_rail),
+        seed001("ip-pool"),
+        *seed001.all("sriov-node-policies-per-rail"),
+        *(networks or seed001.all("sriov-networks-per-rail")),
     ]
     return [
         sriov_pool(netns_mode),
         *(k8s(o, f"{o['kind'].lower()}-{o['metadata']['name']}") for o in objects),
     ]
+
+
+def exclusive_qos_under_args_cni() -> dict[str, Any]:
+    """sriov-network-exclusive-qos.yaml with rdmaQoS moved under args.cni (the README's form the seed tried)."""
+    network = seed001("sriov-network-exclusive-qos")
+    plugins = meta_plugins(network)
+    rdma = next(p for p in plugins if p["type"] == "rdma")
+    rdma["args"] = {"cni": {"rdmaQoS": rdma.pop("rdmaQoS")}}
+    network["spec"]["metaPlugins"] = ",\n".join(json.dumps(p, indent=2) for p in plugins) + "\n"
+    return network
+
+
+def misspelt_network(rail: int = 3, resource: str = "rdma-vf3") -> dict[str, Any]:
+    """The per-rail network of ``rail`` with a resource name no node policy provides."""
+    network = seed001.all("sriov-networks-per-rail")[rail]
+    network["spec"]["resourceName"] = resource
+    return network
 
 
 @contextlib.contextmanager

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import copy
-
-from policy_helpers import (
+from tests.fixtures import seed000
+from tests.policies.policy_helpers import (
     UNKNOWN,
     aligned_mpijob,
     analyze,
-    device_plugin_mpijob,
     k8s,
     notes,
-    seed_claims,
     violations,
 )
 
@@ -19,7 +16,7 @@ POLICY = "no-device-plugin-gpus-with-dra-rails"
 
 
 def test_seed_device_plugin_job_is_rejected():
-    findings = analyze([k8s(seed_claims.rails_8_a), k8s(device_plugin_mpijob())])
+    findings = analyze([k8s(seed000("rails-8-a")), k8s(seed000("nccl-dranet-a-device-plugin"))])
     (v,) = violations(findings, POLICY)
     assert v.level == "mandatory" and v.urn.endswith("::nccl-dranet-a")
     assert "MPIJob rdma-dranet/nccl-dranet-a replica Worker" in v.message
@@ -29,7 +26,7 @@ def test_seed_device_plugin_job_is_rejected():
 
 
 def test_seed_aligned_job_passes():
-    findings = analyze([k8s(seed_claims.aligned_4gpu_8rails_a), k8s(aligned_mpijob())])
+    findings = analyze([k8s(seed000("aligned-4gpu-8rails-a")), k8s(aligned_mpijob())])
     assert of_policy(findings) == []
 
 
@@ -38,23 +35,23 @@ def of_policy(findings):
 
 
 def test_claim_outside_the_stack_is_a_note():
-    findings = analyze([k8s(device_plugin_mpijob())])
+    findings = analyze([k8s(seed000("nccl-dranet-a-device-plugin"))])
     assert violations(findings, POLICY) == []
     (note,) = notes(findings, POLICY)
     assert "rdma-dranet/rails-8-a" in note.message and "not declared in this stack" in note.message
 
 
 def test_gpu_only_claim_with_device_plugin_gpus_is_not_this_policy():
-    gpu_claim = copy.deepcopy(seed_claims.rails_8_a)
+    gpu_claim = seed000("rails-8-a")
     gpu_claim["spec"]["spec"]["devices"]["requests"][0]["exactly"] = {
         "deviceClassName": "gpu.nvidia.com",
         "count": 1,
     }
-    assert of_policy(analyze([k8s(gpu_claim), k8s(device_plugin_mpijob())])) == []
+    assert of_policy(analyze([k8s(gpu_claim), k8s(seed000("nccl-dranet-a-device-plugin"))])) == []
 
 
 def test_deployment_and_cronjob_and_pod():
-    pod_spec = device_plugin_mpijob()["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    pod_spec = seed000("nccl-dranet-a-device-plugin")["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
     meta = {"name": "w", "namespace": "rdma-dranet"}
     objects = [
         {
@@ -78,16 +75,16 @@ def test_deployment_and_cronjob_and_pod():
         },
     ]
     for obj in objects:
-        findings = analyze([k8s(seed_claims.rails_8_a), k8s(obj, name=obj["kind"].lower())])
+        findings = analyze([k8s(seed000("rails-8-a")), k8s(obj, name=obj["kind"].lower())])
         assert len(violations(findings, POLICY)) == 1, obj["kind"]
 
 
 def test_unknown_gpu_count_still_fails_and_auto_named_claim_resolves_by_dependency():
-    job = device_plugin_mpijob()
+    job = seed000("nccl-dranet-a-device-plugin")
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
     worker["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = UNKNOWN
     worker["resourceClaims"][0]["resourceClaimTemplateName"] = UNKNOWN
-    template = copy.deepcopy(seed_claims.rails_8_a)
+    template = seed000("rails-8-a")
     del template["metadata"]["name"]
     claim = k8s(template, name="rails")
     findings = analyze([claim, k8s(job, dependencies=[claim.urn])])
@@ -96,7 +93,7 @@ def test_unknown_gpu_count_still_fails_and_auto_named_claim_resolves_by_dependen
 
 
 def test_wrong_types_are_violations():
-    job = device_plugin_mpijob()
+    job = seed000("nccl-dranet-a-device-plugin")
     job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = "mpi-worker"
-    (v,) = violations(analyze([k8s(seed_claims.rails_8_a), k8s(job)]), POLICY)
+    (v,) = violations(analyze([k8s(seed000("rails-8-a")), k8s(job)]), POLICY)
     assert "containers must be a list" in v.message

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from policy_helpers import (
+
+from tests.policies.policy_helpers import (
     DRANET_CHART,
     K8S_PROVIDER,
     UNKNOWN,

@@ -5,13 +5,21 @@ from __future__ import annotations
 import copy
 
 import pytest
-from policy_helpers import UNKNOWN, analyze, k8s, notes, seed_claims, violations
+
+from tests.fixtures import seed000
+from tests.policies.policy_helpers import (
+    UNKNOWN,
+    analyze,
+    k8s,
+    notes,
+    violations,
+)
 
 POLICY = "dranet-oke-profile-claims"
 
 
 def with_config(interface, driver="dra.net", requests=None, claim=None):
-    claim = copy.deepcopy(claim or seed_claims.all_rails)
+    claim = copy.deepcopy(claim or seed000("all-rails"))
     entry = {"opaque": {"driver": driver, "parameters": {"interface": interface}}}
     if requests is not None:
         entry["requests"] = requests
@@ -43,9 +51,9 @@ def test_fine_settings_and_other_drivers_pass():
 
 
 def test_config_only_for_gpu_requests_is_ignored():
-    claim = with_config({"type": "Passthrough"}, requests=["gpus"], claim=_template(seed_claims.pair_check))
+    claim = with_config({"type": "Passthrough"}, requests=["gpus"], claim=_template(seed000("pair-check")))
     assert violations(analyze([claim]), POLICY) == []
-    claim = with_config({"type": "Passthrough"}, requests=["rails"], claim=_template(seed_claims.pair_check))
+    claim = with_config({"type": "Passthrough"}, requests=["rails"], claim=_template(seed000("pair-check")))
     assert len(violations(analyze([claim]), POLICY)) == 1
 
 
@@ -71,7 +79,7 @@ def test_unknown_parameters_are_a_note_wrong_types_a_violation():
 def test_dra_net_config_on_a_gpu_only_claim_reaches_no_dranet_device():
     """DeviceClaimConfiguration.requests (k8s.io/api resource/v1): none named means every request; the
     kubelet gives a driver only its own config for its own devices. A GPU-only claim has no DRANET device."""
-    gpus_only = copy.deepcopy(seed_claims.all_rails)
+    gpus_only = seed000("all-rails")
     gpus_only["metadata"]["name"] = "gpus-only"
     gpus_only["spec"]["spec"]["devices"]["requests"] = [
         {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}

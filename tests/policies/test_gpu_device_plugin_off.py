@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from policy_helpers import GPU_CHART, K8S_PROVIDER, analyze, resource, seed_plan, violations
+from tests.policies.policy_helpers import (
+    GPU_CHART,
+    K8S_PROVIDER,
+    analyze,
+    resource,
+    seed_plan,
+    violations,
+)
 
 POLICY = "gpu-device-plugin-off"
 
@@ -121,7 +128,7 @@ def test_daemonset_affinity_counts_too():
             }
         },
     }
-    from policy_helpers import k8s
+    from tests.policies.policy_helpers import k8s
 
     (v,) = violations(analyze([*seed_plan(device_plugin_label=False), k8s(ds)]), POLICY)
     assert v.urn.endswith("::gpu-b4")

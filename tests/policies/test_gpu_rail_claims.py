@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
-from policy_helpers import UNKNOWN, analyze, k8s, notes, resource, seed_claims, seed_plan, violations
+
+from tests.fixtures import seed000
+from tests.policies.policy_helpers import (
+    UNKNOWN,
+    analyze,
+    k8s,
+    notes,
+    resource,
+    seed_plan,
+    violations,
+)
 
 POLICY = "gpu-rail-claims-aligned"
 
@@ -20,13 +28,13 @@ def judged(*claims, plan=None, config=None):
     ["pair-check", "aligned-8gpu-16rails", "aligned-4gpu-8rails-a", "all-rails", "rails-8-a"],
 )
 def test_aligned_and_not_applicable_seed_claims_pass(claim):
-    found, findings = judged(k8s(seed_claims.ALL[claim]))
+    found, findings = judged(k8s(seed000(claim)))
     assert found == []
     assert notes(findings, POLICY) == []
 
 
 def test_shape_root_is_unsatisfiable():
-    (v,) = judged(k8s(seed_claims.shape_root))[0]
+    (v,) = judged(k8s(seed000("shape-root")))[0]
     assert v.level == "mandatory" and v.urn.endswith("::shape-root")
     assert "ResourceClaim rdma-dranet/shape-root on BM.GPU.B4.8 (node pools gpu-b4)" in v.message
     assert "no PCIe root has 4 GPUs and 16 rails" in v.message and "stay Pending" in v.message
@@ -34,13 +42,13 @@ def test_shape_root_is_unsatisfiable():
 
 
 def test_shape_any_is_unaligned_with_the_requests_and_the_fix():
-    (v,) = judged(k8s(seed_claims.shape_any))[0]
+    (v,) = judged(k8s(seed000("shape-any")))[0]
     assert "is unaligned on BM.GPU.B4.8" in v.message
     assert "Fix:" in v.message and "matchAttribute: resource.kubernetes.io/pcieRoot" in v.message
 
 
 def test_invalid_claim():
-    claim = copy.deepcopy(seed_claims.pair_check)
+    claim = seed000("pair-check")
     claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = -1  # 0 is defaulted to 1 (v1/defaults.go)
     (v,) = judged(k8s(claim))[0]
     assert "would be rejected by the API server" in v.message
@@ -48,22 +56,22 @@ def test_invalid_claim():
 
 def test_without_gpu_pools_the_pack_config_shape_is_used():
     plan = [r for r in seed_plan() if r.type != "oci:ContainerEngine/nodePool:NodePool"]
-    (v,) = judged(k8s(seed_claims.shape_any), plan=plan)[0]
+    (v,) = judged(k8s(seed000("shape-any")), plan=plan)[0]
     assert "on BM.GPU.B4.8:" in v.message
-    found, _ = judged(k8s(seed_claims.shape_any), plan=plan, config={POLICY: {"shape": "BM.GPU.H100.8"}})
+    found, _ = judged(k8s(seed000("shape-any")), plan=plan, config={POLICY: {"shape": "BM.GPU.H100.8"}})
     assert len(found) == 1 and "claims cannot be judged on BM.GPU.H100.8" in found[0].message
     assert "shapeTopologies" in found[0].message
 
 
 def test_unverified_pool_shape_is_a_violation_on_the_pool():
     pool = resource("oci:ContainerEngine/nodePool:NodePool", "h100", {"nodeShape": "BM.GPU.H100.8"})
-    found, _ = judged(k8s(seed_claims.pair_check), plan=[pool])
+    found, _ = judged(k8s(seed000("pair-check")), plan=[pool])
     (v,) = found
     assert v.urn.endswith("::h100") and "no verified GPU/NIC pairing" in v.message
 
 
 def test_v1beta1_claim_maps_to_v1():
-    claim = copy.deepcopy(seed_claims.shape_root)
+    claim = seed000("shape-root")
     claim["apiVersion"] = "resource.k8s.io/v1beta1"
     for request in claim["spec"]["devices"]["requests"]:
         request.update(request.pop("exactly"))
@@ -72,29 +80,29 @@ def test_v1beta1_claim_maps_to_v1():
 
 
 def test_v1beta2_template():
-    claim = copy.deepcopy(seed_claims.shape_any)
+    claim = seed000("shape-any")
     claim["apiVersion"] = "resource.k8s.io/v1beta2"
     assert len(judged(k8s(claim))[0]) == 1
 
 
 def test_unknown_in_requests_is_a_note_and_other_claims_are_still_judged():
-    claim = copy.deepcopy(seed_claims.pair_check)
+    claim = seed000("pair-check")
     claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = UNKNOWN
-    found, findings = judged(k8s(claim), k8s(seed_claims.shape_any))
+    found, findings = judged(k8s(claim), k8s(seed000("shape-any")))
     assert [v.urn.rsplit("::", 1)[-1] for v in found] == ["shape-any"]
     (note,) = notes(findings, POLICY)
     assert note.level == "advisory" and "pair-check" in note.message and "count" in note.message
 
 
 def test_unknown_config_does_not_stop_judging():
-    claim = copy.deepcopy(seed_claims.shape_any)
+    claim = seed000("shape-any")
     claim["spec"]["devices"]["config"] = [{"opaque": {"driver": "dra.net", "parameters": UNKNOWN}}]
     found, findings = judged(k8s(claim))
     assert len(found) == 1 and notes(findings, POLICY) == []
 
 
 def test_device_class_outside_the_stack_is_a_note_and_a_declared_one_is_used():
-    claim = copy.deepcopy(seed_claims.rails_8_a)
+    claim = seed000("rails-8-a")
     claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "rails"
     found, findings = judged(k8s(claim))
     assert found == [] and "DeviceClass rails" in notes(findings, POLICY)[0].message
@@ -109,7 +117,7 @@ def test_device_class_outside_the_stack_is_a_note_and_a_declared_one_is_used():
 
 
 def test_spec_of_the_wrong_type_is_a_violation():
-    claim = copy.deepcopy(seed_claims.pair_check)
+    claim = seed000("pair-check")
     claim["spec"] = ["not", "a", "spec"]
     (v,) = judged(k8s(claim))[0]
     assert "spec must be an object, got a list" in v.message
@@ -124,7 +132,7 @@ def test_user_topology_in_the_pack_config_survives_the_engine():
     topology = topology_to_dict(CATALOG.topology("BM.GPU.B4.8"))
     config = {POLICY: {"shapeTopologies": {"BM.GPU.A100-v2.8": topology}}}
     found, findings = judged(
-        k8s(seed_claims.pair_check), k8s(seed_claims.shape_any), plan=[pool], config=config
+        k8s(seed000("pair-check")), k8s(seed000("shape-any")), plan=[pool], config=config
     )
     (v,) = found
     assert v.urn.endswith("::shape-any") and "on BM.GPU.A100-v2.8" in v.message
@@ -132,7 +140,7 @@ def test_user_topology_in_the_pack_config_survives_the_engine():
 
 
 def test_device_class_of_the_wrong_type_is_a_violation_not_a_crash():
-    claim = copy.deepcopy(seed_claims.pair_check)
+    claim = seed000("pair-check")
     claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = ["gpu.nvidia.com"]
     (v,) = judged(k8s(claim))[0]
     assert "would be rejected by the API server" in v.message and "request gpus: deviceClassName" in v.message
@@ -143,7 +151,7 @@ def test_device_class_of_the_wrong_type_is_a_violation_not_a_crash():
 
 def test_root_capacity_gets_the_judges_fix():
     """verdict.cause ROOT_CAPACITY carries the fix; the message is not matched as text."""
-    (v,) = judged(k8s(seed_claims.shape_root))[0]
+    (v,) = judged(k8s(seed000("shape-root")))[0]
     assert "Fix: a resource.kubernetes.io/pcieRoot constraint can hold at most what one root has" in v.message
 
 
@@ -190,7 +198,7 @@ def test_all_mode_listed_first_passes():
 
 def test_not_checked_verdict_is_advisory_never_mandatory():
     """A valid selector using a CEL library the model does not evaluate (Lists: isSorted)."""
-    claim = copy.deepcopy(seed_claims.pair_check)
+    claim = seed000("pair-check")
     claim["spec"]["devices"]["requests"][1]["exactly"]["selectors"] = [
         {"cel": {"expression": "[1, 2].isSorted()"}}
     ]
@@ -202,14 +210,14 @@ def test_not_checked_verdict_is_advisory_never_mandatory():
 
 def test_v1beta1_claim_written_with_v1_exactly_is_invalid():
     """pkg/apis/resource/v1beta1: a request has deviceClassName etc. itself; `exactly` is an unknown field."""
-    claim = copy.deepcopy(seed_claims.pair_check)
+    claim = seed000("pair-check")
     claim["apiVersion"] = "resource.k8s.io/v1beta1"
     (v,) = judged(k8s(claim))[0]
     assert "unknown field `exactly` in resource.k8s.io/v1beta1" in v.message
 
 
 def test_v1beta2_claim_with_exactly_is_judged_like_v1():
-    claim = copy.deepcopy(seed_claims.pair_check)
+    claim = seed000("pair-check")
     claim["apiVersion"] = "resource.k8s.io/v1beta2"
     found, findings = judged(k8s(claim))
     assert found == [] and notes(findings, POLICY) == []
@@ -243,14 +251,14 @@ def test_rail_claims_are_not_blocked_by_an_inference_pool_without_rails(claim):
     """The scheduler's DRA Filter skips nodes whose slices cannot satisfy the claim: a claim for rails never
     lands on the inference pool, so only the RDMA pool's shape judges it."""
     pool, config = _inference_pool_and_config()
-    found, findings = judged(k8s(seed_claims.ALL[claim]), plan=[*seed_plan(), pool], config=config)
+    found, findings = judged(k8s(seed000(claim)), plan=[*seed_plan(), pool], config=config)
     assert found == [] and notes(findings, POLICY) == []
 
 
 def test_mixed_fleet_still_rejects_what_the_rdma_pool_rejects():
     pool, config = _inference_pool_and_config()
     found, _ = judged(
-        k8s(seed_claims.shape_any), k8s(seed_claims.shape_root), plan=[*seed_plan(), pool], config=config
+        k8s(seed000("shape-any")), k8s(seed000("shape-root")), plan=[*seed_plan(), pool], config=config
     )
     assert sorted(v.urn.rsplit("::", 1)[-1] for v in found) == ["shape-any", "shape-root"]
     assert all("on BM.GPU.B4.8" in v.message for v in found)
@@ -258,7 +266,7 @@ def test_mixed_fleet_still_rejects_what_the_rdma_pool_rejects():
 
 def test_too_many_gpus_is_judged_where_the_gpus_exist():
     pool, config = _inference_pool_and_config()
-    claim = copy.deepcopy(seed_claims.pair_check)
+    claim = seed000("pair-check")
     claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = 9  # no node has 9 GPUs
     (v,) = judged(k8s(claim), plan=[*seed_plan(), pool], config=config)[0]
     assert "can never be allocated on BM.GPU.B4.8" in v.message
@@ -266,7 +274,7 @@ def test_too_many_gpus_is_judged_where_the_gpus_exist():
 
 def test_claim_whose_devices_exist_on_no_shape_is_judged_on_every_shape():
     pool, config = _inference_pool_and_config()
-    claim = copy.deepcopy(seed_claims.pair_check)
+    claim = seed000("pair-check")
     rail = 'device.attributes["dra.net"].ifName == "rdma99"'
     claim["spec"]["devices"]["requests"][1]["exactly"]["selectors"] = [{"cel": {"expression": rail}}]
     found, _ = judged(k8s(claim), plan=[*seed_plan(), pool], config=config)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import copy
 
-from policy_helpers import aligned_mpijob, analyze, k8s, notes, seed_claims, violations
+from tests.fixtures import seed000
+from tests.policies.policy_helpers import (
+    aligned_mpijob,
+    analyze,
+    k8s,
+    notes,
+    violations,
+)
 
 POLICY = "nccl-gid-index-with-dranet"
 
@@ -18,7 +25,7 @@ def worker(job):
 
 
 def run(job, *extra):
-    return analyze([k8s(seed_claims.aligned_4gpu_8rails_a), k8s(job), *extra])
+    return analyze([k8s(seed000("aligned-4gpu-8rails-a")), k8s(job), *extra])
 
 
 def test_seed_job_without_gid_index_passes():

@@ -11,10 +11,16 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import empty_pb2
-from policy_helpers import dranet_release, k8s, seed_claims, seed_plan, started_pack
 from pulumi.runtime.proto import analyzer_pb2
 
 from preview.policy_check import analyze_requests, configure_request
+from tests.fixtures import seed000
+from tests.policies.policy_helpers import (
+    dranet_release,
+    k8s,
+    seed_plan,
+    started_pack,
+)
 
 PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
 PACK_PYTHON = PACK_DIR / "venv" / "bin" / "python"
@@ -60,7 +66,7 @@ def test_configure_analyze_and_analyze_stack(analyzer):
     analyzer.Configure(
         configure_request({"dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]}}, info)
     )
-    claim = seed_claims.all_rails.copy()
+    claim = seed000("all-rails")
     claim = {
         **claim,
         "spec": {
@@ -80,7 +86,7 @@ def test_configure_analyze_and_analyze_stack(analyzer):
             }
         },
     }
-    resources = [*seed_plan(pods="10.208.0.0/12"), dranet_release(), k8s(claim), k8s(seed_claims.shape_root)]
+    resources = [*seed_plan(pods="10.208.0.0/12"), dranet_release(), k8s(claim), k8s(seed000("shape-root"))]
     single, stack = analyze_requests(resources)
     diagnostics = [d for request in single for d in analyzer.Analyze(request).diagnostics]
     assert [d.policyName for d in diagnostics] == ["dranet-oke-profile-claims"]

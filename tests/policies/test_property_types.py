@@ -13,21 +13,20 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from policy_helpers import (
+
+from preview.mock_runtime import RecordedResource
+from tests.fixtures import seed000
+from tests.policies.policy_helpers import (
     GPU_CHART,
     K8S_PROVIDER,
     NAMESPACE_YAML,
     aligned_mpijob,
     analyze,
-    device_plugin_mpijob,
     dranet_release,
     k8s,
     resource,
-    seed_claims,
     seed_plan,
 )
-
-from preview.mock_runtime import RecordedResource
 
 CRASHED = "this policy failed while checking it"
 
@@ -104,13 +103,13 @@ def _stack() -> list[dict[str, Any]]:
         k8s(DEVICE_CLASS),
         k8s(SECRET),
         k8s(DAEMONSET),
-        k8s(seed_claims.aligned_4gpu_8rails_a),
-        k8s(seed_claims.shape_any),
-        k8s(seed_claims.pair_check),
+        k8s(seed000("aligned-4gpu-8rails-a")),
+        k8s(seed000("shape-any")),
+        k8s(seed000("pair-check")),
         k8s(job),
-        k8s(device_plugin_mpijob()),
+        k8s(seed000("nccl-dranet-a-device-plugin")),
     ]
-    config = copy.deepcopy(seed_claims.all_rails)
+    config = seed000("all-rails")
     config["spec"]["spec"]["devices"]["config"] = [
         {"requests": ["rails"], "opaque": {"driver": "dra.net", "parameters": {"interface": {"mtu": 9000}}}}
     ]

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import empty_pb2, json_format
-from policy_helpers import k8s, started_pack
 from pulumi.runtime.proto import analyzer_pb2
 
 from preview import policy_check
 from preview.policy_check import analyze_requests
+from tests.policies.policy_helpers import k8s, started_pack
 
 from oke_rdma_policies import RULES, registry  # isort: skip
 

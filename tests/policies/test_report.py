@@ -7,11 +7,19 @@ validate is built by report.guarded, so a failure is that policy's violation nam
 
 from __future__ import annotations
 
-import copy
-
 from oke_rdma_policies.report import Reporter, guarded, stack_where
-from policy_helpers import analyze, dranet_release, k8s, of, resource, seed_claims, seed_plan, violations
 from pulumi_policy import StackValidationPolicy
+
+from tests.fixtures import seed000
+from tests.policies.policy_helpers import (
+    analyze,
+    dranet_release,
+    k8s,
+    of,
+    resource,
+    seed_plan,
+    violations,
+)
 
 CHILD = "dranet-child-range"
 CLAIMS = "gpu-rail-claims-aligned"
@@ -25,7 +33,7 @@ DEVICE_CLASS_NOT_AN_OBJECT = {
 
 
 def test_device_class_spec_not_an_object_is_one_violation_and_claims_are_still_judged():
-    findings = analyze([*seed_plan(), k8s(DEVICE_CLASS_NOT_AN_OBJECT), k8s(seed_claims.shape_any)])
+    findings = analyze([*seed_plan(), k8s(DEVICE_CLASS_NOT_AN_OBJECT), k8s(seed000("shape-any"))])
     found = violations(findings, CLAIMS)
     assert [v.urn.rsplit("::", 1)[-1] for v in found] == ["broken", "shape-any"]
     assert "DeviceClass broken: spec must be an object, got a string" in found[0].message
@@ -47,7 +55,7 @@ def test_absurd_subnet_and_pack_config_prefixes_are_findings_not_crashes():
     config = {
         CHILD: {"workerSubnetCidrs": ["0.0.0.0/1"], "existingCidrs": [{"name": "all", "cidr": "0.0.0.0/0"}]}
     }
-    findings = analyze([*seed_plan(), huge, dranet_release(), k8s(seed_claims.shape_any)], config)
+    findings = analyze([*seed_plan(), huge, dranet_release(), k8s(seed000("shape-any"))], config)
     found = violations(findings, CHILD)
     assert any("no IPv4 range holds 16 rails" in v.message and "0.0.0.0/1" in v.message for v in found)
     assert any("overlaps subnet huge" in v.message for v in found)
@@ -79,8 +87,8 @@ def test_guarded_keeps_findings_made_before_the_failure():
 
 
 def test_wrong_typed_claim_and_wrong_typed_cluster_together_leave_every_policy_reporting():
-    claim = copy.deepcopy(seed_claims.shape_any)
+    claim = seed000("shape-any")
     claim["spec"]["spec"] = 7
     cluster = resource("oci:ContainerEngine/cluster:Cluster", "broken", {"options": 3})
-    findings = analyze([*seed_plan(), cluster, dranet_release(), k8s(claim), k8s(seed_claims.shape_root)])
+    findings = analyze([*seed_plan(), cluster, dranet_release(), k8s(claim), k8s(seed000("shape-root"))])
     assert of(findings, CHILD) and len(violations(findings, CLAIMS)) == 2

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import copy
 
-from policy_helpers import (
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import (
     GPU_CHART,
     K8S_PROVIDER,
     analyze,
     dranet_release,
     k8s,
     resource,
-    seed_sriov,
     sriov_pool,
     violations,
 )
@@ -30,7 +30,9 @@ def gpu_driver(selector):
 
 
 def test_shape_wide_selection_on_both_paths_is_rejected():
-    found = violations(analyze([sriov_pool(), dranet_release(), k8s(seed_sriov.node_policy_1vf)]), POLICY)
+    found = violations(
+        analyze([sriov_pool(), dranet_release(), k8s(seed001("sriov-network-node-policy"))]), POLICY
+    )
     (v,) = found
     assert v.urn.endswith("::gpu-b4-vf")
     assert v.message.startswith(
@@ -62,14 +64,14 @@ def test_the_programs_mixed_selection_passes():
     driver = gpu_driver(
         {"node.kubernetes.io/instance-type": "BM.GPU.B4.8", "nvidia.com/gpu.deploy.device-plugin": "false"}
     )
-    policy = copy.deepcopy(seed_sriov.node_policies_per_rail[0])
+    policy = copy.deepcopy(seed001.all("sriov-node-policies-per-rail")[0])
     policy["spec"]["nodeSelector"]["oke-gpu-rdma/rdma-path"] = "sriov"
     assert violations(analyze([dra_pool, vf_pool, dranet, driver, k8s(policy)]), POLICY) == []
 
 
 def test_without_pools_the_selectors_are_compared():
     driver = gpu_driver({"node.kubernetes.io/instance-type": "BM.GPU.B4.8"})
-    (v,) = violations(analyze([driver, k8s(seed_sriov.node_policy_1vf)]), POLICY)
+    (v,) = violations(analyze([driver, k8s(seed001("sriov-network-node-policy"))]), POLICY)
     assert v.message.startswith(
         "SriovNetworkNodePolicy nvidia-network-operator/bm-gpu-b4-8 selects nodes with "
         "node.kubernetes.io/instance-type=BM.GPU.B4.8, which the NVIDIA GPU DRA driver (Release gpu-dra) also select"

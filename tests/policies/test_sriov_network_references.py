@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import copy
 
-from policy_helpers import analyze, k8s, notes, seed_sriov, seed_sriov_final, violations
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import (
+    analyze,
+    k8s,
+    misspelt_network,
+    notes,
+    seed_sriov_final,
+    violations,
+)
 
 POLICY = "sriov-network-references"
 
@@ -14,8 +22,8 @@ def test_the_seeds_final_design_passes():
 
 
 def test_a_misspelt_resource_name_is_rejected():
-    networks = [*seed_sriov.networks_per_rail]
-    networks[3] = seed_sriov.misspelt_network(3, "rdma-vf3")
+    networks = [*seed001.all("sriov-networks-per-rail")]
+    networks[3] = misspelt_network(3, "rdma-vf3")
     (v,) = violations(analyze(seed_sriov_final(networks=networks)), POLICY)
     assert v.message.startswith(
         "SriovNetwork nvidia-network-operator/rdma-vf-3: spec.resourceName 'rdma-vf3' is provided by no "
@@ -25,7 +33,7 @@ def test_a_misspelt_resource_name_is_rejected():
 
 
 def test_a_missing_ip_pool_is_rejected():
-    network = copy.deepcopy(seed_sriov.networks_per_rail[0])
+    network = copy.deepcopy(seed001.all("sriov-networks-per-rail")[0])
     network["spec"]["ipam"] = network["spec"]["ipam"].replace("sriov-pool", "sriov-pol")
     (v,) = violations(analyze(seed_sriov_final(networks=[network])), POLICY)
     assert (
@@ -35,7 +43,7 @@ def test_a_missing_ip_pool_is_rejected():
 
 
 def test_without_node_policies_or_pools_it_is_a_note():
-    findings = analyze([k8s(seed_sriov.network_shared)])
+    findings = analyze([k8s(seed001("sriov-network-shared"))])
     assert violations(findings, POLICY) == []
     (note,) = notes(findings, POLICY)
     assert "no SriovNetworkNodePolicy in the stack" in note.message

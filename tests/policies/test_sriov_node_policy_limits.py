@@ -5,19 +5,29 @@ from __future__ import annotations
 import copy
 
 import pytest
-from policy_helpers import analyze, k8s, seed_sriov, violations
+
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import (
+    analyze,
+    k8s,
+    violations,
+)
 
 POLICY = "sriov-node-policy-limits"
 
 
 def policy_with(**spec):
-    policy = copy.deepcopy(seed_sriov.node_policies_per_rail[0])
+    policy = copy.deepcopy(seed001.all("sriov-node-policies-per-rail")[0])
     policy["spec"].update(spec)
     return k8s(policy)
 
 
 def test_the_seeds_policies_pass():
-    objects = [seed_sriov.node_policy_1vf, seed_sriov.node_policy_2vf, *seed_sriov.node_policies_per_rail]
+    objects = [
+        seed001("sriov-network-node-policy"),
+        seed001("sriov-network-node-policy-2vf"),
+        *seed001.all("sriov-node-policies-per-rail"),
+    ]
     assert violations(analyze([k8s(o, f"p{i}") for i, o in enumerate(objects)]), POLICY) == []
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 
-from policy_helpers import analyze, k8s, seed_sriov, seed_sriov_final, sriov_pool, violations
-
 from oke_gpu_rdma.shape_catalog import CATALOG
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import analyze, k8s, seed_sriov_final, sriov_pool, violations
 from tests.support import topology_to_dict
 
 POLICY = "sriov-pods-all-rails"
@@ -17,11 +17,11 @@ def worker(job):
 
 
 def test_the_seeds_two_job_worker_passes():
-    assert violations(analyze([*seed_sriov_final(), k8s(seed_sriov.nccl_vf_a)]), POLICY) == []
+    assert violations(analyze([*seed_sriov_final(), k8s(seed001("nccl-vf-a-per-rail"))]), POLICY) == []
 
 
 def test_a_pod_with_half_the_rails_is_flagged():
-    job = copy.deepcopy(seed_sriov.nccl_vf_a)
+    job = seed001("nccl-vf-a-per-rail")
     limits = worker(job)["spec"]["containers"][0]["resources"]["limits"]
     for rail in range(8, 16):
         del limits[f"nvidia.com/rdma-vf-{rail}"]
@@ -34,7 +34,7 @@ def test_a_pod_with_half_the_rails_is_flagged():
 
 
 def test_networks_out_of_rail_order_are_flagged():
-    job = copy.deepcopy(seed_sriov.nccl_vf_a)
+    job = seed001("nccl-vf-a-per-rail")
     meta = worker(job)["metadata"]["annotations"]
     names = meta["k8s.v1.cni.cncf.io/networks"].split(",")
     meta["k8s.v1.cni.cncf.io/networks"] = ",".join(reversed(names))
@@ -46,15 +46,15 @@ def test_per_rail_resources_of_an_overridden_shape_come_from_its_supplied_topolo
     # The seed's per-rail node policies on a shape the catalog does not verify: the pack config's
     # topology says which rail each PF is, so a pod with half the rails is flagged as on BM.GPU.B4.8.
     shape = "BM.GPU.A100-v2.8"
-    node_policies = copy.deepcopy(seed_sriov.node_policies_per_rail)
+    node_policies = copy.deepcopy(seed001.all("sriov-node-policies-per-rail"))
     for node_policy in node_policies:
         node_policy["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = shape
     resources = [
         sriov_pool(),
         *(k8s(o, f"{o['kind'].lower()}-{o['metadata']['name']}") for o in node_policies),
-        *(k8s(o, f"network-{o['metadata']['name']}") for o in seed_sriov.networks_per_rail),
+        *(k8s(o, f"network-{o['metadata']['name']}") for o in seed001.all("sriov-networks-per-rail")),
     ]
-    job = copy.deepcopy(seed_sriov.nccl_vf_a)
+    job = copy.deepcopy(seed001("nccl-vf-a-per-rail"))
     limits = worker(job)["spec"]["containers"][0]["resources"]["limits"]
     for rail in range(8, 16):
         del limits[f"nvidia.com/rdma-vf-{rail}"]

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import copy
 
-from policy_helpers import analyze, k8s, of, seed_sriov, violations
-
 from oke_gpu_rdma.shape_catalog import CATALOG
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import analyze, k8s, of, violations
 from tests.support import topology_to_dict
 
 POLICY = "sriov-rail-root-devices"
 
 
 def test_the_seeds_policies_pass():
-    objects = [seed_sriov.node_policy_1vf, *seed_sriov.node_policies_per_rail]
+    objects = [seed001("sriov-network-node-policy"), *seed001.all("sriov-node-policies-per-rail")]
     assert violations(analyze([k8s(o, f"p{i}") for i, o in enumerate(objects)]), POLICY) == []
 
 
 def test_a_pf_that_is_no_rail_is_rejected():
-    policy = copy.deepcopy(seed_sriov.node_policy_1vf)
+    policy = seed001("sriov-network-node-policy")
     policy["spec"]["nicSelector"]["rootDevices"].append("0000:01:00.0")
     (v,) = violations(analyze([k8s(policy)]), POLICY)
     assert v.message.startswith(
@@ -29,7 +29,7 @@ def test_a_pf_that_is_no_rail_is_rejected():
 
 
 def test_vendor_alone_selects_the_front_end_nic():
-    policy = copy.deepcopy(seed_sriov.node_policy_1vf)
+    policy = seed001("sriov-network-node-policy")
     del policy["spec"]["nicSelector"]["rootDevices"]
     (v,) = violations(analyze([k8s(policy)]), POLICY)
     assert (
@@ -39,7 +39,7 @@ def test_vendor_alone_selects_the_front_end_nic():
 
 
 def test_front_end_pf_name_is_rejected():
-    policy = copy.deepcopy(seed_sriov.node_policy_1vf)
+    policy = seed001("sriov-network-node-policy")
     policy["spec"]["nicSelector"] = {"vendor": "15b3", "pfNames": ["rdma0", "eth1"]}
     (v,) = violations(analyze([k8s(policy)]), POLICY)
     assert "spec.nicSelector.pfNames[1] 'eth1' is not a rail of BM.GPU.B4.8" in v.message
@@ -56,7 +56,7 @@ def h100_topology() -> dict:
 
 
 def on_h100(root_devices: list[str]) -> dict:
-    policy = copy.deepcopy(seed_sriov.node_policy_1vf)
+    policy = copy.deepcopy(seed001("sriov-network-node-policy"))
     policy["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = H100
     policy["spec"]["nicSelector"]["rootDevices"] = root_devices
     return policy
@@ -64,7 +64,7 @@ def on_h100(root_devices: list[str]) -> dict:
 
 def test_pfs_of_an_overridden_shape_are_checked_against_its_supplied_topology():
     config = {POLICY: {"shapeTopologies": {H100: h100_topology()}}}
-    devices = seed_sriov.node_policy_1vf["spec"]["nicSelector"]["rootDevices"]
+    devices = seed001("sriov-network-node-policy")["spec"]["nicSelector"]["rootDevices"]
     (v,) = violations(analyze([k8s(on_h100(devices))], config), POLICY)
     assert v.message.startswith(
         "SriovNetworkNodePolicy nvidia-network-operator/bm-gpu-b4-8: spec.nicSelector.rootDevices[0] "
@@ -76,6 +76,6 @@ def test_pfs_of_an_overridden_shape_are_checked_against_its_supplied_topology():
 
 
 def test_without_its_topology_an_unverified_shape_is_not_checked():
-    devices = seed_sriov.node_policy_1vf["spec"]["nicSelector"]["rootDevices"]
+    devices = seed001("sriov-network-node-policy")["spec"]["nicSelector"]["rootDevices"]
     (note,) = of(analyze([k8s(on_h100(devices))]), POLICY)
     assert "shape BM.GPU.H100.8 has no verified rail layout; its PFs were not checked" in note.message

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from policy_helpers import analyze, notes, seed_sriov, seed_sriov_final, violations
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import (
+    analyze,
+    notes,
+    seed_sriov_final,
+    violations,
+)
 
 POLICY = "sriov-rdma-cni-mode"
 
 
 def exclusive_networks(network):
     out = []
-    for per_rail in seed_sriov.networks_per_rail:
+    for per_rail in seed001.all("sriov-networks-per-rail"):
         n = {**per_rail, "spec": {**per_rail["spec"], "metaPlugins": network["spec"]["metaPlugins"]}}
         out.append(n)
     return out
@@ -17,12 +23,12 @@ def exclusive_networks(network):
 
 def test_shared_mode_without_the_cni_and_exclusive_mode_with_it_pass():
     assert violations(analyze(seed_sriov_final(netns_mode=1)), POLICY) == []
-    qos = exclusive_networks(seed_sriov.network_exclusive_qos)
+    qos = exclusive_networks(seed001("sriov-network-exclusive-qos"))
     assert violations(analyze(seed_sriov_final(netns_mode=0, networks=qos)), POLICY) == []
 
 
 def test_rdma_cni_on_shared_nodes_is_rejected():
-    qos = exclusive_networks(seed_sriov.network_exclusive_qos)
+    qos = exclusive_networks(seed001("sriov-network-exclusive-qos"))
     found = violations(analyze(seed_sriov_final(netns_mode=1, networks=qos)), POLICY)
     assert len(found) == 16
     v = found[0]

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
-from policy_helpers import UNKNOWN, analyze, k8s, notes, seed_sriov, violations
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import (
+    UNKNOWN,
+    analyze,
+    exclusive_qos_under_args_cni,
+    k8s,
+    notes,
+    violations,
+)
+from tests.support import meta_plugins
 
 POLICY = "sriov-rdma-qos"
 
 
 def test_the_seeds_final_exclusive_network_passes():
-    assert violations(analyze([k8s(seed_sriov.network_exclusive_qos)]), POLICY) == []
+    assert violations(analyze([k8s(seed001("sriov-network-exclusive-qos"))]), POLICY) == []
     # Shared-mode networks have no RDMA CNI at all: nothing to check here.
-    assert violations(analyze([k8s(seed_sriov.network_shared)]), POLICY) == []
+    assert violations(analyze([k8s(seed001("sriov-network-shared"))]), POLICY) == []
 
 
 def test_rdma_qos_missing_is_rejected():
-    (v,) = violations(analyze([k8s(seed_sriov.network_exclusive)]), POLICY)
+    (v,) = violations(analyze([k8s(seed001("sriov-network-exclusive"))]), POLICY)
     assert v.level == "mandatory" and v.urn.endswith("::rdma-vf")
     assert v.message.startswith(
         "SriovNetwork nvidia-network-operator/rdma-vf: the RDMA CNI at spec.metaPlugins[1] has no rdmaQoS: "
@@ -27,13 +35,13 @@ def test_rdma_qos_missing_is_rejected():
 
 
 def test_rdma_qos_under_args_cni_is_rejected():
-    (v,) = violations(analyze([k8s(seed_sriov.exclusive_qos_under_args_cni())]), POLICY)
+    (v,) = violations(analyze([k8s(exclusive_qos_under_args_cni())]), POLICY)
     assert "spec.metaPlugins[1] rdmaQoS is nested under args.cni, where the RDMA CNI ignores it" in v.message
     assert "args.cni holds only debug (k8snetworkplumbingwg/rdma-cni pkg/types/types.go)" in v.message
 
 
 def test_network_attachment_definitions_are_checked_too():
-    plugins = [{"type": "sriov"}, *seed_sriov.meta_plugins(seed_sriov.network_exclusive)]
+    plugins = [{"type": "sriov"}, *meta_plugins(seed001("sriov-network-exclusive"))]
     nad = {
         "apiVersion": "k8s.cni.cncf.io/v1",
         "kind": "NetworkAttachmentDefinition",
@@ -45,7 +53,7 @@ def test_network_attachment_definitions_are_checked_too():
 
 
 def test_bad_tc_unparsable_text_unknown_and_wrong_type():
-    network = copy.deepcopy(seed_sriov.network_exclusive_qos)
+    network = seed001("sriov-network-exclusive-qos")
     network["spec"]["metaPlugins"] = network["spec"]["metaPlugins"].replace('"tc": 41', '"tc": "41"')
     (v,) = violations(analyze([k8s(network)]), POLICY)
     assert "rdmaQoS.tc is '41', not a traffic class from 0 to 255" in v.message

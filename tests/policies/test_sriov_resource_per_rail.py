@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import copy
 
-from policy_helpers import analyze, k8s, seed_sriov, violations
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import (
+    analyze,
+    k8s,
+    violations,
+)
 
 POLICY = "sriov-resource-per-rail"
 
 
 def test_per_rail_policies_and_one_vf_pass():
-    resources = [k8s(o) for o in seed_sriov.node_policies_per_rail]
+    resources = [k8s(o) for o in seed001.all("sriov-node-policies-per-rail")]
     assert violations(analyze(resources), POLICY) == []
-    assert violations(analyze([k8s(seed_sriov.node_policy_1vf)]), POLICY) == []
+    assert violations(analyze([k8s(seed001("sriov-network-node-policy"))]), POLICY) == []
 
 
 def test_one_resource_over_32_vfs_is_rejected():
-    (v,) = violations(analyze([k8s(seed_sriov.node_policy_2vf)]), POLICY)
+    (v,) = violations(analyze([k8s(seed001("sriov-network-node-policy-2vf"))]), POLICY)
     assert v.level == "mandatory"
     assert v.message.startswith(
         "SriovNetworkNodePolicy nvidia-network-operator/bm-gpu-b4-8: resource rdma-vf spans 16 PFs with numVfs 2 "
@@ -26,7 +31,7 @@ def test_one_resource_over_32_vfs_is_rejected():
 
 
 def test_one_resource_across_two_policies_is_rejected():
-    a, b = (copy.deepcopy(p) for p in seed_sriov.node_policies_per_rail[:2])
+    a, b = (copy.deepcopy(p) for p in seed001.all("sriov-node-policies-per-rail")[:2])
     b["spec"]["resourceName"] = a["spec"]["resourceName"]
     found = violations(analyze([k8s(a), k8s(b)]), POLICY)
     assert len(found) == 2

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
-from policy_helpers import analyze, dranet_release, k8s, seed_plan, seed_sriov, violations
+
+from tests.fixtures import seed001
+from tests.policies.policy_helpers import (
+    analyze,
+    dranet_release,
+    k8s,
+    seed_plan,
+    violations,
+)
 
 POLICY = "sriov-vf-pool-range"
 
 
 def pool(subnet):
-    obj = copy.deepcopy(seed_sriov.ip_pool)
+    obj = seed001("ip-pool")
     obj["spec"]["subnet"] = subnet
     return k8s(obj)
 
 
 def test_the_seeds_pool_passes():
-    assert violations(analyze([*seed_plan(), dranet_release(), k8s(seed_sriov.ip_pool)]), POLICY) == []
+    assert violations(analyze([*seed_plan(), dranet_release(), k8s(seed001("ip-pool"))]), POLICY) == []
 
 
 @pytest.mark.parametrize(
@@ -37,7 +43,7 @@ def test_overlaps_are_rejected(subnet, hit):
 
 def test_pack_config_ranges_and_bad_cidr():
     config = {POLICY: {"existingCidrs": [{"name": "peered VCN", "cidr": "192.168.128.0/17"}]}}
-    (v,) = violations(analyze([k8s(seed_sriov.ip_pool)], config), POLICY)
+    (v,) = violations(analyze([k8s(seed001("ip-pool"))], config), POLICY)
     assert "overlaps peered VCN (pack config existingCidrs) 192.168.128.0/17" in v.message
     (v,) = violations(analyze([pool("192.168.0.1/16")]), POLICY)
     assert "host bits set" in v.message

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
@@ -14,10 +11,8 @@ from preview.cli import load_stack
 from preview.mock_runtime import run_program
 from preview.policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
 from preview.stacks import EXAMPLES
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "policies"))
-
-from policy_helpers import dranet_release, k8s, seed_claims, seed_plan
+from tests.fixtures import seed000
+from tests.policies.policy_helpers import dranet_release, k8s, seed_plan
 
 DEV_CONFIG = {
     "dranet-child-range": {
@@ -96,7 +91,7 @@ def test_bad_pack_config_is_refused_with_the_key(config, text):
 
 
 def test_all_sets_every_level_and_a_policy_overrides_it():
-    resources = [*seed_plan(pods="10.208.0.0/12"), dranet_release(), k8s(seed_claims.shape_any)]
+    resources = [*seed_plan(pods="10.208.0.0/12"), dranet_release(), k8s(seed000("shape-any"))]
     findings = policy_check.analyze_resources(
         resources, {"all": "advisory", "gpu-rail-claims-aligned": "mandatory"}
     )

@@ -8,7 +8,6 @@ pack's, on resources that trip every policy.
 
 from __future__ import annotations
 
-import copy
 import os
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import oke_rdma_policies  # the pack's package, in policies/ (on pytest's pythonpath)
 import pytest
 import yaml
 from google.protobuf import empty_pb2
@@ -24,26 +24,21 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from oke_gpu_rdma.shape_catalog import CATALOG
 from preview.mock_runtime import ROOT, RecordedResource
 from preview.policy_check import analyze_requests, analyze_resources, configure_request
-from tests.support import topology_to_dict
-from tools import build_pack
-from tools.build_pack import BuildError, build, pack_requirements
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "policies"))
-
-import oke_rdma_policies  # the pack's package: preview.policy_check put policies/ on sys.path
-from policy_helpers import (
+from tests.fixtures import seed000, seed001
+from tests.policies.policy_helpers import (
     GPU_CHART,
     K8S_PROVIDER,
     NAMESPACE_YAML,
-    device_plugin_mpijob,
     dranet_release,
     k8s,
+    misspelt_network,
     resource,
-    seed_claims,
     seed_plan,
-    seed_sriov,
     started_pack,
 )
+from tests.support import topology_to_dict
+from tools import build_pack
+from tools.build_pack import BuildError, build, pack_requirements
 
 # A shape the catalog does not verify, with the user's topology (the B4.8 layout): the built pack
 # needs its vendored shape files and the supplied topology to find the non-rail PF below.
@@ -60,14 +55,14 @@ PACK_CONFIG = {
 
 def tripping_every_policy() -> list[RecordedResource]:
     """The seed stack gone wrong in every way a DRA policy checks, and two of seed 001's SR-IOV traps."""
-    passthrough = copy.deepcopy(seed_claims.all_rails)
+    passthrough = seed000("all-rails")
     passthrough["spec"]["spec"]["devices"]["config"] = [
         {"opaque": {"driver": "dra.net", "parameters": {"interface": {"type": "Passthrough"}}}}
     ]
-    job = device_plugin_mpijob()
+    job = seed000("nccl-dranet-a-device-plugin")
     worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     worker["env"] = [{"name": "NCCL_IB_GID_INDEX", "value": "3"}]
-    node_policy = copy.deepcopy(seed_sriov.node_policy_1vf)
+    node_policy = seed001("sriov-network-node-policy")
     node_policy["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = SUPPLIED_SHAPE
     node_policy["spec"]["nicSelector"]["rootDevices"].append("0000:01:00.0")  # not a rail PF
     namespace = yaml.safe_load(NAMESPACE_YAML)
@@ -90,11 +85,11 @@ def tripping_every_policy() -> list[RecordedResource]:
         gpu_driver,
         k8s(namespace),
         k8s(passthrough),
-        k8s(seed_claims.shape_root),
-        k8s(seed_claims.rails_8_a),
+        k8s(seed000("shape-root")),
+        k8s(seed000("rails-8-a")),
         k8s(job),
-        k8s(seed_sriov.network_exclusive),  # rdmaQoS missing
-        k8s(seed_sriov.misspelt_network()),  # a resource name no node policy provides
+        k8s(seed001("sriov-network-exclusive")),  # rdmaQoS missing
+        k8s(misspelt_network()),  # a resource name no node policy provides
         k8s(node_policy),
     ]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims import judge_claim
-from tests.oke_gpu_rdma import seed_claims
+from tests.fixtures import seed000
 
 ROOT = Path(__file__).resolve().parents[3]
 PRODUCT = [
@@ -72,12 +72,12 @@ def test_the_product_holds_one_allocation_engine() -> None:
 
 def test_judge_claim_takes_device_classes_and_the_api_version() -> None:
     """The policy pack judges with the stack's DeviceClasses and the version a claim is written in."""
-    v1beta1 = {**seed_claims.pair_check, "apiVersion": "resource.k8s.io/v1beta1"}
+    v1beta1 = {**seed000("pair-check"), "apiVersion": "resource.k8s.io/v1beta1"}
     assert judge_claim(v1beta1, "BM.GPU.B4.8").kind == "invalid"  # v1beta1 has no `exactly`
-    assert judge_claim(seed_claims.pair_check, "BM.GPU.B4.8", api_version="resource.k8s.io/v1beta2").kind == (
+    assert judge_claim(seed000("pair-check"), "BM.GPU.B4.8", api_version="resource.k8s.io/v1beta2").kind == (
         "aligned"
     )
     no_rails = {**DEVICE_CLASS_SELECTORS, "dra.net": ('device.driver == "none"',)}
-    verdict = judge_claim(seed_claims.pair_check, "BM.GPU.B4.8", device_classes=no_rails)
+    verdict = judge_claim(seed000("pair-check"), "BM.GPU.B4.8", device_classes=no_rails)
     assert verdict.kind == "unsatisfiable"
     assert "request rails needs 4 device(s), 0 match its class and selectors" in verdict.message

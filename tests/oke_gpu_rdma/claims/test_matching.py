@@ -29,7 +29,7 @@ from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import topology_from_dict
-from tests.oke_gpu_rdma import seed_claims
+from tests.fixtures import seed000
 from tests.oke_gpu_rdma.claims.reference_allocator import Allocator
 
 TINY = topology_from_dict(
@@ -290,7 +290,7 @@ def test_matching_judge_agrees_with_brute_force_and_the_reference_on_random_clai
 
 
 def _pairs_template(misdirected: bool, unconstrained_pair: bool) -> dict[str, Any]:
-    spec = seed_claims.aligned_8gpu_16rails["spec"]["spec"]
+    spec = seed000("aligned-8gpu-16rails")["spec"]["spec"]
     requests = list(spec["devices"]["requests"])
     constraints = [dict(c) for c in spec["devices"]["constraints"]]
     if misdirected:
@@ -327,7 +327,7 @@ def test_three_pairs_plus_an_unconstrained_pair_is_aligned() -> None:
 def test_an_unconstrained_pair_next_to_smaller_pairs_is_unaligned() -> None:
     """Two pairs of (1 GPU, 2 rails) leave devices on their roots free, so the unconstrained pair can put
     a GPU on one root and its rails on another (the counterexample lists the misplaced devices)."""
-    claim = seed_claims.aligned_4gpu_8rails_a["spec"]["spec"]
+    claim = seed000("aligned-4gpu-8rails-a")["spec"]["spec"]
     requests = [
         {"name": r["name"], "exactly": {**r["exactly"], "count": r["exactly"]["count"] // 2}}
         for r in claim["devices"]["requests"]
@@ -358,9 +358,9 @@ def test_the_old_search_cap_is_gone() -> None:
     assert len(v.devices) == 24
 
 
-@pytest.mark.parametrize("name", sorted(seed_claims.ALL))
+@pytest.mark.parametrize("name", sorted(seed000.claims()))
 def test_seed_claims_agree_with_brute_force_on_the_tiny_node(name: str) -> None:
-    claim = seed_claims.ALL[name]
+    claim = seed000(name)
     assert judge_claim(claim, TINY, inventory=node_inventory(TINY)).kind == brute_kind(claim)
 
 

@@ -9,7 +9,7 @@ from oke_gpu_rdma.claims.pairing import Pair, suggest_pairs
 from oke_gpu_rdma.claims.spec import unwrap_claim
 from oke_gpu_rdma.errors import PairingError
 from oke_gpu_rdma.shape_catalog import CATALOG
-from tests.oke_gpu_rdma import seed_claims
+from tests.fixtures import seed000
 
 B4 = CATALOG.topology("BM.GPU.B4.8")
 
@@ -45,17 +45,17 @@ def test_counts_that_cannot_align(gpus: int, why: str) -> None:
 
 
 def test_aligned_claim_spec_for_8_is_the_seed_layout() -> None:
-    _, seed_spec = unwrap_claim(seed_claims.aligned_8gpu_16rails)
+    _, seed_spec = unwrap_claim(seed000("aligned-8gpu-16rails"))
     assert aligned_claim_spec(B4, 8) == seed_spec
 
 
 def test_aligned_claim_spec_for_4_is_the_seed_layout() -> None:
-    _, seed_spec = unwrap_claim(seed_claims.aligned_4gpu_8rails_a)
+    _, seed_spec = unwrap_claim(seed000("aligned-4gpu-8rails-a"))
     assert aligned_claim_spec(B4, 4) == seed_spec
 
 
 def test_rails_only_claim_spec_is_seed_all_rails() -> None:
-    _, seed_spec = unwrap_claim(seed_claims.all_rails)
+    _, seed_spec = unwrap_claim(seed000("all-rails"))
     assert rails_only_claim_spec(B4) == seed_spec
 
 

@@ -14,7 +14,7 @@ from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.spec import MatchAttribute, parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError
 from oke_gpu_rdma.shape_catalog import CATALOG
-from tests.oke_gpu_rdma import seed_claims
+from tests.fixtures import seed000
 from tests.oke_gpu_rdma.claims.claim_strategies import claims, gpus, rails
 from tests.oke_gpu_rdma.claims.reference_allocator import Allocator, MatchAttributeConstraint
 
@@ -31,7 +31,7 @@ def allocate(claim: dict[str, Any], inventory: Any = INV) -> list[tuple[str, str
 def test_pair_check_default_order_matches_the_seed() -> None:
     # The NVIDIA driver lists gpu-0 (bus 50 on pci0000:3e) first, so the first fit is GPUs 2, 3 and the
     # four rails on pci0000:3e, as the seed observed.
-    assert allocate(seed_claims.pair_check) == [
+    assert allocate(seed000("pair-check")) == [
         ("gpus", "GPU 2", "pci0000:3e"),
         ("gpus", "GPU 3", "pci0000:3e"),
         ("rails", "rdma4", "pci0000:3e"),
@@ -154,18 +154,18 @@ def test_many_single_requests_with_one_constraint_are_refuted_at_the_root() -> N
 
 
 def test_shape_root_is_refuted_at_the_root() -> None:
-    result = Allocator(INV).allocate(parse_claim(seed_claims.shape_root))
+    result = Allocator(INV).allocate(parse_claim(seed000("shape-root")))
     assert (result.devices, result.nodes) == (None, 1)
     assert "4 for gpus and 16 for rails" in result.reason
 
 
 def test_packed_refutation_is_fast() -> None:
     # Three pairs take three roots; the aligned 8-GPU claim then needs a fourth pair on a used root.
-    first = seed_claims.aligned_4gpu_8rails_a
+    first = seed000("aligned-4gpu-8rails-a")
     taken = Allocator(INV).allocate(parse_claim(first))
     assert taken.devices is not None
     one_more = Allocator(INV, in_use=[a.device.id for a in taken.devices]).allocate(
-        parse_claim(seed_claims.aligned_8gpu_16rails)
+        parse_claim(seed000("aligned-8gpu-16rails"))
     )
     assert one_more.devices is None
     assert one_more.nodes <= 5

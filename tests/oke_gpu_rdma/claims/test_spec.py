@@ -8,7 +8,7 @@ import pytest
 
 from oke_gpu_rdma.claims.spec import claim_spec_to_v1, parse_claim, unwrap_claim
 from oke_gpu_rdma.errors import ClaimValidationError
-from tests.oke_gpu_rdma import seed_claims
+from tests.fixtures import seed000
 
 
 def req(name: str, cls: str = "dra.net", **exactly: Any) -> dict[str, Any]:
@@ -38,12 +38,12 @@ def one_problem(claim: dict[str, Any]) -> str:
 
 
 def test_seed_claims_are_valid_and_unwrapped() -> None:
-    for name, claim in seed_claims.ALL.items():
+    for name, claim in seed000.claims().items():
         parsed = parse_claim(claim)
         assert parsed.name == name
-    assert unwrap_claim(seed_claims.all_rails)[1] == seed_claims.all_rails["spec"]["spec"]
-    assert unwrap_claim(seed_claims.pair_check)[1] == seed_claims.pair_check["spec"]
-    assert parse_claim(seed_claims.pair_check["spec"]).name == "claim"
+    assert unwrap_claim(seed000("all-rails"))[1] == seed000("all-rails")["spec"]["spec"]
+    assert unwrap_claim(seed000("pair-check"))[1] == seed000("pair-check")["spec"]
+    assert parse_claim(seed000("pair-check")["spec"]).name == "claim"
 
 
 def test_defaults_count_one_and_exact_count() -> None:
@@ -194,11 +194,11 @@ def test_v1beta1_flat_request_is_valid_and_converted() -> None:
 
 def test_v1beta1_claim_written_with_exactly_is_rejected() -> None:
     """v1beta1 has no `exactly` (it came with v1beta2 and v1): the API server rejects the field."""
-    claim = {**seed_claims.pair_check, "apiVersion": "resource.k8s.io/v1beta1"}
+    claim = {**seed000("pair-check"), "apiVersion": "resource.k8s.io/v1beta1"}
     problems = claim_problems(claim)
     assert problems and all("unknown field `exactly` in resource.k8s.io/v1beta1" in p for p in problems)
-    assert claim_problems(seed_claims.pair_check) == []  # the same claim as v1 is valid
-    assert claim_problems(seed_claims.pair_check, api_version="resource.k8s.io/v1beta2") == []
+    assert claim_problems(seed000("pair-check")) == []  # the same claim as v1 is valid
+    assert claim_problems(seed000("pair-check"), api_version="resource.k8s.io/v1beta2") == []
 
 
 def test_v1_claim_with_v1beta1_fields_is_rejected() -> None:

@@ -12,7 +12,7 @@ from oke_gpu_rdma.claims import UnsatisfiableCause, VerdictKind, judge_claim
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.shape_catalog import CATALOG
-from tests.oke_gpu_rdma import seed_claims
+from tests.fixtures import seed000
 from tests.oke_gpu_rdma.claims.claim_strategies import claims
 from tests.oke_gpu_rdma.claims.reference_allocator import Allocator
 
@@ -21,7 +21,7 @@ INV = node_inventory(B4)
 
 
 def test_pair_check_is_aligned_with_its_rails_on_the_gpus_root() -> None:
-    v = judge_claim(seed_claims.pair_check, "BM.GPU.B4.8")
+    v = judge_claim(seed000("pair-check"), "BM.GPU.B4.8")
     assert v.kind == "aligned" and v.allocatable
     assert v.roots == ("pci0000:3e",)
     assert [d.label for d in v.devices if d.kind == "rail"] == ["rdma4", "rdma5", "rdma6", "rdma7"]
@@ -30,20 +30,20 @@ def test_pair_check_is_aligned_with_its_rails_on_the_gpus_root() -> None:
 
 
 def test_aligned_8gpu_16rails_is_aligned_on_all_four_roots() -> None:
-    v = judge_claim(seed_claims.aligned_8gpu_16rails, B4)
+    v = judge_claim(seed000("aligned-8gpu-16rails"), B4)
     assert v.kind == "aligned"
     assert v.roots == B4.root_names
     assert len(v.devices) == 24
 
 
 def test_aligned_4gpu_8rails_is_aligned() -> None:
-    v = judge_claim(seed_claims.aligned_4gpu_8rails_a, B4)
+    v = judge_claim(seed000("aligned-4gpu-8rails-a"), B4)
     assert v.kind == "aligned"
     assert len(v.roots) == 2
 
 
 def test_shape_root_is_unsatisfiable_no_root_has_4_gpus_and_16_rails() -> None:
-    v = judge_claim(seed_claims.shape_root, B4)
+    v = judge_claim(seed000("shape-root"), B4)
     assert v.kind == "unsatisfiable" and not v.allocatable
     assert "no PCIe root has 4 GPUs and 16 rails" in v.message
     assert "each root of BM.GPU.B4.8 has 2 GPUs and 4 rails" in v.message
@@ -55,7 +55,7 @@ def test_shape_root_is_unsatisfiable_no_root_has_4_gpus_and_16_rails() -> None:
 
 
 def test_shape_any_is_unaligned_with_a_counterexample_and_a_fix() -> None:
-    v = judge_claim(seed_claims.shape_any, B4)
+    v = judge_claim(seed000("shape-any"), B4)
     assert v.kind == "unaligned"
     assert len(v.devices) == 20
     assert v.misplaced and all(d in v.devices for d in v.misplaced)
@@ -67,19 +67,19 @@ def test_shape_any_is_unaligned_with_a_counterexample_and_a_fix() -> None:
 
 
 def test_two_request_claim_without_constraint_gets_the_add_a_constraint_fix() -> None:
-    claim = {"devices": {"requests": seed_claims.pair_check["spec"]["devices"]["requests"]}}
+    claim = {"devices": {"requests": seed000("pair-check")["spec"]["devices"]["requests"]}}
     v = judge_claim(claim, B4, name="pair-loose")
     assert v.kind == "unaligned"
     assert v.fix == f"add a constraint {{requests: [gpus, rails], matchAttribute: {attr.PCIE_ROOT}}}"
 
 
 def test_rails_only_claims_are_not_applicable_and_allocatable() -> None:
-    for claim in (seed_claims.all_rails, seed_claims.rails_8_a):
+    for claim in (seed000("all-rails"), seed000("rails-8-a")):
         v = judge_claim(claim, B4)
         assert v.kind == "not applicable"
         assert v.allocatable is True
         assert "asks only for rails" in v.message
-    assert len(judge_claim(seed_claims.all_rails, B4).devices) == 16
+    assert len(judge_claim(seed000("all-rails"), B4).devices) == 16
 
 
 def test_gpus_only_claim_is_not_applicable() -> None:
@@ -146,12 +146,12 @@ def test_unverified_shape_needs_a_topology() -> None:
     from oke_gpu_rdma.errors import UnverifiedTopologyError
 
     with pytest.raises(UnverifiedTopologyError):
-        judge_claim(seed_claims.pair_check, "BM.GPU.H100.8")
+        judge_claim(seed000("pair-check"), "BM.GPU.H100.8")
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.sampled_from(sorted(seed_claims.ALL)),
+    st.sampled_from(sorted(seed000.claims())),
     st.permutations(list(range(8))),
     st.permutations(list(range(19))),
     st.booleans(),
@@ -162,7 +162,7 @@ def test_verdict_is_invariant_under_slice_and_device_order(
     shuffled = INV.reordered(
         slice_order=[1, 0] if flip else [0, 1], device_orders={0: gpu_order, 1: dranet_order}
     )
-    claim: dict[str, Any] = seed_claims.ALL[name]
+    claim: dict[str, Any] = seed000(name)
     assert judge_claim(claim, B4, inventory=shuffled).kind == judge_claim(claim, B4).kind
 
 
