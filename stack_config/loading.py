@@ -72,7 +72,9 @@ def load_stack(raw: Mapping[str, Any], source: str, region: str | None) -> Stack
     try:
         config = StackConfig.model_validate(dict(raw))
     except pydantic.ValidationError as err:
-        raise ConfigError(source, _problems_from_pydantic(err)) from None
+        raise ConfigError(
+            source, region_checks.region_name_problems(region) + _problems_from_pydantic(err)
+        ) from None
     claims = plan_claims(config)
     sriov, sriov_problems = plan_sriov(config)
     found = (

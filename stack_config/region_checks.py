@@ -70,15 +70,27 @@ def regional_ocids(config: StackConfig) -> Iterator[tuple[str, str]]:
             yield f"nodePools[{i}].computeClusterId", pool.compute_cluster_id
 
 
-def _region(config: StackConfig, region: str | None) -> Iterator[ConfigProblem]:
+def region_name_problems(region: str | None) -> list[ConfigProblem]:
+    """`oci:region` missing or not an OCI region identifier: one line (needs no valid stack config, so a
+    config that fails its model still hears about its region)."""
     if not region:
-        yield ConfigProblem(
-            REGION_KEY, None, "is missing; set the stack's region (pulumi config set oci:region us-ashburn-1)"
-        )
-        return
+        return [
+            ConfigProblem(
+                REGION_KEY,
+                None,
+                "is missing; set the stack's region (pulumi config set oci:region us-ashburn-1)",
+            )
+        ]
     if not is_known_region(region):
         # One line for the region: every AD and OCID would otherwise be blamed for it.
-        yield ConfigProblem(REGION_KEY, region, unknown_region(region))
+        return [ConfigProblem(REGION_KEY, region, unknown_region(region))]
+    return []
+
+
+def _region(config: StackConfig, region: str | None) -> Iterator[ConfigProblem]:
+    named = region_name_problems(region)
+    if named or region is None:
+        yield from named
         return
     for i, pool in enumerate(config.node_pools):
         ad = pool.availability_domain

@@ -121,3 +121,13 @@ def test_a_region_like_no_known_one_gets_no_guess() -> None:
         f"{SOURCE}: oci:region = 'mars-olympus-9': is not a known OCI region identifier (regions are named like "
         "us-ashburn-1: oci iam region list)"
     )
+
+
+def test_both_regions_misspelt_are_one_line_each() -> None:
+    # A config the model refuses (homeRegion) still hears about oci:region, which needs no model.
+    raw = raw_config("dev")
+    raw["homeRegion"] = "eu-frankfrut-1"
+    assert [line.split(": ", 2)[1] for line in problems(raw, region="eu-frankfrut-1")] == [
+        "oci:region = 'eu-frankfrut-1'",
+        "homeRegion = 'eu-frankfrut-1'",
+    ]
