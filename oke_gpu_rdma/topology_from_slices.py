@@ -45,7 +45,7 @@ from typing import Any, Final
 import yaml
 
 from oke_gpu_rdma import attributes as attr
-from oke_gpu_rdma.claims.inventory import AttributeValue, Device, Version
+from oke_gpu_rdma.claims import AttributeValue, Device, Version
 from oke_gpu_rdma.errors import ResourceSliceDumpError, TopologyError
 from oke_gpu_rdma.topology import RailSpec, RootSpec, TopologySpec, topology_from_dict
 

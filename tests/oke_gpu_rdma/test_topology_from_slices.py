@@ -201,3 +201,15 @@ def test_unknown_node_and_empty_dump():
 )
 def test_quantities(text, value):
     assert quantity_value(text) == value
+
+
+def test_a_rail_the_rail_selector_would_miss_is_refused_by_the_format():
+    slices = dump_slices()
+    for s in slices:
+        for d in s["spec"]["devices"]:
+            if d["attributes"].get(attr.DRANET_IF_NAME) == {"string": "rdma3"}:
+                d["attributes"][attr.DRANET_IF_NAME] = {"string": "ens3f1"}
+    assert refusal(slices, node=NODES[0]) == (
+        "d.yaml: the slices of 10.140.64.11 give no valid topology: topology.roots[0].rails[0].name: "
+        "'ens3f1' is not a rail name like rdma4 (the rail selector matches the rdma prefix)"
+    )
