@@ -8,8 +8,9 @@ from pathlib import Path
 
 import yaml
 
+from preview.cli import preview
 from tests.fixtures import FIXTURES
-from tests.support import raw_config
+from tests.support import Run, as_stack_file, raw_config
 from tools.topology_from_slices import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,10 +31,20 @@ def templates(run) -> dict[str, dict]:
     return {r.name: r.inputs for r in run.of_type(TEMPLATE)}
 
 
-def test_a_stack_using_the_output_renders_the_catalog_templates(capsys, run_stack):
+def test_a_stack_using_the_output_renders_the_catalog_templates_and_previews_clean(
+    capsys, run_stack, tmp_path
+):
     raw = raw_config("dev")
     from_catalog = templates(run_stack("dev", raw))
-    from_cluster = templates(run_stack("dev", {**raw, "shapeTopologies": printed_entry(capsys)}))
+    stack = as_stack_file({**raw, "shapeTopologies": printed_entry(capsys)})
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack))
+    result = preview("dev", [tmp_path])  # the program, then the policy pack on what it declared
+    assert result.findings == []
+    assert (
+        result.pack_config["gpu-rail-claims-aligned"]["shapeTopologies"]["BM.GPU.B4.8"]["evidence"]
+        == "from-cluster"
+    )
+    from_cluster = templates(Run(result.run))
     assert sorted(from_cluster) == [
         "claim-templates-rdma-dranet-aligned-4gpu-8rails",
         "claim-templates-rdma-dranet-aligned-8gpu-16rails",
