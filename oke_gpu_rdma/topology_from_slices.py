@@ -21,14 +21,17 @@ allocator's):
   ``virtualInterfaces``; RDMA devices without an interface (IB-only) are no rails and are skipped.
 * **Roots**: the PCIe roots the GPUs and rails name, each with the NUMA node its rails publish (the GPU
   driver publishes none for full GPUs, so a root with GPUs and no rail has no NUMA node and is refused).
-* **The shape**: a ResourceSlice names its node (``spec.nodeName``), not the node's instance type. The
-  shape is the ``shape`` argument when given (``SHAPE=``: the node's ``node.kubernetes.io/instance-type``
-  label), else the ``oke.dra.net/shape`` attribute DRANET's OKE provider publishes on its devices
-  (seed 000's DRANET v1.5.0 does; later DRANET releases publish only the IMDS topology ids, so pass the
-  shape there). A given shape that contradicts the published one is refused.
+* **The shape**: a ResourceSlice names its node (``spec.nodeName``), not the node's instance type. Three
+  sources name it, and those present must agree: the ``shape`` argument (``SHAPE=``), the node's
+  ``node.kubernetes.io/instance-type`` label in a dump of ``kubectl get nodes -o yaml`` (``NODES=``,
+  :func:`node_shapes`; OKE's cloud provider sets it to the OCI shape), and the ``oke.dra.net/shape``
+  attribute DRANET's OKE provider publishes on its devices (seed 000's DRANET v1.5.0 does; later DRANET
+  releases publish only the IMDS topology ids). With none of them the node is refused, naming both
+  ways to give it.
 
-Without a node, every node with slices of either driver is read; they must be of one shape and agree
-on roots, GPUs and rails (the interfaces are merged), which checks the layout on more than one host.
+Without a node, every node with slices of either driver is read (with a shape, those of that shape and
+those that say none); they must be of one shape and agree on roots, GPUs and rails (the interfaces are
+merged), which checks the layout on more than one host.
 A dump that lacks what the layout needs is refused with one :class:`ResourceSliceDumpError` naming what
 is missing; the result passes :func:`oke_gpu_rdma.topology.topology_from_dict` (checked before it is
 returned), with ``evidence: from-cluster`` and a ``source`` naming the dump and the nodes.
@@ -54,6 +57,7 @@ SLICE_KIND: Final = "ResourceSlice"
 GPU_DEVICE_TYPE: Final = "gpu"  # the driver's type of a full GPU (GpuDeviceType; MIG: "mig", VFIO: "vfio")
 INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
 DUMP_COMMAND: Final = "kubectl get resourceslices -o yaml"
+NODES_COMMAND: Final = "kubectl get nodes -o yaml"
 
 # The one-of keys of a v1 DeviceAttribute (k8s.io/api/resource/v1 types.go: bool, int, string, version).
 _ATTRIBUTE_TYPES: Final = ("bool", "int", "string", "version")
@@ -201,30 +205,60 @@ def _gpu_number(device: Device) -> tuple[int, str]:
     return (int(number) if number.isdigit() else -1, device.name)
 
 
-def _shape(node: NodeDevices, shape: str | None) -> tuple[str | None, str | None]:
-    """The node's shape and, if it cannot be told, what is missing."""
-    published = sorted({s for d in node.network if (s := _string(d, attr.OKE_SHAPE))})
-    if shape:
-        if published and published != [shape]:
-            return None, (
-                f"its devices publish {attr.OKE_SHAPE} {', '.join(published)}, not {shape}: "
-                "drop SHAPE= or give the node's own shape"
-            )
-        return shape, None
-    if len(published) == 1:
-        return published[0], None
-    if published:
+def _published_shapes(node: NodeDevices) -> list[str]:
+    return sorted({s for d in node.network if (s := _string(d, attr.OKE_SHAPE))})
+
+
+def _shape(node: NodeDevices, shape: str | None, labelled: str | None) -> tuple[str | None, str | None]:
+    """The node's shape and, if it cannot be told, what is missing. Every source that names it
+    (SHAPE=, the nodes dump's instance-type label, DRANET's oke.dra.net/shape) must agree."""
+    named = [(f"SHAPE={shape}", shape)] if shape else []
+    if labelled:
+        named.append((f"its {INSTANCE_TYPE_LABEL} label {labelled}", labelled))
+    named += [(f"its devices' {attr.OKE_SHAPE} {s}", s) for s in _published_shapes(node)]
+    if not named:
+        return None, (
+            f"its shape: no device publishes {attr.OKE_SHAPE} (DRANET's OKE provider adds it only in some "
+            f"releases); give it with SHAPE= (kubectl get node {node.node} -L {INSTANCE_TYPE_LABEL}) or "
+            f"NODES=<the output of {NODES_COMMAND}>"
+        )
+    if len({value for _, value in named}) > 1:
         return (
             None,
-            f"its devices publish several shapes ({', '.join(published)}): give the shape with SHAPE=",
+            f"one agreed shape: {' but '.join(what for what, _ in named)} (give the node's own shape)",
         )
-    return None, (
-        f"its shape: no device publishes {attr.OKE_SHAPE} (DRANET's OKE provider adds it only in some "
-        f"releases); give it with SHAPE= (kubectl get node {node.node} -L {INSTANCE_TYPE_LABEL})"
-    )
+    return named[0][1], None
 
 
-def node_layout(node: NodeDevices, shape: str | None) -> tuple[str, TopologySpec]:
+def node_shapes(text: str, where: str) -> dict[str, str]:
+    """Node name -> its ``node.kubernetes.io/instance-type`` label, from ``kubectl get nodes -o yaml``
+    (the label the kubelet sets from the cloud provider: the OCI shape on OKE)."""
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:
+        raise ResourceSliceDumpError(
+            f"{where}: not YAML ({err}); dump the nodes with `{NODES_COMMAND}`"
+        ) from None
+    shapes: dict[str, str] = {}
+    for document in documents:
+        items = document.get("items") if isinstance(document, Mapping) and "items" in document else [document]
+        for item in items or []:
+            if not isinstance(item, Mapping) or item.get("kind") != "Node":
+                continue
+            metadata = item.get("metadata") or {}
+            label = (metadata.get("labels") or {}).get(INSTANCE_TYPE_LABEL)
+            if isinstance(metadata.get("name"), str) and isinstance(label, str):
+                shapes[metadata["name"]] = label
+    if not shapes:
+        raise ResourceSliceDumpError(
+            f"{where}: holds no Node with a {INSTANCE_TYPE_LABEL} label; dump them with `{NODES_COMMAND} > {where}`"
+        )
+    return shapes
+
+
+def node_layout(
+    node: NodeDevices, shape: str | None, labelled: str | None = None
+) -> tuple[str, TopologySpec]:
     """The shape and layout one node's devices describe; :class:`ResourceSliceDumpError` naming
     everything that is missing."""
     missing: list[str] = []
@@ -236,7 +270,7 @@ def node_layout(node: NodeDevices, shape: str | None) -> tuple[str, TopologySpec
         missing.append(f"GPUs ({attr.NVIDIA_GPU_DRIVER} devices of type {GPU_DEVICE_TYPE})")
     if not node.dranet_slices:
         missing.append(f"DRANET slices (driver {attr.DRANET_DRIVER}: is DRANET running there?)")
-    named_shape, shape_missing = _shape(node, shape)
+    named_shape, shape_missing = _shape(node, shape, labelled)
     if shape_missing:
         missing.append(shape_missing)
 
@@ -342,11 +376,28 @@ def _first_difference(a: TopologySpec, b: TopologySpec) -> str:
 
 
 def topology_entry(
-    slices: Sequence[Mapping[str, Any]], dump_name: str, node: str | None = None, shape: str | None = None
+    slices: Sequence[Mapping[str, Any]],
+    dump_name: str,
+    node: str | None = None,
+    shape: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The shape and its ``shapeTopologies`` entry (the dict format, without ``shape``) that the
-    ResourceSlices of ``node`` (every node with slices of either driver when None) describe."""
+    ResourceSlices of ``node`` describe. Without a node: every node with slices of either driver, or
+    with ``shape`` those whose label or published shape says so (and those that say none). ``labels``:
+    node -> instance type (:func:`node_shapes`)."""
+    labels = labels or {}
     nodes = node_devices(slices)
+    if node is None and shape is not None:
+        nodes = {
+            name: n
+            for name, n in nodes.items()
+            if {*([labels[name]] if name in labels else []), *_published_shapes(n)} <= {shape}
+        }
+        if not nodes:
+            raise ResourceSliceDumpError(
+                f"{dump_name}: no node of {shape} has {attr.DRANET_DRIVER} or {attr.NVIDIA_GPU_DRIVER} slices"
+            )
     if node is not None:
         if node not in nodes:
             known = ", ".join(sorted(nodes)) or "none"
@@ -363,7 +414,7 @@ def topology_entry(
             "are the NVIDIA DRA driver and DRANET running on the GPU nodes?"
         )
     try:
-        layouts = [(n.node, *node_layout(n, shape)) for n in chosen]
+        layouts = [(n.node, *node_layout(n, shape, labels.get(n.node))) for n in chosen]
     except ResourceSliceDumpError as err:
         hint = "" if node is not None else " (or pick another node with NODE=)"
         raise ResourceSliceDumpError(f"{dump_name}: {err}{hint}") from None

@@ -20,7 +20,7 @@ from oke_gpu_rdma.claims.inventory import AttributeValue, ResourceSlice, Version
 from oke_gpu_rdma.errors import ResourceSliceDumpError
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import topology_from_dict
-from oke_gpu_rdma.topology_from_slices import load_dump, quantity_value, topology_entry
+from oke_gpu_rdma.topology_from_slices import load_dump, node_shapes, quantity_value, topology_entry
 from tests.fixtures import FIXTURES
 
 B4 = "BM.GPU.B4.8"
@@ -152,10 +152,64 @@ def test_without_a_published_shape_the_shape_must_be_given():
     assert refusal(slices, node=NODES[0]) == (
         "d.yaml: node 10.140.64.11: missing its shape: no device publishes oke.dra.net/shape (DRANET's OKE "
         "provider adds it only in some releases); give it with SHAPE= (kubectl get node 10.140.64.11 -L "
-        "node.kubernetes.io/instance-type)"
+        "node.kubernetes.io/instance-type) or NODES=<the output of kubectl get nodes -o yaml>"
     )
     assert topology_entry(slices, "d.yaml", shape=B4)[0] == B4
-    assert "drop SHAPE= or give the node's own shape" in refusal(dump_slices(), shape="BM.GPU.H100.8")
+    assert topology_entry(slices, "d.yaml", labels=dict.fromkeys(NODES, B4))[0] == B4
+    assert refusal(dump_slices(), shape="BM.GPU.H100.8", node=NODES[0]) == (
+        "d.yaml: node 10.140.64.11: missing one agreed shape: SHAPE=BM.GPU.H100.8 but its devices' "
+        "oke.dra.net/shape BM.GPU.B4.8 (give the node's own shape)"
+    )
+    assert refusal(slices, node=NODES[0], labels={NODES[0]: "BM.GPU.H100.8"}, shape=B4) == (
+        "d.yaml: node 10.140.64.11: missing one agreed shape: SHAPE=BM.GPU.B4.8 but its "
+        "node.kubernetes.io/instance-type label BM.GPU.H100.8 (give the node's own shape)"
+    )
+
+
+NODES_DUMP = """
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      name: 10.140.64.11
+      labels: {node.kubernetes.io/instance-type: BM.GPU.B4.8, kubernetes.io/hostname: 10.140.64.11}
+  - apiVersion: v1
+    kind: Node
+    metadata:
+      name: 10.140.64.12
+      labels: {node.kubernetes.io/instance-type: BM.GPU.H100.8}
+  - apiVersion: v1
+    kind: Node
+    metadata: {name: 10.140.0.5, labels: {node.kubernetes.io/instance-type: VM.Standard.E5.Flex}}
+"""
+
+
+def test_a_nodes_dump_names_each_node_s_shape_and_a_shape_picks_its_nodes():
+    labels = node_shapes(NODES_DUMP, "nodes.yaml")
+    assert labels == {
+        "10.140.64.11": B4,
+        "10.140.64.12": "BM.GPU.H100.8",
+        "10.140.0.5": "VM.Standard.E5.Flex",
+    }
+    slices = without_attribute(dump_slices(), attr.OKE_SHAPE)
+    assert refusal(slices, labels=labels) == (
+        "d.yaml: nodes of several shapes: BM.GPU.B4.8 (10.140.64.11); BM.GPU.H100.8 (10.140.64.12); "
+        "pick one node with NODE="
+    )
+    shape, entry = topology_entry(slices, "d.yaml", labels=labels, shape="BM.GPU.H100.8")
+    assert shape == "BM.GPU.H100.8"
+    assert entry["source"] == "ResourceSlices of node 10.140.64.12 in d.yaml (gpu.nvidia.com, dra.net)"
+    assert refusal(slices, labels=labels, shape="BM.GPU.H200.8") == (
+        "d.yaml: no node of BM.GPU.H200.8 has dra.net or gpu.nvidia.com slices"
+    )
+    with pytest.raises(ResourceSliceDumpError) as err:
+        node_shapes("apiVersion: v1\nkind: List\nitems: []\n", "nodes.yaml")
+    assert str(err.value) == (
+        "nodes.yaml: holds no Node with a node.kubernetes.io/instance-type label; "
+        "dump them with `kubectl get nodes -o yaml > nodes.yaml`"
+    )
 
 
 def test_nodes_that_disagree_are_refused():

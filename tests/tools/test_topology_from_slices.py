@@ -87,3 +87,34 @@ def test_make_topology_runs_the_command():
         == "ResourceSlices of node 10.140.64.11 in b4-two-nodes.yaml (gpu.nvidia.com, dra.net)"
     )
     assert [r["name"] for r in entry["roots"]] == ["pci0000:00", "pci0000:3e", "pci0000:7d", "pci0000:ba"]
+
+
+def test_nodes_dump_gives_the_shape_when_the_slices_do_not(tmp_path, capsys):
+    document = yaml.safe_load(DUMP.read_text())
+    for item in document["items"]:
+        for device in item["spec"]["devices"]:
+            device["attributes"].pop("oke.dra.net/shape", None)
+    slices, nodes = tmp_path / "slices.yaml", tmp_path / "nodes.yaml"
+    slices.write_text(yaml.safe_dump(document))
+    nodes.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [
+                    {
+                        "kind": "Node",
+                        "metadata": {
+                            "name": n,
+                            "labels": {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"},
+                        },
+                    }
+                    for n in ("10.140.64.11", "10.140.64.12")
+                ],
+            }
+        )
+    )
+    assert main([str(slices), "--nodes", str(nodes)]) == 0
+    assert list(yaml.safe_load(capsys.readouterr().out)) == ["BM.GPU.B4.8"]
+    assert main([str(slices), "--nodes", str(tmp_path / "none.yaml")]) == 1
+    assert capsys.readouterr().err.startswith(f"error: NODES={tmp_path / 'none.yaml'}: cannot read it")
