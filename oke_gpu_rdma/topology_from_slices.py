@@ -124,28 +124,38 @@ def _device(driver: str, pool: str, raw: Mapping[str, Any]) -> Device:
     return Device(driver, pool, str(raw.get("name", "")), attributes, capacity)
 
 
-def load_dump(text: str, where: str) -> list[Mapping[str, Any]]:
-    """The ResourceSlices of a ``kubectl get resourceslices -o yaml`` dump (a List, a ResourceSliceList,
-    or ResourceSlice documents)."""
+def _objects(text: str, where: str, command: str) -> list[Any]:
+    """The objects of a ``kubectl get ... -o yaml`` dump: a List's items, or the documents themselves."""
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
         raise ResourceSliceDumpError(
-            f"{where}: not YAML ({err}); dump the slices with `{DUMP_COMMAND}`"
+            f"{where}: not YAML ({at}{problem}); dump it with `{command} > {where}`"
         ) from None
-    slices: list[Mapping[str, Any]] = []
+    objects: list[Any] = []
     for document in documents:
         items = document.get("items") if isinstance(document, Mapping) and "items" in document else [document]
-        for item in items or []:
-            if not isinstance(item, Mapping) or item.get("kind") != SLICE_KIND:
-                continue
-            if item.get("apiVersion") != SLICE_API_VERSION:
-                name = (item.get("metadata") or {}).get("name", "?")
-                raise ResourceSliceDumpError(
-                    f"{where}: ResourceSlice {name} is {item.get('apiVersion')}, this reads {SLICE_API_VERSION} "
-                    f"(Kubernetes v1.34 or later serves it: dump again with `{DUMP_COMMAND}`)"
-                )
-            slices.append(item)
+        objects += items if isinstance(items, list) else []
+    return objects
+
+
+def load_dump(text: str, where: str) -> list[Mapping[str, Any]]:
+    """The ResourceSlices of a ``kubectl get resourceslices -o yaml`` dump (a List, a ResourceSliceList,
+    or ResourceSlice documents)."""
+    slices: list[Mapping[str, Any]] = []
+    for item in _objects(text, where, DUMP_COMMAND):
+        if not isinstance(item, Mapping) or item.get("kind") != SLICE_KIND:
+            continue
+        if item.get("apiVersion") != SLICE_API_VERSION:
+            name = (item.get("metadata") or {}).get("name", "?")
+            raise ResourceSliceDumpError(
+                f"{where}: ResourceSlice {name} is {item.get('apiVersion')}, this reads {SLICE_API_VERSION} "
+                f"(Kubernetes v1.34 or later serves it: dump again with `{DUMP_COMMAND}`)"
+            )
+        slices.append(item)
     if not slices:
         raise ResourceSliceDumpError(
             f"{where}: holds no {SLICE_API_VERSION} ResourceSlice; dump them with `{DUMP_COMMAND} > {where}`"
@@ -233,22 +243,14 @@ def _shape(node: NodeDevices, shape: str | None, labelled: str | None) -> tuple[
 def node_shapes(text: str, where: str) -> dict[str, str]:
     """Node name -> its ``node.kubernetes.io/instance-type`` label, from ``kubectl get nodes -o yaml``
     (the label the kubelet sets from the cloud provider: the OCI shape on OKE)."""
-    try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as err:
-        raise ResourceSliceDumpError(
-            f"{where}: not YAML ({err}); dump the nodes with `{NODES_COMMAND}`"
-        ) from None
     shapes: dict[str, str] = {}
-    for document in documents:
-        items = document.get("items") if isinstance(document, Mapping) and "items" in document else [document]
-        for item in items or []:
-            if not isinstance(item, Mapping) or item.get("kind") != "Node":
-                continue
-            metadata = item.get("metadata") or {}
-            label = (metadata.get("labels") or {}).get(INSTANCE_TYPE_LABEL)
-            if isinstance(metadata.get("name"), str) and isinstance(label, str):
-                shapes[metadata["name"]] = label
+    for item in _objects(text, where, NODES_COMMAND):
+        if not isinstance(item, Mapping) or item.get("kind") != "Node":
+            continue
+        metadata = item.get("metadata") or {}
+        label = (metadata.get("labels") or {}).get(INSTANCE_TYPE_LABEL)
+        if isinstance(metadata.get("name"), str) and isinstance(label, str):
+            shapes[metadata["name"]] = label
     if not shapes:
         raise ResourceSliceDumpError(
             f"{where}: holds no Node with a {INSTANCE_TYPE_LABEL} label; dump them with `{NODES_COMMAND} > {where}`"

@@ -267,3 +267,12 @@ def test_a_rail_the_rail_selector_would_miss_is_refused_by_the_format():
         "d.yaml: the slices of 10.140.64.11 give no valid topology: topology.roots[0].rails[0].name: "
         "'ens3f1' is not a rail name like rdma4 (the rail selector matches the rdma prefix)"
     )
+
+
+def test_a_file_that_is_not_yaml_is_one_line():
+    with pytest.raises(ResourceSliceDumpError) as err:
+        load_dump("items:\n  - {a: [\n", "d.yaml")
+    assert str(err.value) == (
+        "d.yaml: not YAML (line 3: expected the node content, but found '<stream end>'); "
+        "dump it with `kubectl get resourceslices -o yaml > d.yaml`"
+    )
