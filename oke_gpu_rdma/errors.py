@@ -25,6 +25,10 @@ class UnverifiedTopologyError(TopologyError):
     """The catalog knows the shape, but not its GPU/NIC pairing well enough to judge claims."""
 
 
+class ResourceSliceDumpError(ValueError):
+    """A ResourceSlice dump lacks what a shape's topology needs (a driver's slices, an attribute)."""
+
+
 class ClaimError(ValueError):
     """A claim cannot be analysed: it is malformed, or the allocation aborted."""
 

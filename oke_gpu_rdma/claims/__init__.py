@@ -21,7 +21,7 @@ from typing import Any
 
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims import pairing
-from oke_gpu_rdma.claims.inventory import NodeInventory
+from oke_gpu_rdma.claims.inventory import AttributeValue, Device, NodeInventory, Version
 from oke_gpu_rdma.claims.judging import judge
 from oke_gpu_rdma.claims.landing import devices_exist
 from oke_gpu_rdma.claims.pairing import Pair
@@ -33,11 +33,14 @@ from oke_gpu_rdma.topology import Topology
 ShapeArg = str | Topology | Mapping[str, Any]
 
 __all__ = [
+    "AttributeValue",
+    "Device",
     "DeviceRef",
     "Pair",
     "UnsatisfiableCause",
     "Verdict",
     "VerdictKind",
+    "Version",
     "aligned_claim_spec",
     "aligned_pairs",
     "claim_spec_to_v1",
