@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
+from oke_gpu_rdma import resource_types
 from preview.rendering import RESOURCES, is_manifest
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 
@@ -485,8 +486,41 @@ def change_lines(change: Change, indent: str = "      ") -> list[str]:
     return lines
 
 
+def order_line(step: Step) -> str:
+    """In words, the order the engine replaces `step` in and why (the `+-`/`-+` symbol's meaning).
+
+    pulumi/pulumi pkg/resource/deploy/step_generator.go: a replacement creates the new resource first
+    unless the resource's `deleteBeforeReplace` option is set or the provider's Diff asks for it
+    (`DeleteBeforeReplace` in the DiffResponse: pulumi-kubernetes does when the replacement keeps the
+    object's name, which two objects cannot share); then it deletes the old one first.
+    """
+    if step.op != "replace":
+        return ""
+    if step.delete_first:
+        if step.record.options.get("deleteBeforeReplace"):
+            why = "its deleteBeforeReplace option"
+        else:
+            why = (
+                "the provider's rule: the replacement keeps the object's name, which two objects cannot share"
+            )
+        text = f"order: deleted first ({why}): the old one is gone before the new one exists"
+    else:
+        text = "order: created first (the engine's default): the new one exists before the old one is deleted"
+    if step.record.type == resource_types.COMPUTE_CLUSTER:
+        # terraform-provider-oci containerengine_node_pool_resource.go: node_config_details.0.
+        # compute_cluster_id is ForceNew, so the pool in it is replaced too (its GPU line says what that needs).
+        text += (
+            "; a compute cluster holds no hosts, so this needs none, but its node pool is replaced with it "
+            "(nodeConfigDetails.computeClusterId is ForceNew): see the GPU line"
+        )
+    return text
+
+
 def step_lines(step: Step) -> list[str]:
     lines = [f"  {step.line()}"]
+    order = order_line(step)
+    if order:
+        lines.append(f"      {order}")
     for change in step.changes:
         lines += change_lines(change)
     lines += [f"      ! {note}" for note in step.notes]
