@@ -220,8 +220,9 @@ def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> dict[str, s
 
 def plan_against(result: Preview, base: BaseFiles) -> change_plan.Plan:
     """The plan from the base rendering to this run's."""
-    new = change_plan.parse(rendered_files(result))
-    old = change_plan.parse(base.files) if base.files is not None else None
+    loaded: dict[str, Any] = {}  # files the base holds unchanged are loaded once
+    new = change_plan.parse(rendered_files(result), loaded)
+    old = change_plan.parse(base.files, loaded) if base.files is not None else None
     return change_plan.build(old, new, base.description)
 
 

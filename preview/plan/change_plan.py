@@ -89,16 +89,28 @@ def tree_order(rendering: Rendering) -> list[str]:
     return order + [u for u in rendering.records if u not in set(order)]
 
 
-def parse(files: Mapping[str, str]) -> Rendering:
-    """A rendering from its files (paths relative to `rendered/<stack>/`)."""
+def parse(files: Mapping[str, str], loaded: dict[str, Any] | None = None) -> Rendering:
+    """A rendering from its files (paths relative to `rendered/<stack>/`).
+
+    `loaded` (YAML text -> document), shared by the base's and the new rendering's parse, loads a file
+    both hold unchanged once: building the documents was most of the plan's cost. Nothing in the plan
+    changes a parsed document in place (`_with_input` copies), so the two renderings may share them.
+    """
+    cache: dict[str, Any] = {} if loaded is None else loaded
+
+    def load(text: str) -> Any:
+        if text not in cache:
+            cache[text] = yaml.load(text, Loader=_Loader) or {}
+        return cache[text]
+
     records: dict[str, Record] = {}
     for path in sorted(files):
         if not (path.startswith(f"{RESOURCES}/") and path.endswith(".yaml")):
             continue
-        document = yaml.load(files[path], Loader=_Loader) or {}
+        document = load(files[path])
         inputs = document.get("inputs") or {}
         if "manifest" in document:
-            inputs = yaml.load(files.get(document["manifest"], ""), Loader=_Loader) or {}
+            inputs = load(files.get(document["manifest"], ""))
         records[document["urn"]] = Record(
             urn=document["urn"],
             type=document["type"],
