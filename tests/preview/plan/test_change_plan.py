@@ -566,3 +566,47 @@ def test_a_cycle_mode_that_oke_does_not_know_is_one_clear_message() -> None:
         "  stacks/Pulumi.dev.yaml: nodePools[0].cycling.cycleModes[0] = 'REBOOT': Input should be "
         "'BOOT_VOLUME_REPLACE' or 'INSTANCE_REPLACE'"
     ]
+
+
+def test_a_new_worker_subnet_moves_the_nodes_by_instance_replacement_only() -> None:
+    def new_subnet(raw: Raw) -> None:
+        raw["network"]["existing"]["workerSubnet"]["id"] = "ocid1.subnet.oc1.iad.aaaaaaaaexampleothersubnet"
+
+    plan = plan_for("dev", new_subnet)
+    assert plan.step("gpu-b4-nodes").line() == (
+        "~ oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes update "
+        "[diff: ~nodeConfigDetails.placementConfigs[0].subnetId]"
+    )
+    assert gpu_impact.gpu_node_lines(plan) == [
+        "gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1, cycleModes unset: INSTANCE_REPLACE): "
+        f"placement (nodeConfigDetails.placementConfigs[0].subnetId); {BARE_METAL}"
+    ]
+    raw = copy.deepcopy(raw_config("dev"))
+    pool(raw)["cycling"] = {"cycleModes": ["BOOT_VOLUME_REPLACE"]}
+    base = change_plan.parse(render("dev", raw))
+    new_subnet(raw)
+    plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
+    assert gpu_impact.gpu_node_lines(plan)[0].endswith(
+        "; BOOT_VOLUME_REPLACE cannot change placement: each node's boot-volume cycle fails "
+        "(add INSTANCE_REPLACE to cycleModes)"
+    )
+
+
+def test_the_two_renderings_load_a_shared_file_once_and_plan_the_same() -> None:
+    raw = copy.deepcopy(raw_config("dev"))
+    base_files = render("dev", raw)
+    pool(raw)["count"] = 3
+    new_files = render("dev", raw)
+    loaded: dict[str, Any] = {}
+    base, new = change_plan.parse(base_files, loaded), change_plan.parse(new_files, loaded)
+    assert len(loaded) < len([p for p in base_files if p.endswith(".yaml")]) + 2
+    (pool_urn,) = [u for u, r in new.records.items() if r.name == "gpu-b4-nodes"]
+    (template_urn,) = [u for u, r in new.records.items() if r.name.endswith("aligned-4gpu-8rails")]
+    assert new.records[template_urn].inputs is base.records[template_urn].inputs
+    assert new.records[pool_urn].inputs is not base.records[pool_urn].inputs
+    shared = change_plan.build(base, new, "x")
+    alone = change_plan.build(change_plan.parse(base_files), change_plan.parse(new_files), "x")
+    assert change_plan.plan_lines(shared) == change_plan.plan_lines(alone)
+    assert change_plan.step_lines(shared.step("gpu-b4-nodes"))[1:] == [
+        "      ~ nodeConfigDetails.size: 2 => 3"
+    ]
