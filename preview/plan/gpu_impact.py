@@ -12,8 +12,13 @@ apply replaces, cycles, removes or drains GPU nodes:
   (cordon, drain, terminate, launch; `maximumSurge`/`maximumUnavailable` at a time). Which properties
   those are: Oracle's terraform-oci-oke "Workers: Node Cycle" (kubernetes_version, node_labels, shape
   and shape config, boot_volume_size, image_id, node_metadata / cloud_init, ssh_public_key, nsg_ids,
-  volume_kms_key_id, pv_transit_encryption), mapped to pulumi-oci's NodePool inputs below. With
-  cycling off, OKE applies them only to nodes launched later;
+  volume_kms_key_id, pv_transit_encryption), mapped to pulumi-oci's NodePool inputs below, plus the
+  placement (a cycle "will attempt to bring all nodes in the NodePool in sync with the NodePool
+  specification": OCI API reference, CycleMode). With cycling off, OKE applies them only to nodes
+  launched later, and the provider sends `nodePoolCyclingDetails` with every update, so the first
+  update with cycling on cycles the nodes left behind; `cycleModes` decide how (boot-volume replacement
+  keeps the hosts but changes only some properties), and instance replacement of bare metal is where
+  Oracle's documents disagree;
 - a `size` change adds or removes nodes;
 - a DRANET child-range change needs the nodes drained (seed 003).
 """
@@ -48,8 +53,9 @@ CYCLED_BY = {
     ("nodeConfigDetails", "nsgIds"): "NSGs",
     ("nodeConfigDetails", "kmsKeyId"): "boot volume KMS key",
     ("nodeConfigDetails", "isPvEncryptionInTransitEnabled"): "in-transit encryption",
-    # Where a node runs is part of the pool's spec too: instance replacement launches the new nodes in
-    # the new placement (a new AD replaces the pool: its compute cluster is in one AD).
+    # Where a node runs is part of the pool's spec too (CycleMode: a cycle brings every node in sync
+    # with the pool's spec): instance replacement launches the new nodes in the new placement; boot-volume
+    # replacement keeps each instance where it is. A new AD replaces the pool (its compute cluster's AD).
     ("nodeConfigDetails", "placementConfigs"): "placement",
 }
 
