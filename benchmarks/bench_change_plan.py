@@ -4,8 +4,9 @@ Figures, median of RUNS in a warm process:
 - program: __main__.py under the mock runtime (what the preview cost before plans existed, less
   the process start and the policy pack);
 - render: the resource records and manifests of that run (written by the preview either way);
-- plan: parse the base and new renderings, diff, judge each changed path, spread replacements,
-  GPU node lines and the text; once with no change, once with the cloud-init of every pool changed
+- plan: parse the base and new renderings (the new one's documents come from the run, as in
+  preview/cli.py, so only the base's changed files are loaded), diff, judge each changed path, spread
+  replacements, GPU node lines and the text; once with no change, once with the cloud-init of every pool changed
   (32 cycled pools) and once with every compute cluster moved to another AD (64 replacements);
 - the pulumi-oci "(Updatable)" table for the NodePool, cold (what the first plan pays) and warm.
 Prints figures and the worst plan against the program with the 15% target (issue 17); it does not
@@ -47,13 +48,22 @@ def median(action: Callable[[], Any]) -> tuple[float, Any]:
     return statistics.median(samples), result
 
 
-def render(document: dict[str, Any]) -> dict[str, str]:
-    run = run_program("pools32", pulumi_config_map(document))
-    return rendering.render_files(run.resources, {})
+Rendered = tuple[dict[str, str], dict[str, Any]]
+"""A rendering's files and the documents the run dumped them from (text -> document)."""
 
 
-def plan(base: dict[str, str], new: dict[str, str]) -> str:
-    loaded: dict[str, Any] = {}  # as preview/cli.py parses the two renderings
+def render_with_documents(resources: Any) -> Rendered:
+    documents: dict[str, Any] = {}
+    return rendering.render_files(resources, {}, documents), documents
+
+
+def render(document: dict[str, Any]) -> Rendered:
+    return render_with_documents(run_program("pools32", pulumi_config_map(document)).resources)
+
+
+def plan(base: dict[str, str], rendered: Rendered) -> str:
+    new, documents = rendered
+    loaded = dict(documents)  # as preview/cli.py plans: the run's documents, then the base's other files
     built = change_plan.build(change_plan.parse(base, loaded), change_plan.parse(new, loaded), "base")
     lines = (
         gpu_impact.gpu_node_lines(built) + change_plan.plan_lines(built) + change_plan.summary_lines(built)
@@ -66,7 +76,7 @@ def main() -> None:
     config = pulumi_config_map(document)
     run_program("pools32", config)  # warm the imports
     program_s, run = median(lambda: run_program("pools32", config))
-    render_s, base = median(lambda: rendering.render_files(run.resources, {}))
+    render_s, (base, base_documents) = median(lambda: render_with_documents(run.resources))
 
     original = components.gpu_node_pool.render_cloud_init
     components.gpu_node_pool.render_cloud_init = lambda b: original(b) + "# changed\n"  # type: ignore[assignment]
@@ -88,7 +98,7 @@ def main() -> None:
     importlib.reload(sys.modules["preview.plan.replace_rules"])
     importlib.reload(change_plan)
     importlib.reload(gpu_impact)
-    same_s, _ = median(lambda: plan(base, base))
+    same_s, _ = median(lambda: plan(base, (base, base_documents)))
     cycled_s, cycled = median(lambda: plan(base, cloud_init))
     replaced_s, moved_text = median(lambda: plan(base, replaced))
 
