@@ -147,6 +147,8 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 is_node_cycling_enabled=pool.cycling.enabled,
                 maximum_surge=str(pool.cycling.maximum_surge),
                 maximum_unavailable=str(pool.cycling.maximum_unavailable),
+                # Sent only when the stack sets it: unset keeps OKE's default and today's renderings.
+                cycle_modes=pool.cycling.cycle_modes,
             ),
             ssh_public_key=pool.ssh_public_key,
             # The order a replacement takes is the stack's choice (nodePools[].replaceOrder): capacity

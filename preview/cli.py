@@ -203,10 +203,10 @@ def _short(value: Any) -> str:
 # --- rendered/<stack>/ -------------------------------------------------------------------------------
 
 
-def rendered_files(result: Preview) -> dict[str, str]:
+def rendered_files(result: Preview, documents: dict[str, Any] | None = None) -> dict[str, str]:
     """Relative path -> text of `rendered/<stack>/` for this run (preview/rendering.py), with where each
     pod can run (preview/schedulability.py)."""
-    files = rendering.render_files(result.run.resources, result.pack_config)
+    files = rendering.render_files(result.run.resources, result.pack_config, documents)
     files[schedulability.PLACEMENT_FILE] = schedulability.placement_text(result.placement)
     return dict(sorted(files.items()))
 
@@ -220,8 +220,9 @@ def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> dict[str, s
 
 def plan_against(result: Preview, base: BaseFiles) -> change_plan.Plan:
     """The plan from the base rendering to this run's."""
-    new = change_plan.parse(rendered_files(result))
-    old = change_plan.parse(base.files) if base.files is not None else None
+    loaded: dict[str, Any] = {}  # the run's documents: only the base's changed files are loaded
+    new = change_plan.parse(rendered_files(result, loaded), loaded)
+    old = change_plan.parse(base.files, loaded) if base.files is not None else None
     return change_plan.build(old, new, base.description)
 
 

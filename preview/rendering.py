@@ -218,10 +218,23 @@ def _active_cluster(r: RecordedResource) -> dict[str, Any] | None:
     )
 
 
-def render_files(resources: list[RecordedResource], pack_config: Mapping[str, Any]) -> dict[str, str]:
-    """Relative path -> file text: the whole `rendered/<stack>/` of a run."""
+def render_files(
+    resources: list[RecordedResource], pack_config: Mapping[str, Any], documents: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """Relative path -> file text: the whole `rendered/<stack>/` of a run.
+
+    `documents`, when given, gets each YAML file's text -> the document it was dumped from (what loading
+    the text gives back), so the change plan need not load what the run already holds.
+    """
     labels = _Labels(resources)
     files: dict[str, str] = {}
+    dumped: dict[str, Any] = {} if documents is None else documents
+
+    def dump(document: dict[str, Any]) -> str:
+        text = yamltext.dump(document)
+        dumped[text] = document
+        return text
+
     for r in resources:
         manifest_file = None
         if is_manifest(r.type):
@@ -229,11 +242,11 @@ def render_files(resources: list[RecordedResource], pack_config: Mapping[str, An
             # Offline, ids of created OCI resources are placeholders; manifests name them as records do.
             document = _readable(document, labels, "", [], False)
             manifest_file = manifest_filename(document, r.name)
-            files[f"{MANIFESTS}/{manifest_file}"] = yamltext.dump(document)
+            files[f"{MANIFESTS}/{manifest_file}"] = dump(document)
         path = f"{RESOURCES}/{type_slug(r.type)}.{_safe(r.name)}.yaml"
         if path in files:
             raise ValueError(f"two resources render to {path}: give them distinct logical names")
-        files[path] = yamltext.dump(resource_record(r, labels, manifest_file))
+        files[path] = dump(resource_record(r, labels, manifest_file))
     files[PACK_CONFIG_FILE] = json.dumps(pack_config, indent=2, sort_keys=True) + "\n"
     return dict(sorted(files.items()))
 

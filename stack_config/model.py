@@ -289,6 +289,15 @@ def tolerations(taints: list[Taint]) -> list[dict[str, str]]:
 GPU_TAINT = Taint(key=NVIDIA_GPU_RESOURCE, value="present", effect="NoSchedule")
 
 
+# OKE's cycle modes (OCI API reference, CycleMode; NodePoolCyclingDetails.cycleModes, an ordered list):
+# BOOT_VOLUME_REPLACE swaps the boot volume on the same instance, so a bare-metal node keeps its host,
+# but it can change only the image, Kubernetes version, boot volume size, node metadata (cloud-init),
+# SSH key and boot volume KMS key; INSTANCE_REPLACE terminates the node and launches a new one.
+CycleMode = Literal["BOOT_VOLUME_REPLACE", "INSTANCE_REPLACE"]
+BOOT_VOLUME_REPLACE: CycleMode = "BOOT_VOLUME_REPLACE"
+INSTANCE_REPLACE: CycleMode = "INSTANCE_REPLACE"
+
+
 class NodeCycling(_Model):
     """How OKE replaces nodes when the pool's image, version or cloud-init changes."""
 
@@ -301,6 +310,15 @@ class NodeCycling(_Model):
     )
     maximum_unavailable: StrictInt = Field(
         1, ge=0, alias="maximumUnavailable", description="Nodes taken down at once: one at a time."
+    )
+
+    cycle_modes: list[CycleMode] | None = Field(
+        None,
+        alias="cycleModes",
+        min_length=1,
+        description="OKE's cycle modes in order (unset: OKE's default, not sent): BOOT_VOLUME_REPLACE "
+        "keeps each bare-metal host and changes only image, Kubernetes version, boot volume, "
+        "cloud-init and SSH key; INSTANCE_REPLACE replaces the node.",
     )
 
     @model_validator(mode="after")

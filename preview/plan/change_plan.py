@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
+from oke_gpu_rdma import resource_types
 from preview.rendering import RESOURCES, is_manifest
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 
@@ -88,16 +89,28 @@ def tree_order(rendering: Rendering) -> list[str]:
     return order + [u for u in rendering.records if u not in set(order)]
 
 
-def parse(files: Mapping[str, str]) -> Rendering:
-    """A rendering from its files (paths relative to `rendered/<stack>/`)."""
+def parse(files: Mapping[str, str], loaded: dict[str, Any] | None = None) -> Rendering:
+    """A rendering from its files (paths relative to `rendered/<stack>/`).
+
+    `loaded` (YAML text -> document), shared by the base's and the new rendering's parse, loads a file
+    both hold unchanged once: building the documents was most of the plan's cost. Nothing in the plan
+    changes a parsed document in place (`_with_input` copies), so the two renderings may share them.
+    """
+    cache: dict[str, Any] = {} if loaded is None else loaded
+
+    def load(text: str) -> Any:
+        if text not in cache:
+            cache[text] = yaml.load(text, Loader=_Loader) or {}
+        return cache[text]
+
     records: dict[str, Record] = {}
     for path in sorted(files):
         if not (path.startswith(f"{RESOURCES}/") and path.endswith(".yaml")):
             continue
-        document = yaml.load(files[path], Loader=_Loader) or {}
+        document = load(files[path])
         inputs = document.get("inputs") or {}
         if "manifest" in document:
-            inputs = yaml.load(files.get(document["manifest"], ""), Loader=_Loader) or {}
+            inputs = load(files.get(document["manifest"], ""))
         records[document["urn"]] = Record(
             urn=document["urn"],
             type=document["type"],
@@ -485,8 +498,41 @@ def change_lines(change: Change, indent: str = "      ") -> list[str]:
     return lines
 
 
+def order_line(step: Step) -> str:
+    """In words, the order the engine replaces `step` in and why (the `+-`/`-+` symbol's meaning).
+
+    pulumi/pulumi pkg/resource/deploy/step_generator.go: a replacement creates the new resource first
+    unless the resource's `deleteBeforeReplace` option is set or the provider's Diff asks for it
+    (`DeleteBeforeReplace` in the DiffResponse: pulumi-kubernetes does when the replacement keeps the
+    object's name, which two objects cannot share); then it deletes the old one first.
+    """
+    if step.op != "replace":
+        return ""
+    if step.delete_first:
+        if step.record.options.get("deleteBeforeReplace"):
+            why = "its deleteBeforeReplace option"
+        else:
+            why = (
+                "the provider's rule: the replacement keeps the object's name, which two objects cannot share"
+            )
+        text = f"order: deleted first ({why}): the old one is gone before the new one exists"
+    else:
+        text = "order: created first (the engine's default): the new one exists before the old one is deleted"
+    if step.record.type == resource_types.COMPUTE_CLUSTER:
+        # terraform-provider-oci containerengine_node_pool_resource.go: node_config_details.0.
+        # compute_cluster_id is ForceNew, so the pool in it is replaced too (its GPU line says what that needs).
+        text += (
+            "; a compute cluster holds no hosts, so this needs none, but its node pool is replaced with it "
+            "(nodeConfigDetails.computeClusterId is ForceNew): see the GPU line"
+        )
+    return text
+
+
 def step_lines(step: Step) -> list[str]:
     lines = [f"  {step.line()}"]
+    order = order_line(step)
+    if order:
+        lines.append(f"      {order}")
     for change in step.changes:
         lines += change_lines(change)
     lines += [f"      ! {note}" for note in step.notes]

@@ -12,8 +12,13 @@ apply replaces, cycles, removes or drains GPU nodes:
   (cordon, drain, terminate, launch; `maximumSurge`/`maximumUnavailable` at a time). Which properties
   those are: Oracle's terraform-oci-oke "Workers: Node Cycle" (kubernetes_version, node_labels, shape
   and shape config, boot_volume_size, image_id, node_metadata / cloud_init, ssh_public_key, nsg_ids,
-  volume_kms_key_id, pv_transit_encryption), mapped to pulumi-oci's NodePool inputs below. With
-  cycling off, OKE applies them only to nodes launched later;
+  volume_kms_key_id, pv_transit_encryption), mapped to pulumi-oci's NodePool inputs below, plus the
+  placement (a cycle "will attempt to bring all nodes in the NodePool in sync with the NodePool
+  specification": OCI API reference, CycleMode). With cycling off, OKE applies them only to nodes
+  launched later, and the provider sends `nodePoolCyclingDetails` with every update, so the first
+  update with cycling on cycles the nodes left behind; `cycleModes` decide how (boot-volume replacement
+  keeps the hosts but changes only some properties), and instance replacement of bare metal is where
+  Oracle's documents disagree;
 - a `size` change adds or removes nodes;
 - a DRANET child-range change needs the nodes drained (seed 003).
 """
@@ -28,7 +33,7 @@ from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.stack_keys import NODE_POOL_REPLACE_ORDER
-from stack_config.model import CREATE_FIRST, DELETE_FIRST
+from stack_config.model import BOOT_VOLUME_REPLACE, CREATE_FIRST, DELETE_FIRST, INSTANCE_REPLACE
 
 from .change_plan import Plan, Step, root_causes
 from .replace_rules import UNKNOWN
@@ -48,7 +53,36 @@ CYCLED_BY = {
     ("nodeConfigDetails", "nsgIds"): "NSGs",
     ("nodeConfigDetails", "kmsKeyId"): "boot volume KMS key",
     ("nodeConfigDetails", "isPvEncryptionInTransitEnabled"): "in-transit encryption",
+    # Where a node runs is part of the pool's spec too (CycleMode: a cycle brings every node in sync
+    # with the pool's spec): instance replacement launches the new nodes in the new placement; boot-volume
+    # replacement keeps each instance where it is. A new AD replaces the pool (its compute cluster's AD).
+    ("nodeConfigDetails", "placementConfigs"): "placement",
 }
+
+# NodePoolCyclingDetails.cycleModes (stack_config/model.py CycleMode): BOOT_VOLUME_REPLACE swaps the boot
+# volume on the same instance (the node keeps its host, OCID and address) and can change only these
+# NodePool inputs ("Updating Worker Nodes in an Existing Node Pool by Replacing Boot Volumes":
+# BootVolumeSizeInGBs, ImageId, KmsKeyId, KubernetesVersion, NodeMetadata, SshPublicKey); a node that
+# needs any other change fails its cycle and must be cycled again with INSTANCE_REPLACE, which
+# terminates the node and launches a new one with every change applied (OCI API reference, CycleMode).
+BOOT_VOLUME_REPLACEABLE = (
+    ("kubernetesVersion",),
+    ("nodeSourceDetails", "imageId"),
+    ("nodeSourceDetails", "bootVolumeSizeInGbs"),
+    ("nodeMetadata",),
+    ("sshPublicKey",),
+    ("nodeConfigDetails", "kmsKeyId"),
+)
+# Oracle's documents disagree on cycling bare metal: "Performing an In-Place Worker Node Update by
+# Cycling Nodes in an Existing Node Pool" says "You cannot cycle nodes with bare metal shapes", while
+# the API (NodePoolCyclingDetails), terraform-provider-oci and pulumi-oci take cycling details for any
+# shape, and the boot-volume guide says "You can cycle nodes with both virtual machine shapes and bare
+# metal shapes". The plan says so rather than guess which one OKE does.
+BARE_METAL_DISAGREEMENT = (
+    "Oracle's documents disagree whether bare-metal nodes cycle by instance replacement (the cycling guide: "
+    '"You cannot cycle nodes with bare metal shapes"; the API takes it), the nodes may keep the old spec; '
+    f"{BOOT_VOLUME_REPLACE} is documented for bare metal"
+)
 _SIZE = ("nodeConfigDetails", "size")
 _AD = ("nodeConfigDetails", "placementConfigs", 0, "availabilityDomain")
 
@@ -83,6 +117,13 @@ def _what(root: Step, pool: Step) -> str:
     return f"{_WHAT.get(root.record.type, root.record.type)} {root.record.name}"
 
 
+def _cluster_order(root: Step) -> str:
+    """A replaced compute cluster's own order: it holds no hosts, so only its pool's order costs any."""
+    if root.record.type != resource_types.COMPUTE_CLUSTER:
+        return ""
+    return " and deleted first" if root.delete_first else " and created first (it holds no hosts)"
+
+
 def _order(step: Step) -> str:
     """Which order the engine replaces the pool in, and what that needs."""
     old, new = (step.base or step.record).inputs, step.record.inputs
@@ -103,6 +144,52 @@ def _order(step: Step) -> str:
     return f"created first ({setting}: {CREATE_FIRST}): needs {need}"
 
 
+def _bare_metal(shape: Any) -> bool:
+    # OCI's shape names: "BM." bare metal, "VM." virtual machine.
+    return str(shape).startswith("BM.")
+
+
+def _cycling(inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+    return inputs.get("nodePoolCyclingDetails") or {}
+
+
+def _replaceable_in_place(path: tuple[str | int, ...]) -> bool:
+    keys = tuple(p for p in path if isinstance(p, str))
+    return any(keys[: len(k)] == k for k in BOOT_VOLUME_REPLACEABLE)
+
+
+def _cycled_line(step: Step, cycled: Mapping[str, list[str]], unmovable: list[str]) -> str:
+    """What cycling does with the changed node properties, by cycleModes (the first mode OKE performs)."""
+    inputs = step.record.inputs
+    pool, shape, size = (
+        inputs.get("name", step.record.name),
+        inputs.get("nodeShape", "?"),
+        _get(inputs, *_SIZE),
+    )
+    cycling = _cycling(inputs)
+    what = ", ".join(f"{w} ({', '.join(paths)})" for w, paths in cycled.items())
+    pace = f"surge {cycling.get('maximumSurge', 1)}, unavailable {cycling.get('maximumUnavailable', 0)}"
+    modes = list(cycling.get("cycleModes") or [])
+    if modes[:1] == [BOOT_VOLUME_REPLACE]:
+        line = f"{pool}: {_nodes(size, shape)} cycled by boot-volume replacement, same hosts ({pace}): {what}"
+        if unmovable:
+            fallback = (
+                f"then {INSTANCE_REPLACE}"
+                if INSTANCE_REPLACE in modes
+                else f"add {INSTANCE_REPLACE} to cycleModes"
+            )
+            line += (
+                f"; {BOOT_VOLUME_REPLACE} cannot change {', '.join(unmovable)}: each node's boot-volume cycle "
+                f"fails ({fallback})"
+            )
+        return line
+    mode = "" if modes else f", cycleModes unset: {INSTANCE_REPLACE}"
+    line = f"{pool}: {_nodes(size, shape)} cycled ({pace}{mode}): {what}"
+    if _bare_metal(shape):
+        line += f"; {BARE_METAL_DISAGREEMENT}"
+    return line
+
+
 def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
     record, base = step.record, step.base
     inputs = (base or record).inputs
@@ -117,8 +204,11 @@ def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
         return [f"{pool}: {_nodes(size, shape)} deleted: the pool is no longer declared"]
     if step.op == "replace":
         roots = root_causes(step, steps_by_name)
-        why = "; ".join(f"{_what(root, step)} is replaced ({', '.join(paths)})" for root, paths in roots)
         stopped = [root for root, _ in roots if root.error] + ([step] if step.error else [])
+        why = "; ".join(
+            f"{_what(root, step)} is replaced ({', '.join(paths)}){'' if stopped else _cluster_order(root)}"
+            for root, paths in roots
+        )
         if stopped:
             names = list(dict.fromkeys(_what(root, step) for root in stopped))
             verb = "are" if len(names) > 1 else "is"
@@ -131,23 +221,35 @@ def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
         return []
     lines = []
     cycled: dict[str, list[str]] = {}
+    unmovable: list[str] = []
     for change in step.changes:
         words = _cycled_by(change.path)
         if words:
             cycled.setdefault(words, []).append(change.shown)
+            if not _replaceable_in_place(change.path) and words not in unmovable:
+                unmovable.append(words)
+    cycling_on = bool(_cycling(record.inputs).get("isNodeCyclingEnabled"))
     if cycled:
         what = ", ".join(f"{w} ({', '.join(paths)})" for w, paths in cycled.items())
-        cycling = record.inputs.get("nodePoolCyclingDetails") or {}
-        if cycling.get("isNodeCyclingEnabled"):
-            pace = (
-                f"surge {cycling.get('maximumSurge', 1)}, unavailable {cycling.get('maximumUnavailable', 0)}"
-            )
-            lines.append(f"{pool}: {_nodes(size, shape)} cycled ({pace}): {what}")
+        if cycling_on:
+            lines.append(_cycled_line(step, cycled, unmovable))
         else:
+            # terraform-provider-oci containerengine_node_pool_resource.go Update() sends
+            # node_pool_cycling_details on every update (GetOkExists, no HasChange), and OKE's cycle
+            # brings every node in line with the pool's spec: the first update with cycling on cycles them.
             lines.append(
                 f"{pool}: {_nodes(size, shape)} keep the old {what}: node cycling is off, only nodes "
-                "launched later get it"
+                "launched later get it, until an update with cycling on cycles them, whatever it changes"
             )
+    if cycling_on and base is not None and not _cycling(base.inputs).get("isNodeCyclingEnabled"):
+        # What the plan can know: the base ran with cycling off, so any node-property change applied then
+        # (in the base's apply or earlier) may have left nodes on the old spec; which ones, the
+        # renderings cannot show.
+        lines.append(
+            f"{pool}: node cycling was off in the base and is on now: this update cycles every node still "
+            "built from an older spec of the pool (changes applied while cycling was off; the renderings "
+            "cannot show which nodes)"
+        )
     new_size = _get(record.inputs, *_SIZE)
     if isinstance(size, int) and isinstance(new_size, int) and new_size != size:
         delta = new_size - size

@@ -315,7 +315,12 @@ def test_gpu_node_impact_comes_first_and_goes_to_the_summary(tmp_path: Path) -> 
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout.splitlines()
-    impact = "  ! gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1): node image (nodeSourceDetails.imageId)"
+    impact = (
+        "  ! gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1, cycleModes unset: INSTANCE_REPLACE): "
+        "node image (nodeSourceDetails.imageId); Oracle's documents disagree whether bare-metal nodes cycle "
+        'by instance replacement (the cycling guide: "You cannot cycle nodes with bare metal shapes"; the API '
+        "takes it), the nodes may keep the old spec; BOOT_VOLUME_REPLACE is documented for bare metal"
+    )
     assert out[1:4] == ["", "GPU nodes:", impact]
     assert out.index(impact) < next(i for i, line in enumerate(out) if line.lstrip().startswith("Type"))
     pool_row = next(

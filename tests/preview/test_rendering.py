@@ -86,3 +86,16 @@ def test_secrets_stay_masked(dev_files: dict[str, str]) -> None:
 )
 def test_type_slugs_are_readable(token: str, slug: str) -> None:
     assert rendering.type_slug(token) == slug
+
+
+@pytest.mark.parametrize("stack", ["dev", "full", "sriov"])
+def test_the_documents_a_rendering_hands_the_plan_are_what_its_files_load_to(stack: str) -> None:
+    # The change plan takes these instead of loading the new rendering's files (preview/cli.py).
+    run = run_program(stack, pulumi_config_map(stack_document(stack)))
+    documents: dict[str, object] = {}
+    files = rendering.render_files(run.resources, {}, documents)
+    yaml_files = {p: t for p, t in files.items() if p.endswith(".yaml")}
+    assert set(documents) == set(yaml_files.values())
+    for text in yaml_files.values():
+        assert documents[text] == yaml.safe_load(text)
+    assert rendering.render_files(run.resources, {}) == files

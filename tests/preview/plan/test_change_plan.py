@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +51,13 @@ def pool(raw: Raw, index: int = 0) -> dict[str, Any]:
     return pools[index]
 
 
+BARE_METAL = (
+    "Oracle's documents disagree whether bare-metal nodes cycle by instance replacement (the cycling guide: "
+    '"You cannot cycle nodes with bare metal shapes"; the API takes it), the nodes may keep the old spec; '
+    "BOOT_VOLUME_REPLACE is documented for bare metal"
+)
+
+
 def test_no_change_is_no_change() -> None:
     plan = plan_for("dev", lambda raw: None)
     assert lines(plan) == [] and gpu_impact.gpu_node_lines(plan) == []
@@ -93,7 +101,8 @@ def test_cloud_init_change_cycles_every_node(monkeypatch: pytest.MonkeyPatch) ->
         "~ oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes update [diff: ~nodeMetadata.user_data]"
     ]
     assert gpu_impact.gpu_node_lines(plan) == [
-        "gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1): cloud-init (nodeMetadata.user_data)"
+        "gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1, cycleModes unset: INSTANCE_REPLACE): "
+        f"cloud-init (nodeMetadata.user_data); {BARE_METAL}"
     ]
     # The detail shows the decoded text's diff, not base64.
     detail = change_plan.step_lines(plan.step("gpu-b4-nodes"))
@@ -114,7 +123,7 @@ def test_cloud_init_change_without_cycling_leaves_the_nodes(monkeypatch: pytest.
     plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
     assert gpu_impact.gpu_node_lines(plan) == [
         "gpu-b4: 2 BM.GPU.B4.8 nodes keep the old cloud-init (nodeMetadata.user_data): node cycling is off, "
-        "only nodes launched later get it"
+        "only nodes launched later get it, until an update with cycling on cycles them, whatever it changes"
     ]
 
 
@@ -126,7 +135,8 @@ def test_node_image_cycles_every_node() -> None:
         "~ oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes update [diff: ~nodeSourceDetails.imageId]"
     ]
     assert gpu_impact.gpu_node_lines(plan) == [
-        "gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1): node image (nodeSourceDetails.imageId)"
+        "gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1, cycleModes unset: INSTANCE_REPLACE): "
+        f"node image (nodeSourceDetails.imageId); {BARE_METAL}"
     ]
 
 
@@ -145,7 +155,7 @@ def test_compute_cluster_availability_domain_replaces_the_cluster_and_the_pool()
     ]
     assert gpu_impact.gpu_node_lines(plan) == [
         "gpu-b4: 2 BM.GPU.B4.8 nodes replaced: its compute cluster gpu-b4-compute-cluster is replaced "
-        "(availabilityDomain); deleted first (replaceOrder: deleteFirst): no BM.GPU.B4.8 node of the pool runs "
+        "(availabilityDomain) and created first (it holds no hosts); deleted first (replaceOrder: deleteFirst): no BM.GPU.B4.8 node of the pool runs "
         "from the delete until the 2 new ones join"
     ]
     cluster = plan.step("gpu-b4-compute-cluster")
@@ -429,3 +439,174 @@ def test_a_pool_replaced_create_first_in_another_ad_needs_its_hosts_there() -> N
         "created first (replaceOrder: createFirst): needs 3 free BM.GPU.B4.8 hosts in Uocm:US-ASHBURN-AD-2 "
         "while the old 2 still run"
     )
+
+
+# --- issue 17 item 3: every replacement says its order in words, and why --------------------------------
+
+
+def test_every_replacement_says_its_order_and_why() -> None:
+    def move(raw: Raw) -> None:
+        pool(raw)["availabilityDomain"] = "Uocm:US-ASHBURN-AD-2"
+        raw["protect"] = False
+
+    plan = plan_for("dev", move)
+    assert change_plan.step_lines(plan.step("gpu-b4-compute-cluster"))[:2] == [
+        "  +- oci:Core/computeCluster:ComputeCluster gpu-b4-compute-cluster replace [diff: ~availabilityDomain]",
+        "      order: created first (the engine's default): the new one exists before the old one is deleted; "
+        "a compute cluster holds no hosts, so this needs none, but its node pool is replaced with it "
+        "(nodeConfigDetails.computeClusterId is ForceNew): see the GPU line",
+    ]
+    assert change_plan.step_lines(plan.step("gpu-b4-nodes"))[1] == (
+        "      order: deleted first (its deleteBeforeReplace option): the old one is gone before the new one "
+        "exists"
+    )
+    for step in plan.changed():
+        assert step.op != "replace" or change_plan.step_lines(step)[1].startswith("      order: ")
+
+
+def test_a_kubernetes_replacement_deleting_first_says_the_provider_asks_for_it() -> None:
+    # A commit that changes the NCCL ConfigMap's data: pulumi-kubernetes replaces it, keeping its name.
+    base = base_rendering("dev")
+    (urn,) = [u for u, r in base.records.items() if r.name == "workloads-nccl"]
+    record = base.records[urn]
+    data = {**record.inputs["data"], "NCCL_DEBUG": "TRACE"}
+    new = change_plan.Rendering(
+        {**base.records, urn: dataclasses.replace(record, inputs={**record.inputs, "data": data})},
+        base.pack_config,
+    )
+    step = change_plan.build(base, new, "x").step("workloads-nccl")
+    assert step.line().startswith("-+ kubernetes:core/v1:ConfigMap workloads-nccl replace")
+    assert change_plan.step_lines(step)[1] == (
+        "      order: deleted first (the provider's rule: the replacement keeps the object's name, which two "
+        "objects cannot share): the old one is gone before the new one exists"
+    )
+
+
+def test_an_update_says_no_order() -> None:
+    plan = plan_for("dev", lambda raw: pool(raw).update(count=3))
+    assert not any("order:" in line for line in change_plan.step_lines(plan.step("gpu-b4-nodes")))
+
+
+# --- issue 17 item 5: node cycling as OKE and the provider do it -------------------------------------
+
+
+def _cloud_init_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = components.gpu_node_pool.render_cloud_init
+    monkeypatch.setattr(
+        components.gpu_node_pool, "render_cloud_init", lambda bootstrap: original(bootstrap) + "# changed\n"
+    )
+
+
+def test_turning_cycling_on_cycles_the_nodes_an_earlier_cycling_off_change_left_stale() -> None:
+    base_raw = copy.deepcopy(raw_config("dev"))
+    pool(base_raw)["cycling"] = {"enabled": False}
+    base = change_plan.parse(render("dev", base_raw))
+    # An unrelated change (one more node) with cycling back on: the provider sends nodePoolCyclingDetails
+    # with the update, and OKE brings every node in line with the pool's spec.
+    raw = copy.deepcopy(raw_config("dev"))
+    pool(raw)["count"] = 3
+    plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
+    assert gpu_impact.gpu_node_lines(plan) == [
+        "gpu-b4: node cycling was off in the base and is on now: this update cycles every node still built "
+        "from an older spec of the pool (changes applied while cycling was off; the renderings cannot show "
+        "which nodes)",
+        "gpu-b4: 2 => 3 BM.GPU.B4.8 nodes: 1 added",
+    ]
+
+
+def test_cycling_on_in_base_and_now_warns_of_no_stale_nodes() -> None:
+    plan = plan_for("dev", lambda raw: pool(raw).update(count=3))
+    assert gpu_impact.gpu_node_lines(plan) == ["gpu-b4: 2 => 3 BM.GPU.B4.8 nodes: 1 added"]
+
+
+def test_boot_volume_replacement_cycles_the_nodes_on_their_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = copy.deepcopy(raw_config("dev"))
+    pool(raw)["cycling"] = {"cycleModes": ["BOOT_VOLUME_REPLACE"]}
+    base = change_plan.parse(render("dev", raw))
+    assert base.records[next(u for u in base.records if u.endswith("::gpu-b4-nodes"))].inputs[
+        "nodePoolCyclingDetails"
+    ] == {
+        "cycleModes": ["BOOT_VOLUME_REPLACE"],
+        "isNodeCyclingEnabled": True,
+        "maximumSurge": "0",
+        "maximumUnavailable": "1",
+    }
+    _cloud_init_changed(monkeypatch)
+    plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
+    assert gpu_impact.gpu_node_lines(plan) == [
+        "gpu-b4: 2 BM.GPU.B4.8 nodes cycled by boot-volume replacement, same hosts (surge 0, unavailable 1): "
+        "cloud-init (nodeMetadata.user_data)"
+    ]
+
+
+def test_boot_volume_replacement_cannot_change_node_labels() -> None:
+    raw = copy.deepcopy(raw_config("dev"))
+    pool(raw)["cycling"] = {"cycleModes": ["BOOT_VOLUME_REPLACE"]}
+    base = change_plan.parse(render("dev", raw))
+    pool(raw)["labels"] = {"team": "ml"}
+    plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
+    (line,) = gpu_impact.gpu_node_lines(plan)
+    assert line.startswith("gpu-b4: 2 BM.GPU.B4.8 nodes cycled by boot-volume replacement, same hosts")
+    assert line.endswith(
+        "; BOOT_VOLUME_REPLACE cannot change node labels: each node's boot-volume cycle fails "
+        "(add INSTANCE_REPLACE to cycleModes)"
+    )
+    pool(raw)["cycling"] = {"cycleModes": ["BOOT_VOLUME_REPLACE", "INSTANCE_REPLACE"]}
+    plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
+    assert gpu_impact.gpu_node_lines(plan)[0].endswith("fails (then INSTANCE_REPLACE)")
+
+
+def test_a_cycle_mode_that_oke_does_not_know_is_one_clear_message() -> None:
+    raw = copy.deepcopy(raw_config("dev"))
+    pool(raw)["cycling"] = {"cycleModes": ["REBOOT"]}
+    config = pulumi_config_map(as_stack_file(raw))
+    with pytest.raises(Exception) as raised:
+        parse_stack_config(config_of(config), stack_source("dev"), config.get("oci:region"))
+    assert str(raised.value).splitlines()[1:] == [
+        "  stacks/Pulumi.dev.yaml: nodePools[0].cycling.cycleModes[0] = 'REBOOT': Input should be "
+        "'BOOT_VOLUME_REPLACE' or 'INSTANCE_REPLACE'"
+    ]
+
+
+def test_a_new_worker_subnet_moves_the_nodes_by_instance_replacement_only() -> None:
+    def new_subnet(raw: Raw) -> None:
+        raw["network"]["existing"]["workerSubnet"]["id"] = "ocid1.subnet.oc1.iad.aaaaaaaaexampleothersubnet"
+
+    plan = plan_for("dev", new_subnet)
+    assert plan.step("gpu-b4-nodes").line() == (
+        "~ oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes update "
+        "[diff: ~nodeConfigDetails.placementConfigs[0].subnetId]"
+    )
+    assert gpu_impact.gpu_node_lines(plan) == [
+        "gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1, cycleModes unset: INSTANCE_REPLACE): "
+        f"placement (nodeConfigDetails.placementConfigs[0].subnetId); {BARE_METAL}"
+    ]
+    raw = copy.deepcopy(raw_config("dev"))
+    pool(raw)["cycling"] = {"cycleModes": ["BOOT_VOLUME_REPLACE"]}
+    base = change_plan.parse(render("dev", raw))
+    new_subnet(raw)
+    plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
+    assert gpu_impact.gpu_node_lines(plan)[0].endswith(
+        "; BOOT_VOLUME_REPLACE cannot change placement: each node's boot-volume cycle fails "
+        "(add INSTANCE_REPLACE to cycleModes)"
+    )
+
+
+def test_the_two_renderings_load_a_shared_file_once_and_plan_the_same() -> None:
+    raw = copy.deepcopy(raw_config("dev"))
+    base_files = render("dev", raw)
+    pool(raw)["count"] = 3
+    new_files = render("dev", raw)
+    loaded: dict[str, Any] = {}
+    base, new = change_plan.parse(base_files, loaded), change_plan.parse(new_files, loaded)
+    assert len(loaded) < len([p for p in base_files if p.endswith(".yaml")]) + 2
+    (pool_urn,) = [u for u, r in new.records.items() if r.name == "gpu-b4-nodes"]
+    (template_urn,) = [u for u, r in new.records.items() if r.name.endswith("aligned-4gpu-8rails")]
+    assert new.records[template_urn].inputs is base.records[template_urn].inputs
+    assert new.records[pool_urn].inputs is not base.records[pool_urn].inputs
+    shared = change_plan.build(base, new, "x")
+    alone = change_plan.build(change_plan.parse(base_files), change_plan.parse(new_files), "x")
+    assert change_plan.plan_lines(shared) == change_plan.plan_lines(alone)
+    assert change_plan.step_lines(shared.step("gpu-b4-nodes"))[1:] == [
+        "      ~ nodeConfigDetails.size: 2 => 3"
+    ]
