@@ -37,11 +37,14 @@ from oke_gpu_rdma.claims import (
     UnsatisfiableCause,
     Verdict,
     VerdictKind,
+    claim_lands,
     claim_spec_to_v1,
     devices_exist,
+    drivers_on_pools,
     judge_claim,
+    parse_taint,
+    plugin_drivers,
 )
-from oke_gpu_rdma.claims.landing import claim_lands, drivers_on_pools, parse_taint, plugin_drivers
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.pack_settings import ClaimsSettings
 from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
