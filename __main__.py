@@ -262,6 +262,7 @@ if (
         SriovAcceptanceJobsArgs(
             config=acceptance,
             plan=valid_stack.sriov,
+            shape=valid_stack.sriov.acceptance_shape(acceptance.node_pool),
             taints=sriov_taints,
             provider=cluster.provider,
             depends_on=[sriov_networks, *system_nodes],

@@ -12,7 +12,6 @@ emits exactly these) or the problems, each naming the key to change.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from oke_gpu_rdma.claims import Verdict, aligned_claim_spec, judge_claim, rails_
 from oke_gpu_rdma.errors import PairingError, TopologyError
 from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
 from oke_gpu_rdma.sriov import RdmaPath
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.topology import Topology, shape_slug
 
 from .model import StackConfig
 from .problems import ConfigProblem
@@ -80,11 +79,6 @@ class ClaimPlan:
 def pool_shapes(config: StackConfig) -> tuple[str, ...]:
     """The distinct shapes of the stack's DRANET pools (the pools claim templates are for), in config order."""
     return tuple(dict.fromkeys(pool.shape for pool in config.dra_pools))
-
-
-def shape_slug(shape: str) -> str:
-    """`bm-gpu-b4-8` for BM.GPU.B4.8: a shape as part of a Kubernetes object name."""
-    return re.sub(r"[^a-z0-9]+", "-", shape.lower()).strip("-")
 
 
 def template_name(name: str, shape: str, shapes: tuple[str, ...]) -> str:
