@@ -155,9 +155,13 @@ def _driver_plugins(
 
 
 def _pool_nodes(pool: PlainResource) -> PoolNodes | None:
-    """The pool's nodes as the DaemonSet controller sees them; None when labels or taints are unknown."""
-    labels = node_labels(pool)
-    taints = node_taints(pool)
+    """The pool's nodes as the DaemonSet controller sees them; None when labels or taints are unknown or
+    malformed (gpu-device-plugin-off reports a malformed label list): every driver may be there."""
+    try:
+        labels = node_labels(pool)
+        taints = node_taints(pool)
+    except PropertyTypeError:
+        return None
     if labels is UNKNOWN or taints is UNKNOWN or contains_unknown(labels):
         return None
     return PoolNodes(
