@@ -262,23 +262,29 @@ if (
         SriovAcceptanceJobsArgs(
             config=acceptance,
             plan=valid_stack.sriov,
+            shape=valid_stack.sriov.acceptance_shape(acceptance.node_pool),
             taints=sriov_taints,
             provider=cluster.provider,
             depends_on=[sriov_networks, *system_nodes],
         ),
     ).reports
 if acceptance.enabled and claim_templates is not None:
-    # The stack config checked that the NCCL job's template is in the plan (stack_config/claim_plan.py).
+    # The jobs run on one pool, with the templates of its shape. The stack config checked that the NCCL
+    # job's template is in the plan (stack_config/claim_plan.py).
+    acceptance_pool = acceptance.node_pool or dra_pool_names[0]
+    acceptance_shape = next(p.shape for p in config.node_pools if p.name == acceptance_pool)
     acceptance_reports |= AcceptanceJobs(
         "acceptance",
         AcceptanceJobsArgs(
             config=acceptance,
             namespace=workloads.namespace,
-            nccl_template=valid_stack.claims.aligned_template(acceptance.claim_template)
+            nccl_template=valid_stack.claims.aligned_template(acceptance.claim_template, acceptance_shape)
             if acceptance.nccl
             else None,
-            rails_template=valid_stack.claims.rails_only if acceptance.rail_bandwidth else None,
-            pool=acceptance.node_pool or dra_pool_names[0],
+            rails_template=valid_stack.claims.rails_only(acceptance_shape)
+            if acceptance.rail_bandwidth
+            else None,
+            pool=acceptance_pool,
             taints=taints,
             provider=cluster.provider,
             depends_on=[claim_templates, *drivers, *system_nodes],

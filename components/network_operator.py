@@ -107,12 +107,13 @@ def ip_pool_spec(config: NetworkOperatorConfig) -> dict[str, Any]:
     return spec
 
 
-def pool_config_spec(shape: str) -> dict[str, Any]:
-    """seed 001 sriov-network-pool-config.yaml: configure (and drain) one GPU node at a time."""
+def pool_config_spec(shapes: Sequence[str]) -> dict[str, Any]:
+    """seed 001 sriov-network-pool-config.yaml: configure (and drain) one GPU node at a time, over the nodes of
+    every SR-IOV shape (a node belongs to one pool config)."""
     return {
         "maxUnavailable": 1,
         "nodeSelector": {
-            "matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [shape]}]
+            "matchExpressions": [{"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": list(shapes)}]
         },
     }
 
@@ -183,7 +184,7 @@ class NetworkOperator(pulumi.ComponentResource):
             api_version="sriovnetwork.openshift.io/v1",
             kind="SriovNetworkPoolConfig",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=POOL_CONFIG_NAME, namespace=config.namespace),
-            spec=pool_config_spec(args.plan.shape),
+            spec=pool_config_spec([s.shape for s in args.plan.shapes]),
             opts=after_release,
         )
         self.register_outputs({"releaseName": self.release.name})

@@ -30,7 +30,7 @@ from oke_gpu_rdma.acceptance import nccl_threshold, rail_threshold
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.sriov import NCCL_VF_HCA_EXPORT, NETWORKS_ANNOTATION, VF_GID_INDEX
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
-from stack_config.sriov_plan import SriovPlan
+from stack_config.sriov_plan import SriovPlan, SriovShapePlan, nccl_job_sizes
 
 from .acceptance_jobs import (
     ALL_REDUCE,
@@ -61,7 +61,6 @@ EXPECTED_VF_RAILS: Final = (
     "rdmaQoS: 43.20-59.45 Gb/s)"
 )
 RAIL_POD_LABEL: Final = "oke-gpu-rdma/vf-rail-test"
-GPUS_PER_NODE: Final = 8
 VF_RAIL_CHECK: Final = "vf-rail-bandwidth.sh"
 VF_RAIL_JOB: Final = "vf-rail-bandwidth"
 
@@ -78,7 +77,7 @@ def sriov_launcher_script(gpus_per_worker: int, min_busbw: float) -> str:
 
 
 def vf_pod_template(
-    plan: SriovPlan, container: dict[str, Any], taints: list[Taint], gpus: int = 0
+    plan: SriovShapePlan, container: dict[str, Any], taints: list[Taint], gpus: int = 0
 ) -> dict[str, Any]:
     """A pod template with one VF of every rail: the networks annotation in rail order and the VF limits.
 
@@ -99,7 +98,11 @@ def vf_pod_template(
 
 
 def sriov_mpijob_spec(
-    config: AcceptanceJobsConfig, plan: SriovPlan, gpus_per_worker: int, taints: list[Taint], min_busbw: float
+    config: AcceptanceJobsConfig,
+    plan: SriovShapePlan,
+    gpus_per_worker: int,
+    taints: list[Taint],
+    min_busbw: float,
 ) -> dict[str, Any]:
     """An MPIJob (kubeflow.org/v2beta1) whose workers hold one VF of every rail and `gpus_per_worker` GPUs."""
     # No GPU, no VF: it tolerates the SR-IOV pools' taints to run anywhere (components/acceptance_jobs.py).
@@ -140,16 +143,15 @@ def sriov_mpijob_spec(
     }
 
 
-def nccl_jobs(plan: SriovPlan) -> list[tuple[str, int, str]]:
-    """(name, GPUs per worker, expectation): two jobs side by side when a node holds two RDMA pods."""
-    if plan.pods_per_node >= 2:
-        per_job = GPUS_PER_NODE // 2
-        return [("nccl-vf-a", per_job, EXPECTED_TWO_JOBS), ("nccl-vf-b", per_job, EXPECTED_TWO_JOBS)]
-    return [("nccl-vf", GPUS_PER_NODE, EXPECTED_ONE_JOB)]
+def nccl_jobs(plan: SriovShapePlan) -> list[tuple[str, int, str]]:
+    """(name, GPUs per worker, expectation): two jobs side by side, each with half of a node's GPUs (its shape's
+    topology), when a node holds two RDMA pods; else one with all of them."""
+    expected = EXPECTED_TWO_JOBS if plan.pods_per_node >= 2 else EXPECTED_ONE_JOB
+    return [(job, gpus, expected) for job, gpus in nccl_job_sizes(plan)]
 
 
 def vf_rail_mpijob_spec(
-    config: AcceptanceJobsConfig, plan: SriovPlan, taints: list[Taint], min_gbps: float
+    config: AcceptanceJobsConfig, plan: SriovShapePlan, taints: list[Taint], min_gbps: float
 ) -> dict[str, Any]:
     """The VF rail test as an MPIJob: two workers, one per node, each with one VF of every rail; the
     launcher runs `scripts/vf-rail-bandwidth.sh` between them over ssh."""
@@ -188,7 +190,9 @@ class SriovAcceptanceJobsArgs:
     config: AcceptanceJobsConfig
     """Validated acceptance-job config (enabled)."""
     plan: SriovPlan
-    """The SR-IOV plan: networks, resources, node selection."""
+    """The SR-IOV plan: the networks' namespace."""
+    shape: SriovShapePlan
+    """The shape the jobs run on: its networks, resources, node selection and GPUs per node."""
     taints: list[Taint]
     """Taints of the SR-IOV pools."""
     provider: k8s.Provider
@@ -222,8 +226,8 @@ class SriovAcceptanceJobs(pulumi.ComponentResource):
         )
         needs = gate_options(child, [operator, *args.depends_on])
         if config.nccl:
-            for job, gpus, expected in nccl_jobs(args.plan):
-                # seed 001 measured both job shapes (8 and 4 GPUs per worker), so a default always exists.
+            for job, gpus, expected in nccl_jobs(args.shape):
+                # The stack config refused a GPU count without a seed figure and no setting (sriov_plan.py).
                 min_busbw = nccl_threshold("sriov", gpus, config.nccl_busbw_gbs)
                 assert min_busbw is not None
                 self.reports[job] = gating_mpijob(
@@ -232,7 +236,7 @@ class SriovAcceptanceJobs(pulumi.ComponentResource):
                     namespace,
                     expected,
                     busbw_threshold(min_busbw),
-                    sriov_mpijob_spec(config, args.plan, gpus, args.taints, min_busbw),
+                    sriov_mpijob_spec(config, args.shape, gpus, args.taints, min_busbw),
                     config,
                     needs,
                 )
@@ -244,7 +248,7 @@ class SriovAcceptanceJobs(pulumi.ComponentResource):
                 namespace,
                 EXPECTED_VF_RAILS,
                 rail_threshold_text(min_gbps),
-                vf_rail_mpijob_spec(config, args.plan, args.taints, min_gbps),
+                vf_rail_mpijob_spec(config, args.shape, args.taints, min_gbps),
                 config,
                 needs,
             )

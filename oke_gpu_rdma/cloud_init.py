@@ -12,6 +12,7 @@ systemd-networkd leaving the Oracle Cloud Agent's per-rail policy routes alone (
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -75,6 +76,17 @@ NETWORKD_PATH = "/etc/systemd/networkd.conf.d/60-foreign-routes.conf"
 BOOTSTRAP_PATH = "/usr/local/sbin/oke-gpu-rdma-bootstrap.sh"
 
 
+TAINTS_FLAG = "--register-with-taints="
+_TAINTS = re.compile(re.escape(TAINTS_FLAG) + r"(\S*)")
+
+
+def registered_taints(text: str) -> tuple[str, ...]:
+    """The taints (`key=value:Effect`) a node registers with, read back from a cloud-init that
+    :func:`render_cloud_init` wrote (the last ``--register-with-taints=`` wins, as the kubelet's flag)."""
+    found = _TAINTS.findall(text)
+    return tuple(t for t in found[-1].strip("'\"").split(",") if t) if found else ()
+
+
 @dataclass(frozen=True)
 class NodeBootstrap:
     """What differs between pools: the taints the kubelet registers the node with, the RDMA namespace mode."""
@@ -83,7 +95,7 @@ class NodeBootstrap:
     rdma_netns: Literal["shared", "exclusive"] = "shared"
 
     def kubelet_extra_args(self) -> str:
-        return f"--register-with-taints={','.join(self.taints)}" if self.taints else ""
+        return f"{TAINTS_FLAG}{','.join(self.taints)}" if self.taints else ""
 
 
 @functools.lru_cache(maxsize=64)

@@ -95,9 +95,11 @@ TUNING_SYSCTLS: Final[dict[str, str]] = {
 }
 
 
-def resource_name(rail: int | None) -> str:
-    """`rdma-vf-<rail>` for a per-rail resource, `rdma-vf` for one over every rail."""
-    return RESOURCE_BASE if rail is None else f"{RESOURCE_BASE}-{rail}"
+def resource_name(rail: int | None, tag: str | None = None) -> str:
+    """`rdma-vf-<rail>` for a per-rail resource, `rdma-vf` for one over every rail; with ``tag`` (a shape's
+    slug, when SR-IOV pools of several shapes each have their rails) `rdma-vf-<tag>-<rail>`, `rdma-vf-<tag>`."""
+    base = RESOURCE_BASE if tag is None else f"{RESOURCE_BASE}-{tag}"
+    return base if rail is None else f"{base}-{rail}"
 
 
 def qualified(resource: str) -> str:
@@ -225,13 +227,16 @@ class RailResource:
     pfs: tuple[str, ...]
 
 
-def rail_resources(topology: Topology, per_rail: bool) -> list[RailResource]:
-    """Resources for the rail PFs of a shape (front-end NICs are never rails): one per rail, or one for all."""
+def rail_resources(topology: Topology, per_rail: bool, tag: str | None = None) -> list[RailResource]:
+    """Resources for the rail PFs of a shape (front-end NICs are never rails): one per rail, or one for all;
+    ``tag`` as for :func:`resource_name`."""
     rails = topology.rails
     if per_rail:
-        return [RailResource(resource_name(r.index), (r.index,), (r.pci_address,)) for r in rails]
+        return [RailResource(resource_name(r.index, tag), (r.index,), (r.pci_address,)) for r in rails]
     return [
-        RailResource(resource_name(None), tuple(r.index for r in rails), tuple(r.pci_address for r in rails))
+        RailResource(
+            resource_name(None, tag), tuple(r.index for r in rails), tuple(r.pci_address for r in rails)
+        )
     ]
 
 

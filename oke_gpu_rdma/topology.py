@@ -63,6 +63,11 @@ _PCIE_ROOT = re.compile(r"^pci[0-9a-f]{4}:[0-9a-f]{2}$")
 _RAIL_NAME = re.compile(r"^rdma[0-9]+$")
 
 
+def shape_slug(shape: str) -> str:
+    """`bm-gpu-b4-8` for BM.GPU.B4.8: a shape as part of a Kubernetes object or resource name."""
+    return re.sub(r"[^a-z0-9]+", "-", shape.lower()).strip("-")
+
+
 @dataclass(frozen=True)
 class Gpu:
     """One GPU: ``index`` in PCI bus order, ``pci_bus_id`` like 0000:50:00.0, ``driver_name`` like gpu-0."""

@@ -107,7 +107,7 @@ def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
 
 def check_run(resources: list[RecordedResource], stack: Stack) -> Verdict:
     """The check for one offline run of ``stack``."""
-    vf_resources = frozenset(stack.sriov.pod_vf_limits()) if stack.sriov is not None else frozenset()
+    vf_resources = stack.sriov.pool_vf_resources() if stack.sriov is not None else {}
     return check(
         pod_placements(resources), planned_pools(stack.config, vf_resources), unseen_pools(stack.config)
     )

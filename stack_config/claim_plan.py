@@ -1,7 +1,11 @@
 """The claim templates a stack asks for, built from the topology of its GPU node pools and judged once.
 
-A template must be aligned on every shape the stack's pools use: the scheduler may place the pod
-on any of them. The shape catalog refuses unverified topologies, so a stack with such a shape
+Each shape of the stack's DRANET pools gets its own templates, built from its own topology and judged
+on it. With one shape they carry the names of `workloads.claimTemplates` (renaming a template replaces
+it); with several, each name ends with its shape (`aligned-8gpu-16rails-bm-gpu-b4-8`) and its rail
+requests select that shape's rails (`oke.dra.net/shape`, which DRANET's OKE provider publishes), so the
+scheduler only allocates it on the shape it was judged on, and the GPUs beside those rails through the
+pcieRoot constraint. The shape catalog refuses unverified topologies, so a stack with such a shape
 supplies it under `shapeTopologies`. :func:`plan_claims` returns the judged templates (the program
 emits exactly these) or the problems, each naming the key to change.
 """
@@ -16,7 +20,8 @@ from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, nccl_threshold
 from oke_gpu_rdma.claims import Verdict, aligned_claim_spec, judge_claim, rails_only_claim_spec
 from oke_gpu_rdma.errors import PairingError, TopologyError
 from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.sriov import RdmaPath
+from oke_gpu_rdma.topology import Topology, shape_slug
 
 from .model import StackConfig
 from .problems import ConfigProblem
@@ -33,6 +38,10 @@ class PlannedTemplate:
     gpus_per_worker: int
     """GPUs each pod gets from it (0 for the rails-only template)."""
     verdicts: tuple[Verdict, ...]
+    shape: str = ""
+    """The shape it was built for and judged on."""
+    config_name: str = ""
+    """Its name in workloads.claimTemplates (or railsOnlyTemplate): ``name`` without the shape."""
 
 
 @dataclass(frozen=True)
@@ -41,29 +50,40 @@ class ClaimPlan:
 
     shapes: tuple[str, ...]
     aligned: tuple[PlannedTemplate, ...] = ()
-    rails_only: PlannedTemplate | None = None
+    rails_only_templates: tuple[PlannedTemplate, ...] = ()
+    """The rails-only template of each shape."""
     problems: tuple[ConfigProblem, ...] = field(default=(), compare=False)
 
     @property
     def templates(self) -> tuple[PlannedTemplate, ...]:
-        return self.aligned + ((self.rails_only,) if self.rails_only else ())
+        return self.aligned + self.rails_only_templates
+
+    def rails_only(self, shape: str) -> PlannedTemplate | None:
+        """The rails-only template of ``shape``, if the plan has one."""
+        return next((t for t in self.rails_only_templates if t.shape == shape), None)
 
     @property
     def namespaces(self) -> tuple[str, ...]:
         """Every namespace a template lives in, in template order."""
         return tuple(dict.fromkeys(t.namespace for t in self.templates))
 
-    def aligned_template(self, name: str) -> PlannedTemplate:
-        """The aligned template ``name``; KeyError if the plan has none (the config check prevents it)."""
+    def aligned_template(self, name: str, shape: str) -> PlannedTemplate:
+        """The aligned template ``name`` (as workloads.claimTemplates names it) for ``shape``; KeyError if the
+        plan has none (the config check prevents it)."""
         for template in self.aligned:
-            if template.name == name:
+            if template.config_name == name and template.shape == shape:
                 return template
-        raise KeyError(f"no aligned claim template {name!r} in the plan")
+        raise KeyError(f"no aligned claim template {name!r} for {shape} in the plan")
 
 
 def pool_shapes(config: StackConfig) -> tuple[str, ...]:
-    """The distinct shapes of the stack's GPU pools, in config order."""
-    return tuple(dict.fromkeys(pool.shape for pool in config.node_pools))
+    """The distinct shapes of the stack's DRANET pools (the pools claim templates are for), in config order."""
+    return tuple(dict.fromkeys(pool.shape for pool in config.dra_pools))
+
+
+def template_name(name: str, shape: str, shapes: tuple[str, ...]) -> str:
+    """The template's object name: ``name`` with one shape (today's names), ``name-<shape>`` with several."""
+    return name if len(shapes) <= 1 else f"{name}-{shape_slug(shape)}"
 
 
 def shape_catalog(config: StackConfig) -> ShapeCatalog:
@@ -94,50 +114,58 @@ def plan_claims(config: StackConfig) -> ClaimPlan:
     if not (emits_aligned_templates(config) or emits_rails_only_template(config)):
         return ClaimPlan(shapes)
     catalog = shape_catalog(config)
-    topologies = [catalog.topology(shape) for shape in shapes]
+    pinned = len(shapes) > 1
     workloads = config.workloads
     aligned: list[PlannedTemplate] = []
-    if emits_aligned_templates(config):
-        for i, wanted in enumerate(workloads.claim_templates):
-            key = f"workloads.claimTemplates[{i}].gpusPerWorker"
-            try:
-                spec = aligned_claim_spec(topologies[0], wanted.gpus_per_worker)
-            except PairingError as err:
-                problems.append(ConfigProblem(key, wanted.gpus_per_worker, str(err)))
-                continue
-            verdicts = tuple(judge_claim(spec, t, name=wanted.name) for t in topologies)
-            bad = [v for v in verdicts if v.kind != "aligned"]
-            if bad:
-                problems.append(
-                    ConfigProblem(
-                        key,
-                        wanted.gpus_per_worker,
-                        f"the claim for {wanted.gpus_per_worker} GPUs is {bad[0].kind} on {bad[0].shape}: "
-                        f"{bad[0].message}",
+    rails_only: list[PlannedTemplate] = []
+    for shape in shapes:
+        topology = catalog.topology(shape)
+        if emits_aligned_templates(config):
+            for i, wanted in enumerate(workloads.claim_templates):
+                key = f"workloads.claimTemplates[{i}].gpusPerWorker"
+                name = template_name(wanted.name, shape, shapes)
+                try:
+                    spec = aligned_claim_spec(topology, wanted.gpus_per_worker, pin_shape=pinned)
+                except PairingError as err:
+                    problems.append(ConfigProblem(key, wanted.gpus_per_worker, str(err)))
+                    continue
+                verdict = judge_claim(spec, topology, name=name)
+                if verdict.kind != "aligned":
+                    problems.append(
+                        ConfigProblem(
+                            key,
+                            wanted.gpus_per_worker,
+                            f"the claim for {wanted.gpus_per_worker} GPUs is {verdict.kind} on {verdict.shape}: "
+                            f"{verdict.message}",
+                        )
+                    )
+                    continue
+                namespace = wanted.namespace or workloads.namespace
+                aligned.append(
+                    PlannedTemplate(
+                        name, namespace, spec, wanted.gpus_per_worker, (verdict,), shape, wanted.name
                     )
                 )
-                continue
-            namespace = wanted.namespace or workloads.namespace
-            aligned.append(PlannedTemplate(wanted.name, namespace, spec, wanted.gpus_per_worker, verdicts))
-    rails_only = None
-    if emits_rails_only_template(config) and workloads.rails_only_template:
-        spec = rails_only_claim_spec(topologies[0])
-        verdicts = tuple(judge_claim(spec, t, name=workloads.rails_only_template) for t in topologies)
-        stuck = [v for v in verdicts if not v.allocatable]
-        if stuck:
-            problems.append(
-                ConfigProblem(
-                    "workloads.railsOnlyTemplate",
-                    workloads.rails_only_template,
-                    f"a claim for every rail of {shapes[0]} cannot be allocated on {stuck[0].shape}: "
-                    f"{stuck[0].message}",
+        if emits_rails_only_template(config) and workloads.rails_only_template:
+            name = template_name(workloads.rails_only_template, shape, shapes)
+            spec = rails_only_claim_spec(topology, pin_shape=pinned)
+            verdict = judge_claim(spec, topology, name=name)
+            if not verdict.allocatable:
+                problems.append(
+                    ConfigProblem(
+                        "workloads.railsOnlyTemplate",
+                        workloads.rails_only_template,
+                        f"a claim for every rail of {shape} cannot be allocated on {verdict.shape}: "
+                        f"{verdict.message}",
+                    )
                 )
-            )
-        else:
-            rails_only = PlannedTemplate(
-                workloads.rails_only_template, workloads.namespace, spec, 0, verdicts
-            )
-    return ClaimPlan(shapes, tuple(aligned), rails_only, tuple(problems))
+            else:
+                rails_only.append(
+                    PlannedTemplate(
+                        name, workloads.namespace, spec, 0, (verdict,), shape, workloads.rails_only_template
+                    )
+                )
+    return ClaimPlan(shapes, tuple(aligned), tuple(rails_only), tuple(problems))
 
 
 def _topology_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -149,6 +177,8 @@ def _topology_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     if not (emits_aligned_templates(config) or emits_rails_only_template(config)):
         return
     for i, pool in enumerate(config.node_pools):
+        if pool.rdma is not RdmaPath.DRANET:
+            continue  # claim templates are for DRANET pools; SR-IOV pools' rails come from sriov_plan
         if pool.shape in config.shape_topologies:
             continue  # reported above if malformed
         try:
@@ -168,6 +198,14 @@ def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         return  # SR-IOV pools only: the acceptance jobs use VFs, not claim templates
     jobs = config.workloads.acceptance_jobs
     names = [t.name for t in config.workloads.claim_templates]
+    dra_names = [p.name for p in config.dra_pools]
+    sriov_names = {p.name for p in config.sriov_pools}
+    if jobs.enabled and jobs.node_pool in sriov_names:
+        yield ConfigProblem(
+            "workloads.acceptanceJobs.nodePool",
+            jobs.node_pool,
+            f"is an rdma: sriov pool; the claim-template jobs run on a DRANET pool ({', '.join(dra_names)})",
+        )
     if jobs.enabled and jobs.rail_bandwidth and not emits_rails_only_template(config):
         yield ConfigProblem(
             "workloads.acceptanceJobs.railBandwidth",

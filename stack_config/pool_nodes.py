@@ -7,6 +7,8 @@ NFD's `feature.node.kubernetes.io/pci-10de.present` (as the gpu-device-plugin-of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import (
     DEVICE_PLUGIN_LABEL,
@@ -44,15 +46,18 @@ def system_pool_labels(pool: SystemPoolConfig) -> dict[str, str]:
     return {POOL_LABEL: pool.name}
 
 
-def planned_pools(config: StackConfig, vf_resources: frozenset[str] = frozenset()) -> list[PoolNodes]:
-    """The stack's GPU pools and its system pool; SR-IOV pools offer ``vf_resources``."""
+def planned_pools(
+    config: StackConfig, vf_resources: Mapping[str, frozenset[str]] | None = None
+) -> list[PoolNodes]:
+    """The stack's GPU pools and its system pool; each SR-IOV pool offers its ``vf_resources`` (by pool name:
+    the VF resources of its shape)."""
     pools: list[PoolNodes] = []
     for pool in config.node_pools:
         labels = gpu_pool_labels(pool, config.gpu_driver.enabled)
         device_plugin = labels.get(DEVICE_PLUGIN_LABEL) != DEVICE_PLUGIN_OFF
         resources = {NVIDIA_GPU_RESOURCE} if device_plugin else set()
         if pool.rdma is RdmaPath.SRIOV:
-            resources |= vf_resources
+            resources |= (vf_resources or {}).get(pool.name, frozenset())
         pools.append(
             PoolNodes(
                 name=pool.name,

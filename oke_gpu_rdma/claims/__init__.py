@@ -23,7 +23,13 @@ from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims import pairing
 from oke_gpu_rdma.claims.inventory import AttributeValue, Device, NodeInventory, Version
 from oke_gpu_rdma.claims.judging import judge
-from oke_gpu_rdma.claims.landing import devices_exist
+from oke_gpu_rdma.claims.landing import (
+    claim_lands,
+    devices_exist,
+    drivers_on_pools,
+    parse_taint,
+    plugin_drivers,
+)
 from oke_gpu_rdma.claims.pairing import Pair
 from oke_gpu_rdma.claims.spec import claim_spec_to_v1
 from oke_gpu_rdma.claims.verdicts import DeviceRef, UnsatisfiableCause, Verdict, VerdictKind
@@ -43,9 +49,13 @@ __all__ = [
     "Version",
     "aligned_claim_spec",
     "aligned_pairs",
+    "claim_lands",
     "claim_spec_to_v1",
     "devices_exist",
+    "drivers_on_pools",
     "judge_claim",
+    "parse_taint",
+    "plugin_drivers",
     "rails_only_claim_spec",
 ]
 
@@ -81,11 +91,12 @@ def aligned_pairs(shape: ShapeArg, gpus_per_worker: int) -> list[Pair]:
     return pairing.aligned_pairs(CATALOG.resolve(shape), gpus_per_worker)
 
 
-def aligned_claim_spec(shape: ShapeArg, gpus_per_worker: int) -> dict[str, Any]:
-    """ResourceClaimSpec with gpus-i/rails-i requests and one pcieRoot constraint per pair."""
-    return pairing.aligned_claim_spec(CATALOG.resolve(shape), gpus_per_worker)
+def aligned_claim_spec(shape: ShapeArg, gpus_per_worker: int, pin_shape: bool = False) -> dict[str, Any]:
+    """ResourceClaimSpec with gpus-i/rails-i requests and one pcieRoot constraint per pair; ``pin_shape``
+    keeps it to nodes of the shape (``oke.dra.net/shape``), for stacks with pools of several shapes."""
+    return pairing.aligned_claim_spec(CATALOG.resolve(shape), gpus_per_worker, pin_shape)
 
 
-def rails_only_claim_spec(shape: ShapeArg) -> dict[str, Any]:
-    """ResourceClaimSpec asking for every rail of a node (seed all-rails)."""
-    return pairing.rails_only_claim_spec(CATALOG.resolve(shape))
+def rails_only_claim_spec(shape: ShapeArg, pin_shape: bool = False) -> dict[str, Any]:
+    """ResourceClaimSpec asking for every rail of a node (seed all-rails); ``pin_shape`` as above."""
+    return pairing.rails_only_claim_spec(CATALOG.resolve(shape), pin_shape)

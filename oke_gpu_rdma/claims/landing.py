@@ -6,18 +6,32 @@ ResourceSlices cannot satisfy the claim). A claim for DRANET rails is therefore 
 inference pool of GPUs without rails: its rail request matches no device there. Such a shape says
 nothing about the claim, so the claim is judged on the shapes where every request (some subrequest of a
 ``firstAvailable`` request) has a device that its class and selectors accept.
+
+Which pools publish a driver's devices at all follows from how the stack deploys the driver: a DRA
+driver publishes ResourceSlices only on the nodes where its kubelet plugin runs, and that plugin is a
+DaemonSet, so it runs where the DaemonSet controller places it: nodes its nodeSelector and required
+node affinity select and whose NoSchedule/NoExecute taints it tolerates (kubernetes
+`pkg/controller/daemon/daemon_controller.go` `NodeShouldRunDaemonPod`; the rules in
+:mod:`oke_gpu_rdma.scheduling`). :func:`drivers_on_pools` reads that from the releases' placement
+(:mod:`oke_gpu_rdma.chart_workloads`), and :func:`claim_lands` says whether a claim's drivers are all
+there. A driver the stack does not deploy (a cluster that already runs it) may be anywhere.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
 
 from oke_gpu_rdma.claims.candidates import ClaimToAllocate
 from oke_gpu_rdma.claims.inventory import shape_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
+from oke_gpu_rdma.scheduling import NodeTaint, PodPlacement, PoolNodes, rejections
 from oke_gpu_rdma.topology import Topology
+
+# `device.driver == "dra.net"` in a DeviceClass selector: the class only takes that driver's devices.
+_DRIVER_IS: Final = re.compile(r"""device\.driver\s*==\s*(["'])([^"']+)\1""")
 
 
 def devices_exist(
@@ -37,3 +51,61 @@ def devices_exist(
     except (ClaimValidationError, SelectorError, AllocationAbortedError):
         return True
     return all(any(alt.candidates for alt in alts) for alts in prepared.requests)
+
+
+def class_driver(selectors: Iterable[str]) -> str | None:
+    """The driver a DeviceClass's CEL selectors require (``device.driver == "..."``), None if none."""
+    for selector in selectors:
+        found = _DRIVER_IS.search(selector)
+        if found:
+            return found.group(2)
+    return None
+
+
+def parse_taint(text: str) -> NodeTaint:
+    """``key=value:Effect`` or ``key:Effect`` (the kubelet's ``--register-with-taints`` form)."""
+    rest, _, effect = text.rpartition(":")
+    key, _, value = rest.partition("=")
+    return NodeTaint(key, value, effect)
+
+
+def plugin_drivers(plugin: PodPlacement, device_classes: Mapping[str, Sequence[str]]) -> frozenset[str]:
+    """The drivers whose devices a kubelet plugin publishes, from the classes it serves."""
+    return frozenset(
+        d
+        for cls in plugin.provides_device_classes
+        if (d := class_driver(device_classes.get(cls, ()))) is not None
+    )
+
+
+def drivers_on_pools(
+    plugins: Sequence[PodPlacement],
+    pools: Sequence[PoolNodes],
+    device_classes: Mapping[str, Sequence[str]],
+) -> dict[str, frozenset[str]]:
+    """Pool name -> the drivers whose kubelet plugin the DaemonSet controller runs on its nodes."""
+    found: dict[str, frozenset[str]] = {}
+    for pool in pools:
+        drivers: set[str] = set()
+        for plugin in plugins:
+            if not rejections(plugin, pool):
+                drivers |= plugin_drivers(plugin, device_classes)
+        found[pool.name] = frozenset(drivers)
+    return found
+
+
+def claim_lands(
+    request_classes: Mapping[str, Iterable[Any]],
+    device_classes: Mapping[str, Sequence[str]],
+    present: frozenset[str],
+    deployed: frozenset[str],
+) -> bool:
+    """Whether every request (one of its ``firstAvailable`` alternatives) can get devices on a pool where the
+    drivers ``present`` publish them. A class whose driver is unknown, or a driver the stack does not deploy
+    (``deployed``: the drivers whose placement the stack declares), may be anywhere: it does not exclude.
+    """
+    for classes in request_classes.values():
+        drivers = [class_driver(device_classes.get(c, ())) if isinstance(c, str) else None for c in classes]
+        if drivers and not any(d is None or d not in deployed or d in present for d in drivers):
+            return False
+    return True

@@ -14,6 +14,7 @@ from typing import Any
 from oke_gpu_rdma.attributes import (
     DRANET_DEVICE_CLASS,
     NVIDIA_GPU_DEVICE_CLASS,
+    OKE_SHAPE,
     PCIE_ROOT,
     RAIL_SELECTOR,
 )
@@ -93,15 +94,21 @@ def suggest_pairs(topology: Topology, gpus: int, rails: int) -> list[Pair] | Non
     return None
 
 
-def rail_request(name: str, count: int) -> dict[str, Any]:
-    """A DRANET rail request with the seed's rail selector."""
+def shape_selector(shape: str) -> str:
+    """CEL that keeps a request to rails of nodes of ``shape``: DRANET's OKE provider publishes the instance
+    shape as ``oke.dra.net/shape`` on every device (seed 000, seed 003)."""
+    domain, _, name = OKE_SHAPE.partition("/")
+    return f'device.attributes["{domain}"].{name} == "{shape}"'
+
+
+def rail_request(name: str, count: int, shape: str | None = None) -> dict[str, Any]:
+    """A DRANET rail request with the seed's rail selector; with ``shape``, only rails of that shape."""
+    selectors = [{"cel": {"expression": RAIL_SELECTOR}}]
+    if shape is not None:
+        selectors.append({"cel": {"expression": shape_selector(shape)}})
     return {
         "name": name,
-        "exactly": {
-            "deviceClassName": DRANET_DEVICE_CLASS,
-            "count": count,
-            "selectors": [{"cel": {"expression": RAIL_SELECTOR}}],
-        },
+        "exactly": {"deviceClassName": DRANET_DEVICE_CLASS, "count": count, "selectors": selectors},
     }
 
 
@@ -110,22 +117,25 @@ def gpu_request(name: str, count: int) -> dict[str, Any]:
     return {"name": name, "exactly": {"deviceClassName": NVIDIA_GPU_DEVICE_CLASS, "count": count}}
 
 
-def pairs_claim_spec(pairs: list[Pair]) -> dict[str, Any]:
-    """A ResourceClaimSpec with requests gpus-i/rails-i and one pcieRoot constraint per pair."""
+def pairs_claim_spec(pairs: list[Pair], shape: str | None = None) -> dict[str, Any]:
+    """A ResourceClaimSpec with requests gpus-i/rails-i and one pcieRoot constraint per pair; with ``shape``,
+    the rails (and, through the constraint, the GPUs beside them) only on nodes of that shape."""
     requests: list[dict[str, Any]] = []
     constraints: list[dict[str, Any]] = []
     for i, pair in enumerate(pairs, start=1):
         requests.append(gpu_request(f"gpus-{i}", pair.gpus))
-        requests.append(rail_request(f"rails-{i}", pair.rails))
+        requests.append(rail_request(f"rails-{i}", pair.rails, shape))
         constraints.append({"requests": [f"gpus-{i}", f"rails-{i}"], "matchAttribute": PCIE_ROOT})
     return {"devices": {"requests": requests, "constraints": constraints}}
 
 
-def aligned_claim_spec(topology: Topology, gpus_per_worker: int) -> dict[str, Any]:
-    """The aligned ResourceClaimSpec for a worker (seed aligned-8gpu-16rails for 8 GPUs on B4.8)."""
-    return pairs_claim_spec(aligned_pairs(topology, gpus_per_worker))
+def aligned_claim_spec(topology: Topology, gpus_per_worker: int, pin_shape: bool = False) -> dict[str, Any]:
+    """The aligned ResourceClaimSpec for a worker (seed aligned-8gpu-16rails for 8 GPUs on B4.8); with
+    ``pin_shape``, allocatable only on nodes of the topology's shape (a fleet of several shapes)."""
+    return pairs_claim_spec(aligned_pairs(topology, gpus_per_worker), topology.shape if pin_shape else None)
 
 
-def rails_only_claim_spec(topology: Topology) -> dict[str, Any]:
-    """All rails of a node in one request (seed all-rails)."""
-    return {"devices": {"requests": [rail_request("rails", len(topology.rails))]}}
+def rails_only_claim_spec(topology: Topology, pin_shape: bool = False) -> dict[str, Any]:
+    """All rails of a node in one request (seed all-rails); ``pin_shape`` as for :func:`aligned_claim_spec`."""
+    shape = topology.shape if pin_shape else None
+    return {"devices": {"requests": [rail_request("rails", len(topology.rails), shape)]}}

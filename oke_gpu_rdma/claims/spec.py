@@ -424,7 +424,12 @@ def _parse_constraint(
             f"e.g. resource.kubernetes.io/{attribute}"
         )
         return None
-    if not domain or len(domain) > 63 or not _DNS_SUBDOMAIN.match(domain):
+    # The domain is checked as a driver name: kubernetes pkg/apis/resource/validation/validation.go
+    # validateFullyQualifiedName -> validateDriverName = corevalidation.ValidateCSIDriverName
+    # (pkg/apis/core/validation/validation.go), which checks IsDNS1123Subdomain(strings.ToLower(name)).
+    # So `Resource.kubernetes.io/pcieRoot` is valid; attribute lookup is case-sensitive, so it names
+    # no attribute and the claim is unsatisfiable instead.
+    if not domain or len(domain) > 63 or not _DNS_SUBDOMAIN.match(domain.lower()):
         problems.append(
             f"{where}: matchAttribute {attribute!r}: domain {domain!r} must be a DNS subdomain "
             "of at most 63 characters"

@@ -7,8 +7,6 @@ affinity against the labels a node pool's nodes start with.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 from collections.abc import Mapping
@@ -20,7 +18,7 @@ from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
 from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
 
 from .kube import PlainResource
-from .stack import StackView, node_pool_labels
+from .stack import StackView, node_cloud_init, node_pool_labels
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig
 
 NETWORK_TYPES: Final = (resource_types.SRIOV_NETWORK, resource_types.NETWORK_ATTACHMENT)
@@ -171,18 +169,11 @@ def known_pools(view: StackView, unchecked: list[str]) -> list[Pool]:
 
 def rdma_netns(pool: PlainResource) -> str | Any | None:
     """`shared` or `exclusive` from the ib_core option the pool's cloud-init writes; None if it writes none."""
-    data = pool.props.get("nodeMetadata")
-    if data is UNKNOWN:
+    text = node_cloud_init(pool)
+    if text is UNKNOWN:
         return UNKNOWN
-    user_data = data.get("user_data") if isinstance(data, Mapping) else None
-    if user_data is UNKNOWN:
-        return UNKNOWN
-    if not isinstance(user_data, str):
+    if text is None:
         return None
-    try:
-        text = base64.b64decode(user_data, validate=True).decode(errors="replace")
-    except (binascii.Error, ValueError):
-        text = user_data
     found = _NETNS_MODE.findall(text)
     if not found:
         return None

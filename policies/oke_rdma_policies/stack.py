@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -10,7 +12,8 @@ from typing import Any
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
+from oke_gpu_rdma.cloud_init import registered_taints
+from oke_gpu_rdma.labels import GPU_PRESENT, GPU_PRESENT_LABEL, INSTANCE_TYPE_LABEL, NFD_NVIDIA_PCI_LABEL
 from oke_gpu_rdma.shape_catalog import CATALOG
 
 from .kube import (
@@ -195,6 +198,42 @@ def node_pool_labels(pool: PlainResource) -> dict[str, Any] | Any:
             return UNKNOWN
         labels[str(item.get("key"))] = item.get("value")
     return labels
+
+
+def node_labels(pool: PlainResource) -> dict[str, Any] | Any:
+    """:func:`node_pool_labels` plus, on GPU shapes, the labels set at run time: `nvidia.com/gpu.present` by
+    the GPU Operator (GPU feature discovery) and NFD's `feature.node.kubernetes.io/pci-10de.present`."""
+    labels = node_pool_labels(pool)
+    if labels is UNKNOWN:
+        return UNKNOWN
+    if is_gpu_shape(pool.props.get("nodeShape")):
+        labels[GPU_PRESENT_LABEL] = GPU_PRESENT
+        labels[NFD_NVIDIA_PCI_LABEL] = "true"
+    return labels
+
+
+def node_cloud_init(pool: PlainResource) -> str | Any | None:
+    """The text of a node pool's cloud-init (`nodeMetadata.user_data`, base64 or plain); None without one."""
+    data = pool.props.get("nodeMetadata")
+    if data is UNKNOWN:
+        return UNKNOWN
+    user_data = data.get("user_data") if isinstance(data, Mapping) else None
+    if user_data is UNKNOWN:
+        return UNKNOWN
+    if not isinstance(user_data, str):
+        return None
+    try:
+        return base64.b64decode(user_data, validate=True).decode(errors="replace")
+    except (binascii.Error, ValueError):
+        return user_data
+
+
+def node_taints(pool: PlainResource) -> tuple[str, ...] | Any:
+    """The taints (`key=value:Effect`) the pool's nodes register with, from its cloud-init; UNKNOWN if unknown."""
+    text = node_cloud_init(pool)
+    if text is UNKNOWN:
+        return UNKNOWN
+    return registered_taints(text) if text else ()
 
 
 def labels_of(res: PlainResource) -> Mapping[str, Any] | Any:

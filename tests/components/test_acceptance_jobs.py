@@ -207,3 +207,42 @@ def test_every_acceptance_setting_is_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text()
     for name, field in AcceptanceJobsConfig.model_fields.items():
         assert f"| `workloads.acceptanceJobs.{field.alias or name}` |" in readme, name
+
+
+def test_jobs_on_a_pool_of_a_second_shape_use_that_shapes_templates(run_stack: Callable[..., Run]) -> None:
+    """Issue 19 item 1: a stack of two shapes emits templates per shape, and the jobs' pool gets its own."""
+    raw = with_jobs(nodePool="gpu-h100", railBandwidth=False)
+    raw["nodePools"].append({**raw["nodePools"][0], "name": "gpu-h100", "shape": "BM.GPU.H100.8"})
+    roots = [
+        {
+            "name": f"pci0000:{i:02x}",
+            "numaNode": i // 2,
+            "gpus": [f"0000:{16 + 2 * i + g:02x}:00.0" for g in range(2)],
+            "rails": [
+                {"name": f"rdma{2 * i + r}", "pciAddress": f"0000:{64 + 2 * i + r:02x}:00.0"}
+                for r in range(2)
+            ],
+        }
+        for i in range(4)
+    ]
+    raw["shapeTopologies"] = {"BM.GPU.H100.8": {"roots": roots}}
+    run = run_stack("dev", raw)
+    templates = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]["spec"]
+        for r in run.of_type("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate")
+    }
+    assert "aligned-8gpu-16rails" not in templates
+    h100 = templates["aligned-8gpu-16rails-bm-gpu-h100-8"]
+    # 4 roots of 2 GPUs and 2 rails: 8 GPUs with 8 rails, from the H100 topology.
+    assert [r["exactly"]["count"] for r in h100["devices"]["requests"]] == [2, 2] * 4
+    assert [
+        r["exactly"]["count"] for r in templates["aligned-8gpu-16rails-bm-gpu-b4-8"]["devices"]["requests"]
+    ] == [
+        2,
+        4,
+    ] * 4
+    pod = run.one(MPIJOB).inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"oke-gpu-rdma/node-pool": "gpu-h100"}
+    assert pod["resourceClaims"] == [
+        {"name": "gpus-rails", "resourceClaimTemplateName": "aligned-8gpu-16rails-bm-gpu-h100-8"}
+    ]

@@ -255,3 +255,52 @@ def test_network_metaplugins_parse_as_the_operator_renders_them(sriov_run: Run) 
 def test_nic_cluster_policy_waits_for_a_bare_metal_nodes_bring_up(run_stack: Callable[..., Run]) -> None:
     policy = run_stack("sriov").one("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy")
     assert policy.options["customTimeouts"] == {"create": "45m"}
+
+
+def test_two_sriov_shapes_each_get_policies_and_jobs_from_their_topology(
+    run_stack: Callable[..., Run],
+) -> None:
+    """Issue 19 item 2: a BM.GPU.B4.8 and an H100 SR-IOV pool; the VF jobs run on the H100 pool with its
+    4 GPUs a node (its topology), not a fixed 8."""
+    h100 = "BM.GPU.H100.8"
+    raw = raw_config("sriov")
+    raw["nodePools"].append(
+        {**raw["nodePools"][0], "name": "gpu-h100-vf", "shape": h100, "sriov": {"vfsPerPf": 1}}
+    )
+    raw["shapeTopologies"] = {
+        h100: {
+            "roots": [
+                {
+                    "name": f"pci0000:{i:02x}",
+                    "numaNode": i,
+                    "gpus": [f"0000:{16 + 2 * i + g:02x}:00.0" for g in range(2)],
+                    "rails": [
+                        {"name": f"rdma{4 * i + r}", "pciAddress": f"0000:{64 + 4 * i + r:02x}:00.0"}
+                        for r in range(4)
+                    ],
+                }
+                for i in range(2)
+            ]
+        }
+    }
+    raw["workloads"]["acceptanceJobs"]["nodePool"] = "gpu-h100-vf"
+    run = run_stack("sriov", raw)
+    policies = by_name(run, resource_types.SRIOV_NODE_POLICY)
+    assert len(policies) == 24
+    assert policies["rdma-vf-bm-gpu-h100-8-7"]["spec"]["nodeSelector"] == {
+        "node.kubernetes.io/instance-type": h100
+    }
+    assert policies["rdma-vf-bm-gpu-h100-8-7"]["spec"]["nicSelector"]["rootDevices"] == ["0000:47:00.0"]
+    assert sorted(by_name(run, resource_types.SRIOV_NETWORK)) == sorted(policies)
+    (config,) = run.of_type(resource_types.SRIOV_POOL_CONFIG)
+    assert manifest(config)["spec"]["nodeSelector"]["matchExpressions"][0]["values"] == ["BM.GPU.B4.8", h100]
+    (job,) = run.of_type(MPIJOB)
+    assert job.inputs["metadata"]["name"] == "nccl-vf"
+    assert job.inputs["spec"]["slotsPerWorker"] == 4
+    pod = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    assert pod["spec"]["nodeSelector"] == {"node.kubernetes.io/instance-type": h100}
+    limits = pod["spec"]["containers"][0]["resources"]["limits"]
+    assert limits == {"nvidia.com/gpu": 4, **{f"nvidia.com/rdma-vf-bm-gpu-h100-8-{i}": 1 for i in range(8)}}
+    assert pod["metadata"]["annotations"][NETWORKS_ANNOTATION] == ",".join(
+        f"rdma-vf-bm-gpu-h100-8-{i}" for i in range(8)
+    )

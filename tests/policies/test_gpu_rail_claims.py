@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
+from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
+from preview.mock_runtime import RecordedResource
 from tests.fixtures import seed000
 from tests.policies.policy_helpers import (
+    GPU_CHART,
     UNKNOWN,
     analyze,
+    dranet_release,
     k8s,
     notes,
     resource,
@@ -279,3 +285,103 @@ def test_claim_whose_devices_exist_on_no_shape_is_judged_on_every_shape():
     claim["spec"]["devices"]["requests"][1]["exactly"]["selectors"] = [{"cel": {"expression": rail}}]
     found, _ = judged(k8s(claim), plan=[*seed_plan(), pool], config=config)
     assert sorted(INFERENCE_SHAPE in v.message for v in found) == [False, True]
+
+
+# -- issue 19 item 3: a claim is judged on the pools where its drivers publish devices ------------------
+
+GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
+
+
+def _pool(name: str, shape: str, *taints: str) -> RecordedResource:
+    user_data = base64.b64encode(render_cloud_init(NodeBootstrap(taints)).encode()).decode()
+    return resource(
+        "oci:ContainerEngine/nodePool:NodePool",
+        name,
+        {
+            "nodeShape": shape,
+            "initialNodeLabels": [{"key": "oke-gpu-rdma/node-pool", "value": name}],
+            "nodeMetadata": {"user_data": user_data},
+        },
+    )
+
+
+def _gpu_driver() -> RecordedResource:
+    """The NVIDIA GPU DRA driver as the program installs it: the chart's default affinity (GPU nodes),
+    tolerating the GPU taint."""
+    values = {
+        "kubeletPlugin": {
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        }
+    }
+    return resource("kubernetes:helm.sh/v3:Release", "gpu-driver", {"chart": GPU_CHART, "values": values})
+
+
+def _fleet(dranet_shapes: tuple[str, ...] = ("BM.GPU.B4.8",)) -> list[RecordedResource]:
+    """A B4.8 pool, an H100 pool and an A10 inference pool (no verified topology for either), a CPU
+    pool, DRANET on ``dranet_shapes`` and the GPU driver on every GPU node."""
+    dranet = dranet_release()
+    dranet.inputs["values"]["nodeSelector"] = {}
+    dranet.inputs["values"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": "node.kubernetes.io/instance-type",
+                                "operator": "In",
+                                "values": list(dranet_shapes),
+                            }
+                        ]
+                    }
+                ]
+            }
+        }
+    }
+    dranet.struct.update({"values": dranet.inputs["values"]})
+    return [
+        *seed_plan(),
+        _pool("gpu-h100", "BM.GPU.H100.8", GPU_TAINT),
+        _pool("inference", "VM.GPU.A10.2", GPU_TAINT),
+        _pool("system", "VM.Standard.E5.Flex"),
+        dranet,
+        _gpu_driver(),
+    ]
+
+
+@pytest.mark.parametrize("claim", ["pair-check", "aligned-8gpu-16rails", "all-rails"])
+def test_pools_no_driver_of_the_claim_reaches_do_not_block_it(claim):
+    """DRANET selects B4.8 only: a GPU/rail claim (or a rails-only one) lands only there, so the H100 and
+    A10 pools, whose shapes have no verified topology, say nothing about it."""
+    found, findings = judged(k8s(seed000(claim)), plan=_fleet())
+    assert found == [] and notes(findings, POLICY) == []
+
+
+def test_giving_dranet_a_pool_of_an_unknown_shape_is_refused_with_how_to_supply_it():
+    found, _ = judged(k8s(seed000("pair-check")), plan=_fleet(("BM.GPU.B4.8", "BM.GPU.H100.8")))
+    (v,) = found
+    assert v.level == "mandatory" and v.urn.endswith("::gpu-h100")
+    assert v.message.startswith("node pool gpu-h100: claims cannot be judged on BM.GPU.H100.8: ")
+    assert (
+        "Supply its topology as pack config gpu-rail-claims-aligned.shapeTopologies.BM.GPU.H100.8"
+        in v.message
+    )
+
+
+def test_a_gpu_only_claim_lands_wherever_the_gpu_driver_runs():
+    """A claim for GPUs alone can land on the A10 and H100 pools (the GPU driver runs there): both block it,
+    once each however many claims the stack has."""
+    claim = seed000("pair-check")
+    claim["spec"]["devices"]["requests"] = claim["spec"]["devices"]["requests"][:1]
+    claim["spec"]["devices"].pop("constraints", None)
+    other = {**claim, "metadata": {**claim["metadata"], "name": "gpus-b"}}
+    found, _ = judged(k8s(claim), k8s(other), plan=_fleet())
+    assert sorted(v.urn.rsplit("::", 1)[-1] for v in found) == ["gpu-h100", "inference"]
+
+
+def test_a_taint_the_driver_does_not_tolerate_keeps_it_off_the_pool():
+    """DRANET selects every GPU shape but tolerates only NoSchedule taints (its chart's default): an H100
+    pool tainted NoExecute gets no DRANET pod (the DaemonSet controller's rule), so no rail claim lands."""
+    plan = _fleet(("BM.GPU.B4.8", "BM.GPU.H100.8"))
+    plan[-5] = _pool("gpu-h100", "BM.GPU.H100.8", GPU_TAINT, "dedicated=train:NoExecute")
+    assert judged(k8s(seed000("pair-check")), plan=plan)[0] == []

@@ -64,3 +64,23 @@ def test_per_rail_resources_of_an_overridden_shape_come_from_its_supplied_topolo
     assert v.message.startswith(
         "MPIJob default/nccl-vf-a replica Worker: container mpi-worker asks for VFs of 8 of the 16 rails "
     )
+
+
+def test_every_rail_means_every_rail_of_the_pods_shape():
+    """Issue 19 item 2: a second SR-IOV shape's per-rail policies (renamed by shape) do not make the B4.8
+    pod short of rails; half of its own shape's rails still are."""
+    shape = "BM.GPU.A100-v2.8"
+    second = copy.deepcopy(seed001.all("sriov-node-policies-per-rail"))
+    for node_policy in second:
+        node_policy["metadata"]["name"] += "-a100"
+        node_policy["spec"]["resourceName"] += "-a100"
+        node_policy["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = shape
+    resources = [*seed_sriov_final(), *(k8s(o, f"policy-{o['metadata']['name']}") for o in second)]
+    config = {POLICY: {"shapeTopologies": {shape: topology_to_dict(CATALOG.topology("BM.GPU.B4.8"))}}}
+    assert violations(analyze([*resources, k8s(seed001("nccl-vf-a-per-rail"))], config), POLICY) == []
+    job = seed001("nccl-vf-a-per-rail")
+    limits = worker(job)["spec"]["containers"][0]["resources"]["limits"]
+    for rail in range(8, 16):
+        del limits[f"nvidia.com/rdma-vf-{rail}"]
+    (v,) = violations(analyze([*resources, k8s(job)], config), POLICY)
+    assert "asks for VFs of 8 of the 16 rails (missing nvidia.com/rdma-vf-8, " in v.message

@@ -355,3 +355,41 @@ def test_a_protected_replacement_fails_the_preview_as_pulumi_preview_does(tmp_pa
     result = run_cli("dev", tmp_path, tmp_path / "out", *base)
     assert result.returncode == 0, result.stderr
     assert "    +-2 to replace" in result.stdout.splitlines()
+
+
+def test_a_fleet_of_two_dranet_shapes_previews_clean_with_per_shape_templates(tmp_path: Path) -> None:
+    """Issue 19 items 1 and 3: B4.8 pools, an A100 pool with a supplied topology (1 GPU and 2 rails per root)
+    and the CPU system pool. Each shape gets templates from its own topology, named by shape, and the pack
+    judges each where it can be allocated: the preview is clean, policies included."""
+    a100 = "BM.GPU.A100-v2.8"
+    raw = raw_config("full")
+    raw["nodePools"].append({**raw["nodePools"][0], "name": "gpu-a100", "shape": a100})
+    raw["shapeTopologies"] = {
+        a100: {
+            "roots": [
+                {
+                    "name": f"pci0000:{i:02x}",
+                    "numaNode": i // 4,
+                    "gpus": [f"0000:{16 + i:02x}:00.0"],
+                    "rails": [
+                        {"name": f"rdma{2 * i + r}", "pciAddress": f"0000:{64 + i:02x}:00.{r}"}
+                        for r in range(2)
+                    ],
+                }
+                for i in range(8)
+            ]
+        }
+    }
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    (stacks / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    result = run_cli("fleet", stacks, tmp_path / "out")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Policies: the oke-gpu-rdma pack reported nothing." in result.stdout
+    manifests = tmp_path / "out" / "fleet" / "manifests"
+    names = sorted(p.name for p in manifests.glob("resourceclaimtemplate.*"))
+    assert names == sorted(
+        f"resourceclaimtemplate.rdma-dranet.{t}-{s}.yaml"
+        for t in ("aligned-8gpu-16rails", "aligned-4gpu-8rails", "all-rails")
+        for s in ("bm-gpu-b4-8", "bm-gpu-a100-v2-8")
+    )

@@ -249,9 +249,9 @@ def test_device_plugin_label_is_not_a_free_label() -> None:
     assert "label nvidia.com/gpu.deploy.device-plugin is set from gpuDriver.enabled" in only_problem(raw)
 
 
-def test_mixed_shapes_judge_what_the_program_emits() -> None:
-    # A second shape whose roots each hold 1 GPU and 2 rails: the B4.8 layout (2 GPUs + 4 rails per
-    # root) can never be allocated there, so the 8-GPU template is refused before anything is declared.
+def test_a_template_is_refused_on_the_shape_it_cannot_align_on() -> None:
+    # A second shape of 2 roots with 4 GPUs and 8 rails each: 6 GPUs per worker align on B4.8 (2+2+2) but
+    # not there; each shape's templates come from its own topology (issue 19 item 1), so the config names it.
     raw = raw_config("dev")
     second = {**raw["nodePools"][0], "name": "gpu-a100", "shape": "BM.GPU.A100-v2.8"}
     raw["nodePools"].append(second)
@@ -259,20 +259,19 @@ def test_mixed_shapes_judge_what_the_program_emits() -> None:
         {
             "name": f"pci0000:{i:02x}",
             "numaNode": i,
-            "gpus": [f"0000:{16 + i:02x}:00.0"],
+            "gpus": [f"0000:{16 + 4 * i + g:02x}:00.0" for g in range(4)],
             "rails": [
-                {"name": f"rdma{2 * i}", "pciAddress": f"0000:{64 + i:02x}:00.0"},
-                {"name": f"rdma{2 * i + 1}", "pciAddress": f"0000:{64 + i:02x}:00.1"},
+                {"name": f"rdma{8 * i + r}", "pciAddress": f"0000:{64 + 8 * i + r:02x}:00.0"}
+                for r in range(8)
             ],
         }
-        for i in range(8)
+        for i in range(2)
     ]
     raw["shapeTopologies"] = {"BM.GPU.A100-v2.8": {"roots": roots}}
-    raw["workloads"] = {"claimTemplates": [{"name": "eight", "gpusPerWorker": 8}]}
-    line = only_problem(raw)
-    assert line.startswith(
-        f"{SOURCE}: workloads.claimTemplates[0].gpusPerWorker = 8: the claim for 8 GPUs is unsatisfiable "
-        "on BM.GPU.A100-v2.8"
+    raw["workloads"] = {"claimTemplates": [{"name": "six", "gpusPerWorker": 6}], "railsOnlyTemplate": None}
+    assert only_problem(raw).startswith(
+        f"{SOURCE}: workloads.claimTemplates[0].gpusPerWorker = 6: 6 GPUs per worker cannot be aligned on "
+        "BM.GPU.A100-v2.8"
     )
 
 

@@ -21,10 +21,11 @@ def problems_of(raw: dict[str, Any]) -> list[str]:
 def test_example_stack_plans_sixteen_rails_with_two_vfs() -> None:
     plan = load_stack(raw_config("sriov"), SOURCE, EXAMPLE_REGION).sriov
     assert plan is not None
-    assert plan.pools == ("gpu-b4-vf",) and plan.shape == "BM.GPU.B4.8" and plan.mode == "shared"
-    assert [r.name for r in plan.resources] == [f"rdma-vf-{i}" for i in range(16)]
-    assert plan.pods_per_node == 2
-    assert plan.node_selector == {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"}
+    (shape,) = plan.shapes
+    assert plan.pools == ("gpu-b4-vf",) and shape.shape == "BM.GPU.B4.8" and plan.mode == "shared"
+    assert [r.name for r in shape.resources] == [f"rdma-vf-{i}" for i in range(16)]
+    assert shape.pods_per_node == 2 and shape.gpus_per_node == 8
+    assert shape.node_selector == {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"}
 
 
 def test_a_pool_asking_for_both_paths_is_refused() -> None:
@@ -119,9 +120,71 @@ def test_network_operator_without_sriov_pools_and_unknown_keys() -> None:
     )
 
 
-def test_sriov_pools_share_one_shape_and_settings() -> None:
+def test_sriov_pools_of_one_shape_share_settings() -> None:
     raw = raw_config("sriov")
     second = {**raw["nodePools"][0], "name": "gpu-b4-vf-b", "sriov": {"vfsPerPf": 1}}
     raw["nodePools"].append(second)
     (line,) = problems_of(raw)
     assert line.startswith(f"{SOURCE}: nodePools[1].sriov: differs from nodePools[0].sriov")
+
+
+H100 = "BM.GPU.H100.8"
+
+
+def h100_topology() -> dict[str, Any]:
+    """2 roots of 2 GPUs and 4 rails: 4 GPUs and 8 rails a node (not the catalog's; any layout will do)."""
+    return {
+        "roots": [
+            {
+                "name": f"pci0000:{i:02x}",
+                "numaNode": i,
+                "gpus": [f"0000:{16 + 2 * i + g:02x}:00.0" for g in range(2)],
+                "rails": [
+                    {"name": f"rdma{4 * i + r}", "pciAddress": f"0000:{64 + 4 * i + r:02x}:00.0"}
+                    for r in range(4)
+                ],
+            }
+            for i in range(2)
+        ]
+    }
+
+
+def two_sriov_shapes(**second: Any) -> dict[str, Any]:
+    raw = raw_config("sriov")
+    raw["nodePools"].append(
+        {**raw["nodePools"][0], "name": "gpu-h100-vf", "shape": H100, "sriov": {"vfsPerPf": 1}, **second}
+    )
+    raw["shapeTopologies"] = {H100: h100_topology()}
+    return raw
+
+
+def test_each_sriov_shape_gets_its_own_rails_policies_and_gpu_count() -> None:
+    """Issue 19 item 2: a second SR-IOV shape was refused; now each shape has its own plan."""
+    plan = load_stack(two_sriov_shapes(), SOURCE, EXAMPLE_REGION).sriov
+    assert plan is not None
+    b4, h100 = plan.shapes
+    assert (b4.shape, b4.pools, b4.gpus_per_node, b4.pods_per_node) == ("BM.GPU.B4.8", ("gpu-b4-vf",), 8, 2)
+    assert (h100.shape, h100.pools, h100.gpus_per_node, h100.pods_per_node) == (H100, ("gpu-h100-vf",), 4, 1)
+    # Names carry the shape once there are several; each shape's rails are its own PFs.
+    assert [r.name for r in b4.resources] == [f"rdma-vf-bm-gpu-b4-8-{i}" for i in range(16)]
+    assert [r.name for r in h100.resources] == [f"rdma-vf-bm-gpu-h100-8-{i}" for i in range(8)]
+    assert h100.resources[5].pfs == ("0000:45:00.0",)
+    policies = {p.name: p.spec for p in plan.node_policies()}
+    assert len(policies) == 24
+    assert policies["rdma-vf-bm-gpu-h100-8-5"]["nodeSelector"] == {"node.kubernetes.io/instance-type": H100}
+    assert policies["rdma-vf-bm-gpu-h100-8-5"]["numVfs"] == 1
+    assert policies["rdma-vf-bm-gpu-b4-8-5"]["numVfs"] == 2
+    assert plan.pool_vf_resources()["gpu-h100-vf"] == frozenset(
+        f"nvidia.com/rdma-vf-bm-gpu-h100-8-{i}" for i in range(8)
+    )
+
+
+def test_vf_nccl_jobs_on_a_shape_without_a_seed_figure_need_a_threshold() -> None:
+    """Two pods a node on 4 GPUs: two jobs of 2 GPUs per worker, which the seed never measured."""
+    raw = two_sriov_shapes(sriov={"vfsPerPf": 2})
+    raw["workloads"] = {"acceptanceJobs": {"enabled": True, "nodePool": "gpu-h100-vf"}}
+    (line,) = problems_of(raw)
+    assert line == (
+        f"{SOURCE}: workloads.acceptanceJobs.ncclBusbwGBs: the VF NCCL jobs on {H100} run 2 GPUs per worker, "
+        "and the seed measured 8 and 4; set the minimum busbw in GB/s the jobs must reach"
+    )

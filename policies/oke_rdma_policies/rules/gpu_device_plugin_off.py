@@ -28,7 +28,6 @@ from oke_gpu_rdma.labels import (
     GPU_PRESENT,
     GPU_PRESENT_LABEL,
     INSTANCE_TYPE_LABEL,
-    NFD_NVIDIA_PCI_LABEL,
 )
 from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
 
@@ -36,7 +35,7 @@ from ..helm import helm_values
 from ..kube import PlainResource, helm_chart_is, pod_specs
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
-from ..stack import StackView, is_gpu_shape, node_pool_labels
+from ..stack import StackView, node_labels
 from ..values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
 _DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GPU_CHART_NAMES)) + ")[:@]?")
@@ -93,18 +92,6 @@ def _drivers(view: StackView, reporter: Reporter) -> list[Driver]:
     return [d for d in found if d is not None]
 
 
-def _pool_labels(pool: PlainResource) -> dict[str, Any] | Any:
-    """The labels the pool's nodes will have (module docstring); UNKNOWN when they are unknown."""
-    labels = node_pool_labels(pool)
-    if labels is UNKNOWN:
-        return UNKNOWN
-    if is_gpu_shape(pool.props.get("nodeShape")):
-        # Set at run time on GPU nodes by the GPU Operator (GPU feature discovery) and NFD.
-        labels[GPU_PRESENT_LABEL] = GPU_PRESENT
-        labels[NFD_NVIDIA_PCI_LABEL] = "true"
-    return labels
-
-
 def _selects(driver: Driver, pool: PlainResource, labels: Mapping[str, Any], reporter: Reporter) -> bool:
     """Whether the driver's kubelet plugin runs on the pool's nodes; unknowns are noted (False)."""
     selector, affinity = driver.selector, driver.affinity
@@ -131,7 +118,7 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
     if not drivers:
         return
     for pool in view.gpu_node_pools():
-        labels = reporter.guard(f"node pool {pool.name}", pool.urn, partial(_pool_labels, pool))
+        labels = reporter.guard(f"node pool {pool.name}", pool.urn, partial(node_labels, pool))
         if labels is None:
             continue
         if labels is UNKNOWN:

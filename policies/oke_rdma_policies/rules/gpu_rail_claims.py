@@ -8,10 +8,15 @@ silently: a claim that cannot be judged (a value unknown during preview, a Devic
 does not declare, a shape without verified topology) is named in the policy's advisory line or, for
 the shape, in a violation.
 
-In a mixed fleet (an inference pool of GPUs without rails next to the RDMA pools) a claim is judged on
-the shapes where its devices exist (:mod:`oke_gpu_rdma.claims.landing`): the scheduler never places a claim
-for rails on a node without rails, so that shape cannot block it. A claim whose devices exist on no
-shape is judged on every shape. Claims go to the judge as written, in their API version
+In a mixed fleet a claim is judged only on the pools where it can land (:mod:`oke_gpu_rdma.claims.landing`):
+first, the pools where every driver it asks for publishes devices, read from how the stack deploys the
+drivers (the DRANET and NVIDIA GPU DRA driver Helm releases' nodeSelector, affinity and tolerations
+against each pool's initial labels, instance type, GPU run-time labels and the taints its cloud-init
+registers); a driver the stack does not install, or whose values are unknown, may be on any pool. So an
+H100 pool that DRANET does not select, an A10 pool without DRANET or a CPU pool never blocks a rail claim,
+while a pool the claim can reach whose shape has no verified topology still does (once per pool). Then,
+among those, the shapes where its devices exist: the scheduler never places a claim for rails on a node
+without rails. A claim that can land nowhere, or whose devices exist on no shape, is judged on every shape. Claims go to the judge as written, in their API version
 (`resource.k8s.io/v1beta1` has no `exactly`), and a verdict the model cannot reach (a CEL function it
 does not evaluate) is reported as not checked, never as a rejection.
 """
@@ -20,44 +25,67 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
 
 from pulumi_policy import StackValidationArgs
 
-from oke_gpu_rdma import resource_types, stack_keys
+from oke_gpu_rdma import chart_workloads, charts, resource_types, stack_keys
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims import (
     UnsatisfiableCause,
     Verdict,
     VerdictKind,
+    claim_lands,
     claim_spec_to_v1,
     devices_exist,
+    drivers_on_pools,
     judge_claim,
+    parse_taint,
+    plugin_drivers,
 )
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.pack_settings import ClaimsSettings
+from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
 from oke_gpu_rdma.topology import Topology
 
 from .. import settings
-from ..kube import PlainResource, request_classes, resource_claim_spec
+from ..helm import helm_values
+from ..kube import PlainResource, chart_basename, helm_chart_is, request_classes, resource_claim_spec
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
-from ..stack import StackView
-from ..values import UNKNOWN, contains_unknown
+from ..stack import StackView, node_labels, node_taints
+from ..values import UNKNOWN, PropertyTypeError, contains_unknown
 
 _CACHE_LIMIT: Final = 8192
 _verdicts: dict[tuple[str, str, str, Topology, str], Verdict] = {}
 
 
 @dataclass(frozen=True)
+class _Pool:
+    """A GPU node pool (or the pack config's shape, ``res`` None) and what its nodes offer claims."""
+
+    shape: str
+    res: PlainResource | None
+    topology: Topology | None
+    error: str | None
+    """Why the shape cannot be judged (no verified topology), when ``topology`` is None."""
+    drivers: frozenset[str] | None
+    """The DRA drivers the stack's releases run on its nodes; None: not known (every driver counts)."""
+
+
+@dataclass
 class _Judging:
     """What every claim of one run is judged with."""
 
     classes: Mapping[str, tuple[str, ...]]
     classes_key: str
-    topologies: list[tuple[Topology, list[str]]]
+    pools: list[_Pool]
+    deployed: frozenset[str]
+    """Drivers whose placement the stack declares (a Helm release of DRANET or the NVIDIA GPU driver)."""
+    reported: set[int] = field(default_factory=set)
+    """Pools whose missing topology was reported already (by index)."""
 
 
 def _judge(
@@ -82,36 +110,87 @@ def message(claim: PlainResource, verdict: Verdict, topology: Topology, pools: l
     return text
 
 
-def _topologies(
-    view: StackView, conf: ClaimsSettings, reporter: Reporter
-) -> list[tuple[Topology, list[str]]]:
-    """The shapes claims are judged on: the GPU node pools' shapes, else the pack config's shape."""
-    shapes: dict[str, list[PlainResource]] = {}
+def _unjudgeable(shape: str, err: TopologyError) -> str:
+    return (
+        f"claims cannot be judged on {shape}: {err}. Supply its topology as pack config "
+        f"{ClaimsSettings.policy}.shapeTopologies.{shape} (and as "
+        f"{stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}), or set this policy advisory for it"
+    )
+
+
+def _quiet(message: str, urn: str | None = None) -> None:
+    """Findings about a release's values belong to the policies that check them (dranet-child-range, ...)."""
+
+
+def _driver_plugins(
+    view: StackView, classes: Mapping[str, tuple[str, ...]]
+) -> tuple[list[PodPlacement], frozenset[str]]:
+    """The kubelet plugins of the DRA drivers the stack installs with Helm, and those drivers. A release whose
+    values are unknown until apply (or malformed) places its driver nowhere known: that driver is left out of
+    the deployed ones, so it may be on any pool."""
+    plugins: list[PodPlacement] = []
+    unknown: set[str] = set()
+    for res in view.resources:
+        if not helm_chart_is(res, (charts.DRANET_CHART_NAME, *charts.NVIDIA_GPU_CHART_NAMES)):
+            continue
+        chart = chart_basename(res.props.get("chart")) or ""
+        release = res.props.get("name")
+        found = [
+            p for p in chart_workloads.release_workloads(chart, res.name, {}) if p.provides_device_classes
+        ]
+        try:
+            values = helm_values(res, Reporter(_quiet))
+        except PropertyTypeError:
+            values = None
+        if values is None:
+            for plugin in found:
+                unknown |= plugin_drivers(plugin, classes)
+            continue
+        name = release if isinstance(release, str) else res.name
+        plugins += [
+            p for p in chart_workloads.release_workloads(chart, name, values) if p.provides_device_classes
+        ]
+    deployed = frozenset().union(*(plugin_drivers(p, classes) for p in plugins)) - unknown
+    return plugins, deployed
+
+
+def _pool_nodes(pool: PlainResource) -> PoolNodes | None:
+    """The pool's nodes as the DaemonSet controller sees them; None when labels or taints are unknown or
+    malformed (gpu-device-plugin-off reports a malformed label list): every driver may be there."""
+    try:
+        labels = node_labels(pool)
+        taints = node_taints(pool)
+    except PropertyTypeError:
+        return None
+    if labels is UNKNOWN or taints is UNKNOWN or contains_unknown(labels):
+        return None
+    return PoolNodes(
+        pool.name, {str(k): str(v) for k, v in labels.items()}, tuple(parse_taint(t) for t in taints)
+    )
+
+
+def _pools(view: StackView, conf: ClaimsSettings, reporter: Reporter) -> tuple[list[_Pool], frozenset[str]]:
+    """The pools claims may land on: the GPU node pools, else the pack config's shape; and the drivers the
+    stack deploys."""
     for pool in view.of_type(resource_types.NODE_POOL):
         if pool.props.get("nodeShape") is UNKNOWN:
             reporter.unchecked(f"node pool {pool.name}: nodeShape unknown until apply")
-    for pool in view.gpu_node_pools():
-        shapes.setdefault(pool.props["nodeShape"], []).append(pool)
-    if not shapes:
-        shapes[conf.shape] = []
-    found: list[tuple[Topology, list[str]]] = []
+    classes = {**DEVICE_CLASS_SELECTORS, **view.classes.selectors}
+    plugins, deployed = _driver_plugins(view, classes)
+    gpu_pools = view.gpu_node_pools()
+    nodes = {p.urn: _pool_nodes(p) for p in gpu_pools}
+    reach = drivers_on_pools(plugins, [n for n in nodes.values() if n is not None], classes)
     catalog = conf.catalog()
-    for shape, pools in shapes.items():
+    found: list[_Pool] = []
+    targets: list[tuple[str, PlainResource | None]] = [(p.props["nodeShape"], p) for p in gpu_pools]
+    for shape, res in targets or [(conf.shape, None)]:
+        node = nodes.get(res.urn) if res is not None else None
+        drivers = reach.get(node.name) if node is not None else None
         try:
-            found.append((catalog.topology(shape), [p.name for p in pools]))
+            found.append(_Pool(shape, res, catalog.topology(shape), None, drivers))
         except TopologyError as err:
-            text = (
-                f"claims cannot be judged on {shape}: {err}. Supply its topology as pack config "
-                f"{ClaimsSettings.policy}.shapeTopologies.{shape} (and as "
-                f"{stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}), or set this policy advisory for it"
-            )
-            targets: list[PlainResource | None] = list(pools) or [None]
-            for target in targets:
-                reporter.violation(
-                    f"node pool {target.name}: {text}" if target else f"pack config shape: {text}",
-                    target.urn if target else None,
-                )
-    return found
+            found.append(_Pool(shape, res, None, _unjudgeable(shape, err), drivers))
+    return found, deployed
 
 
 def check(args: StackValidationArgs, reporter: Reporter) -> None:
@@ -127,9 +206,9 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
         )
     if not view.claims:
         return
-    topologies = _topologies(view, conf, reporter)
+    pools, deployed = _pools(view, conf, reporter)
     classes = {**DEVICE_CLASS_SELECTORS, **view.classes.selectors}
-    how = _Judging(classes, json.dumps(classes, sort_keys=True), topologies)
+    how = _Judging(classes, json.dumps(classes, sort_keys=True), pools, deployed)
     for claim in view.claims:
         reporter.guard(claim.label, claim.urn, partial(_check, claim, how, reporter))
 
@@ -154,7 +233,8 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
             reporter.unchecked(f"{claim.label}: {', '.join(unknown[:3])} unknown until apply, not judged")
             return
     api_version = claim.group_version  # is_claim: one of the served versions
-    for request, used in request_classes(claim_spec_to_v1(spec, api_version)).items():
+    wanted = request_classes(claim_spec_to_v1(spec, api_version))
+    for request, used in wanted.items():
         missing = sorted(str(c) for c in used if isinstance(c, str) and c not in how.classes)
         if missing:
             reporter.unchecked(
@@ -162,8 +242,24 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
                 "does not declare (its selectors are unknown), not judged"
             )
             return
+    # Only the pools where the drivers of every request publish devices can run the claim (module docstring);
+    # when none can, it is judged on every pool.
+    landing = [
+        (i, p)
+        for i, p in enumerate(how.pools)
+        if p.drivers is None or claim_lands(wanted, how.classes, p.drivers, how.deployed)
+    ] or list(enumerate(how.pools))
+    shapes: dict[str, tuple[Topology, list[str]]] = {}
+    for i, pool in landing:
+        if pool.topology is None:
+            if i not in how.reported:
+                how.reported.add(i)
+                where = f"node pool {pool.res.name}" if pool.res else "pack config shape"
+                reporter.violation(f"{where}: {pool.error}", pool.res.urn if pool.res else None)
+            continue
+        shapes.setdefault(pool.shape, (pool.topology, []))[1].extend([pool.res.name] if pool.res else [])
     name = claim.object_name if isinstance(claim.object_name, str) else claim.name
-    judged = [(t, pools, _judge(spec, api_version, t, how, name)) for t, pools in how.topologies]
+    judged = [(t, pools, _judge(spec, api_version, t, how, name)) for t, pools in shapes.values()]
     if len(judged) > 1:
         # A mixed fleet: only the shapes where the claim's devices exist can run it (module docstring).
         placed = [

@@ -6,7 +6,9 @@ GPUs (seed 001: two 4-GPU jobs with a VF on every rail got 96.28 and 96.35 GB/s;
 rails got 17.95 and 8.99 GB/s, most channels without GPUDirect RDMA). The Multus annotation
 `k8s.v1.cni.cncf.io/networks` should list the networks in rail order, so net1 is rail 0.
 A resource is per rail when the stack's node policy for it names exactly one rail PF of its shape
-(the shape catalog with the pack config's `shapeTopologies`).
+(the shape catalog with the pack config's `shapeTopologies`). Every rail means every rail of the shape: in a
+stack with SR-IOV pools of several shapes, a pod that asks for one shape's resources is judged against that
+shape's rails (a node has one shape).
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ from ..stack import StackView
 from ..values import UNKNOWN, as_map, dig
 
 
-def _rail_resources(view: StackView, catalog: ShapeCatalog) -> dict[str, int]:
-    """Qualified per-rail resource -> its rail number on the policy's shape."""
-    found: dict[str, int] = {}
+def _rail_resources(view: StackView, catalog: ShapeCatalog) -> dict[str, tuple[str, int]]:
+    """Qualified per-rail resource -> the policy's shape and the rail's number on it."""
+    found: dict[str, tuple[str, int]] = {}
     for res in node_policies(view):
         try:
             spec = spec_of(res)
@@ -43,14 +45,12 @@ def _rail_resources(view: StackView, catalog: ShapeCatalog) -> dict[str, int]:
             devices, shape, name = root_devices(spec), shape_of(spec), spec.get("resourceName")
             if not isinstance(name, str) or not isinstance(devices, list) or len(devices) != 1:
                 continue
-            rails = {
-                r.pci_address: r.index
-                for r in catalog.topology(shape if isinstance(shape, str) else DEFAULT_SHAPE).rails
-            }
+            on = shape if isinstance(shape, str) else DEFAULT_SHAPE
+            rails = {r.pci_address: r.index for r in catalog.topology(on).rails}
         except (TopologyError, ValueError):
             continue
         if devices[0] in rails:
-            found[sriov.qualified(name)] = rails[devices[0]]
+            found[sriov.qualified(name)] = (on, rails[devices[0]])
     return found
 
 
@@ -64,7 +64,7 @@ def _networks(view: StackView) -> dict[str, str]:
     return out
 
 
-def _asked(container: Mapping[str, Any], path: str, rails: Mapping[str, int]) -> set[str]:
+def _asked(container: Mapping[str, Any], path: str, rails: Mapping[str, Any]) -> set[str]:
     resources = container.get("resources")
     if resources is UNKNOWN or resources is None:
         return set()
@@ -79,21 +79,24 @@ def _asked(container: Mapping[str, Any], path: str, rails: Mapping[str, int]) ->
 def _check(
     workload: PlainResource,
     view: StackView,
-    rails: dict[str, int],
+    shaped: dict[str, tuple[str, int]],
     networks: dict[str, str],
     reporter: Reporter,
 ) -> None:
+    rails = {name: index for name, (_, index) in shaped.items()}
     for pod in pod_specs(workload):
         where = f"{workload.label} {pod.where}"
         asked: set[str] = set()
         for path, container in containers(pod):
             mine = _asked(container, path, rails)
             asked |= mine
-            missing = sorted(set(rails) - mine, key=rails.__getitem__)
+            shapes = {shaped[name][0] for name in mine}
+            same_shape = {name for name, (shape, _) in shaped.items() if shape in shapes}
+            missing = sorted(same_shape - mine, key=rails.__getitem__)
             if mine and missing:
                 reporter.violation(
                     f"{where}: container {container_name(path, container)} asks for VFs of {len(mine)} of the "
-                    f"{len(rails)} rails (missing {', '.join(missing)}): its GPUs come from the device plugin, which "
+                    f"{len(same_shape)} rails (missing {', '.join(missing)}): its GPUs come from the device plugin, which "
                     "does not know the rails, so NCCL may find no NIC next to them (seed 001: jobs that split the rails "
                     "got 17.95 and 8.99 GB/s; a VF on every rail gave 96.28 and 96.35). Fix: ask for 1 of every "
                     "per-rail resource and list every rail's network",

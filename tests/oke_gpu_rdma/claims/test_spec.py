@@ -230,3 +230,18 @@ def test_selector_type_errors_are_invalid_at_admission() -> None:
 
 def test_unserved_api_version() -> None:
     assert "is not served" in one_problem({"apiVersion": "resource.k8s.io/v2", "devices": {"requests": []}})
+
+
+def test_match_attribute_domain_is_lower_cased_before_it_is_checked() -> None:
+    """kubernetes validation.go: the domain goes through ValidateCSIDriverName, which checks
+    IsDNS1123Subdomain(strings.ToLower(name)): a capitalised domain is valid, an underscore is not."""
+    claim = spec(
+        req("gpus", "gpu.nvidia.com"),
+        req("rails"),
+        constraints=[{"matchAttribute": "Resource.kubernetes.io/pcieRoot"}],
+    )
+    assert claim_problems(claim) == []
+    assert one_problem(spec(req("rails"), constraints=[{"matchAttribute": "Bad_Domain.io/pcieRoot"}])) == (
+        "claim claim: constraint #0: matchAttribute 'Bad_Domain.io/pcieRoot': domain 'Bad_Domain.io' "
+        "must be a DNS subdomain of at most 63 characters"
+    )

@@ -311,3 +311,18 @@ def test_semver_and_quantity_selectors_are_evaluated() -> None:
     claim["devices"]["requests"][0]["exactly"]["selectors"] = [{"cel": {"expression": too_new}}]
     v = judge_claim(claim, B4)
     assert v.kind == VerdictKind.UNSATISFIABLE and "8 device(s), 0 match" in v.message
+
+
+def test_capitalised_match_attribute_domain_is_valid_but_names_no_attribute() -> None:
+    """The API server lower-cases the domain only to validate it (kubernetes validation.go,
+    ValidateCSIDriverName); the allocator looks attributes up as written, so no device has
+    `Resource.kubernetes.io/pcieRoot`: unsatisfiable, not invalid."""
+    claim = seed000("pair-check")
+    claim["spec"]["devices"]["constraints"] = [
+        {**c, "matchAttribute": "Resource.kubernetes.io/pcieRoot"}
+        for c in claim["spec"]["devices"]["constraints"]
+    ]
+    v = judge_claim(claim, "BM.GPU.B4.8")
+    assert v.kind == "unsatisfiable", v.message
+    assert not v.allocatable and v.problems == ()
+    assert v.cause is UnsatisfiableCause.NO_ALLOCATION
