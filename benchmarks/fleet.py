@@ -6,10 +6,8 @@ BM.GPU.H200.8, BM.GPU.A100-v2.8, whose pairing the catalog does not verify, so t
 B4.8-like topologies for them under `shapeTopologies` (the B4.8 layout with each shape's GPU),
 spread over three ADs, plus the 2-node CPU system pool.
 
-Today's claim plan builds one template set from the first pool's topology and requires it aligned on
-every shape, which the B4.8-like layouts satisfy. When the claim plan becomes per shape (issue 19 item
-1), each shape gets its own templates from its own topology here: the stack stays the same, the
-program declares four template sets instead of one (:data:`TEMPLATE_SETS` then becomes 4).
+The claim plan is per shape (stack_config/claim_plan.py): each shape gets its own templates from its
+own topology, named by the shape, so the program declares four template sets (:data:`TEMPLATE_SETS`).
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ SHAPES: Final[dict[str, str | None]] = {
     "BM.GPU.A100-v2.8": "NVIDIA A100-SXM4-80GB",
 }
 ADS: Final = ("Uocm:US-ASHBURN-AD-1", "Uocm:US-ASHBURN-AD-2", "Uocm:US-ASHBURN-AD-3")
-TEMPLATE_SETS: Final = 1  # one set from the first pool's topology (see the module docstring)
+TEMPLATE_SETS: Final = 4  # one set per shape, from that shape's topology (stack_config/claim_plan.py)
 
 
 def b4_like(gpu_product: str) -> dict[str, Any]:

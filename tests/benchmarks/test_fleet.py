@@ -8,6 +8,7 @@ from collections import Counter
 import yaml
 
 from benchmarks.fleet import ADS, POOLS_PER_SHAPE, SHAPES, TEMPLATE_SETS, fleet_document
+from oke_gpu_rdma.topology import shape_slug
 from preview.cli import preview
 
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
@@ -34,9 +35,14 @@ def test_the_fleet_stack_previews_clean(tmp_path):
         ADS[1]: 21,
         ADS[2]: 21,
     }
-    # Today's claim plan: one set from the first pool's topology, judged aligned on all four shapes.
+    # The claim plan per shape: each shape's templates from its own topology, named by the shape.
     templates = sorted(r.inputs["metadata"]["name"] for r in result.run.resources if r.type == TEMPLATE)
-    assert templates == ["aligned-4gpu-8rails", "aligned-8gpu-16rails", "all-rails"] * TEMPLATE_SETS
+    assert templates == sorted(
+        f"{base}-{shape_slug(shape)}"
+        for shape in SHAPES
+        for base in ("aligned-4gpu-8rails", "aligned-8gpu-16rails", "all-rails")
+    )
+    assert len(templates) == 3 * TEMPLATE_SETS
     topologies = result.pack_config["gpu-rail-claims-aligned"]["shapeTopologies"]
     assert sorted(topologies) == ["BM.GPU.A100-v2.8", "BM.GPU.H100.8", "BM.GPU.H200.8"]
     assert topologies["BM.GPU.H100.8"]["gpuProduct"] == "NVIDIA H100 80GB HBM3"
