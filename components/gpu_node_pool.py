@@ -24,6 +24,8 @@ from oke_gpu_rdma.sriov import RdmaMode, RdmaPath
 from stack_config.model import CniType, NodePoolConfig
 from stack_config.pool_nodes import gpu_pool_labels
 
+from .node_pool_inputs import image_source, node_labels, pod_network_option
+
 
 def custom_timeouts(timeouts: provisioning.Timeouts) -> pulumi.CustomTimeouts:
     """Pulumi's form of the bare-metal timeouts (oke_gpu_rdma/provisioning.py says why and cites the defaults)."""
@@ -107,12 +109,6 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 )
                 self.availability_domain = existing.availability_domain
 
-        pod_network = oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs(
-            cni_type=args.cni_type,
-            pod_subnet_ids=[args.pod_subnet_id]
-            if args.cni_type == "OCI_VCN_IP_NATIVE" and args.pod_subnet_id
-            else None,
-        )
         node_pool = oci.containerengine.NodePool(
             f"{name}-nodes",
             compartment_id=args.compartment_id,
@@ -120,11 +116,7 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
             name=name,
             kubernetes_version=args.kubernetes_version,
             node_shape=pool.shape,
-            node_source_details=oci.containerengine.NodePoolNodeSourceDetailsArgs(
-                source_type="IMAGE",
-                image_id=pool.image_id,
-                boot_volume_size_in_gbs=str(pool.boot_volume_size_gbs),
-            ),
+            node_source_details=image_source(pool.image_id, pool.boot_volume_size_gbs),
             node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
                 size=pool.count,
                 compute_cluster_id=self.compute_cluster_id,
@@ -134,12 +126,9 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                         availability_domain=self.availability_domain, subnet_id=args.worker_subnet_id
                     )
                 ],
-                node_pool_pod_network_option_details=pod_network,
+                node_pool_pod_network_option_details=pod_network_option(args.cni_type, args.pod_subnet_id),
             ),
-            initial_node_labels=[
-                oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v)
-                for k, v in initial_node_labels(pool, args.gpus_from_dra).items()
-            ],
+            initial_node_labels=node_labels(initial_node_labels(pool, args.gpus_from_dra)),
             node_metadata={
                 "user_data": base64.b64encode(cloud_init(pool, args.sriov_rdma_mode).encode()).decode()
             },

@@ -22,6 +22,8 @@ from oke_gpu_rdma import resource_types
 from stack_config.model import CniType, SystemPoolConfig
 from stack_config.pool_nodes import system_pool_labels
 
+from .node_pool_inputs import image_source, node_labels, pod_network_option
+
 
 @dataclass
 class SystemNodePoolArgs:
@@ -56,12 +58,6 @@ class SystemNodePool(pulumi.ComponentResource):
         super().__init__(resource_types.SYSTEM_POOL_COMPONENT, name, None, opts)
         pool = args.pool
         assert pool.image_id is not None  # stack_config/system_pool.py requires it
-        pod_network = oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs(
-            cni_type=args.cni_type,
-            pod_subnet_ids=[args.pod_subnet_id]
-            if args.cni_type == "OCI_VCN_IP_NATIVE" and args.pod_subnet_id
-            else None,
-        )
         node_pool = oci.containerengine.NodePool(
             f"{name}-nodes",
             compartment_id=args.compartment_id,
@@ -74,11 +70,7 @@ class SystemNodePool(pulumi.ComponentResource):
             )
             if pool.flexible
             else None,
-            node_source_details=oci.containerengine.NodePoolNodeSourceDetailsArgs(
-                source_type="IMAGE",
-                image_id=pool.image_id,
-                boot_volume_size_in_gbs=str(pool.boot_volume_size_gbs),
-            ),
+            node_source_details=image_source(pool.image_id, pool.boot_volume_size_gbs),
             node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
                 size=pool.count,
                 placement_configs=[
@@ -87,12 +79,9 @@ class SystemNodePool(pulumi.ComponentResource):
                     )
                     for ad in args.availability_domains
                 ],
-                node_pool_pod_network_option_details=pod_network,
+                node_pool_pod_network_option_details=pod_network_option(args.cni_type, args.pod_subnet_id),
             ),
-            initial_node_labels=[
-                oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v)
-                for k, v in system_pool_labels(pool).items()
-            ],
+            initial_node_labels=node_labels(system_pool_labels(pool)),
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
         self.node_pool_id = node_pool.id
