@@ -1,5 +1,6 @@
-"""The NodePool inputs both node pools build alike (components/gpu_node_pool.py, components/system_pool.py):
-the pod network option of the cluster's CNI, an image source and the initial node labels.
+"""What both node pools (components/gpu_node_pool.py, components/system_pool.py) take and build alike:
+the cluster they join (NodePoolTarget), the pod network option of the cluster's CNI, an image source and
+the initial node labels.
 
 Inputs follow pulumi-oci's NodePool (terraform-provider-oci `containerengine_node_pool_resource.go`).
 """
@@ -7,11 +8,30 @@ Inputs follow pulumi-oci's NodePool (terraform-provider-oci `containerengine_nod
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_oci as oci
 
 from stack_config.model import CniType
+
+
+@dataclass(frozen=True)
+class NodePoolTarget:
+    """The cluster a node pool joins and the network its nodes and pods take (one per stack)."""
+
+    compartment_id: str
+    """Compartment of the node pools (and of the GPU pools' compute clusters)."""
+    cluster_id: pulumi.Input[str]
+    """The OKE cluster (ENHANCED for the GPU pools)."""
+    kubernetes_version: str
+    """Kubernetes version of the nodes (the cluster's)."""
+    worker_subnet_id: pulumi.Input[str]
+    """Regional worker subnet: the nodes' primary VNICs."""
+    cni_type: CniType
+    """The cluster's CNI; VCN-native pods also need `pod_subnet_id`."""
+    pod_subnet_id: pulumi.Input[str] | None = None
+    """Pod subnet for OCI_VCN_IP_NATIVE."""
 
 
 def pod_network_option(
