@@ -104,20 +104,21 @@ def num_vfs(spec: Mapping[str, Any]) -> Any:
     return value
 
 
-def root_devices(spec: Mapping[str, Any]) -> list[Any] | Any:
+def _nic_selector_list(spec: Mapping[str, Any], key: str) -> list[Any] | Any:
+    """A list of a node policy's spec.nicSelector (empty when absent), or UNKNOWN until apply."""
     selector = spec.get("nicSelector")
     if selector is UNKNOWN:
         return UNKNOWN
-    devices = as_map(selector, "spec.nicSelector").get("rootDevices")
-    return devices if devices is UNKNOWN else as_list(devices, "spec.nicSelector.rootDevices")
+    values = as_map(selector, "spec.nicSelector").get(key)
+    return values if values is UNKNOWN else as_list(values, f"spec.nicSelector.{key}")
+
+
+def root_devices(spec: Mapping[str, Any]) -> list[Any] | Any:
+    return _nic_selector_list(spec, "rootDevices")
 
 
 def pf_names(spec: Mapping[str, Any]) -> list[Any] | Any:
-    selector = spec.get("nicSelector")
-    if selector is UNKNOWN:
-        return UNKNOWN
-    names = as_map(selector, "spec.nicSelector").get("pfNames")
-    return names if names is UNKNOWN else as_list(names, "spec.nicSelector.pfNames")
+    return _nic_selector_list(spec, "pfNames")
 
 
 def shape_of(spec: Mapping[str, Any]) -> Any:
