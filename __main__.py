@@ -27,6 +27,7 @@ from components.network_operator import (
     SriovRailNetworks,
     SriovRailNetworksArgs,
 )
+from components.node_pool_inputs import NodePoolTarget
 from components.rdma_workloads import (
     GpuRailClaimTemplates,
     GpuRailClaimTemplatesArgs,
@@ -129,18 +130,22 @@ if config.create_compute_cluster_policy:
         )
     )
 
+# The cluster every node pool joins, and the network its nodes and pods take.
+pool_target = NodePoolTarget(
+    compartment_id=config.compartment_id,
+    cluster_id=cluster.cluster_id,
+    kubernetes_version=cluster_spec.kubernetes_version,
+    worker_subnet_id=network.worker_subnet_id,
+    cni_type=cluster_spec.cni_type,
+    pod_subnet_id=network.pod_subnet_id,
+)
 pools = {
     pool.name: RdmaGpuNodePool(
         pool.name,
         RdmaGpuNodePoolArgs(
-            compartment_id=config.compartment_id,
-            cluster_id=cluster.cluster_id,
-            kubernetes_version=cluster_spec.kubernetes_version,
-            worker_subnet_id=network.worker_subnet_id,
-            cni_type=cluster_spec.cni_type,
+            target=pool_target,
             gpus_from_dra=config.gpu_driver.enabled,
             sriov_rdma_mode=config.network_operator.rdma_mode,
-            pod_subnet_id=network.pod_subnet_id,
             pool=pool,
             protect=config.protect,
         ),
@@ -157,14 +162,9 @@ if config.creates_system_pool:
         SystemNodePool(
             config.system_pool.name,
             SystemNodePoolArgs(
-                compartment_id=config.compartment_id,
-                cluster_id=cluster.cluster_id,
-                kubernetes_version=cluster_spec.kubernetes_version,
-                worker_subnet_id=network.worker_subnet_id,
-                cni_type=cluster_spec.cni_type,
+                target=pool_target,
                 pool=config.system_pool,
                 availability_domains=config.system_pool_ads,
-                pod_subnet_id=network.pod_subnet_id,
                 protect=config.protect,
             ),
         )

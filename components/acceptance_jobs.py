@@ -57,6 +57,8 @@ TIMEOUT_ANNOTATION: Final = "pulumi.com/timeoutSeconds"
 MPIJOB_SUCCEEDED: Final = 'jsonpath={.status.conditions[?(@.type=="Succeeded")].status}=True'
 NCCL_CHECK: Final = "nccl-busbw-check.sh"
 RAIL_CHECK: Final = "rail-bandwidth.sh"
+# The functions both rail gates (RAIL_CHECK, sriov_acceptance.VF_RAIL_CHECK) source.
+RAIL_GATE_FUNCTIONS: Final = "rail-gate.sh"
 NCCL_LOG: Final = "/tmp/all_reduce.log"
 RAIL_JOB: Final = "rail-bandwidth"
 
@@ -70,11 +72,14 @@ done
 """
 
 
-def run_script(name: str, args: str) -> str:
-    """Shell lines that write components/scripts/<name> into the launcher and run it with ``args``
-    (shell words). The file under components/scripts/ is the one source: the tests run it on the seeds'
-    output."""
-    return f"cat > /tmp/{name} <<'SCRIPT'\n{(SCRIPTS / name).read_text()}SCRIPT\nbash /tmp/{name} {args}\n"
+def run_script(name: str, args: str, sourced: Sequence[str] = ()) -> str:
+    """Shell lines that write components/scripts/<name> (and the files it sources, ``sourced``) into the
+    launcher and run it with ``args`` (shell words). The files under components/scripts/ are the one
+    source: the tests run them on the seeds' output."""
+    files = "".join(
+        f"cat > /tmp/{file} <<'SCRIPT'\n{(SCRIPTS / file).read_text()}SCRIPT\n" for file in [*sourced, name]
+    )
+    return f"{files}bash /tmp/{name} {args}\n"
 
 
 def launcher_script(
@@ -115,7 +120,7 @@ def rail_launcher_script(check: str, args: str) -> str:
 {WAIT_FOR_WORKERS}SERVER=$(awk 'NR == 1 {{print $1}}' /etc/mpi/hostfile)
 CLIENT=$(awk 'NR == 2 {{print $1}}' /etc/mpi/hostfile)
 # The acceptance gate: a rail below its threshold fails this launcher, the MPIJob and `pulumi up`.
-{run_script(check, args)}"""
+{run_script(check, args, [RAIL_GATE_FUNCTIONS])}"""
 
 
 def awaited(
@@ -159,53 +164,67 @@ def run_policy() -> dict[str, Any]:
     return {"cleanPodPolicy": "Running", "backoffLimit": 0}
 
 
+def shm_volume() -> dict[str, Any]:
+    """The NCCL workers' shared memory (NCCL's buffers between the ranks of one pod), mounted by
+    `shm_mount()`."""
+    return {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}
+
+
+def shm_mount() -> dict[str, Any]:
+    return {"name": "shm", "mountPath": "/dev/shm"}
+
+
+def launcher_template(image: str, script: str, taints: list[Taint] | None = None) -> dict[str, Any]:
+    """The launcher's pod template: no GPU, no rail, one container running ``script``; with ``taints``
+    it tolerates them (the NCCL launchers, so that they also run where the cluster has only GPU nodes)."""
+    spec: dict[str, Any] = {} if taints is None else {"tolerations": tolerations(taints)}
+    spec["containers"] = [
+        {"name": "mpi-launcher", "image": image, "command": ["bash", "-c"], "args": [script]}
+    ]
+    launcher = {"spec": spec}
+    to_input_type(k8s.core.v1.PodTemplateSpecArgs, launcher, "template")
+    return launcher
+
+
+def mpijob(slots: int, launcher: dict[str, Any], worker: dict[str, Any], workers: int) -> dict[str, Any]:
+    """The MPIJob spec (kubeflow.org/v2beta1): one launcher, ``workers`` workers of ``slots`` ranks each."""
+    return {
+        "slotsPerWorker": slots,
+        "runPolicy": run_policy(),
+        "sshAuthMountPath": "/root/.ssh",
+        "mpiReplicaSpecs": {
+            "Launcher": {"replicas": 1, "template": launcher},
+            "Worker": {"replicas": workers, "template": worker},
+        },
+    }
+
+
 def mpijob_spec(
     config: AcceptanceJobsConfig, claim: PlannedTemplate, pool: str, taints: list[Taint], min_busbw: float
 ) -> dict[str, Any]:
-    """The MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes."""
+    """The NCCL MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes."""
     # The launcher needs no GPU; it tolerates the GPU pools' taints so that it also runs where the
     # cluster has no other nodes (an existing cluster), and on the system pool where there is one.
-    launcher = {
-        "spec": {
-            "tolerations": tolerations(taints),
-            "containers": [
-                {
-                    "name": "mpi-launcher",
-                    "image": config.image,
-                    "command": ["bash", "-c"],
-                    "args": [launcher_script(claim.gpus_per_worker, min_busbw)],
-                }
-            ],
-        }
-    }
+    launcher = launcher_template(config.image, launcher_script(claim.gpus_per_worker, min_busbw), taints)
     worker = {
         "spec": {
             "nodeSelector": {POOL_LABEL: pool},
             "tolerations": tolerations(taints),
             "resourceClaims": [{"name": "gpus-rails", "resourceClaimTemplateName": claim.name}],
-            "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}],
+            "volumes": [shm_volume()],
             "containers": [
                 {
                     "name": "mpi-worker",
                     "image": config.image,
                     "command": WORKER_SSHD,
-                    "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+                    "volumeMounts": [shm_mount()],
                     "resources": {"claims": [{"name": "gpus-rails"}]},
                 }
             ],
         }
     }
-    for template in (launcher, worker):
-        to_input_type(k8s.core.v1.PodTemplateSpecArgs, template, "template")
-    return {
-        "slotsPerWorker": claim.gpus_per_worker,
-        "runPolicy": run_policy(),
-        "sshAuthMountPath": "/root/.ssh",
-        "mpiReplicaSpecs": {
-            "Launcher": {"replicas": 1, "template": launcher},
-            "Worker": {"replicas": config.workers, "template": worker},
-        },
-    }
+    to_input_type(k8s.core.v1.PodTemplateSpecArgs, worker, "template")
+    return mpijob(claim.gpus_per_worker, launcher, worker, config.workers)
 
 
 def one_per_node(label: str) -> dict[str, Any]:
@@ -224,20 +243,9 @@ def rail_mpijob_spec(
 ) -> dict[str, Any]:
     """The rail test as an MPIJob: two workers, one per node, each holding every rail of its node with
     the rail tools; the launcher runs `scripts/rail-bandwidth.sh` between them over ssh."""
-    launcher = {
-        "spec": {
-            "containers": [
-                {
-                    "name": "mpi-launcher",
-                    "image": config.image,
-                    "command": ["bash", "-c"],
-                    "args": [
-                        rail_launcher_script(RAIL_CHECK, f'{min_gbps} "$SERVER" "$CLIENT" {TOOLS_MOUNT}')
-                    ],
-                }
-            ]
-        }
-    }
+    launcher = launcher_template(
+        config.image, rail_launcher_script(RAIL_CHECK, f'{min_gbps} "$SERVER" "$CLIENT" {TOOLS_MOUNT}')
+    )
     worker = {
         "metadata": {"labels": {RAIL_POD_LABEL: "true"}},
         "spec": {
@@ -257,17 +265,8 @@ def rail_mpijob_spec(
             "volumes": [{"name": "tools", "configMap": {"name": TOOLS_CONFIGMAP, "defaultMode": 0o555}}],
         },
     }
-    for template in (launcher, worker):
-        to_input_type(k8s.core.v1.PodTemplateSpecArgs, template, "template")
-    return {
-        "slotsPerWorker": 1,
-        "runPolicy": run_policy(),
-        "sshAuthMountPath": "/root/.ssh",
-        "mpiReplicaSpecs": {
-            "Launcher": {"replicas": 1, "template": launcher},
-            "Worker": {"replicas": 2, "template": worker},
-        },
-    }
+    to_input_type(k8s.core.v1.PodTemplateSpecArgs, worker, "template")
+    return mpijob(1, launcher, worker, 2)
 
 
 def mpi_operator(
@@ -313,26 +312,62 @@ class GateReport:
         return {"namespace": self.namespace, "threshold": self.threshold, "results": self.results}
 
 
-def gating_mpijob(
-    resource_name: str,
-    job: str,
-    namespace: str,
-    expected: str,
-    threshold: str,
-    spec: dict[str, Any],
-    config: AcceptanceJobsConfig,
-    opts: pulumi.ResourceOptions,
-) -> GateReport:
-    """Declare an MPIJob that `pulumi up` awaits until it succeeds, and report where to read it."""
-    k8s.apiextensions.CustomResource(
-        resource_name,
-        api_version="kubeflow.org/v2beta1",
-        kind="MPIJob",
-        metadata=awaited(job, namespace, expected, threshold, config.timeout_minutes),
-        spec=spec,
-        opts=opts,
-    )
-    return GateReport(namespace, threshold, results_command(job, namespace))
+class GatingJobs(pulumi.ComponentResource):
+    """A component of gating MPIJobs behind the Kubeflow MPI operator: what both rail paths' acceptance
+    components share (the operator, the jobs' options, their reports and the stack output)."""
+
+    reports: dict[str, GateReport]
+    """Per job name: its threshold and where its launcher prints the figures."""
+
+    def __init__(self, type_: str, name: str, opts: pulumi.ResourceOptions | None) -> None:
+        super().__init__(type_, name, None, opts)
+        self.reports = {}
+
+    def declare_operator(
+        self,
+        name: str,
+        config: AcceptanceJobsConfig,
+        provider: k8s.Provider,
+        depends_on: list[pulumi.Resource],
+    ) -> pulumi.ResourceOptions:
+        """Declare the MPI operator; returns the options of the jobs, which wait for it and ``depends_on``."""
+        child = pulumi.ResourceOptions(parent=self, provider=provider)
+        # Its Deployment runs on the system pool, which is among what the jobs wait for.
+        operator = mpi_operator(
+            name,
+            config,
+            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(depends_on))),
+        )
+        return gate_options(child, [operator, *depends_on])
+
+    def gate(
+        self,
+        name: str,
+        job: str,
+        namespace: str,
+        expected: str,
+        threshold: str,
+        spec: dict[str, Any],
+        config: AcceptanceJobsConfig,
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        """Declare the MPIJob ``job`` that `pulumi up` awaits until it succeeds, and report where to read it."""
+        k8s.apiextensions.CustomResource(
+            f"{name}-{job}",
+            api_version="kubeflow.org/v2beta1",
+            kind="MPIJob",
+            metadata=awaited(job, namespace, expected, threshold, config.timeout_minutes),
+            spec=spec,
+            opts=opts,
+        )
+        self.reports[job] = GateReport(namespace, threshold, results_command(job, namespace))
+
+    def finish(self) -> None:
+        self.register_outputs(
+            {"acceptanceJobs": {job: r.to_output() for job, r in self.reports.items()}}
+            if self.reports
+            else {}
+        )
 
 
 def busbw_threshold(value: float) -> str:
@@ -343,36 +378,25 @@ def rail_threshold_text(value: float) -> str:
     return f"ib_write_bw >= {value} Gb/s on every rail"
 
 
-class AcceptanceJobs(pulumi.ComponentResource):
+class AcceptanceJobs(GatingJobs):
     """MPI operator and the NCCL MPIJob, or the rail test MPIJob (never both: each takes every rail)."""
-
-    reports: dict[str, GateReport]
-    """Per job name: its threshold and where its launcher prints the figures."""
 
     def __init__(
         self, name: str, args: AcceptanceJobsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__(resource_types.ACCEPTANCE_JOBS_COMPONENT, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        super().__init__(resource_types.ACCEPTANCE_JOBS_COMPONENT, name, opts)
         config = args.config
-        self.reports = {}
         if args.nccl_template is None and args.rails_template is None:
-            self.register_outputs({})
+            self.finish()
             return
-        # Its Deployment runs on the system pool, which is among what the jobs wait for.
-        operator = mpi_operator(
-            name,
-            config,
-            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.depends_on))),
-        )
-        needs = gate_options(child, [operator, *args.depends_on])
+        needs = self.declare_operator(name, config, args.provider, args.depends_on)
         if args.nccl_template is not None:
             gpus = args.nccl_template.gpus_per_worker
             # The stack config refused a GPU count without a seed figure and no setting (claim_plan.py).
             min_busbw = nccl_threshold("dranet", gpus, config.nccl_busbw_gbs)
             assert min_busbw is not None
-            self.reports["nccl-all-reduce"] = gating_mpijob(
-                f"{name}-nccl-all-reduce",
+            self.gate(
+                name,
                 "nccl-all-reduce",
                 args.namespace,
                 EXPECTED_NCCL,
@@ -383,8 +407,8 @@ class AcceptanceJobs(pulumi.ComponentResource):
             )
         if args.rails_template is not None:
             min_gbps = rail_threshold("dranet", config.rail_gbps)
-            self.reports[RAIL_JOB] = gating_mpijob(
-                f"{name}-{RAIL_JOB}",
+            self.gate(
+                name,
                 RAIL_JOB,
                 args.namespace,
                 EXPECTED_RAILS,
@@ -393,4 +417,4 @@ class AcceptanceJobs(pulumi.ComponentResource):
                 config,
                 needs,
             )
-        self.register_outputs({"acceptanceJobs": {job: r.to_output() for job, r in self.reports.items()}})
+        self.finish()

@@ -21,8 +21,10 @@ import pulumi_oci as oci
 from oke_gpu_rdma import provisioning, resource_types
 from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
 from oke_gpu_rdma.sriov import RdmaMode, RdmaPath
-from stack_config.model import CniType, NodePoolConfig
+from stack_config.model import NodePoolConfig
 from stack_config.pool_nodes import gpu_pool_labels
+
+from .node_pool_inputs import NodePoolTarget, image_source, node_labels, pod_network_option
 
 
 def custom_timeouts(timeouts: provisioning.Timeouts) -> pulumi.CustomTimeouts:
@@ -32,24 +34,14 @@ def custom_timeouts(timeouts: provisioning.Timeouts) -> pulumi.CustomTimeouts:
 
 @dataclass
 class RdmaGpuNodePoolArgs:
-    compartment_id: str
-    """Compartment of the compute cluster and the node pool."""
-    cluster_id: pulumi.Input[str]
-    """OKE cluster (must be ENHANCED)."""
-    kubernetes_version: str
-    """Kubernetes version of the nodes."""
-    worker_subnet_id: pulumi.Input[str]
-    """Subnet of the nodes' primary VNICs."""
-    cni_type: CniType
-    """The cluster's CNI; VCN-native pods also need `pod_subnet_id`."""
+    target: NodePoolTarget
+    """The cluster the pool joins and its network."""
     pool: NodePoolConfig
     """Validated pool config."""
     gpus_from_dra: bool = True
     """The NVIDIA DRA driver serves the GPUs: the device plugin is labelled off (DRANET pools only)."""
     sriov_rdma_mode: RdmaMode = "shared"
     """RDMA namespace mode of an rdma: sriov pool's nodes (DRANET pools are always shared)."""
-    pod_subnet_id: pulumi.Input[str] | None = None
-    """Pod subnet for OCI_VCN_IP_NATIVE."""
     protect: bool = True
     """Protect the compute cluster and the node pool from deletion (bare-metal GPU capacity)."""
 
@@ -81,11 +73,12 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
         super().__init__(resource_types.NODE_POOL_COMPONENT, name, None, opts)
         kept = pulumi.ResourceOptions(parent=self, protect=args.protect)
         pool = args.pool
+        target = args.target
         if pool.compute_cluster_id is None:
             assert pool.availability_domain is not None  # NodePoolConfig requires it here
             compute_cluster = oci.core.ComputeCluster(
                 f"{name}-compute-cluster",
-                compartment_id=args.compartment_id,
+                compartment_id=target.compartment_id,
                 availability_domain=pool.availability_domain,
                 display_name=f"{name}-compute-cluster",
                 opts=pulumi.ResourceOptions.merge(
@@ -107,39 +100,28 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 )
                 self.availability_domain = existing.availability_domain
 
-        pod_network = oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs(
-            cni_type=args.cni_type,
-            pod_subnet_ids=[args.pod_subnet_id]
-            if args.cni_type == "OCI_VCN_IP_NATIVE" and args.pod_subnet_id
-            else None,
-        )
         node_pool = oci.containerengine.NodePool(
             f"{name}-nodes",
-            compartment_id=args.compartment_id,
-            cluster_id=args.cluster_id,
+            compartment_id=target.compartment_id,
+            cluster_id=target.cluster_id,
             name=name,
-            kubernetes_version=args.kubernetes_version,
+            kubernetes_version=target.kubernetes_version,
             node_shape=pool.shape,
-            node_source_details=oci.containerengine.NodePoolNodeSourceDetailsArgs(
-                source_type="IMAGE",
-                image_id=pool.image_id,
-                boot_volume_size_in_gbs=str(pool.boot_volume_size_gbs),
-            ),
+            node_source_details=image_source(pool.image_id, pool.boot_volume_size_gbs),
             node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
                 size=pool.count,
                 compute_cluster_id=self.compute_cluster_id,
                 # One AD, no fault domains: a compute cluster lives in one AD and places hosts itself.
                 placement_configs=[
                     oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(
-                        availability_domain=self.availability_domain, subnet_id=args.worker_subnet_id
+                        availability_domain=self.availability_domain, subnet_id=target.worker_subnet_id
                     )
                 ],
-                node_pool_pod_network_option_details=pod_network,
+                node_pool_pod_network_option_details=pod_network_option(
+                    target.cni_type, target.pod_subnet_id
+                ),
             ),
-            initial_node_labels=[
-                oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v)
-                for k, v in initial_node_labels(pool, args.gpus_from_dra).items()
-            ],
+            initial_node_labels=node_labels(initial_node_labels(pool, args.gpus_from_dra)),
             node_metadata={
                 "user_data": base64.b64encode(cloud_init(pool, args.sriov_rdma_mode).encode()).decode()
             },

@@ -35,16 +35,16 @@ from stack_config.sriov_plan import SriovPlan, SriovShapePlan, nccl_job_sizes
 from .acceptance_jobs import (
     ALL_REDUCE,
     WORKER_SSHD,
-    GateReport,
+    GatingJobs,
     busbw_threshold,
-    gate_options,
-    gating_mpijob,
     launcher_script,
-    mpi_operator,
+    launcher_template,
+    mpijob,
     one_per_node,
     rail_launcher_script,
     rail_threshold_text,
-    run_policy,
+    shm_mount,
+    shm_volume,
 )
 from .typed_inputs import to_input_type
 
@@ -106,41 +106,20 @@ def sriov_mpijob_spec(
 ) -> dict[str, Any]:
     """An MPIJob (kubeflow.org/v2beta1) whose workers hold one VF of every rail and `gpus_per_worker` GPUs."""
     # No GPU, no VF: it tolerates the SR-IOV pools' taints to run anywhere (components/acceptance_jobs.py).
-    launcher = {
-        "spec": {
-            "tolerations": tolerations(taints),
-            "containers": [
-                {
-                    "name": "mpi-launcher",
-                    "image": config.image,
-                    "command": ["bash", "-c"],
-                    "args": [sriov_launcher_script(gpus_per_worker, min_busbw)],
-                }
-            ],
-        }
-    }
-    to_input_type(k8s.core.v1.PodTemplateSpecArgs, launcher, "template")
+    launcher = launcher_template(config.image, sriov_launcher_script(gpus_per_worker, min_busbw), taints)
     worker = vf_pod_template(
         plan,
         {
             "name": "mpi-worker",
             "image": config.image,
             "command": WORKER_SSHD,
-            "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+            "volumeMounts": [shm_mount()],
         },
         taints,
         gpus=gpus_per_worker,
     )
-    worker["spec"]["volumes"] = [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}]
-    return {
-        "slotsPerWorker": gpus_per_worker,
-        "runPolicy": run_policy(),
-        "sshAuthMountPath": "/root/.ssh",
-        "mpiReplicaSpecs": {
-            "Launcher": {"replicas": 1, "template": launcher},
-            "Worker": {"replicas": config.workers, "template": worker},
-        },
-    }
+    worker["spec"]["volumes"] = [shm_volume()]
+    return mpijob(gpus_per_worker, launcher, worker, config.workers)
 
 
 def nccl_jobs(plan: SriovShapePlan) -> list[tuple[str, int, str]]:
@@ -155,34 +134,16 @@ def vf_rail_mpijob_spec(
 ) -> dict[str, Any]:
     """The VF rail test as an MPIJob: two workers, one per node, each with one VF of every rail; the
     launcher runs `scripts/vf-rail-bandwidth.sh` between them over ssh."""
-    launcher = {
-        "spec": {
-            "containers": [
-                {
-                    "name": "mpi-launcher",
-                    "image": config.image,
-                    "command": ["bash", "-c"],
-                    "args": [rail_launcher_script(VF_RAIL_CHECK, f'{min_gbps} "$SERVER" "$CLIENT"')],
-                }
-            ]
-        }
-    }
-    to_input_type(k8s.core.v1.PodTemplateSpecArgs, launcher, "template")
+    launcher = launcher_template(
+        config.image, rail_launcher_script(VF_RAIL_CHECK, f'{min_gbps} "$SERVER" "$CLIENT"')
+    )
     worker = vf_pod_template(
         plan, {"name": "mpi-worker", "image": config.image, "command": WORKER_SSHD}, taints
     )
     worker["metadata"]["labels"] = {RAIL_POD_LABEL: "true"}
     worker["spec"]["affinity"] = one_per_node(RAIL_POD_LABEL)
     to_input_type(k8s.core.v1.PodTemplateSpecArgs, worker, "template")
-    return {
-        "slotsPerWorker": 1,
-        "runPolicy": run_policy(),
-        "sshAuthMountPath": "/root/.ssh",
-        "mpiReplicaSpecs": {
-            "Launcher": {"replicas": 1, "template": launcher},
-            "Worker": {"replicas": 2, "template": worker},
-        },
-    }
+    return mpijob(1, launcher, worker, 2)
 
 
 @dataclass
@@ -201,37 +162,26 @@ class SriovAcceptanceJobsArgs:
     """The networks (and node policies) the pods need."""
 
 
-class SriovAcceptanceJobs(pulumi.ComponentResource):
+class SriovAcceptanceJobs(GatingJobs):
     """MPI operator and the NCCL MPIJob(s), or the VF rail test MPIJob, in the networks' namespace."""
-
-    reports: dict[str, GateReport]
-    """Per job name: its threshold and where its launcher prints the figures."""
 
     def __init__(
         self, name: str, args: SriovAcceptanceJobsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__(resource_types.SRIOV_ACCEPTANCE_COMPONENT, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        super().__init__(resource_types.SRIOV_ACCEPTANCE_COMPONENT, name, opts)
         config = args.config
         namespace = args.plan.operator.network_namespace
-        self.reports = {}
         if not (config.nccl or config.rail_bandwidth):
-            self.register_outputs({})
+            self.finish()
             return
-        # Its Deployment runs on the system pool, which is among what the jobs wait for.
-        operator = mpi_operator(
-            name,
-            config,
-            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.depends_on))),
-        )
-        needs = gate_options(child, [operator, *args.depends_on])
+        needs = self.declare_operator(name, config, args.provider, args.depends_on)
         if config.nccl:
             for job, gpus, expected in nccl_jobs(args.shape):
                 # The stack config refused a GPU count without a seed figure and no setting (sriov_plan.py).
                 min_busbw = nccl_threshold("sriov", gpus, config.nccl_busbw_gbs)
                 assert min_busbw is not None
-                self.reports[job] = gating_mpijob(
-                    f"{name}-{job}",
+                self.gate(
+                    name,
                     job,
                     namespace,
                     expected,
@@ -242,8 +192,8 @@ class SriovAcceptanceJobs(pulumi.ComponentResource):
                 )
         if config.rail_bandwidth:
             min_gbps = rail_threshold("sriov", config.rail_gbps)
-            self.reports[VF_RAIL_JOB] = gating_mpijob(
-                f"{name}-{VF_RAIL_JOB}",
+            self.gate(
+                name,
                 VF_RAIL_JOB,
                 namespace,
                 EXPECTED_VF_RAILS,
@@ -252,4 +202,4 @@ class SriovAcceptanceJobs(pulumi.ComponentResource):
                 config,
                 needs,
             )
-        self.register_outputs({"acceptanceJobs": {job: r.to_output() for job, r in self.reports.items()}})
+        self.finish()

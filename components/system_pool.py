@@ -19,28 +19,20 @@ import pulumi
 import pulumi_oci as oci
 
 from oke_gpu_rdma import resource_types
-from stack_config.model import CniType, SystemPoolConfig
+from stack_config.model import SystemPoolConfig
 from stack_config.pool_nodes import system_pool_labels
+
+from .node_pool_inputs import NodePoolTarget, image_source, node_labels, pod_network_option
 
 
 @dataclass
 class SystemNodePoolArgs:
-    compartment_id: str
-    """Compartment of the node pool."""
-    cluster_id: pulumi.Input[str]
-    """The cluster the stack creates."""
-    kubernetes_version: str
-    """Kubernetes version of the nodes (the cluster's)."""
-    worker_subnet_id: pulumi.Input[str]
-    """Regional worker subnet."""
-    cni_type: CniType
-    """The cluster's CNI."""
+    target: NodePoolTarget
+    """The cluster the pool joins and its network."""
     pool: SystemPoolConfig
     """Validated system pool config (image set, checked by stack_config/system_pool.py)."""
     availability_domains: list[str]
     """Where to place the nodes, one placement config each."""
-    pod_subnet_id: pulumi.Input[str] | None = None
-    """Pod subnet for OCI_VCN_IP_NATIVE."""
     protect: bool = True
     """Protect it from deletion: without it CoreDNS and the controllers have no node."""
 
@@ -55,44 +47,34 @@ class SystemNodePool(pulumi.ComponentResource):
     ) -> None:
         super().__init__(resource_types.SYSTEM_POOL_COMPONENT, name, None, opts)
         pool = args.pool
+        target = args.target
         assert pool.image_id is not None  # stack_config/system_pool.py requires it
-        pod_network = oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs(
-            cni_type=args.cni_type,
-            pod_subnet_ids=[args.pod_subnet_id]
-            if args.cni_type == "OCI_VCN_IP_NATIVE" and args.pod_subnet_id
-            else None,
-        )
         node_pool = oci.containerengine.NodePool(
             f"{name}-nodes",
-            compartment_id=args.compartment_id,
-            cluster_id=args.cluster_id,
+            compartment_id=target.compartment_id,
+            cluster_id=target.cluster_id,
             name=pool.name,
-            kubernetes_version=args.kubernetes_version,
+            kubernetes_version=target.kubernetes_version,
             node_shape=pool.shape,
             node_shape_config=oci.containerengine.NodePoolNodeShapeConfigArgs(
                 ocpus=float(pool.ocpus), memory_in_gbs=float(pool.memory_gbs)
             )
             if pool.flexible
             else None,
-            node_source_details=oci.containerengine.NodePoolNodeSourceDetailsArgs(
-                source_type="IMAGE",
-                image_id=pool.image_id,
-                boot_volume_size_in_gbs=str(pool.boot_volume_size_gbs),
-            ),
+            node_source_details=image_source(pool.image_id, pool.boot_volume_size_gbs),
             node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
                 size=pool.count,
                 placement_configs=[
                     oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(
-                        availability_domain=ad, subnet_id=args.worker_subnet_id
+                        availability_domain=ad, subnet_id=target.worker_subnet_id
                     )
                     for ad in args.availability_domains
                 ],
-                node_pool_pod_network_option_details=pod_network,
+                node_pool_pod_network_option_details=pod_network_option(
+                    target.cni_type, target.pod_subnet_id
+                ),
             ),
-            initial_node_labels=[
-                oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v)
-                for k, v in system_pool_labels(pool).items()
-            ],
+            initial_node_labels=node_labels(system_pool_labels(pool)),
             opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
         self.node_pool_id = node_pool.id

@@ -77,14 +77,20 @@ def _mapping(
     return dict(value) if isinstance(value, Mapping) and value else dict(default or {})
 
 
+def _operator_deployment(what: str, values: Mapping[str, Any]) -> PodPlacement:
+    """An operator chart's own Deployment, placed by its `operator.nodeSelector` and
+    `operator.tolerations` values (the GPU Operator's and the Network Operator's charts spell them alike)."""
+    return PodPlacement(
+        what,
+        node_selector=_mapping(values, "operator.nodeSelector"),
+        tolerations=_tolerations(values, "operator.tolerations", CONTROL_PLANE_TOLERATIONS),
+    )
+
+
 def gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
     where = f"(chart {charts.GPU_OPERATOR_CHART_NAME}, release {release})"
     return [
-        PodPlacement(
-            f"Deployment gpu-operator {where}",
-            node_selector=_mapping(values, "operator.nodeSelector"),
-            tolerations=_tolerations(values, "operator.tolerations", CONTROL_PLANE_TOLERATIONS),
-        ),
+        _operator_deployment(f"Deployment gpu-operator {where}", values),
         PodPlacement(f"Deployment nfd-master {where}", tolerations=CONTROL_PLANE_TOLERATIONS),
         PodPlacement(f"Deployment nfd-gc {where}", tolerations=CONTROL_PLANE_TOLERATIONS),
         PodPlacement(
@@ -145,11 +151,7 @@ def nvidia_gpu_driver(release: str, values: Mapping[str, Any]) -> list[PodPlacem
 def network_operator(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
     where = f"(chart {charts.NETWORK_OPERATOR_CHART_NAME})"
     return [
-        PodPlacement(
-            f"Deployment {release} {where}",
-            node_selector=_mapping(values, "operator.nodeSelector"),
-            tolerations=_tolerations(values, "operator.tolerations", CONTROL_PLANE_TOLERATIONS),
-        ),
+        _operator_deployment(f"Deployment {release} {where}", values),
         PodPlacement(f"Deployment {charts.SRIOV_SUBCHART} {where}", tolerations=CONTROL_PLANE_TOLERATIONS),
     ]
 

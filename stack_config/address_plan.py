@@ -48,6 +48,12 @@ class PlannedRange:
     def named(self) -> cidr.NamedRange:
         return cidr.NamedRange(self.label, self.network)
 
+    def overlap_problem(self, other: PlannedRange, why: str) -> ConfigProblem:
+        """This range overlaps ``other``, which it must not (``why``)."""
+        return ConfigProblem(
+            self.path, str(self.network), f"overlaps the {other.role} {other.network} ({other.path}); {why}"
+        )
+
 
 def vcn_ranges(config: StackConfig) -> list[PlannedRange]:
     """The VCN blocks."""
@@ -157,11 +163,7 @@ def _subnets(config: StackConfig) -> Iterator[ConfigProblem]:
             )
         for other in subnets[:i]:
             if other.network.overlaps(subnet.network):
-                yield ConfigProblem(
-                    subnet.path,
-                    str(subnet.network),
-                    f"overlaps the {other.role} {other.network} ({other.path}); subnets of a VCN must not overlap",
-                )
+                yield subnet.overlap_problem(other, "subnets of a VCN must not overlap")
 
 
 def _cluster(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -172,11 +174,7 @@ def _cluster(config: StackConfig) -> Iterator[ConfigProblem]:
         against = subnets if planned.role is Role.PODS_CIDR else vcns
         for hit in against:
             if hit.network.overlaps(planned.network):
-                yield ConfigProblem(
-                    planned.path,
-                    str(planned.network),
-                    f"overlaps the {hit.role} {hit.network} ({hit.path}); OKE needs them disjoint",
-                )
+                yield planned.overlap_problem(hit, "OKE needs them disjoint")
 
 
 def _child(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -23,7 +23,16 @@ from stack_config.model import StackConfig
 import oke_rdma_policies  # isort: skip
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = ["__main__.py", "components", "stack_config", "oke_gpu_rdma", "policies/oke_rdma_policies", "tools"]
+# The four jobs' packages (README, "Architecture") and the packaging and CI helpers.
+PRODUCT = [
+    "__main__.py",
+    "components",
+    "stack_config",
+    "preview",
+    "oke_gpu_rdma",
+    "policies/oke_rdma_policies",
+    "tools",
+]
 
 
 def product_files() -> list[Path]:
@@ -160,9 +169,11 @@ def test_every_module_under_components_is_a_pulumi_layer() -> None:
 
 @pytest.mark.parametrize("package", ["oke_gpu_rdma", "stack_config"])
 def test_the_plain_layers_import_no_pulumi(package: str) -> None:
-    for path in sorted((ROOT / package).glob("*.py")):
+    for path in sorted((ROOT / package).rglob("*.py")):
         modules = {module.split(".")[0] for module, _ in _imports(path)}
-        assert not modules & {"pulumi", "pulumi_kubernetes", "pulumi_oci", "pulumi_policy"}, path.name
+        assert not modules & {"pulumi", "pulumi_kubernetes", "pulumi_oci", "pulumi_policy"}, path.relative_to(
+            ROOT
+        )
 
 
 # The one module allowed pulumi-policy's internals: it copies them from a pinned release
@@ -243,3 +254,57 @@ def test_the_sdk_adapter_is_where_the_private_sdk_names_are() -> None:
         if module.startswith("pulumi_policy") and name and name.startswith("_")
     ]
     assert private, "sdk_adapter.py uses no SDK internals any more: drop it and its exemption"
+
+
+def _architecture_tree() -> Iterator[str]:
+    """The paths the README's layout tree names: top-level entries and the entries indented under them."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Architecture", 1)[1].split("```", 2)[1]
+    parent = ""
+    for line in block.splitlines():
+        match = re.match(r"^( {0,2})(\S+)(?: {2,}|$)", line)
+        if match is None:
+            continue
+        indent, name = match.groups()
+        if not indent:
+            parent = name
+            yield name
+        else:
+            yield parent + name
+
+
+def test_every_path_the_readme_names_exists() -> None:
+    readme = (ROOT / "README.md").read_text()
+    # Paths in the prose that start at a folder of the repository (not rendered/<a user's stack>/, not
+    # a path on a node).
+    folders = (
+        "components",
+        "stack_config",
+        "preview",
+        "oke_gpu_rdma",
+        "policies",
+        "tools",
+        "tests",
+        "examples",
+    )
+    named = set(_architecture_tree()) | {
+        path
+        for path in re.findall(r"[\w./-]+/[\w.-]+\.(?:py|sh|json|yaml|md)\b", readme)
+        if path.split("/")[0] in folders
+    }
+    missing = sorted(p for p in named if "<" not in p and not (ROOT / p).exists())
+    assert missing == []
+
+
+def test_the_readme_maps_each_job_to_its_package() -> None:
+    readme = (ROOT / "README.md").read_text()
+    jobs = readme.split("## Architecture", 1)[1].split("```", 1)[0]
+    for package in (
+        "`components/`",
+        "`stack_config/`",
+        "`preview/`",
+        "`preview/plan/`",
+        "`oke_gpu_rdma/claims/`",
+        "`policies/`",
+    ):
+        assert package in jobs

@@ -11,16 +11,10 @@ min=$1
 server=$2
 client=$3
 tools=$4
-on() {
-  local host=$1
-  shift
-  ssh -o StrictHostKeyChecking=no -o ConnectTimeout=10 "$host" "$@"
-}
+# shellcheck source=components/scripts/rail-gate.sh
+source "$(dirname "${BASH_SOURCE[0]}")/rail-gate.sh"
 server_map=$(on "$server" "$tools/rail-map.sh")
 client_map=$(on "$client" "$tools/rail-map.sh")
-port=18515
-rails=0
-failed=0
 while read -r rail server_ip server_dev server_idx; do
   [ -n "$rail" ] || continue
   rails=$((rails + 1))
@@ -30,29 +24,6 @@ while read -r rail server_ip server_dev server_idx; do
     failed=1
     continue
   fi
-  on "$server" ib_write_bw -d "$server_dev" -x "$server_idx" -F --report_gbits -D 5 --tclass=41 \
-    -p "$port" >/dev/null 2>&1 &
-  sleep 2
-  result=$(on "$client" ib_write_bw -d "$client_dev" -x "$client_idx" -F --report_gbits -D 5 --tclass=41 \
-    -p "$port" "$server_ip" 2>&1 | awk '/^ 65536/ {print $4}')
-  wait || true
-  if [ -z "$result" ]; then
-    echo "$rail $client_dev -> $server_ip: FAIL: no result"
-    failed=1
-  elif awk -v r="$result" -v m="$min" 'BEGIN { exit !(r + 0 < m + 0) }'; then
-    echo "$rail $client_dev -> $server_ip $result Gb/s: FAIL: below the threshold $min Gb/s"
-    failed=1
-  else
-    echo "$rail $client_dev -> $server_ip $result Gb/s"
-  fi
-  port=$((port + 1))
+  rail_bandwidth "$rail $client_dev" "$client" "$server_dev" "$server_idx" "$client_dev" "$client_idx" "$server_ip" 41
 done <<<"$server_map"
-if [ "$rails" -eq 0 ]; then
-  echo "ib_write_bw per rail: FAIL: $server holds no rail"
-  exit 1
-fi
-if [ "$failed" -ne 0 ]; then
-  echo "ib_write_bw per rail: FAIL ($rails rails, threshold $min Gb/s)"
-  exit 1
-fi
-echo "ib_write_bw per rail: PASS ($rails rails, threshold $min Gb/s)"
+rails_verdict rail

@@ -13,11 +13,8 @@ min=$1
 server=$2
 client=$3
 tclass=${4:-41}
-on() {
-  local host=$1
-  shift
-  ssh -o StrictHostKeyChecking=no -o ConnectTimeout=10 "$host" "$@"
-}
+# shellcheck source=components/scripts/rail-gate.sh
+source "$(dirname "${BASH_SOURCE[0]}")/rail-gate.sh"
 # "<PF PCI address> <interface> <IPv4 address> <RDMA device>" for each VF interface (net1, net2, ...).
 # shellcheck disable=SC2016
 vf_map='for n in /sys/class/net/net*; do i=${n##*/};
@@ -25,9 +22,6 @@ vf_map='for n in /sys/class/net/net*; do i=${n##*/};
   pf=$(readlink -f "$n/device/physfn"); echo "${pf##*/} $i $ip $(ls "$n/device/infiniband")"; done | sort'
 server_map=$(on "$server" "$vf_map")
 client_map=$(on "$client" "$vf_map")
-port=18515
-rails=0
-failed=0
 while read -r pf _ server_ip server_dev; do
   [ -n "$pf" ] || continue
   rails=$((rails + 1))
@@ -37,29 +31,6 @@ while read -r pf _ server_ip server_dev; do
     failed=1
     continue
   fi
-  on "$server" ib_write_bw -d "$server_dev" -x 3 -F --report_gbits -D 5 --tclass="$tclass" \
-    -p "$port" >/dev/null 2>&1 &
-  sleep 2
-  result=$(on "$client" ib_write_bw -d "$client_dev" -x 3 -F --report_gbits -D 5 --tclass="$tclass" \
-    -p "$port" "$server_ip" 2>&1 | awk '/^ 65536/ {print $4}')
-  wait || true
-  if [ -z "$result" ]; then
-    echo "$pf $client_if $client_dev -> $server_ip: FAIL: no result"
-    failed=1
-  elif awk -v r="$result" -v m="$min" 'BEGIN { exit !(r + 0 < m + 0) }'; then
-    echo "$pf $client_if $client_dev -> $server_ip $result Gb/s: FAIL: below the threshold $min Gb/s"
-    failed=1
-  else
-    echo "$pf $client_if $client_dev -> $server_ip $result Gb/s"
-  fi
-  port=$((port + 1))
+  rail_bandwidth "$pf $client_if $client_dev" "$client" "$server_dev" 3 "$client_dev" 3 "$server_ip" "$tclass"
 done <<<"$server_map"
-if [ "$rails" -eq 0 ]; then
-  echo "ib_write_bw per rail: FAIL: $server holds no VF"
-  exit 1
-fi
-if [ "$failed" -ne 0 ]; then
-  echo "ib_write_bw per rail: FAIL ($rails rails, threshold $min Gb/s)"
-  exit 1
-fi
-echo "ib_write_bw per rail: PASS ($rails rails, threshold $min Gb/s)"
+rails_verdict VF

@@ -11,7 +11,8 @@ ResourceClaimSpec, a ResourceClaim or a ResourceClaimTemplate. Errors a caller c
 Inside: :mod:`~.spec` (API validation), :mod:`~.device_cel` (selectors), :mod:`~.inventory` (what the
 drivers publish), :mod:`~.candidates` (each request's devices), :mod:`~.matching` (which allocations
 exist), :mod:`~.judging` (the verdict), :mod:`~.messages` (its words), :mod:`~.verdicts` (the model),
-:mod:`~.pairing` (aligned layouts), :mod:`~.landing` (mixed fleets).
+:mod:`~.pairing` (aligned layouts), :mod:`~.landing` (mixed fleets); README.md beside this file says
+why each is a unit of its own.
 """
 
 from __future__ import annotations

@@ -57,10 +57,25 @@ def _schema(settings: type[PolicySettings] | None) -> PolicyConfigSchema | None:
     return PolicyConfigSchema(properties=properties) if properties else None
 
 
-def _checked_name(name: str, settings: type[PolicySettings] | None) -> str:
+def _rule(
+    kind: type[StackValidationPolicy] | type[ResourceValidationPolicy],
+    name: str,
+    level: Level,
+    description: str,
+    validate: Callable[..., Any],
+    settings: type[PolicySettings] | None,
+) -> Rule:
+    """The SDK's policy object of ``kind``, its settings model checked against its name."""
     if settings is not None and settings.policy != name:
         raise RegistryError(f"policy {name}: its settings model {settings.__name__} is for {settings.policy}")
-    return name
+    policy = kind(
+        name=name,
+        description=description,
+        validate=validate,
+        enforcement_level=EnforcementLevel(level),
+        config_schema=_schema(settings),
+    )
+    return Rule(policy, settings)
 
 
 def stack_rule(
@@ -72,14 +87,7 @@ def stack_rule(
     settings: type[PolicySettings] | None = None,
 ) -> Rule:
     """A stack policy (it sees every resource of the stack at once)."""
-    policy = StackValidationPolicy(
-        name=_checked_name(name, settings),
-        description=description,
-        validate=validate,
-        enforcement_level=EnforcementLevel(level),
-        config_schema=_schema(settings),
-    )
-    return Rule(policy, settings)
+    return _rule(StackValidationPolicy, name, level, description, validate, settings)
 
 
 def resource_rule(
@@ -91,14 +99,7 @@ def resource_rule(
     settings: type[PolicySettings] | None = None,
 ) -> Rule:
     """A resource policy (the engine sends it one resource at a time)."""
-    policy = ResourceValidationPolicy(
-        name=_checked_name(name, settings),
-        description=description,
-        validate=validate,
-        enforcement_level=EnforcementLevel(level),
-        config_schema=_schema(settings),
-    )
-    return Rule(policy, settings)
+    return _rule(ResourceValidationPolicy, name, level, description, validate, settings)
 
 
 def collect(package: ModuleType) -> list[Rule]:

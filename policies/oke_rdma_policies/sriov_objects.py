@@ -42,26 +42,31 @@ class ChainError(ValueError):
     """A network whose CNI configuration text does not parse; the message says where and why."""
 
 
+def _text(res: PlainResource, path: str, expected: str) -> str | Any | None:
+    """The CNI configuration text at ``path``: a string, None when absent, UNKNOWN until apply;
+    PropertyTypeError (saying it is ``expected``) for anything else."""
+    text = dig(res.props, path)
+    if text is None or text is UNKNOWN or isinstance(text, str):
+        return text
+    raise PropertyTypeError(path, expected, text)
+
+
 def network_chain(res: PlainResource) -> Chain | Any | None:
     """The CNI chain of a SriovNetwork (its metaPlugins) or a NetworkAttachmentDefinition (spec.config).
 
     None when the network has no chain to check, UNKNOWN when the text is unknown until apply.
     """
     if res.type == resource_types.SRIOV_NETWORK:
-        text = dig(res.props, "spec.metaPlugins")
-        if text is None or text is UNKNOWN:
-            return text
+        text = _text(res, "spec.metaPlugins", "a string of JSON plugin objects")
         if not isinstance(text, str):
-            raise PropertyTypeError("spec.metaPlugins", "a string of JSON plugin objects", text)
+            return text
         try:
             return Chain(sriov.parse_meta_plugins(text), "spec.metaPlugins")
         except sriov.MetaPluginsError as err:
             raise ChainError(f"spec.metaPlugins {err}") from None
-    text = dig(res.props, "spec.config")
-    if text is None or text is UNKNOWN:
-        return text
+    text = _text(res, "spec.config", "a string of CNI JSON")
     if not isinstance(text, str):
-        raise PropertyTypeError("spec.config", "a string of CNI JSON", text)
+        return text
     try:
         config = json.loads(text)
     except json.JSONDecodeError as err:
@@ -97,20 +102,21 @@ def num_vfs(spec: Mapping[str, Any]) -> Any:
     return value
 
 
-def root_devices(spec: Mapping[str, Any]) -> list[Any] | Any:
+def _nic_selector_list(spec: Mapping[str, Any], key: str) -> list[Any] | Any:
+    """A list of a node policy's spec.nicSelector (empty when absent), or UNKNOWN until apply."""
     selector = spec.get("nicSelector")
     if selector is UNKNOWN:
         return UNKNOWN
-    devices = as_map(selector, "spec.nicSelector").get("rootDevices")
-    return devices if devices is UNKNOWN else as_list(devices, "spec.nicSelector.rootDevices")
+    values = as_map(selector, "spec.nicSelector").get(key)
+    return values if values is UNKNOWN else as_list(values, f"spec.nicSelector.{key}")
+
+
+def root_devices(spec: Mapping[str, Any]) -> list[Any] | Any:
+    return _nic_selector_list(spec, "rootDevices")
 
 
 def pf_names(spec: Mapping[str, Any]) -> list[Any] | Any:
-    selector = spec.get("nicSelector")
-    if selector is UNKNOWN:
-        return UNKNOWN
-    names = as_map(selector, "spec.nicSelector").get("pfNames")
-    return names if names is UNKNOWN else as_list(names, "spec.nicSelector.pfNames")
+    return _nic_selector_list(spec, "pfNames")
 
 
 def shape_of(spec: Mapping[str, Any]) -> Any:

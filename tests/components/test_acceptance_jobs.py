@@ -77,7 +77,9 @@ def test_rail_test_is_an_mpijob_whose_workers_hold_all_rails_one_per_node(
     # The launcher runs components/scripts/rail-bandwidth.sh itself, first worker to second, seed 000's
     # lowest rail as the threshold.
     script = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"][0]
+    # It writes the functions the gate sources first, beside it.
     assert (
+        f"cat > /tmp/rail-gate.sh <<'SCRIPT'\n{(SCRIPTS / 'rail-gate.sh').read_text()}SCRIPT\n"
         f"cat > /tmp/rail-bandwidth.sh <<'SCRIPT'\n{(SCRIPTS / 'rail-bandwidth.sh').read_text()}SCRIPT\n"
         in script
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from components.acceptance_jobs import SCRIPTS
+from components.acceptance_jobs import RAIL_CHECK, RAIL_GATE_FUNCTIONS, SCRIPTS, run_script
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 
 # seed 000, NCCL all_reduce_perf on 16 GPUs (2 x BM.GPU.B4.8), verbatim: the header and its two rows.
@@ -196,6 +196,27 @@ def test_rail_gate_fails_a_slow_rail_a_rail_without_gid_and_a_rail_without_resul
     assert "rdma7 mlx5_12 -> 10.208.226.66: FAIL: no result" in lines
     assert "rdma0 mlx5_5 -> 10.208.2.66 96.88 Gb/s" in lines
     assert lines[-1] == "ib_write_bw per rail: FAIL (16 rails, threshold 96.87 Gb/s)"
+
+
+def test_the_launchers_copy_of_the_rail_gate_runs_with_the_functions_it_sources(tmp_path: Path) -> None:
+    # What the launcher runs: the files written by run_script, in a folder of their own (/tmp there).
+    server, client = seed_000_rail_map(0), seed_000_rail_map(1)
+    env = with_sleep_stub(
+        fake_workers(tmp_path, server, client, dict.fromkeys(client_devices(client), "96.88"))
+    )
+    launcher = tmp_path / "launcher"
+    launcher.mkdir()
+    lines = run_script(RAIL_CHECK, "96.87 server-0 worker-1 /opt/rdma-dranet", [RAIL_GATE_FUNCTIONS])
+    result = subprocess.run(
+        ["bash", "-c", lines.replace("/tmp/", f"{launcher}/")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(p.name for p in launcher.iterdir()) == ["rail-bandwidth.sh", "rail-gate.sh"]
+    assert result.stdout.splitlines()[-1] == "ib_write_bw per rail: PASS (16 rails, threshold 96.87 Gb/s)"
 
 
 def test_rail_gate_fails_without_rails(tmp_path: Path) -> None:

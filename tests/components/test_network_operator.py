@@ -176,7 +176,10 @@ def test_vf_rail_test_is_a_gating_mpijob_with_a_vf_of_every_rail(run_stack: Call
     launcher = job.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"][
         0
     ]
-    assert f"<<'SCRIPT'\n{(SCRIPTS / 'vf-rail-bandwidth.sh').read_text()}SCRIPT\n" in launcher
+    assert (
+        f"cat > /tmp/rail-gate.sh <<'SCRIPT'\n{(SCRIPTS / 'rail-gate.sh').read_text()}SCRIPT\n"
+        f"cat > /tmp/vf-rail-bandwidth.sh <<'SCRIPT'\n{(SCRIPTS / 'vf-rail-bandwidth.sh').read_text()}SCRIPT\n"
+    ) in launcher
     assert launcher.endswith('bash /tmp/vf-rail-bandwidth.sh 96.86 "$SERVER" "$CLIENT"\n')
 
 

@@ -1,0 +1,58 @@
+"""What both node pools (components/gpu_node_pool.py, components/system_pool.py) take and build alike:
+the cluster they join (NodePoolTarget), the pod network option of the cluster's CNI, an image source and
+the initial node labels.
+
+Inputs follow pulumi-oci's NodePool (terraform-provider-oci `containerengine_node_pool_resource.go`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_oci as oci
+
+from stack_config.model import CniType
+
+
+@dataclass(frozen=True)
+class NodePoolTarget:
+    """The cluster a node pool joins and the network its nodes and pods take (one per stack)."""
+
+    compartment_id: str
+    """Compartment of the node pools (and of the GPU pools' compute clusters)."""
+    cluster_id: pulumi.Input[str]
+    """The OKE cluster (ENHANCED for the GPU pools)."""
+    kubernetes_version: str
+    """Kubernetes version of the nodes (the cluster's)."""
+    worker_subnet_id: pulumi.Input[str]
+    """Regional worker subnet: the nodes' primary VNICs."""
+    cni_type: CniType
+    """The cluster's CNI; VCN-native pods also need `pod_subnet_id`."""
+    pod_subnet_id: pulumi.Input[str] | None = None
+    """Pod subnet for OCI_VCN_IP_NATIVE."""
+
+
+def pod_network_option(
+    cni_type: CniType, pod_subnet_id: pulumi.Input[str] | None
+) -> oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs:
+    """The pod network option of the cluster's CNI (OCI_VCN_IP_NATIVE needs the pod subnet)."""
+    return oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs(
+        cni_type=cni_type,
+        pod_subnet_ids=[pod_subnet_id] if cni_type == "OCI_VCN_IP_NATIVE" and pod_subnet_id else None,
+    )
+
+
+def image_source(
+    image_id: str, boot_volume_size_gbs: int
+) -> oci.containerengine.NodePoolNodeSourceDetailsArgs:
+    """`node_source_details` of source_type IMAGE."""
+    return oci.containerengine.NodePoolNodeSourceDetailsArgs(
+        source_type="IMAGE", image_id=image_id, boot_volume_size_in_gbs=str(boot_volume_size_gbs)
+    )
+
+
+def node_labels(labels: Mapping[str, str]) -> list[oci.containerengine.NodePoolInitialNodeLabelArgs]:
+    """`initial_node_labels`: the labels every node of the pool starts with."""
+    return [oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v) for k, v in labels.items()]
