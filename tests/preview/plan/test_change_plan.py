@@ -429,3 +429,15 @@ def test_a_pool_replaced_create_first_in_another_ad_needs_its_hosts_there() -> N
         "created first (replaceOrder: createFirst): needs 3 free BM.GPU.B4.8 hosts in Uocm:US-ASHBURN-AD-2 "
         "while the old 2 still run"
     )
+
+
+def test_a_new_workload_namespace_creates_its_objects_first() -> None:
+    """pulumi-kubernetes provider.go Diff: a new name or namespace is `+-`, never `-+`."""
+    plan = plan_for("dev", lambda raw: raw.setdefault("workloads", {}).update(namespace="rdma-b"))
+    by_name = {s.record.name: s for s in plan.changed()}
+    assert by_name["workloads-tools"].line() == (
+        "+- kubernetes:core/v1:ConfigMap workloads-tools replace [diff: ~metadata.namespace]"
+    )
+    assert by_name["workloads-namespace"].line() == (
+        "+- kubernetes:core/v1:Namespace workloads-namespace replace [diff: ~metadata.name]"
+    )
