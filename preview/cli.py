@@ -31,7 +31,7 @@ from stack_config.loading import raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
 
-from . import base_rendering, rendering, schedulability
+from . import base_rendering, rendering, schedulability, schema_check
 from .base_rendering import BaseFiles
 from .mock_runtime import (
     ROOT,
@@ -96,6 +96,8 @@ class Preview:
     findings: list[Finding]
     placement: Verdict = field(default_factory=lambda: Verdict((), ()))
     """The schedulability check: where each pod can run, and what it could not see (an existing cluster)."""
+    schemas: schema_check.SchemaReport | None = None
+    """Every manifest against the OpenAPI schemas of the stack's Kubernetes version (preview/schema_check.py)."""
 
 
 def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
@@ -122,7 +124,14 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
             "`pulumi up` would time out waiting for them):\n  " + "\n  ".join(placement.problems)
         )
     pack_config = policy_pack_config(checked.config).to_dict()
-    return Preview(run, pack_config, analyze_run(run, pack_config), placement)
+    try:
+        schemas = schema_check.check(
+            [rendering.manifest(r) for r in run.resources if rendering.is_manifest(r.type)],
+            checked.config.cluster.spec.kubernetes_version,
+        )
+    except schema_check.SchemaVersionError as err:
+        raise PreviewError(f"{_shown(stack_file(stack, dirs))}: {err}") from None
+    return Preview(run, pack_config, analyze_run(run, pack_config), placement, schemas)
 
 
 def _shown(path: Path) -> str:
@@ -282,9 +291,17 @@ def main(argv: list[str] | None = None) -> int:
     if result.placement.notes:
         print("Schedulability: not checked for pods that may run on pools outside this stack:")
         print("\n".join(f"  {note}" for note in result.placement.notes) + "\n")
+    if result.schemas is not None:
+        print("\n".join(result.schemas.lines()) + "\n")
     print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")
     if has_mandatory(result.findings):
         print("error: preview failed: mandatory policy violations (above)", file=sys.stderr)
+        return 1
+    if result.schemas is not None and result.schemas.errors:
+        print(
+            "error: preview failed: manifests the Kubernetes API would refuse (Schemas, above)",
+            file=sys.stderr,
+        )
         return 1
     if plan.refused():
         # As `pulumi preview` does: the engine reports a protected replacement or delete as an error.
