@@ -215,11 +215,7 @@ class SriovAcceptanceJobs(pulumi.ComponentResource):
             self.register_outputs({})
             return
         # Its Deployment runs on the system pool, which is among what the jobs wait for.
-        operator = mpi_operator(
-            name,
-            config,
-            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.depends_on))),
-        )
+        operator = mpi_operator(name, config, list(args.depends_on), child)
         needs = gate_options(child, [operator, *args.depends_on])
         if config.nccl:
             for job, gpus, expected in nccl_jobs(args.plan):
