@@ -24,6 +24,7 @@ from typing import Any
 import pulumi
 import yaml
 
+from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.scheduling import Verdict
 from stack_config import region_checks
 from stack_config.loading import load_stack as load_checked_stack
@@ -187,7 +188,7 @@ def format_report(run: ProgramRun, plan: change_plan.Plan | None = None) -> str:
         lines.append(f" {symbol:<3} {type_column:<{width}}{name:<{names}}{info}".rstrip())
     lines += [f" {s.symbol:<3} {s.record.type:<{width}}{s.record.name:<{names}}delete" for s in deleted]
     if plan is not None:
-        lines += ["", *change_plan.plan_lines(plan)]
+        lines += ["", *change_plan.plan_lines(plan), *not_shown_lines(plan)]
     if run.outputs:
         lines += ["", "Outputs:"]
         lines += [f"    {k}: {_short(v)}" for k, v in sorted(run.outputs.items())]
@@ -234,11 +235,27 @@ def plan_against(result: Preview, base: BaseFiles) -> change_plan.Plan:
     return change_plan.build(old, new, base.description)
 
 
+def not_shown_lines(plan: change_plan.Plan) -> list[str]:
+    """What the stack applies that neither the plan nor the policy pack sees: the objects Helm renders
+    from its charts at apply time (every other object is a resource of the program, the MPI operator's
+    from its vendored manifest)."""
+    releases = sorted(
+        s.record.name for s in plan.steps if s.record.type in resource_types.HELM_TYPES and s.op != "delete"
+    )
+    if not releases:
+        return []
+    return [
+        f"Not shown: the objects Helm renders from the charts of {', '.join(releases)} at apply time "
+        "(the plan shows each release's chart, version and values)"
+    ]
+
+
 def summary_markdown(stack: str, plan: change_plan.Plan) -> str:
     """The plan for a CI job summary (GitHub Markdown): GPU node impact, plan lines, counts."""
     impact = gpu_impact.gpu_node_lines(plan)
     body = ([*(f"! {line}" for line in impact), ""] if impact else []) + [
         *change_plan.plan_lines(plan),
+        *not_shown_lines(plan),
         "",
         *change_plan.summary_lines(plan),
     ]
