@@ -172,7 +172,8 @@ def release_workloads(chart: str, release: str, values: Mapping[str, Any]) -> li
     return reader(release, values) if reader is not None else []
 
 
-MPI_OPERATOR: Final = PodPlacement("Deployment mpi-operator (kubeflow/mpi-operator manifest)")
+# As the preview names the Deployment of the vendored manifest (vendor/mpi-operator/), which it reads.
+MPI_OPERATOR: Final = PodPlacement("Deployment mpi-operator/mpi-operator")
 COREDNS: Final = PodPlacement(
     "Deployment kube-system/coredns (OKE cluster add-on)", tolerations=COREDNS_TOLERATIONS
 )

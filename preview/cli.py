@@ -24,6 +24,7 @@ from typing import Any
 import pulumi
 import yaml
 
+from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.scheduling import Verdict
 from stack_config import region_checks
 from stack_config.loading import load_stack as load_checked_stack
@@ -31,7 +32,7 @@ from stack_config.loading import raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
 
-from . import base_rendering, rendering, schedulability
+from . import base_rendering, rendering, schedulability, schema_check
 from .base_rendering import BaseFiles
 from .mock_runtime import (
     ROOT,
@@ -96,6 +97,8 @@ class Preview:
     findings: list[Finding]
     placement: Verdict = field(default_factory=lambda: Verdict((), ()))
     """The schedulability check: where each pod can run, and what it could not see (an existing cluster)."""
+    schemas: schema_check.SchemaReport | None = None
+    """Every manifest against the OpenAPI schemas of the stack's Kubernetes version (preview/schema_check.py)."""
 
 
 def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
@@ -122,7 +125,14 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
             "`pulumi up` would time out waiting for them):\n  " + "\n  ".join(placement.problems)
         )
     pack_config = policy_pack_config(checked.config).to_dict()
-    return Preview(run, pack_config, analyze_run(run, pack_config), placement)
+    try:
+        schemas = schema_check.check(
+            [rendering.manifest(r) for r in run.resources if rendering.is_manifest(r.type)],
+            checked.config.cluster.spec.kubernetes_version,
+        )
+    except schema_check.SchemaVersionError as err:
+        raise PreviewError(f"{_shown(stack_file(stack, dirs))}: {err}") from None
+    return Preview(run, pack_config, analyze_run(run, pack_config), placement, schemas)
 
 
 def _shown(path: Path) -> str:
@@ -178,7 +188,7 @@ def format_report(run: ProgramRun, plan: change_plan.Plan | None = None) -> str:
         lines.append(f" {symbol:<3} {type_column:<{width}}{name:<{names}}{info}".rstrip())
     lines += [f" {s.symbol:<3} {s.record.type:<{width}}{s.record.name:<{names}}delete" for s in deleted]
     if plan is not None:
-        lines += ["", *change_plan.plan_lines(plan)]
+        lines += ["", *change_plan.plan_lines(plan), *not_shown_lines(plan)]
     if run.outputs:
         lines += ["", "Outputs:"]
         lines += [f"    {k}: {_short(v)}" for k, v in sorted(run.outputs.items())]
@@ -226,11 +236,27 @@ def plan_against(result: Preview, base: BaseFiles) -> change_plan.Plan:
     return change_plan.build(old, new, base.description)
 
 
+def not_shown_lines(plan: change_plan.Plan) -> list[str]:
+    """What the stack applies that neither the plan nor the policy pack sees: the objects Helm renders
+    from its charts at apply time (every other object is a resource of the program, the MPI operator's
+    from its vendored manifest)."""
+    releases = sorted(
+        s.record.name for s in plan.steps if s.record.type in resource_types.HELM_TYPES and s.op != "delete"
+    )
+    if not releases:
+        return []
+    return [
+        f"Not shown: the objects Helm renders from the charts of {', '.join(releases)} at apply time "
+        "(the plan shows each release's chart, version and values)"
+    ]
+
+
 def summary_markdown(stack: str, plan: change_plan.Plan) -> str:
     """The plan for a CI job summary (GitHub Markdown): GPU node impact, plan lines, counts."""
     impact = gpu_impact.gpu_node_lines(plan)
     body = ([*(f"! {line}" for line in impact), ""] if impact else []) + [
         *change_plan.plan_lines(plan),
+        *not_shown_lines(plan),
         "",
         *change_plan.summary_lines(plan),
     ]
@@ -283,9 +309,17 @@ def main(argv: list[str] | None = None) -> int:
     if result.placement.notes:
         print("Schedulability: not checked for pods that may run on pools outside this stack:")
         print("\n".join(f"  {note}" for note in result.placement.notes) + "\n")
+    if result.schemas is not None:
+        print("\n".join(result.schemas.lines()) + "\n")
     print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")
     if has_mandatory(result.findings):
         print("error: preview failed: mandatory policy violations (above)", file=sys.stderr)
+        return 1
+    if result.schemas is not None and result.schemas.errors:
+        print(
+            "error: preview failed: manifests the Kubernetes API would refuse (Schemas, above)",
+            file=sys.stderr,
+        )
         return 1
     if plan.refused():
         # As `pulumi preview` does: the engine reports a protected replacement or delete as an error.

@@ -20,9 +20,6 @@ from stack_config.pool_nodes import planned_pools, unseen_pools
 
 from .mock_runtime import RecordedResource
 
-CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
-MPI_OPERATOR_SOURCE = "kubeflow/mpi-operator"
-
 
 def _pod_specs(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """Every core/v1 PodSpec under ``value``: a `...spec` object with a `containers` list."""
@@ -81,9 +78,6 @@ def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
             pods += chart_workloads.release_workloads(
                 str(r.inputs.get("chart")), str(r.inputs.get("name") or r.name), values
             )
-            continue
-        if r.type == CONFIG_FILE and MPI_OPERATOR_SOURCE in str(r.inputs.get("file")):
-            pods.append(chart_workloads.MPI_OPERATOR)
             continue
         if not r.type.startswith("kubernetes:") or r.type.startswith(resource_types.DRA_GROUP_PREFIX):
             continue

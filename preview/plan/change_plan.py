@@ -21,7 +21,7 @@ from typing import Any, Literal
 import yaml
 
 from oke_gpu_rdma import resource_types
-from preview.rendering import RESOURCES, is_manifest
+from preview.rendering import RESOURCES
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 
 from . import kube_provider, replace_rules
@@ -292,7 +292,12 @@ def _judge(step: Step, providers: Mapping[str, Record]) -> None:
     step.op = "replace" if replacing else "update" if step.changes else "same"
     step.delete_first = bool(replacing) and (
         bool(record.options.get("deleteBeforeReplace"))
-        or (is_manifest(record.type) and all(c.rule.provider_rule for c in replacing))
+        or replace_rules.provider_deletes_first(
+            record.type,
+            dict(step.base.inputs) if step.base else {},
+            dict(record.inputs),
+            [c.rule for c in step.changes],
+        )
     )
 
 

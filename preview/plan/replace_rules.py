@@ -8,8 +8,10 @@
   pulumi/pulumi-kubernetes 9497796): `.metadata.name` and `.metadata.namespace` of every object;
   per kind the fields listed below for the kinds this program can declare; ConfigMap `data` and
   `binaryData` unless the provider sets `enableConfigMapMutable` (off by default) and the map is not
-  `immutable`. A replaced object that keeps its name is deleted first (provider.go: "Delete before
-  replacement if ... the new version of that object MUST have the same name").
+  `immutable`; Secret `type`, `data` and `stringData` likewise with `enableSecretMutable`. The provider
+  deletes a replaced object first only when it keeps its name and namespace and was named by the
+  program, not autonamed (provider.go `Diff`: "Delete before replacement if ... the new version of that
+  object MUST have the same name"; `deleteBeforeReplace`); a renamed or moved object is created first.
 - Helm releases (helm_release.go `Diff`): `.name` and `.namespace` replace.
 - The Kubernetes provider (provider.go `DiffConfig`): a `kubeconfig`, `context` or `cluster` not known
   before apply replaces the provider ("we can't tell for sure if a computed value has changed"), and
@@ -113,28 +115,61 @@ _POD = (
     + _container(".spec.initContainers[*]")
 )
 _SELECTOR = [".spec.selector"]
+_STATEFUL_SET = [
+    *_SELECTOR,
+    ".spec.podManagementPolicy",
+    ".spec.revisionHistoryLimit",
+    ".spec.serviceName",
+    ".spec.volumeClaimTemplates",
+]
+_JOB = [*_SELECTOR, ".spec.completions", ".spec.parallelism", ".spec.template"]
+_ROLE_BINDING = [".roleRef"]
+_PV_SOURCES = (
+    "awsElasticBlockStore azureDisk azureFile cephfs cinder csi fc flexVolume flocker gcePersistentDisk "
+    "glusterfs hostPath iscsi local nfs photonPersistentDisk portworxVolume quobyte rbd scaleIO storageos "
+    "vsphereVolume"
+)
 
-# pulumi-kubernetes diff.go `forceNew`, for the kinds this program declares or could (by apiVersion).
+# pulumi-kubernetes provider/pkg/provider/diff.go `forceNew` (pulumi/pulumi-kubernetes 9497796), the
+# whole table, by apiVersion/kind: the provider replaces an object when a change touches one of these
+# paths (besides .metadata.name and .metadata.namespace of every kind).
 PROVIDER_FORCE_NEW: dict[str, list[tuple[str, ...]]] = {
     kind: [_parse(p) for p in paths]
     for kind, paths in {
+        "apps/v1beta1/StatefulSet": _STATEFUL_SET,
+        **{
+            f"apps/{version}/{kind}": paths
+            for version in ("v1beta2", "v1")
+            for kind, paths in (
+                ("DaemonSet", _SELECTOR),
+                ("Deployment", _SELECTOR),
+                ("StatefulSet", _STATEFUL_SET),
+            )
+        },
+        "v1/PersistentVolume": [f".spec.{source}" for source in _PV_SOURCES.split()],
+        "v1/PersistentVolumeClaim": [
+            ".spec.accessModes",
+            ".spec.selector",
+            ".spec.storageClassName",
+            ".spec.volumeName",
+        ],
         "v1/Pod": _POD,
+        "v1/ResourceQuota": [".spec.scopes"],
         "v1/Secret": [".type"],
         "v1/Service": [".spec.clusterIP"],
-        "apps/v1/DaemonSet": _SELECTOR,
-        "apps/v1/Deployment": _SELECTOR,
-        "apps/v1/StatefulSet": [
-            *_SELECTOR,
-            ".spec.podManagementPolicy",
-            ".spec.revisionHistoryLimit",
-            ".spec.serviceName",
-            ".spec.volumeClaimTemplates",
-        ],
-        "batch/v1/Job": [*_SELECTOR, ".spec.completions", ".spec.parallelism", ".spec.template"],
-        "rbac.authorization.k8s.io/v1/RoleBinding": [".roleRef"],
-        "rbac.authorization.k8s.io/v1/ClusterRoleBinding": [".roleRef"],
+        "policy/v1beta1/PodDisruptionBudget": [".spec"],
+        **{
+            f"rbac.authorization.k8s.io/{version}/{kind}": _ROLE_BINDING
+            for version in ("v1alpha1", "v1beta1", "v1")
+            for kind in ("ClusterRoleBinding", "RoleBinding")
+        },
+        "storage.k8s.io/v1/StorageClass": [".parameters", ".provisioner"],
+        **{f"batch/{version}/Job": _JOB for version in ("v1beta1", "v1", "v2alpha1")},
     }.items()
 }
+# diff.go `forceNewProperties`: a Secret's data replaces unless the provider sets enableSecretMutable
+# (and the Secret is not `immutable`); a ConfigMap's likewise with enableConfigMapMutable.
+_SECRET_DATA = [_parse(".type"), _parse(".stringData"), _parse(".data")]
 _CONFIG_MAP_DATA = [_parse(".data"), _parse(".binaryData")]
 
 # Fields the API server refuses to change, by apiVersion/kind, with the paths it does accept.
@@ -155,6 +190,55 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
         ],
     ),
 }
+
+# Every kind this program can declare (KINDS below is checked against the examples' renderings and the
+# components by tests/preview/plan/test_kind_rules.py), with what the Kubernetes API itself refuses to
+# update where no provider rule above already replaces it:
+# - Namespace, ConfigMap, Secret, ServiceAccount, ClusterRole: no immutable field beyond the name
+#   (kubernetes/kubernetes pkg/apis/core/validation/validation.go `ValidateNamespaceUpdate`,
+#   `ValidateConfigMapUpdate` and `ValidateSecretUpdate` refuse data changes only of an `immutable` one,
+#   which the provider replaces; pkg/apis/rbac/validation/validation.go `ValidateClusterRoleUpdate`).
+# - ClusterRoleBinding: `roleRef` is immutable (rbac validation `ValidateClusterRoleBindingUpdate`); the
+#   provider replaces on it. Deployment: `spec.selector` (pkg/apis/apps/validation `ValidateDeploymentUpdate`
+#   on apps/v1); the provider replaces on it. Job: `spec.selector`, `spec.template` (beyond a suspended
+#   job's scheduling directives) and `spec.completions` (pkg/apis/batch/validation/validation.go
+#   `ValidateJobSpecUpdate`); the provider replaces on all three.
+# - DeviceClass: updatable (pkg/apis/resource/validation/validation.go `ValidateDeviceClassUpdate`
+#   checks only metadata). ResourceClaimTemplate, ResourceClaim: `spec` immutable (API_IMMUTABLE).
+# - CustomResourceDefinition: updatable (apiextensions-apiserver `ValidateCustomResourceDefinitionUpdate`;
+#   `spec.scope` and the group/names are the API's to refuse, which this program never changes).
+# - Custom resources (MPIJob, NicClusterPolicy, IPPool, SriovNetwork, SriovNetworkNodePolicy,
+#   SriovNetworkPoolConfig, NetworkAttachmentDefinition): no built-in immutable field; their CRDs declare
+#   no `x-kubernetes-validations` transition rules (kubeflow/mpi-operator v0.6.0
+#   deploy/v2beta1/mpi-operator.yaml; Mellanox/network-operator's and k8snetworkplumbingwg's CRDs), so
+#   every field updates in place.
+# - Helm releases: helm_release.go `Diff` (.name, .namespace replace; never delete-first).
+KINDS: frozenset[str] = frozenset(
+    {
+        "v1/Namespace",
+        "v1/ConfigMap",
+        "v1/Secret",
+        "v1/ServiceAccount",
+        "v1/Pod",
+        "apps/v1/Deployment",
+        "apps/v1/DaemonSet",
+        "batch/v1/Job",
+        "rbac.authorization.k8s.io/v1/ClusterRole",
+        "rbac.authorization.k8s.io/v1/ClusterRoleBinding",
+        "apiextensions.k8s.io/v1/CustomResourceDefinition",
+        "resource.k8s.io/v1/DeviceClass",
+        "resource.k8s.io/v1/ResourceClaimTemplate",
+        "resource.k8s.io/v1/ResourceClaim",
+        "kubeflow.org/v2beta1/MPIJob",
+        "mellanox.com/v1alpha1/NicClusterPolicy",
+        "nv-ipam.nvidia.com/v1alpha1/IPPool",
+        "sriovnetwork.openshift.io/v1/SriovNetwork",
+        "sriovnetwork.openshift.io/v1/SriovNetworkNodePolicy",
+        "sriovnetwork.openshift.io/v1/SriovNetworkPoolConfig",
+        "k8s.cni.cncf.io/v1/NetworkAttachmentDefinition",
+        "helm.sh/v3/Release",
+    }
+)
 _HELM_FORCE_NEW = [("name",), ("namespace",)]
 _K8S_PROVIDER_IDENTITY = ("kubeconfig", "context", "cluster")
 
@@ -232,13 +316,17 @@ def _kubernetes_object(
         return Rule(
             True, f"pulumi-kubernetes replaces a {kind.rsplit('/', 1)[1]} on {shown}", provider_rule=True
         )
-    mutable = provider_inputs.get("enableConfigMapMutable") is True and inputs.get("immutable") is not True
-    if kind == "v1/ConfigMap" and not mutable and any(_covers(r, path) for r in _CONFIG_MAP_DATA):
-        return Rule(
-            True,
-            "pulumi-kubernetes replaces ConfigMap data unless its provider sets enableConfigMapMutable",
-            provider_rule=True,
-        )
+    for data_kind, setting, fields in (
+        ("Secret", "enableSecretMutable", _SECRET_DATA),
+        ("ConfigMap", "enableConfigMapMutable", _CONFIG_MAP_DATA),
+    ):
+        mutable = provider_inputs.get(setting) is True and inputs.get("immutable") is not True
+        if kind == f"v1/{data_kind}" and not mutable and any(_covers(r, path) for r in fields):
+            return Rule(
+                True,
+                f"pulumi-kubernetes replaces {data_kind} data unless its provider sets {setting}",
+                provider_rule=True,
+            )
     immutable = API_IMMUTABLE.get(kind)
     if immutable is not None:
         field, allowed = immutable
@@ -249,3 +337,30 @@ def _kubernetes_object(
                 "(set replace_on_changes on it)",
             )
     return Rule(False)
+
+
+AUTONAMED_ANNOTATION = "pulumi.com/autonamed"
+"""pulumi-kubernetes provider/pkg/metadata/annotations.go `AnnotationAutonamed`."""
+
+
+def _name(inputs: dict[str, object]) -> tuple[object, object, bool]:
+    metadata = inputs.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    annotations = metadata.get("annotations")
+    autonamed = isinstance(annotations, dict) and annotations.get(AUTONAMED_ANNOTATION) == "true"
+    return metadata.get("name"), metadata.get("namespace"), autonamed
+
+
+def provider_deletes_first(
+    type_: str, old_inputs: dict[str, object], new_inputs: dict[str, object], rules: Sequence[Rule]
+) -> bool:
+    """Whether pulumi-kubernetes answers a replacement with `deleteBeforeReplace` (provider.go `Diff`):
+    the provider itself replaces (`rules` of the changes), the object is named by the program (not
+    autonamed, no generateName) and keeps its name and namespace. Helm releases never
+    (helm_release.go `Diff`: `DeleteBeforeReplace: false`)."""
+    if not is_manifest(type_) or not any(r.provider_rule for r in rules):
+        return False
+    new_name, new_namespace, autonamed = _name(new_inputs)
+    old_name, old_namespace, _ = _name(old_inputs)
+    named = isinstance(new_name, str) and new_name != UNKNOWN
+    return named and not autonamed and new_name == old_name and new_namespace == old_namespace

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pulumi
 import pytest
 
-from components.acceptance_jobs import EXPECTED_NCCL, EXPECTED_RAILS, MPI_OPERATOR_MANIFEST, SCRIPTS
+from components.acceptance_jobs import EXPECTED_NCCL, EXPECTED_RAILS, SCRIPTS, mpi_operator_objects
 from oke_gpu_rdma.nccl import NCCL_FORBIDDEN_WITH_DRANET, NCCL_SETTINGS
 from preview.mock_runtime import ROOT
 from stack_config.model import AcceptanceJobsConfig
@@ -45,9 +45,10 @@ def test_mpijob_uses_the_aligned_template(run_stack: Callable[..., Run]) -> None
     for key, value in NCCL_SETTINGS.items():
         assert f"-x {key}={value}" in script
     assert not any(name in script for name in NCCL_FORBIDDEN_WITH_DRANET)
-    operator = run.one("kubernetes:yaml/v2:ConfigFile")
-    assert operator.inputs["file"] == MPI_OPERATOR_MANIFEST.format(version="v0.6.0")
-    assert operator.urn in job.dependencies
+    operator = run.one("oke-gpu-rdma:index:MpiOperator")
+    # Depending on the component is depending on each of its objects.
+    objects = [r.urn for r in run.resources if r.parent == operator.urn]
+    assert len(objects) == 9 and set(objects) <= set(job.dependencies)
 
 
 def test_rail_test_is_an_mpijob_whose_workers_hold_all_rails_one_per_node(
@@ -87,7 +88,7 @@ def test_rail_test_is_an_mpijob_whose_workers_hold_all_rails_one_per_node(
     assert "SERVER=$(awk 'NR == 1 {print $1}' /etc/mpi/hostfile)" in script
     assert "CLIENT=$(awk 'NR == 2 {print $1}' /etc/mpi/hostfile)" in script
     # Both jobs need the MPI operator now.
-    assert run.one("kubernetes:yaml/v2:ConfigFile").urn in job.dependencies
+    assert run.one("kubernetes:apps/v1:Deployment").urn in job.dependencies
 
 
 def test_4_gpu_template_sets_4_slots(run_stack: Callable[..., Run]) -> None:
@@ -248,3 +249,58 @@ def test_jobs_on_a_pool_of_a_second_shape_use_that_shapes_templates(run_stack: C
     assert pod["resourceClaims"] == [
         {"name": "gpus-rails", "resourceClaimTemplateName": "aligned-8gpu-16rails-bm-gpu-h100-8"}
     ]
+
+
+def test_the_mpi_operator_is_every_object_of_its_vendored_manifest(run_stack: Callable[..., Run]) -> None:
+    """No invisible objects: each object of kubeflow/mpi-operator's release manifest is a resource of
+    its own, with the manifest's content as its inputs, so the preview renders it and the pack sees it."""
+    run = run_stack("dev", with_jobs())
+    operator = run.one("oke-gpu-rdma:index:MpiOperator")
+    assert run.of_type("kubernetes:yaml/v2:ConfigFile") == []
+    declared = {(r.type, r.name): r for r in run.resources if r.parent == operator.urn}
+    assert sorted(declared) == [
+        (
+            "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
+            "acceptance-mpi-operator-customresourcedefinition-mpijobs.kubeflow.org",
+        ),
+        ("kubernetes:apps/v1:Deployment", "acceptance-mpi-operator-deployment-mpi-operator"),
+        ("kubernetes:core/v1:Namespace", "acceptance-mpi-operator-namespace-mpi-operator"),
+        ("kubernetes:core/v1:ServiceAccount", "acceptance-mpi-operator-serviceaccount-mpi-operator"),
+        *(
+            (
+                "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
+                f"acceptance-mpi-operator-clusterrole-{role}",
+            )
+            for role in (
+                "kubeflow-mpijobs-admin",
+                "kubeflow-mpijobs-edit",
+                "kubeflow-mpijobs-view",
+                "mpi-operator",
+            )
+        ),
+        (
+            "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+            "acceptance-mpi-operator-clusterrolebinding-mpi-operator",
+        ),
+    ]
+    by_name = {r.name.removeprefix("acceptance-mpi-operator-"): r for r in declared.values()}
+    for obj in mpi_operator_objects("v0.6.0"):
+        assert by_name[f"{obj['kind'].lower()}-{obj['metadata']['name']}"].inputs == obj
+    # The Namespace and the CRD first, as kubectl apply orders them.
+    first = {
+        by_name["namespace-mpi-operator"].urn,
+        by_name["customresourcedefinition-mpijobs.kubeflow.org"].urn,
+    }
+    needs = set(by_name["namespace-mpi-operator"].dependencies)
+    assert needs and not needs & first
+    assert set(by_name["deployment-mpi-operator"].dependencies) == needs | first
+
+
+def test_an_mpi_operator_release_that_is_not_vendored_is_refused() -> None:
+    with pytest.raises(ValueError) as refused:
+        AcceptanceJobsConfig.model_validate({"enabled": True, "mpiOperatorVersion": "v0.7.0"})
+    assert (
+        "MPI operator v0.7.0 is not vendored (vendored: v0.6.0); use one of those, or add "
+        "kubeflow/mpi-operator's deploy/v2beta1/mpi-operator.yaml at tag v0.7.0 as "
+        "vendor/mpi-operator/v0.7.0.yaml"
+    ) in str(refused.value)

@@ -335,6 +335,17 @@ def test_gpu_node_impact_comes_first_and_goes_to_the_summary(tmp_path: Path) -> 
     text = summary.read_text()
     assert text.startswith("### Change plan: `dev`\n\n```text\n! gpu-b4: 2 BM.GPU.B4.8 nodes cycled")
     assert "gpu-b4-nodes update [diff: ~nodeSourceDetails.imageId]" in text
+    # What neither the plan nor the pack sees is named, in the report and in the summary.
+    not_shown = (
+        "Not shown: the objects Helm renders from the charts of dranet-release, gpu-dra-driver-release at "
+        "apply time (the plan shows each release's chart, version and values)"
+    )
+    assert not_shown in out and f"{not_shown}\n" in text
+    # Every manifest against the stack's Kubernetes schemas.
+    assert (
+        "Schemas: 7 manifest(s) valid against the Kubernetes v1.36.0 OpenAPI schemas (strict; "
+        "kubernetes-validate 1.37.0, the newest it ships not newer than the stack's v1.36.4)"
+    ) in out
 
 
 def test_a_protected_replacement_fails_the_preview_as_pulumi_preview_does(tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
             "(chart gpu-operator, release gpu-operator)",
             "DaemonSet dranet (chart dranet)",
             "DaemonSet dra-driver-nvidia-gpu-kubelet-plugin (chart dra-driver-nvidia-gpu)",
-            "Deployment mpi-operator (kubeflow/mpi-operator manifest)",
+            "Deployment mpi-operator/mpi-operator",
             "MPIJob rdma-dranet/nccl-all-reduce Launcher",
             "MPIJob rdma-dranet/nccl-all-reduce Worker",
             "Deployment kube-system/coredns (OKE cluster add-on)",

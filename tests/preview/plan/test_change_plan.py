@@ -610,3 +610,15 @@ def test_the_two_renderings_load_a_shared_file_once_and_plan_the_same() -> None:
     assert change_plan.step_lines(shared.step("gpu-b4-nodes"))[1:] == [
         "      ~ nodeConfigDetails.size: 2 => 3"
     ]
+
+
+def test_a_new_workload_namespace_creates_its_objects_first() -> None:
+    """pulumi-kubernetes provider.go Diff: a new name or namespace is `+-`, never `-+`."""
+    plan = plan_for("dev", lambda raw: raw.setdefault("workloads", {}).update(namespace="rdma-b"))
+    by_name = {s.record.name: s for s in plan.changed()}
+    assert by_name["workloads-tools"].line() == (
+        "+- kubernetes:core/v1:ConfigMap workloads-tools replace [diff: ~metadata.namespace]"
+    )
+    assert by_name["workloads-namespace"].line() == (
+        "+- kubernetes:core/v1:Namespace workloads-namespace replace [diff: ~metadata.name]"
+    )

@@ -1,0 +1,75 @@
+"""Rendered manifests against the Kubernetes OpenAPI schemas (preview/schema_check.py)."""
+
+from __future__ import annotations
+
+import copy
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preview import schema_check
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = version("kubernetes-validate")
+
+
+def manifests(stack: str) -> list[dict[str, Any]]:
+    return [
+        doc
+        for path in sorted(ROOT.glob(f"rendered/{stack}/manifests/*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+    ]
+
+
+def test_the_schema_version_is_the_newest_shipped_not_newer_than_the_stack() -> None:
+    assert schema_check.schema_version("v1.36.4") == "1.36.0"
+    assert schema_check.schema_version("v1.35.0") == "1.35.0"
+    assert schema_check.schema_version("v1.99.1") == "1.37.0"
+    with pytest.raises(schema_check.SchemaVersionError) as refused:
+        schema_check.schema_version("v1.20.3")
+    assert str(refused.value) == (
+        f"cluster kubernetesVersion v1.20.3: kubernetes-validate {SHIPPED} ships schemas from v1.25.0 on; "
+        "pin an older kubernetes-validate in requirements.txt"
+    )
+
+
+@pytest.mark.parametrize("stack", ["dev", "full"])
+def test_the_examples_manifests_are_valid(stack: str) -> None:
+    report = schema_check.check(manifests(stack), "v1.36.4")
+    assert (report.validated, report.errors, report.unvalidated) == (7, [], {})
+
+
+def test_custom_resources_are_named_as_not_validated() -> None:
+    report = schema_check.check(manifests("sriov"), "v1.36.4")
+    # The MPI operator's objects (vendored manifest): its CRD, Namespace, RBAC and Deployment validate.
+    assert (report.validated, report.errors) == (9, [])
+    assert report.unvalidated == {
+        "kubeflow.org/v2beta1/MPIJob": 2,
+        "mellanox.com/v1alpha1/NicClusterPolicy": 1,
+        "nv-ipam.nvidia.com/v1alpha1/IPPool": 1,
+        "sriovnetwork.openshift.io/v1/SriovNetwork": 16,
+        "sriovnetwork.openshift.io/v1/SriovNetworkNodePolicy": 16,
+        "sriovnetwork.openshift.io/v1/SriovNetworkPoolConfig": 1,
+    }
+    assert report.lines()[-1] == (
+        "  not validated (custom resources, no schema shipped): kubeflow.org/v2beta1/MPIJob (2), "
+        "mellanox.com/v1alpha1/NicClusterPolicy (1), nv-ipam.nvidia.com/v1alpha1/IPPool (1), "
+        "sriovnetwork.openshift.io/v1/SriovNetwork (16), sriovnetwork.openshift.io/v1/SriovNetworkNodePolicy (16), "
+        "sriovnetwork.openshift.io/v1/SriovNetworkPoolConfig (1)"
+    )
+
+
+def test_a_misplaced_field_fails_strict_validation() -> None:
+    (template,) = [m for m in manifests("dev") if m["metadata"]["name"] == "all-rails"]
+    bad = copy.deepcopy(template)
+    bad["spec"]["spec"]["devices"]["requests"][0]["count"] = 16  # belongs under `exactly`
+    report = schema_check.check([bad], "v1.36.4")
+    assert report.validated == 0
+    assert report.errors == [
+        "resource.k8s.io/v1/ResourceClaimTemplate rdma-dranet/all-rails: .spec.spec.devices.requests[0]: "
+        "Additional properties are not allowed ('count' was unexpected)"
+    ]
+    assert report.lines()[0].startswith("Schemas: 1 manifest(s) invalid against the Kubernetes v1.36.0")
