@@ -22,13 +22,13 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-# This checkout first (the project and its tests' fixtures); bench_judge sits next to this script.
+# This checkout first: the project, its tests' fixtures and the other benchmarks (benchmarks.bench_judge).
 sys.path.insert(0, str(ROOT))
 
-import bench_judge  # noqa: E402
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy  # noqa: E402
 from pulumi_policy.policy import _PolicyAnalyzerServicer  # noqa: E402
 
+from benchmarks import bench_judge  # noqa: E402
 from oke_gpu_rdma.claims.spec import unwrap_claim  # noqa: E402
 from preview.cli import stack_file  # noqa: E402
 from preview.mock_runtime import PROJECT, ProgramRun, RecordedResource, pulumi_config_map, run_program  # noqa: E402

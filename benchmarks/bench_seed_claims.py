@@ -16,13 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "oke_gpu_rdma"))
-
-import seed_claims
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from oke_gpu_rdma.claims import judge_claim
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.shape_catalog import CATALOG
+from tests.fixtures import seed000
 
 RUNS = 20
 
@@ -43,7 +42,7 @@ def main() -> None:
     inv = node_inventory(b4)
     print(f"judge_claim on {b4.shape} (mean of {RUNS} runs)")
     print(f"{'claim':<24} {'verdict':<16} {'nodes':>6} {'ms':>8}")
-    for name, claim in seed_claims.ALL.items():
+    for name, claim in seed000.claims().items():
         ms, verdict = timed(lambda claim=claim: judge_claim(claim, b4, inventory=inv))
         print(f"{name:<24} {verdict.kind:<16} {verdict.nodes_visited:>6} {ms:>8.2f}")
 
