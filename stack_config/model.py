@@ -26,6 +26,10 @@ from oke_gpu_rdma.sriov import MAX_VFS_PER_PF, RdmaMode, RdmaPath
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
 PROJECT = "oke-gpu-rdma"
+# OCI names VM shapes VM.<family>...; a compute cluster is "a remote direct memory access (RDMA) network group"
+# of HPC, GPU or optimized instances (OCI API, core model ComputeCluster), which the RDMA GPU shapes join as bare
+# metal (BM.); a VM GPU shape such as VM.GPU.A10.1 has no RDMA rails.
+VM_SHAPE_PREFIX = "VM."
 
 _OCID = re.compile(r"^ocid1\.[a-z0-9]+\.[a-z0-9-]+\.[a-z0-9-]*\.[a-z0-9]+$")
 _K8S_VERSION = re.compile(r"^v1\.(\d+)\.\d+$")
@@ -372,7 +376,10 @@ class NodePoolConfig(_Model):
     """One OKE managed node pool of GPU nodes: inside a compute cluster with RDMA rails, or (rdma: none) without."""
 
     name: DnsLabel = Field(description="Pool name; also names its Pulumi resources.")
-    shape: ShapeName = Field(DEFAULT_SHAPE, description="Bare-metal GPU shape.")
+    shape: ShapeName = Field(
+        DEFAULT_SHAPE,
+        description="GPU shape: bare metal for a pool with rails, a VM shape only with rdma: none.",
+    )
     count: StrictInt = Field(ge=1, description="Number of nodes.")
     image_id: Ocid = Field(
         alias="imageId", description="Custom image OCID (Ubuntu with DOCA-OFED and the GPU driver)."
@@ -446,6 +453,12 @@ class NodePoolConfig(_Model):
 
     @model_validator(mode="after")
     def _placement(self) -> NodePoolConfig:
+        if self.in_compute_cluster and self.shape.startswith(VM_SHAPE_PREFIX):
+            raise ValueError(
+                f"shape {self.shape} is a VM shape but rdma is {self.rdma}: the RDMA rails need the pool in a "
+                "compute cluster, which takes bare-metal shapes only. Set rdma: none for a pool without rails, or "
+                "use a bare-metal (BM.) shape"
+            )
         if not self.in_compute_cluster:
             if self.compute_cluster_id is not None:
                 raise ValueError(

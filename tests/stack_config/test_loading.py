@@ -316,3 +316,13 @@ def test_a_rail_less_pool_is_refused_as_the_acceptance_jobs_pool() -> None:
         f"{SOURCE}: workloads.acceptanceJobs.nodePool = 'infer-a10': is an rdma: none pool, which has no rails "
         "to test; name a pool with rdma: dranet or sriov"
     )
+
+
+def test_a_vm_shape_with_rails_is_refused() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["shape"] = "VM.GPU.A10.1"
+    assert only_problem(raw) == (
+        f"{SOURCE}: nodePools[0]: shape VM.GPU.A10.1 is a VM shape but rdma is dranet: the RDMA rails need the "
+        "pool in a compute cluster, which takes bare-metal shapes only. Set rdma: none for a pool without rails, "
+        "or use a bare-metal (BM.) shape"
+    )
