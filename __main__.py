@@ -76,6 +76,8 @@ cluster_spec = config.cluster.spec
 dra_pool_names = [pool.name for pool in config.dra_pools]
 taints = list({t: None for pool in config.dra_pools for t in pool.taints})
 sriov_taints = list({t: None for pool in config.sriov_pools for t in pool.taints})
+# rdma: none pools take their GPUs from the GPU Operator's device plugin, which must tolerate their taints too.
+railless_taints = list({t: None for pool in config.railless_pools for t in pool.taints})
 
 # --- OCI: network, cluster, GPU node pools -------------------------------------------------------
 
@@ -177,7 +179,7 @@ if config.deploys_gpu_operator:
         "gpu-operator",
         GpuOperatorArgs(
             config=config.gpu_operator,
-            taints=list(dict.fromkeys([*taints, *sriov_taints])),
+            taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints])),
             provider=cluster.provider,
             node_pools=[*pools.values(), *system_nodes],
         ),
@@ -295,7 +297,10 @@ if acceptance.enabled and claim_templates is not None:
 pulumi.export("clusterId", cluster.cluster_id)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("nodePools", {name: p.node_pool_id for name, p in pools.items()})
-pulumi.export("computeClusters", {name: p.compute_cluster_id for name, p in pools.items()})
+pulumi.export(
+    "computeClusters",
+    {name: p.compute_cluster_id for name, p in pools.items() if p.compute_cluster_id is not None},
+)
 pulumi.export("deviceClasses", device_classes)
 pulumi.export("claimTemplates", claim_templates.names if claim_templates is not None else [])
 pulumi.export("ncclSettings", dict(NCCL_SETTINGS))

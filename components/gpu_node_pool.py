@@ -53,17 +53,21 @@ def initial_node_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, 
 
 
 def cloud_init(pool: NodePoolConfig, sriov_rdma_mode: RdmaMode = "shared") -> str:
-    """The pool's cloud-init document; exclusive RDMA mode only on SR-IOV pools that ask for it."""
-    mode: RdmaMode = sriov_rdma_mode if pool.rdma is RdmaPath.SRIOV else "shared"
+    """The pool's cloud-init document; exclusive RDMA mode only on SR-IOV pools that ask for it, no RDMA
+    preparation on pools without rails."""
+    mode: RdmaMode | None = (
+        None if pool.rdma is RdmaPath.NONE else sriov_rdma_mode if pool.rdma is RdmaPath.SRIOV else "shared"
+    )
     return render_cloud_init(
         NodeBootstrap(taints=tuple(t.kubelet_form() for t in pool.taints), rdma_netns=mode)
     )
 
 
 class RdmaGpuNodePool(pulumi.ComponentResource):
-    """Compute cluster (created or existing) plus the node pool launched into it."""
+    """Compute cluster (created or existing) plus the node pool launched into it; a pool without rails
+    (rdma: none) gets no compute cluster and is placed in its AD on the worker subnet, as the system pool."""
 
-    compute_cluster_id: pulumi.Output[str]
+    compute_cluster_id: pulumi.Output[str] | None
     node_pool_id: pulumi.Output[str]
     availability_domain: pulumi.Output[str]
 
@@ -74,7 +78,12 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
         kept = pulumi.ResourceOptions(parent=self, protect=args.protect)
         pool = args.pool
         target = args.target
-        if pool.compute_cluster_id is None:
+        if not pool.in_compute_cluster:
+            # A compute cluster is for the RDMA fabric between bare-metal nodes (a VM shape cannot join one).
+            assert pool.availability_domain is not None  # NodePoolConfig requires it here
+            self.compute_cluster_id = None
+            self.availability_domain = pulumi.Output.from_input(pool.availability_domain)
+        elif pool.compute_cluster_id is None:
             assert pool.availability_domain is not None  # NodePoolConfig requires it here
             compute_cluster = oci.core.ComputeCluster(
                 f"{name}-compute-cluster",
@@ -111,7 +120,8 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
             node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
                 size=pool.count,
                 compute_cluster_id=self.compute_cluster_id,
-                # One AD, no fault domains: a compute cluster lives in one AD and places hosts itself.
+                # One AD, no fault domains: a compute cluster lives in one AD and places hosts itself (a pool
+                # without one is kept in its one AD too).
                 placement_configs=[
                     oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(
                         availability_domain=self.availability_domain, subnet_id=target.worker_subnet_id
@@ -150,7 +160,11 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
         self.node_pool_id = node_pool.id
         self.register_outputs(
             {
-                "computeClusterId": self.compute_cluster_id,
+                **(
+                    {"computeClusterId": self.compute_cluster_id}
+                    if self.compute_cluster_id is not None
+                    else {}
+                ),
                 "nodePoolId": self.node_pool_id,
                 "availabilityDomain": self.availability_domain,
             }

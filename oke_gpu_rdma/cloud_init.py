@@ -92,7 +92,8 @@ class NodeBootstrap:
     """What differs between pools: the taints the kubelet registers the node with, the RDMA namespace mode."""
 
     taints: tuple[str, ...]
-    rdma_netns: Literal["shared", "exclusive"] = "shared"
+    rdma_netns: Literal["shared", "exclusive"] | None = "shared"
+    """None: a pool without rails (rdma: none), whose nodes get only the OKE bootstrap with their taints."""
 
     def kubelet_extra_args(self) -> str:
         return f"{TAINTS_FLAG}{','.join(self.taints)}" if self.taints else ""
@@ -100,7 +101,26 @@ class NodeBootstrap:
 
 @functools.lru_cache(maxsize=64)
 def render_cloud_init(bootstrap: NodeBootstrap) -> str:
-    """The `#cloud-config` document for one node pool, stable text for reviewable diffs."""
+    """The `#cloud-config` document for one node pool, stable text for reviewable diffs.
+
+    A pool without rails (``rdma_netns`` None) needs none of the RDMA preparation (NRI for DRANET, memlock,
+    the namespace mode, the rail routes); its custom image still gets no default cloud-init from OKE, so it
+    keeps the bootstrap that joins the node and registers its taints.
+    """
+    if bootstrap.rdma_netns is None:
+        return "#cloud-config\n" + dump(
+            {
+                "write_files": [
+                    {
+                        "path": BOOTSTRAP_PATH,
+                        "permissions": "0755",
+                        "owner": "root:root",
+                        "content": BOOTSTRAP_SH,
+                    }
+                ],
+                "runcmd": [[BOOTSTRAP_PATH, bootstrap.kubelet_extra_args()]],
+            }
+        )
     files = [
         (NRI_PATH, NRI_CONF, "0644"),
         (MEMLOCK_PATH, MEMLOCK_CONF, "0644"),

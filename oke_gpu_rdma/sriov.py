@@ -47,6 +47,8 @@ class RdmaPath(StrEnum):
 
     DRANET = DRANET_CHART_NAME
     SRIOV = RDMA_PATH_SRIOV
+    # No rails: GPUs only (inference), from the GPU Operator's device plugin; no compute cluster, no DRA driver.
+    NONE = "none"
 
 
 # Oracle Cloud: at most 2 VFs on each RDMA PF.

@@ -194,6 +194,14 @@ def _topology_problems(config: StackConfig) -> Iterator[ConfigProblem]:
 
 
 def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    jobs = config.workloads.acceptance_jobs
+    if jobs.enabled and jobs.node_pool in {p.name for p in config.railless_pools}:
+        yield ConfigProblem(
+            "workloads.acceptanceJobs.nodePool",
+            jobs.node_pool,
+            "is an rdma: none pool, which has no rails to test; name a pool with rdma: dranet or sriov",
+        )
+        return
     if not config.dra_pools:
         return  # SR-IOV pools only: the acceptance jobs use VFs, not claim templates
     jobs = config.workloads.acceptance_jobs

@@ -26,6 +26,10 @@ from oke_gpu_rdma.sriov import MAX_VFS_PER_PF, RdmaMode, RdmaPath
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
 PROJECT = "oke-gpu-rdma"
+# OCI names VM shapes VM.<family>...; a compute cluster is "a remote direct memory access (RDMA) network group"
+# of HPC, GPU or optimized instances (OCI API, core model ComputeCluster), which the RDMA GPU shapes join as bare
+# metal (BM.); a VM GPU shape such as VM.GPU.A10.1 has no RDMA rails.
+VM_SHAPE_PREFIX = "VM."
 
 _OCID = re.compile(r"^ocid1\.[a-z0-9]+\.[a-z0-9-]+\.[a-z0-9-]*\.[a-z0-9]+$")
 _K8S_VERSION = re.compile(r"^v1\.(\d+)\.\d+$")
@@ -369,10 +373,13 @@ class SriovPoolConfig(_Model):
 
 
 class NodePoolConfig(_Model):
-    """One OKE managed node pool of RDMA GPU nodes inside a compute cluster."""
+    """One OKE managed node pool of GPU nodes: inside a compute cluster with RDMA rails, or (rdma: none) without."""
 
     name: DnsLabel = Field(description="Pool name; also names its Pulumi resources.")
-    shape: ShapeName = Field(DEFAULT_SHAPE, description="Bare-metal GPU shape.")
+    shape: ShapeName = Field(
+        DEFAULT_SHAPE,
+        description="GPU shape: bare metal for a pool with rails, a VM shape only with rdma: none.",
+    )
     count: StrictInt = Field(ge=1, description="Number of nodes.")
     image_id: Ocid = Field(
         alias="imageId", description="Custom image OCID (Ubuntu with DOCA-OFED and the GPU driver)."
@@ -397,8 +404,9 @@ class NodePoolConfig(_Model):
     )
     rdma: RdmaPath = Field(
         RdmaPath.DRANET,
-        description="Where pods get the rails: dranet (DRA claims, GPUs from the GPU DRA driver) or sriov (one VF "
-        "per rail per pod from the NVIDIA Network Operator, GPUs from the GPU Operator's device plugin).",
+        description="Where pods get the rails: dranet (DRA claims, GPUs from the GPU DRA driver), sriov (one VF "
+        "per rail per pod from the NVIDIA Network Operator, GPUs from the GPU Operator's device plugin) or none (no "
+        "rails: GPUs only, from the device plugin; no compute cluster, e.g. an A10 inference pool).",
     )
     sriov: SriovPoolConfig | None = Field(
         None,
@@ -438,8 +446,31 @@ class NodePoolConfig(_Model):
             raise ValueError(f"label {RDMA_PATH_LABEL} is set from rdma; remove it from labels")
         return self
 
+    @property
+    def in_compute_cluster(self) -> bool:
+        """Whether the pool is placed in a compute cluster: every pool with RDMA rails, never an rdma: none one."""
+        return self.rdma is not RdmaPath.NONE
+
     @model_validator(mode="after")
     def _placement(self) -> NodePoolConfig:
+        if self.in_compute_cluster and self.shape.startswith(VM_SHAPE_PREFIX):
+            raise ValueError(
+                f"shape {self.shape} is a VM shape but rdma is {self.rdma}: the RDMA rails need the pool in a "
+                "compute cluster, which takes bare-metal shapes only. Set rdma: none for a pool without rails, or "
+                "use a bare-metal (BM.) shape"
+            )
+        if not self.in_compute_cluster:
+            if self.compute_cluster_id is not None:
+                raise ValueError(
+                    f"computeClusterId is set but rdma is {self.rdma}: a compute cluster is for the RDMA fabric "
+                    "between bare-metal nodes, and a pool without rails is not placed in one. Remove "
+                    "computeClusterId, or set rdma: dranet or sriov"
+                )
+            if not self.availability_domain:
+                raise ValueError(
+                    f"availabilityDomain is required with rdma: {self.rdma}: the pool is placed in that AD on "
+                    "the worker subnet"
+                )
         if self.compute_cluster_id is None and not self.availability_domain:
             raise ValueError(
                 "availabilityDomain is required when the stack creates the compute cluster "
@@ -833,6 +864,11 @@ class StackConfig(_Model):
     @property
     def dra_pools(self) -> list[NodePoolConfig]:
         return [p for p in self.node_pools if p.rdma is RdmaPath.DRANET]
+
+    @property
+    def railless_pools(self) -> list[NodePoolConfig]:
+        """The rdma: none pools: GPUs from the device plugin, no rails, no DRA driver."""
+        return [p for p in self.node_pools if p.rdma is RdmaPath.NONE]
 
 
 def config_keys() -> dict[str, bool]:

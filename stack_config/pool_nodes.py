@@ -31,12 +31,13 @@ def gpu_pool_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]
     """The labels every node of a GPU pool starts with (no later `kubectl label` step).
 
     SR-IOV pools keep the GPU Operator's device plugin on (their pods ask for nvidia.com/gpu) and carry
-    the label the DRA drivers stay away from.
+    the label the DRA drivers stay away from; pools without rails (rdma: none) keep it on too: no DRA driver
+    selects them (components/dra_drivers.py selects the rdma: dranet pools by name).
     """
     labels = {POOL_LABEL: pool.name, **pool.labels}
     if pool.rdma is RdmaPath.SRIOV:
         labels[RDMA_PATH_LABEL] = RDMA_PATH_SRIOV
-    elif gpus_from_dra:
+    elif pool.rdma is RdmaPath.DRANET and gpus_from_dra:
         labels[DEVICE_PLUGIN_LABEL] = DEVICE_PLUGIN_OFF
     return labels
 

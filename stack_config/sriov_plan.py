@@ -119,6 +119,7 @@ def plan_sriov(config: StackConfig) -> tuple[SriovPlan | None, list[ConfigProble
     pools = [(i, p) for i, p in enumerate(config.node_pools) if p.rdma is sriov.RdmaPath.SRIOV]
     problems: list[ConfigProblem] = []
     if not pools:
+        problems += list(_drivers_without_pools(config))
         if "network_operator" in config.model_fields_set:
             problems.append(
                 ConfigProblem(
@@ -164,8 +165,8 @@ def plan_sriov(config: StackConfig) -> tuple[SriovPlan | None, list[ConfigProble
         settings = first.sriov_settings
         assert settings is not None  # an rdma: sriov pool always has settings
         selector = sriov.default_node_selector(shape)
-        if any(p.shape == shape for p in config.dra_pools):
-            # DRA pools of the same shape: select the SR-IOV nodes by their pool label, never by shape alone.
+        if any(p.shape == shape and p.rdma is not sriov.RdmaPath.SRIOV for p in config.node_pools):
+            # DRA or rail-less pools of the same shape: select the SR-IOV nodes by their label, never by shape alone.
             selector[RDMA_PATH_LABEL] = RDMA_PATH_SRIOV
         shapes.append(
             SriovShapePlan(
@@ -217,17 +218,19 @@ def nccl_job_sizes(shape: SriovShapePlan) -> list[tuple[str, int]]:
 def _drivers_without_pools(config: StackConfig) -> Iterator[ConfigProblem]:
     if config.dra_pools:
         return
+    why = (
+        "no node pool has rdma: dranet, so this DRA driver would select no node (rdma: sriov and rdma: none pools "
+        "get GPUs from the GPU Operator's device plugin)"
+        if config.railless_pools
+        else "every node pool has rdma: sriov, so this DRA driver would select no node (SR-IOV pools get GPUs "
+        "from the GPU Operator's device plugin and rails from VFs)"
+    )
     for key, enabled in (
         ("dranet.enabled", config.dranet.enabled),
         ("gpuDriver.enabled", config.gpu_driver.enabled),
     ):
         if enabled:
-            yield ConfigProblem(
-                key,
-                True,
-                "every node pool has rdma: sriov, so this DRA driver would select no node (SR-IOV pools get GPUs "
-                "from the GPU Operator's device plugin and rails from VFs); set it to false",
-            )
+            yield ConfigProblem(key, True, f"{why}; set it to false")
 
 
 def _vf_pool(config: StackConfig) -> Iterator[ConfigProblem]:

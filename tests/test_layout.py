@@ -308,3 +308,10 @@ def test_the_readme_maps_each_job_to_its_package() -> None:
         "`policies/`",
     ):
         assert package in jobs
+
+
+def test_the_readme_documents_every_rdma_path_of_a_node_pool() -> None:
+    readme = (ROOT / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith("| `nodePools[].rdma` |")]
+    assert [p.value for p in sriov.RdmaPath if f"`{p.value}`" not in row] == []
+    assert "no compute cluster" in row and "device plugin" in row

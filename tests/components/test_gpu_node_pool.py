@@ -218,3 +218,82 @@ def test_cycling_a_big_pool_one_node_at_a_time_gets_time_for_every_node(
     raw["nodePools"][0]["cycling"] = {"maximumSurge": 2, "maximumUnavailable": 2}
     options = run_stack("dev", raw).one(NODE_POOL).options
     assert options["customTimeouts"]["update"] == "120m"
+
+
+def _with_railless_pools() -> dict:
+    """The full example plus an H100 pool and an A10 inference pool without rails (rdma: none)."""
+    raw = raw_config("full")
+    b4 = raw["nodePools"][0]
+    raw["nodePools"] += [
+        {**b4, "name": "gpu-h100", "shape": "BM.GPU.H100.8", "rdma": "none"},
+        {
+            **b4,
+            "name": "infer-a10",
+            "shape": "VM.GPU.A10.1",
+            "rdma": "none",
+            "availabilityDomain": "Uocm:US-ASHBURN-AD-3",
+            "taints": [{"key": "dedicated", "value": "inference", "effect": "NoExecute"}],
+        },
+    ]
+    return raw
+
+
+def test_a_pool_without_rails_gets_no_compute_cluster_and_sits_in_its_ad(
+    run_stack: Callable[..., Run],
+) -> None:
+    run = run_stack("full", _with_railless_pools())
+    assert sorted(r.name for r in run.of_type(COMPUTE_CLUSTER)) == [
+        "gpu-b4-a-compute-cluster",
+        "gpu-b4-b-compute-cluster",
+    ]
+    details = run.one(NODE_POOL, "infer-a10-nodes").inputs["nodeConfigDetails"]
+    assert "computeClusterId" not in details
+    worker = run.one(NODE_POOL, "gpu-b4-a-nodes").inputs["nodeConfigDetails"]["placementConfigs"][0][
+        "subnetId"
+    ]
+    assert details["placementConfigs"] == [{"availabilityDomain": "Uocm:US-ASHBURN-AD-3", "subnetId": worker}]
+    assert run.one(NODE_POOL, "infer-a10-nodes").inputs["nodeShape"] == "VM.GPU.A10.1"
+    assert sorted(run.run.outputs["computeClusters"]) == ["gpu-b4-a", "gpu-b4-b"]
+    assert sorted(run.run.outputs["nodePools"]) == ["gpu-b4-a", "gpu-b4-b", "gpu-h100", "infer-a10"]
+
+
+def test_a_pool_without_rails_keeps_the_device_plugin_and_gets_only_the_bootstrap(
+    run_stack: Callable[..., Run],
+) -> None:
+    run = run_stack("full", _with_railless_pools())
+    inputs = run.one(NODE_POOL, "gpu-h100-nodes").inputs
+    # No nvidia.com/gpu.deploy.device-plugin=false: the GPU Operator's device plugin offers its GPUs.
+    assert labels_of(inputs) == {POOL_LABEL: "gpu-h100"}
+    text = user_data(inputs)
+    assert text == cloud_init.render_cloud_init(
+        cloud_init.NodeBootstrap(("nvidia.com/gpu=present:NoSchedule",), rdma_netns=None)
+    )
+    document = yaml.safe_load(text)
+    assert [f["path"] for f in document["write_files"]] == [cloud_init.BOOTSTRAP_PATH]
+    assert document["runcmd"] == [
+        [cloud_init.BOOTSTRAP_PATH, "--register-with-taints=nvidia.com/gpu=present:NoSchedule"]
+    ]
+    a10 = yaml.safe_load(user_data(run.one(NODE_POOL, "infer-a10-nodes").inputs))
+    assert a10["runcmd"] == [
+        [cloud_init.BOOTSTRAP_PATH, "--register-with-taints=dedicated=inference:NoExecute"]
+    ]
+
+
+def test_no_dra_driver_selects_a_pool_without_rails_and_the_gpu_operator_tolerates_it(
+    run_stack: Callable[..., Run],
+) -> None:
+    run = run_stack("full", _with_railless_pools())
+    releases = {r.name: r.inputs["values"] for r in run.of_type("kubernetes:helm.sh/v3:Release")}
+    for name in ("dranet-release", "gpu-dra-driver-release"):
+        terms = releases[name]
+        if name == "gpu-dra-driver-release":
+            terms = terms["kubeletPlugin"]
+        (term,) = terms["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        assert term == {
+            "matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": ["gpu-b4-a", "gpu-b4-b"]}]
+        }
+    assert {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"} in releases[
+        "gpu-operator-release"
+    ]["daemonsets"]["tolerations"]

@@ -76,3 +76,25 @@ def test_crio_picks_up_the_drop_ins_before_the_node_joins() -> None:
     commands = yaml.safe_load(render_cloud_init(NodeBootstrap(taints=())))["runcmd"]
     restart = ["sh", "-c", "if systemctl is-active --quiet crio; then systemctl restart crio; fi"]
     assert commands.index(restart) < len(commands) - 1
+
+
+def test_a_node_without_rails_gets_only_the_bootstrap_with_its_taints() -> None:
+    """rdma: none pools: no NRI, memlock, namespace mode or rail routes; the custom image still joins OKE and
+    registers its taints."""
+    text = cloud_init.render_cloud_init(
+        cloud_init.NodeBootstrap(("nvidia.com/gpu=present:NoSchedule",), None)
+    )
+    document = yaml.safe_load(text)
+    assert text.startswith("#cloud-config\n")
+    assert document["write_files"] == [
+        {
+            "path": cloud_init.BOOTSTRAP_PATH,
+            "permissions": "0755",
+            "owner": "root:root",
+            "content": cloud_init.BOOTSTRAP_SH,
+        }
+    ]
+    assert document["runcmd"] == [
+        [cloud_init.BOOTSTRAP_PATH, "--register-with-taints=nvidia.com/gpu=present:NoSchedule"]
+    ]
+    assert cloud_init.registered_taints(text) == ("nvidia.com/gpu=present:NoSchedule",)

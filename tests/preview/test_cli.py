@@ -404,3 +404,64 @@ def test_a_fleet_of_two_dranet_shapes_previews_clean_with_per_shape_templates(tm
         for t in ("aligned-8gpu-16rails", "aligned-4gpu-8rails", "all-rails")
         for s in ("bm-gpu-b4-8", "bm-gpu-a100-v2-8")
     )
+
+
+def _mixed_fleet() -> dict[str, Any]:
+    """Issue 19's first acceptance stack: the full example's B4.8 pools (DRANET), an H100 pool and an A10
+    inference pool that DRANET does not select (rdma: none), and the CPU system pool."""
+    raw = raw_config("full")
+    b4 = raw["nodePools"][0]
+    raw["nodePools"] += [
+        {**b4, "name": "gpu-h100", "shape": "BM.GPU.H100.8", "rdma": "none"},
+        {**b4, "name": "infer-a10", "shape": "VM.GPU.A10.1", "count": 3, "rdma": "none"},
+    ]
+    return raw
+
+
+def test_a_mixed_fleet_with_pools_dranet_does_not_select_previews_clean(tmp_path: Path) -> None:
+    """Issue 19 acceptance: B4.8 pools, an H100 pool DRANET does not select, an A10 inference pool and the CPU
+    system pool preview clean, policies included, with the B4.8 templates aligned (named by shape). The
+    rail-less pools get no compute cluster, take their GPUs from the device plugin and no DRA driver selects
+    them."""
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    (stacks / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(_mixed_fleet())))
+    result = run_cli("fleet", stacks, tmp_path / "out")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Policies: the oke-gpu-rdma pack reported nothing." in result.stdout
+    manifests = tmp_path / "out" / "fleet" / "manifests"
+    names = sorted(p.name for p in manifests.glob("resourceclaimtemplate.*"))
+    # One shape DRANET selects: the templates keep their plain names, each from the B4.8 topology.
+    assert names == sorted(
+        f"resourceclaimtemplate.rdma-dranet.{t}.yaml"
+        for t in ("aligned-8gpu-16rails", "aligned-4gpu-8rails", "all-rails")
+    )
+    aligned = yaml.safe_load(
+        (manifests / "resourceclaimtemplate.rdma-dranet.aligned-4gpu-8rails.yaml").read_text()
+    )
+    constraints = aligned["spec"]["spec"]["devices"]["constraints"]
+    assert [c["matchAttribute"] for c in constraints] == ["resource.kubernetes.io/pcieRoot"] * 2
+    assert (
+        "gpu-h100-compute-cluster" not in result.stdout and "infer-a10-compute-cluster" not in result.stdout
+    )
+    assert "gpu-b4-a-compute-cluster" in result.stdout
+
+
+def test_giving_dranet_a_pool_of_a_shape_without_topology_is_refused_with_how_to_supply_one(
+    tmp_path: Path,
+) -> None:
+    """Issue 19 acceptance: the H100 pool of the mixed fleet switched to rdma: dranet with no shapeTopologies
+    entry for BM.GPU.H100.8 is refused, with the message saying how to supply one."""
+    raw = _mixed_fleet()
+    raw["nodePools"][2]["rdma"] = "dranet"
+    (tmp_path / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    result = run_cli("fleet", tmp_path, tmp_path / "rendered")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr + result.stdout
+    assert result.stderr.splitlines() == [
+        "error: invalid stack config:",
+        "  stacks/Pulumi.fleet.yaml: nodePools[2].shape = 'BM.GPU.H100.8': shape BM.GPU.H100.8 has no verified "
+        "GPU/NIC pairing (16 x 200 Gb/s; each GPU shares a PCIe switch with one dual-port NIC; addresses not "
+        "recorded); supply its topology with topology_from_dict (see oke_gpu_rdma.topology for the format); add "
+        "shapeTopologies.BM.GPU.H100.8 or set workloads.claimTemplates to [] and workloads.railsOnlyTemplate to null",
+    ]

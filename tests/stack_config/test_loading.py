@@ -285,3 +285,44 @@ def test_unknown_top_level_key_is_reported_once() -> None:
     raw = raw_config("dev")
     raw["nodepool"] = []
     assert only_problem(raw) == f"{SOURCE}: nodepool is not a known key; check its spelling"
+
+
+def test_a_pool_without_rails_needs_its_ad_and_no_compute_cluster() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0] |= {"rdma": "none", "shape": "VM.GPU.A10.1"}
+    raw |= {"dranet": {"enabled": False}, "gpuDriver": {"enabled": False}}
+    config = parse_stack_config(raw, SOURCE, EXAMPLE_REGION)
+    assert not config.node_pools[0].in_compute_cluster and config.railless_pools == config.node_pools
+    del raw["nodePools"][0]["availabilityDomain"]
+    assert only_problem(raw) == (
+        f"{SOURCE}: nodePools[0]: availabilityDomain is required with rdma: none: the pool is placed in that AD on "
+        "the worker subnet"
+    )
+    raw["nodePools"][0]["computeClusterId"] = "ocid1.computecluster.oc1.iad.aaaaaaaaexisting"
+    assert only_problem(raw) == (
+        f"{SOURCE}: nodePools[0]: computeClusterId is set but rdma is none: a compute cluster is for the RDMA "
+        "fabric between bare-metal nodes, and a pool without rails is not placed in one. Remove computeClusterId, "
+        "or set rdma: dranet or sriov"
+    )
+
+
+def test_a_rail_less_pool_is_refused_as_the_acceptance_jobs_pool() -> None:
+    raw = raw_config("full")
+    raw["nodePools"].append(
+        {**raw["nodePools"][0], "name": "infer-a10", "shape": "VM.GPU.A10.1", "rdma": "none"}
+    )
+    raw["workloads"] = {"acceptanceJobs": {"enabled": True, "nodePool": "infer-a10"}}
+    assert only_problem(raw) == (
+        f"{SOURCE}: workloads.acceptanceJobs.nodePool = 'infer-a10': is an rdma: none pool, which has no rails "
+        "to test; name a pool with rdma: dranet or sriov"
+    )
+
+
+def test_a_vm_shape_with_rails_is_refused() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["shape"] = "VM.GPU.A10.1"
+    assert only_problem(raw) == (
+        f"{SOURCE}: nodePools[0]: shape VM.GPU.A10.1 is a VM shape but rdma is dranet: the RDMA rails need the "
+        "pool in a compute cluster, which takes bare-metal shapes only. Set rdma: none for a pool without rails, "
+        "or use a bare-metal (BM.) shape"
+    )

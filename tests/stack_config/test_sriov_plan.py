@@ -188,3 +188,33 @@ def test_vf_nccl_jobs_on_a_shape_without_a_seed_figure_need_a_threshold() -> Non
         f"{SOURCE}: workloads.acceptanceJobs.ncclBusbwGBs: the VF NCCL jobs on {H100} run 2 GPUs per worker, "
         "and the seed measured 8 and 4; set the minimum busbw in GB/s the jobs must reach"
     )
+
+
+def test_a_rail_less_pool_of_the_sriov_shape_is_kept_out_of_the_node_policies() -> None:
+    """An rdma: none pool of the SR-IOV pools' shape: the node policies select the SR-IOV nodes by their label."""
+    raw = raw_config("sriov")
+    raw["nodePools"].append({**raw["nodePools"][0], "name": "gpu-b4-plain", "rdma": "none"})
+    del raw["nodePools"][1]["sriov"]
+    plan = load_stack(raw, SOURCE, EXAMPLE_REGION).sriov
+    assert plan is not None
+    (shape,) = plan.shapes
+    assert shape.pools == ("gpu-b4-vf",)
+    assert shape.node_selector == {
+        "node.kubernetes.io/instance-type": "BM.GPU.B4.8",
+        "oke-gpu-rdma/rdma-path": "sriov",
+    }
+
+
+def test_dra_drivers_left_on_with_only_rail_less_pools() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["rdma"] = "none"
+    assert problems_of(raw) == [
+        f"{SOURCE}: {key} = true: no node pool has rdma: dranet, so this DRA driver would select no node (rdma: "
+        "sriov and rdma: none pools get GPUs from the GPU Operator's device plugin); set it to false"
+        for key in ("dranet.enabled", "gpuDriver.enabled")
+    ]
+    raw["dranet"] = {"enabled": False}
+    raw["gpuDriver"] = {"enabled": False}
+    raw["workloads"] = {"acceptanceJobs": {"enabled": False}}
+    config = load_stack(raw, SOURCE, EXAMPLE_REGION).config
+    assert [p.name for p in config.railless_pools] == ["gpu-b4"] and config.dra_pools == []
