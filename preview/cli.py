@@ -221,17 +221,10 @@ def rendered_files(result: Preview, documents: dict[str, Any] | None = None) -> 
     return dict(sorted(files.items()))
 
 
-def write_rendered(result: Preview, out_dir: Path = RENDERED_DIR) -> dict[str, str]:
-    """Replace `out_dir/<stack>/` with the run's rendering; returns what was written."""
-    files = rendered_files(result)
-    rendering.write_files(files, out_dir / result.run.stack)
-    return files
-
-
-def plan_against(result: Preview, base: BaseFiles) -> change_plan.Plan:
-    """The plan from the base rendering to this run's."""
-    loaded: dict[str, Any] = {}  # the run's documents: only the base's changed files are loaded
-    new = change_plan.parse(rendered_files(result, loaded), loaded)
+def plan_against(files: dict[str, str], loaded: dict[str, Any], base: BaseFiles) -> change_plan.Plan:
+    """The plan from the base rendering to this run's `files` (`loaded`: the run's parsed documents, so
+    only the base's changed files are loaded)."""
+    new = change_plan.parse(files, loaded)
     old = change_plan.parse(base.files, loaded) if base.files is not None else None
     return change_plan.build(old, new, base.description)
 
@@ -292,16 +285,19 @@ def main(argv: list[str] | None = None) -> int:
         base = base_rendering.from_folder(args.base_dir)
     else:
         base = base_rendering.from_git(args.stack, args.base)
-    plan = plan_against(result, base)
+    # Rendered once: the plan reads the run's documents, and the same files are written below.
+    loaded: dict[str, Any] = {}
+    files = rendered_files(result, loaded)
+    plan = plan_against(files, loaded, base)
     print(format_report(result.run, plan))
     if args.summary is not None:
         with args.summary.open("a") as summary:
             summary.write(summary_markdown(args.stack, plan))
-    written = write_rendered(result, args.rendered)
     where = args.rendered / args.stack
+    rendering.write_files(files, where)
     shown = _shown(where) if where.is_relative_to(ROOT) else str(where)
-    objects = sum(1 for f in written if f.startswith(rendering.MANIFESTS + "/"))
-    records = sum(1 for f in written if f.startswith(rendering.RESOURCES + "/"))
+    objects = sum(1 for f in files if f.startswith(rendering.MANIFESTS + "/"))
+    records = sum(1 for f in files if f.startswith(rendering.RESOURCES + "/"))
     print(
         f"\nRendered {records} resource record(s), {objects} Kubernetes manifest(s) and {PACK_CONFIG_FILE} "
         f"to {shown}/\n"
