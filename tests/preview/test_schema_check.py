@@ -32,7 +32,7 @@ def test_the_schema_version_is_the_newest_shipped_not_newer_than_the_stack() -> 
         schema_check.schema_version("v1.20.3")
     assert str(refused.value) == (
         f"cluster kubernetesVersion v1.20.3: kubernetes-validate {SHIPPED} ships schemas from v1.25.0 on; "
-        "pin an older kubernetes-validate in requirements.txt"
+        "pin an older kubernetes-validate in requirements-preview.txt"
     )
 
 

@@ -129,7 +129,7 @@ def install(pack: Path) -> subprocess.CompletedProcess[str]:
 def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built pack alone in an empty folder, with the virtualenv the CLI would give it."""
     pack = tmp_path_factory.mktemp("published") / "oke-gpu-rdma"
-    build(pack)
+    build(pack, version="1.2.3")
     result = install(pack)
     assert result.returncode == 0, f"installing requirements.txt failed in the built pack:\n{result.stderr}"
     return pack
@@ -214,6 +214,7 @@ def test_requirements_are_the_pack_pins_then_the_library_dependencies_at_the_pro
         "pulumi==3.272.0",
         "pulumi-policy==1.21.0",
         pins["cel-expr-python"],
+        pins["protobuf"],
         pins["pydantic"],
         pins["pyyaml"],
     ]
@@ -226,7 +227,7 @@ def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: P
     for junk in ("policies/venv/bin/python", "policies/oke_rdma_policies/__pycache__/x.pyc"):
         (root / junk).parent.mkdir(parents=True, exist_ok=True)
         (root / junk).write_text("")
-    built = build(tmp_path / "pack", root)
+    built = build(tmp_path / "pack", root, "1.2.3")
     files = {p.relative_to(built.out).as_posix() for p in built.out.rglob("*") if p.is_file()}
     assert {
         "PulumiPolicy.yaml",
@@ -246,9 +247,9 @@ def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: P
 
 
 def test_rebuilding_replaces_the_previous_pack(tmp_path: Path) -> None:
-    build(tmp_path / "pack")
+    build(tmp_path / "pack", version="1.2.3")
     (tmp_path / "pack" / "stale.py").write_text("")
-    build(tmp_path / "pack")
+    build(tmp_path / "pack", version="1.2.3")
     assert not (tmp_path / "pack" / "stale.py").exists()
 
 
@@ -279,14 +280,14 @@ def test_requirements_that_cannot_be_pinned_are_one_line_errors(
     assert old in text
     (root / name).write_text(text.replace(old, new))
     with pytest.raises(BuildError) as raised:
-        build(tmp_path / "pack", root)
+        build(tmp_path / "pack", root, "1.2.3")
     assert expected in str(raised.value) and "\n" not in str(raised.value)
     assert not (tmp_path / "pack").exists()
 
 
 def test_cli_refuses_a_folder_that_is_not_a_pack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "notes.txt").write_text("mine")
-    assert build_pack.main(["--out", str(tmp_path)]) == 1
+    assert build_pack.main(["--out", str(tmp_path), "--version", "1.2.3"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and "Traceback" not in err and len(err.splitlines()) == 1
     assert err.startswith("error: cannot build the policy pack: ") and "is not a built policy pack" in err
@@ -294,6 +295,47 @@ def test_cli_refuses_a_folder_that_is_not_a_pack(tmp_path: Path, capsys: pytest.
 
 
 def test_cli_says_how_to_publish(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert build_pack.main(["--out", str(tmp_path / "pack")]) == 0
+    assert build_pack.main(["--out", str(tmp_path / "pack"), "--version", "1.2.3"]) == 0
     out = capsys.readouterr().out
     assert "oke_gpu_rdma/ vendored" in out and "pulumi policy publish" in out
+
+
+def _tagged_repository(tmp_path: Path, tag: str | None) -> Path:
+    """A git repository holding this one's pack sources, HEAD tagged `tag` (None: untagged)."""
+    root = tmp_path / "repo"
+    shutil.copytree(
+        ROOT / "policies", root / "policies", ignore=shutil.ignore_patterns("venv", "__pycache__")
+    )
+    shutil.copytree(
+        ROOT / "oke_gpu_rdma", root / "oke_gpu_rdma", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for name in ("pyproject.toml", "requirements.txt"):
+        shutil.copy(ROOT / name, root / name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "pack"], check=True)
+    if tag is not None:
+        subprocess.run([*git, "tag", tag], check=True)
+    return root
+
+
+def test_the_built_pack_carries_the_release_tags_version(tmp_path: Path) -> None:
+    root = _tagged_repository(tmp_path, "v2.4.1")
+    built = build(tmp_path / "pack", root)
+    assert built.version == "2.4.1"
+    manifest = yaml.safe_load((tmp_path / "pack" / "PulumiPolicy.yaml").read_text())
+    assert manifest["version"] == "2.4.1" and manifest["runtime"]["name"] == "python"
+    # The source keeps its working-tree version; only the built pack is versioned.
+    assert yaml.safe_load((root / "policies" / "PulumiPolicy.yaml").read_text())["version"] == "0.0.0-dev"
+
+
+def test_an_untagged_head_or_a_bad_version_is_one_line(tmp_path: Path) -> None:
+    root = _tagged_repository(tmp_path, None)
+    with pytest.raises(
+        BuildError, match=r"^HEAD carries no release tag vX.Y.Z.*make pack PACK_VERSION=1.2.0\)$"
+    ):
+        build(tmp_path / "pack", root)
+    with pytest.raises(BuildError, match=r"^--version: '1.2' is not a semantic version X.Y.Z"):
+        build(tmp_path / "pack", root, "1.2")
+    assert not (tmp_path / "pack").exists()
