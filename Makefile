@@ -82,7 +82,7 @@ render: $(RUNTIME_STAMP)
 # Onboard a shape from a live cluster: its ResourceSlices in, a shapeTopologies entry for a stack file out.
 topology: $(RUNTIME_STAMP)
 	@test -n "$(SLICES)" || { echo "make topology: set SLICES=<file>, the output of kubectl get resourceslices -o yaml" >&2; exit 2; }
-	@$(PY) -m tools.topology_from_slices "$(SLICES)" $(if $(NODE),--node "$(NODE)") $(if $(SHAPE),--shape "$(SHAPE)") $(if $(NODES),--nodes "$(NODES)")
+	@$(PY) -m tools.make_topology "$(SLICES)" $(if $(NODE),--node "$(NODE)") $(if $(SHAPE),--shape "$(SHAPE)") $(if $(NODES),--nodes "$(NODES)")
 
 pack: $(RUNTIME_STAMP)
 	$(PY) -m tools.build_pack --out $(PACK_OUT) $(if $(PACK_VERSION),--version $(PACK_VERSION))
