@@ -1,7 +1,8 @@
 # The two commands a user needs: `make preview` (offline, on stacks/Pulumi.$(STACK).yaml) and
 # `make test`. Both create venv/ (the same folder Pulumi.yaml names) on first use: `make preview`
-# installs what the program runs with (requirements.txt, plus the pack's SDK pulumi-policy, since
-# the preview runs the policy pack in-process); `make test` adds the dev tools (requirements-dev.txt)
+# installs what the program runs with (requirements.txt, all that `pulumi up` installs) and what the
+# preview adds (requirements-preview.txt: the schemas; plus the pack's SDK pulumi-policy, since the
+# preview runs the policy pack in-process); `make test` adds the dev tools (requirements-dev.txt)
 # and the policy pack's own policies/venv. Each is reinstalled when its requirements change.
 #
 # uv installs them, from the same plain pip requirements files `pulumi up` hands to pip: it takes
@@ -31,6 +32,8 @@ PACK_STAMP := $(PACK_VENV)/.installed
 PACK_SDK := $(shell grep -E '^pulumi-policy==' policies/requirements.txt)
 # A self-contained copy of the pack for `pulumi policy publish` (tools/build_pack.py).
 PACK_OUT ?= build/policy-pack
+# Its version: the release tag vX.Y.Z on HEAD unless given.
+PACK_VERSION ?=
 # pytest-xdist workers: on 2 shared cores they cost a third more CPU than they save in time, so
 # only bigger machines use them (`make test JOBS=4` chooses). Each test file stays on one worker,
 # so module fixtures (a started policy pack, a built one with its venv) are made once.
@@ -50,14 +53,14 @@ help:
 	@echo "make topology SLICES=<file> [NODE=<node>] [SHAPE=<shape>] [NODES=<file>]  the shapeTopologies entry of a node's shape, from \`kubectl get resourceslices -o yaml\` (the shape: SHAPE=, or NODES=\`kubectl get nodes -o yaml\`, when the slices do not name it)"
 	@echo "make test                 ruff, mypy, actionlint and pytest"
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
-	@echo "make pack [PACK_OUT=dir]  the policy pack with the domain library vendored, ready to publish"
+	@echo "make pack [PACK_OUT=dir] [PACK_VERSION=X.Y.Z]  the policy pack with the domain library vendored, ready to publish (version: the release tag on HEAD)"
 
 $(UV):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check $(UV_PIN)
 
-$(RUNTIME_STAMP): requirements.txt pyproject.toml policies/requirements.txt | $(UV)
-	$(UV_INSTALL) --python $(PY) -r requirements.txt $(PACK_SDK)
+$(RUNTIME_STAMP): requirements.txt requirements-preview.txt pyproject.toml policies/requirements.txt | $(UV)
+	$(UV_INSTALL) --python $(PY) -r requirements-preview.txt $(PACK_SDK)
 	touch $@
 
 $(DEV_STAMP): requirements-dev.txt $(RUNTIME_STAMP)
@@ -79,10 +82,10 @@ render: $(RUNTIME_STAMP)
 # Onboard a shape from a live cluster: its ResourceSlices in, a shapeTopologies entry for a stack file out.
 topology: $(RUNTIME_STAMP)
 	@test -n "$(SLICES)" || { echo "make topology: set SLICES=<file>, the output of kubectl get resourceslices -o yaml" >&2; exit 2; }
-	@$(PY) -m tools.topology_from_slices "$(SLICES)" $(if $(NODE),--node "$(NODE)") $(if $(SHAPE),--shape "$(SHAPE)") $(if $(NODES),--nodes "$(NODES)")
+	@$(PY) -m tools.make_topology "$(SLICES)" $(if $(NODE),--node "$(NODE)") $(if $(SHAPE),--shape "$(SHAPE)") $(if $(NODES),--nodes "$(NODES)")
 
 pack: $(RUNTIME_STAMP)
-	$(PY) -m tools.build_pack --out $(PACK_OUT)
+	$(PY) -m tools.build_pack --out $(PACK_OUT) $(if $(PACK_VERSION),--version $(PACK_VERSION))
 
 test: lint typecheck unit
 

@@ -1,6 +1,6 @@
 """Time the policy pack on a stack of 2,000 resources (target: under 1 s), and on 2,000 distinct claims.
 
-Run: .venv/bin/python benchmarks/bench_policies.py
+Run: venv/bin/python benchmarks/bench_policies.py
 The stack: the seed cluster's network, cluster and GPU pool, DRANET and the GPU DRA driver, and
 then claim templates (the seed 000 claims under new names), MPIJobs and Pods that use them, and
 ConfigMaps, until there are 2,000 resources. The second stack holds 2,000 distinct claim templates
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from google.protobuf import empty_pb2
 
 ROOT = Path(__file__).resolve().parents[1]
 # This checkout first: the project, its tests' fixtures and the other benchmarks (benchmarks.bench_judge).
@@ -28,14 +29,23 @@ sys.path.insert(0, str(ROOT))
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy  # noqa: E402
 from pulumi_policy.policy import _PolicyAnalyzerServicer  # noqa: E402
 
+import preview.policy_check  # noqa: E402, F401  (puts policies/ on sys.path)
 from benchmarks import bench_judge  # noqa: E402
 from oke_gpu_rdma.claims.spec import unwrap_claim  # noqa: E402
 from preview.cli import stack_file  # noqa: E402
 from preview.mock_runtime import PROJECT, ProgramRun, RecordedResource, pulumi_config_map, run_program  # noqa: E402
-from preview.policy_check import analyze_requests, analyze_resources, analyze_run, has_mandatory  # noqa: E402
+from preview.policy_check import (  # noqa: E402
+    analyze_requests,
+    analyze_resources,
+    analyze_run,
+    configure_request,
+    has_mandatory,
+)
 from stack_config.loading import parse_stack_config, raw_config  # noqa: E402
 from stack_config.pack_config import policy_pack_config  # noqa: E402
 from tests.fixtures import seed000  # noqa: E402
+
+import oke_rdma_policies  # noqa: E402  # isort: skip
 from tests.policies.policy_helpers import (  # noqa: E402
     NAMESPACE_YAML,
     aligned_mpijob,
@@ -141,7 +151,45 @@ def report_distinct_claims() -> None:
     )
 
 
+def _analyze_with(servicer: Any, resources: list[RecordedResource], config: dict[str, Any]) -> float:
+    """Configure, one Analyze per resource and one AnalyzeStack, as `pulumi preview` asks; seconds."""
+    start = time.perf_counter()
+    info = servicer.GetAnalyzerInfo(empty_pb2.Empty(), None)
+    servicer.Configure(configure_request(config, info), None)
+    single, whole = analyze_requests(resources)
+    for request in single:
+        servicer.Analyze(request, None)
+    servicer.AnalyzeStack(whole, None)
+    return time.perf_counter() - start
+
+
+def report_plain_policy_pack() -> None:
+    """The pack's policies under the SDK's own servicer (what a plain `PolicyPack` serves, in an
+    organisation's pack) against the pack's analyzer, which deserializes the stack once for all stack
+    policies (policies/oke_rdma_policies/sdk_adapter.py): is the accelerator worth keeping?"""
+    print("\nthe pack's policies under the SDK's PolicyPack servicer vs the pack's analyzer (min of runs)")
+    for size in (250, SIZE):
+        resources = stack(size)
+        figures = {}
+        for label, make in (
+            (
+                "SDK PolicyPack",
+                lambda: _PolicyAnalyzerServicer(
+                    "plain", "0.0.1", oke_rdma_policies.POLICIES, EnforcementLevel.ADVISORY, None, "plain"
+                ),
+            ),
+            ("pack analyzer", oke_rdma_policies.servicer),
+        ):
+            _analyze_with(make(), resources, {})  # warm: imports, CEL compilation, verdict cache
+            figures[label] = min(_analyze_with(make(), resources, {}) for _ in range(RUNS))
+        plain, pack = figures["SDK PolicyPack"], figures["pack analyzer"]
+        print(
+            f"  {size} resources: SDK PolicyPack {plain:.3f} s, pack analyzer {pack:.3f} s ({plain / pack:.1f}x)"
+        )
+
+
 def main() -> None:
+    report_plain_policy_pack()
     report_distinct_claims()
     report_claim_heavy()
     report_program_shaped()

@@ -25,14 +25,14 @@ from typing import Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 
+from oke_gpu_rdma import mpi_operator as mpi_operator_facts
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.acceptance import nccl_threshold, rail_threshold
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config.claim_plan import PlannedTemplate
-from stack_config.model import AcceptanceJobsConfig, Taint, mpi_operator_manifest, tolerations
+from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 
 from .network_operator import WAIT_FOR_ANNOTATION
 from .rdma_workloads import SCRIPTS, TOOLS_CONFIGMAP, TOOLS_MOUNT
@@ -267,22 +267,33 @@ def rail_mpijob_spec(
     return mpijob(1, launcher, worker, 2)
 
 
-# The objects the others need first: the operator's Namespace and the MPIJob CRD (as kubectl apply and
-# pulumi-kubernetes' yaml/v2 order them).
-_MPI_OPERATOR_FIRST = frozenset({"Namespace", "CustomResourceDefinition"})
+def _moved_objects(component: pulumi.Resource, component_name: str) -> pulumi.ResourceTransform:
+    """A transform that gives each object of the manifest the alias of the name it had when this
+    component declared the objects itself, so that a stack moving to the ConfigFile keeps them (the CRD
+    above all: deleting it deletes every MPIJob). Transforms reach the children a packaged component's
+    provider registers (pulumi docs, Resource option: transforms), which the ConfigFile's are."""
 
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        metadata = args.props.get("metadata")
+        kind = args.props.get("kind")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        if not args.custom or not isinstance(kind, str) or not isinstance(name, str):
+            return None
+        alias = pulumi.Alias(name=mpi_operator_facts.alias_name(component_name, kind, name), parent=component)
+        return pulumi.ResourceTransformResult(
+            args.props, pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(aliases=[alias]))
+        )
 
-def mpi_operator_objects(version: str) -> list[dict[str, Any]]:
-    """The objects of the vendored release manifest of the MPI operator (stack_config/model.py)."""
-    text = mpi_operator_manifest(version).read_text()
-    return [doc for doc in yaml.safe_load_all(text) if doc]
+    return transform
 
 
 class MpiOperator(pulumi.ComponentResource):
-    """The Kubeflow MPI operator, which both rail paths' NCCL jobs need: each object of its vendored
-    release manifest (kubeflow/mpi-operator deploy/v2beta1/mpi-operator.yaml at the stack's
-    mpiOperatorVersion) declared as a resource of its own, so that the offline preview renders it, the
-    plan judges it and the policy pack checks it."""
+    """The Kubeflow MPI operator, which both rail paths' NCCL jobs need: its release manifest
+    (kubeflow/mpi-operator deploy/v2beta1/mpi-operator.yaml at the release's commit) applied by
+    pulumi-kubernetes' yaml/v2 ConfigFile, which fetches it at apply time. What the preview needs of
+    it (its objects, where its Deployment runs) are facts in oke_gpu_rdma/mpi_operator.py."""
+
+    manifest: pulumi.Output[str]
 
     def __init__(
         self,
@@ -292,31 +303,25 @@ class MpiOperator(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions,
     ) -> None:
         super().__init__(resource_types.MPI_OPERATOR_COMPONENT, name, None, opts)
-        objects = mpi_operator_objects(config.mpi_operator_version)
-        # Every object waits for `needs` (its Deployment runs on the system pool); a component's
-        # dependsOn would not hold its children back.
-        first: list[pulumi.Resource] = []
-        for wave in (True, False):
-            child = pulumi.ResourceOptions(parent=self, depends_on=[*needs, *first])
-            for obj in objects:
-                if (obj["kind"] in _MPI_OPERATOR_FIRST) != wave:
-                    continue
-                group_version = obj["apiVersion"] if "/" in obj["apiVersion"] else f"core/{obj['apiVersion']}"
-                declared = pulumi.CustomResource(
-                    f"kubernetes:{group_version}:{obj['kind']}",
-                    f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}",
-                    obj,
-                    child,
-                )
-                if wave:
-                    first.append(declared)
-        self.register_outputs({})
+        release = mpi_operator_facts.release(config.mpi_operator_version)
+        # yaml/v2 applies the Namespace and the CRD before the objects that need them; every object
+        # waits for `needs` (the Deployment runs on the system pool), and the jobs wait for the
+        # ConfigFile, whose registration ends after its last child's.
+        self.config_file = k8s.yaml.v2.ConfigFile(
+            f"{name}-manifest",
+            file=release.manifest_url,
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=list(needs), transforms=[_moved_objects(self, name)]
+            ),
+        )
+        self.manifest = pulumi.Output.from_input(release.manifest_url)
+        self.register_outputs({"manifest": self.manifest})
 
 
 def mpi_operator(
     name: str, config: AcceptanceJobsConfig, needs: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions
 ) -> MpiOperator:
-    """The Kubeflow MPI operator (its vendored release manifest), which both rail paths' NCCL jobs need."""
+    """The Kubeflow MPI operator (its release manifest, applied at apply time), which both rail paths' NCCL jobs need."""
     return MpiOperator(f"{name}-mpi-operator", config, needs, opts)
 
 
@@ -374,7 +379,7 @@ class GatingJobs(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         # Its Deployment runs on the system pool, which is among what the jobs wait for.
         operator = mpi_operator(name, config, list(depends_on), child)
-        return gate_options(child, [operator, *depends_on])
+        return gate_options(child, [operator.config_file, *depends_on])
 
     def gate(
         self,

@@ -30,7 +30,7 @@ class SystemNodePoolArgs:
     target: NodePoolTarget
     """The cluster the pool joins and its network."""
     pool: SystemPoolConfig
-    """Validated system pool config (image set, checked by stack_config/system_pool.py)."""
+    """Validated system pool config (image set, checked by stack_config/system_pool_checks.py)."""
     availability_domains: list[str]
     """Where to place the nodes, one placement config each."""
     protect: bool = True
@@ -48,7 +48,7 @@ class SystemNodePool(pulumi.ComponentResource):
         super().__init__(resource_types.SYSTEM_POOL_COMPONENT, name, None, opts)
         pool = args.pool
         target = args.target
-        assert pool.image_id is not None  # stack_config/system_pool.py requires it
+        assert pool.image_id is not None  # stack_config/system_pool_checks.py requires it
         node_pool = oci.containerengine.NodePool(
             f"{name}-nodes",
             compartment_id=target.compartment_id,

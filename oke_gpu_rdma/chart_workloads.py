@@ -19,7 +19,8 @@ and a default it relies on are judged the same way. Sources (chart values.yaml a
 - Mellanox/network-operator `deployment/network-operator/values.yaml`: the operator Deployment
   (`operator.nodeSelector`, `operator.tolerations`, default control-plane taints), the SR-IOV Network
   Operator's Deployment (subchart, control-plane tolerations).
-- kubeflow/mpi-operator `deploy/v2beta1/mpi-operator.yaml`: the operator Deployment, no tolerations.
+- kubeflow/mpi-operator `deploy/v2beta1/mpi-operator.yaml`: the operator Deployment, placed as its release's
+  facts say (oke_gpu_rdma/mpi_operator.py).
 - CoreDNS, an OKE cluster add-on: tolerates `CriticalAddonsOnly` and the control-plane taints only
   (kubernetes/kubernetes `cluster/addons/dns/coredns/coredns.yaml.base`).
 """
@@ -172,8 +173,6 @@ def release_workloads(chart: str, release: str, values: Mapping[str, Any]) -> li
     return reader(release, values) if reader is not None else []
 
 
-# As the preview names the Deployment of the vendored manifest (vendor/mpi-operator/), which it reads.
-MPI_OPERATOR: Final = PodPlacement("Deployment mpi-operator/mpi-operator")
 COREDNS: Final = PodPlacement(
     "Deployment kube-system/coredns (OKE cluster add-on)", tolerations=COREDNS_TOLERATIONS
 )

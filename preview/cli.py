@@ -24,7 +24,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from oke_gpu_rdma import resource_types
+from oke_gpu_rdma import mpi_operator, resource_types
 from oke_gpu_rdma.scheduling import Verdict
 from stack_config import region_checks
 from stack_config.loading import load_stack as load_checked_stack
@@ -231,17 +231,25 @@ def plan_against(files: dict[str, str], loaded: dict[str, Any], base: BaseFiles)
 
 def not_shown_lines(plan: change_plan.Plan) -> list[str]:
     """What the stack applies that neither the plan nor the policy pack sees: the objects Helm renders
-    from its charts at apply time (every other object is a resource of the program, the MPI operator's
-    from its vendored manifest)."""
-    releases = sorted(
-        s.record.name for s in plan.steps if s.record.type in resource_types.HELM_TYPES and s.op != "delete"
+    from its charts and the manifests ConfigFiles fetch, both at apply time (every other object is a
+    resource of the program)."""
+    live = [s.record for s in plan.steps if s.op != "delete"]
+    releases = sorted(r.name for r in live if r.type in resource_types.HELM_TYPES)
+    manifests = sorted(
+        f"{r.name} ({r.inputs.get('file')})" for r in live if r.type == mpi_operator.CONFIG_FILE_TYPE
     )
-    if not releases:
-        return []
-    return [
-        f"Not shown: the objects Helm renders from the charts of {', '.join(releases)} at apply time "
-        "(the plan shows each release's chart, version and values)"
-    ]
+    lines = []
+    if releases:
+        lines.append(
+            f"Not shown: the objects Helm renders from the charts of {', '.join(releases)} at apply time "
+            "(the plan shows each release's chart, version and values)"
+        )
+    if manifests:
+        lines.append(
+            f"Not shown: the objects of the manifests that ConfigFile {', '.join(manifests)} fetches at "
+            "apply time (the plan shows the manifest's URL, pinned to a commit)"
+        )
+    return lines
 
 
 def summary_markdown(stack: str, plan: change_plan.Plan) -> str:

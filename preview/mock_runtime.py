@@ -256,6 +256,9 @@ def _options(request: Any) -> dict[str, Any]:
     aliases = [json_format.MessageToDict(a) for a in request.aliases] + list(request.aliasURNs)
     if aliases:
         options["aliases"] = aliases
+    if request.transforms:
+        # The engine runs these on the resource's children, a packaged component's too (their aliases).
+        options["transforms"] = len(request.transforms)
     return options
 
 

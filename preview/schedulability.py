@@ -2,7 +2,8 @@
 
 The pods come from what the offline run recorded: every pod spec in a Kubernetes object the program
 declares (found by structure: Pods, Jobs, DaemonSets, MPIJob replicas), the workloads of the Helm
-releases it installs and of the MPI operator manifest (placement as data, oke_gpu_rdma/chart_workloads.py),
+releases it installs (placement as data, oke_gpu_rdma/chart_workloads.py) and of the MPI operator's
+manifest (oke_gpu_rdma/mpi_operator.py), both applied at apply time,
 and CoreDNS, which every cluster runs. The pools come from the stack config (stack_config/pool_nodes.py):
 the GPU pools and the system pool, with their labels, taints and device plugins. The rules are
 Kubernetes' (oke_gpu_rdma/scheduling.py).
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from oke_gpu_rdma import chart_workloads, resource_types, yamltext
+from oke_gpu_rdma import chart_workloads, mpi_operator, resource_types, yamltext
 from oke_gpu_rdma.scheduling import PodPlacement, Verdict, check, from_pod_spec
 from stack_config.loading import Stack
 from stack_config.pool_nodes import planned_pools, unseen_pools
@@ -73,6 +74,12 @@ def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
     for r in resources:
         if r.type == "pulumi:providers:kubernetes":
             clusters += 1
+        if r.type == mpi_operator.CONFIG_FILE_TYPE:
+            # A manifest applied at apply time: its workloads as its release's facts say.
+            release = mpi_operator.release_of_manifest(r.inputs.get("file"))
+            if release is not None:
+                pods.append(release.placement())
+            continue
         if r.type == resource_types.HELM_RELEASE:
             values = r.inputs.get("values") or {}
             pods += chart_workloads.release_workloads(

@@ -1,6 +1,6 @@
 """Every rendered Kubernetes manifest against the OpenAPI schema of the stack's Kubernetes version.
 
-kubernetes-validate (PyPI, pinned in requirements.txt) ships the JSON schemas generated from each
+kubernetes-validate (PyPI, pinned in requirements-preview.txt: the preview's alone, `pulumi up` never loads it) ships the JSON schemas generated from each
 Kubernetes release's OpenAPI document, in a strict variant that refuses fields the schema does not
 declare (`additionalProperties: false`): a misspelt or misplaced field, which the API server would
 drop or refuse, fails here instead of at `pulumi up`. The schemas are taken at the newest release the
@@ -38,7 +38,7 @@ def schema_version(kubernetes_version: str) -> str:
     if not fits:
         raise SchemaVersionError(
             f"cluster kubernetesVersion {kubernetes_version}: {LIBRARY} {installed_version(LIBRARY)} ships "
-            f"schemas from v{shipped[0]} on; pin an older {LIBRARY} in requirements.txt"
+            f"schemas from v{shipped[0]} on; pin an older {LIBRARY} in requirements-preview.txt"
         )
     return str(fits[-1])
 

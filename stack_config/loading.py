@@ -15,7 +15,7 @@ from typing import Any
 
 import pydantic
 
-from . import address_plan, placement_plan, region_checks, system_pool
+from . import address_plan, placement_plan, region_checks, system_pool_checks
 from .claim_plan import ClaimPlan, plan_claims
 from .model import PROJECT, StackConfig, config_keys
 from .problems import ConfigError, ConfigProblem
@@ -80,7 +80,7 @@ def load_stack(raw: Mapping[str, Any], source: str, region: str | None) -> Stack
     found = (
         address_plan.problems(config)
         + region_checks.problems(config, region)
-        + system_pool.problems(config)
+        + system_pool_checks.problems(config)
         + placement_plan.problems(config)
         + list(claims.problems)
         + sriov_problems

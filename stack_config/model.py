@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 from ipaddress import IPv4Address, IPv4Network
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, model_validator
 
-from oke_gpu_rdma import charts
+from oke_gpu_rdma import charts, mpi_operator
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
@@ -616,25 +615,15 @@ class ClaimTemplateConfig(_Model):
     namespace: DnsLabel | None = Field(None, description="Defaults to workloads.namespace.")
 
 
-# The Kubeflow MPI operator's release manifests (kubeflow/mpi-operator `deploy/v2beta1/mpi-operator.yaml`
-# at each tag, byte for byte), vendored so that the program declares each of their objects and the offline
-# preview, its plan and the policy pack see every object the stack applies. v0.6.0.yaml: tag v0.6.0,
-# commit c983759cfa87fd32ed5711804021ea47eb8d712c.
-MPI_OPERATOR_MANIFESTS = Path(__file__).resolve().parents[1] / "vendor" / "mpi-operator"
-
-
-def mpi_operator_manifest(version: str) -> Path:
-    """The vendored release manifest of the MPI operator at tag `version`."""
-    return MPI_OPERATOR_MANIFESTS / f"{version}.yaml"
-
-
-def _vendored_mpi_operator(version: str) -> str:
-    if not mpi_operator_manifest(version).is_file():
-        vendored = ", ".join(sorted(p.stem for p in MPI_OPERATOR_MANIFESTS.glob("*.yaml")))
+def _known_mpi_operator(version: str) -> str:
+    # The facts of each release the stack can install (oke_gpu_rdma/mpi_operator_releases.json).
+    known = mpi_operator.releases()
+    if version not in known:
         raise ValueError(
-            f"MPI operator {version} is not vendored (vendored: {vendored}); use one of those, or add "
-            f"kubeflow/mpi-operator's deploy/v2beta1/mpi-operator.yaml at tag {version} as "
-            f"vendor/mpi-operator/{version}.yaml"
+            f"MPI operator {version} has no facts in oke_gpu_rdma/mpi_operator_releases.json (known: "
+            f"{', '.join(sorted(known))}); use one of those, or add it with "
+            f"`python -m tools.mpi_operator_facts <its {mpi_operator.MANIFEST_PATH}> --version {version} "
+            "--commit <the tag's commit>`"
         )
     return version
 
@@ -655,10 +644,11 @@ class AcceptanceJobsConfig(_Model):
     claim_template: DnsLabel = Field(
         "aligned-8gpu-16rails", alias="claimTemplate", description="Template the NCCL workers use."
     )
-    mpi_operator_version: Annotated[str, AfterValidator(_vendored_mpi_operator)] = Field(
-        "v0.6.0",
+    mpi_operator_version: Annotated[str, AfterValidator(_known_mpi_operator)] = Field(
+        mpi_operator.DEFAULT_VERSION,
         alias="mpiOperatorVersion",
-        description="Kubeflow MPI operator: a release vendored under vendor/mpi-operator/.",
+        description="Kubeflow MPI operator release; its manifest is applied from the release's commit at "
+        "apply time (oke_gpu_rdma/mpi_operator.py).",
     )
     node_pool: DnsLabel | None = Field(
         None,

@@ -9,7 +9,7 @@ checks it while the config loads, so `pulumi preview` and `pulumi up` stop befor
 
 from __future__ import annotations
 
-from oke_gpu_rdma import chart_workloads, charts
+from oke_gpu_rdma import chart_workloads, charts, mpi_operator
 from oke_gpu_rdma.scheduling import PodPlacement, check
 
 from .model import StackConfig
@@ -28,7 +28,7 @@ def controllers(config: StackConfig) -> list[PodPlacement]:
         pods += chart_workloads.network_operator(charts.NETWORK_OPERATOR_RELEASE, {})
     acceptance = config.workloads.acceptance_jobs
     if acceptance.enabled and acceptance.nccl:
-        pods.append(chart_workloads.MPI_OPERATOR)
+        pods.append(mpi_operator.release(acceptance.mpi_operator_version).placement())
     return pods
 
 

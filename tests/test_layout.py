@@ -315,3 +315,53 @@ def test_the_readme_documents_every_rdma_path_of_a_node_pool() -> None:
     (row,) = [line for line in readme.splitlines() if line.startswith("| `nodePools[].rdma` |")]
     assert [p.value for p in sriov.RdmaPath if f"`{p.value}`" not in row] == []
     assert "no compute cluster" in row and "device plugin" in row
+
+
+# The program's own modules: what `pulumi up` runs from the project's venv, which the CLI fills from
+# requirements.txt alone.
+_PROGRAM = ("__main__.py", "components", "stack_config", "oke_gpu_rdma")
+
+
+def _top_level_imports(paths: tuple[str, ...]) -> set[str]:
+    found: set[str] = set()
+    for name in paths:
+        path = ROOT / name
+        for source in [path] if path.is_file() else path.rglob("*.py"):
+            for node in ast.walk(ast.parse(source.read_text())):
+                if isinstance(node, ast.Import):
+                    found |= {alias.name.split(".")[0] for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    found.add(node.module.split(".")[0])
+    return found
+
+
+def _requirement_names(path: Path) -> set[str]:
+    names = set()
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            names.add(re.split(r"[=<>!~;\[ ]", line, maxsplit=1)[0].lower().replace("_", "-"))
+    return names
+
+
+def test_requirements_txt_is_what_the_program_imports_and_no_more() -> None:
+    """`pulumi up` installs requirements.txt: every third-party package the program imports is there,
+    and nothing only the preview or the tests use (kubernetes-validate lives in requirements-preview.txt)."""
+    import importlib.metadata
+    import sys
+
+    distributions = importlib.metadata.packages_distributions()
+    own = {"components", "stack_config", "oke_gpu_rdma", "preview", "policies", "tools", "tests"}
+    # `google` is a namespace package of several distributions: the program imports google.protobuf.
+    namespaces = {"google": ["protobuf"]}
+    imported = {
+        dist.lower().replace("_", "-")
+        for module in _top_level_imports(_PROGRAM) - own - set(sys.stdlib_module_names)
+        for dist in namespaces.get(module) or distributions.get(module, [module])
+    }
+    required = _requirement_names(ROOT / "requirements.txt")
+    assert imported <= required, f"imported by the program but not in requirements.txt: {imported - required}"
+    assert required <= imported, (
+        f"in requirements.txt but never imported by the program: {required - imported}"
+    )
+    assert "kubernetes-validate" in _requirement_names(ROOT / "requirements-preview.txt")

@@ -11,9 +11,12 @@ download it. The built pack holds:
 - a requirements.txt pinning what the pack installs (policies/requirements.txt without `-e ..`) and
   what the domain library needs: pyproject.toml's `[project].dependencies`, each at the version
   requirements.txt pins for the program;
-- a .gitignore keeping `venv/` and bytecode out of the archive the CLI uploads.
+- a .gitignore keeping `venv/` and bytecode out of the archive the CLI uploads;
+- PulumiPolicy.yaml with the release's version: the repository's tag `vX.Y.Z` on HEAD, or `--version`.
+  The CLI publishes a pack under the version in that file and refuses one already published, so the
+  version of what an organisation enforces is the version of the code it came from.
 
-    python -m tools.build_pack [--out build/policy-pack]
+    python -m tools.build_pack [--out build/policy-pack] [--version X.Y.Z]
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ DEFAULT_OUT = ROOT / "build" / "policy-pack"
 _SKIP = shutil.ignore_patterns(
     "venv", ".venv", "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache", "*.egg-info"
 )
+# Semantic versions, as semver.org's grammar writes them (the CLI publishes a pack under one).
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$"
+)
+_VERSION_LINE = re.compile(r"^version:.*$", re.M)
 # The pulumi CLI archives the pack minus what a .gitignore in it (or above it) ignores.
 PACK_GITIGNORE = "venv/\n.venv/\n__pycache__/\n*.pyc\n"
 
@@ -51,6 +59,7 @@ class Built:
     out: Path
     packages: list[str]
     requirements: list[str]
+    version: str
 
 
 def _requirement_lines(path: Path) -> Iterable[tuple[int, str]]:
@@ -144,12 +153,50 @@ def pack_requirements(root: Path = ROOT) -> list[str]:
     return out
 
 
+def release_version(root: Path = ROOT) -> str:
+    """The version of the release HEAD is tagged with (`v1.2.0` -> `1.2.0`)."""
+    try:
+        result = subprocess.run(
+            ["git", "describe", "--tags", "--exact-match", "--match", "v[0-9]*", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as err:
+        raise BuildError(f"cannot run git to read the release tag ({err}): give --version X.Y.Z") from None
+    tag = result.stdout.strip()
+    if result.returncode != 0 or not tag:
+        raise BuildError(
+            "HEAD carries no release tag vX.Y.Z, which names the pack's version: tag the release "
+            "(git tag v1.2.0) or give the version (make pack PACK_VERSION=1.2.0)"
+        )
+    return checked_version(tag.removeprefix("v"), f"the tag {tag}")
+
+
+def checked_version(version: str, where: str = "--version") -> str:
+    if not _SEMVER.match(version):
+        raise BuildError(
+            f"{where}: {version!r} is not a semantic version X.Y.Z (semver.org), which the CLI needs"
+        )
+    return version
+
+
+def _with_version(text: str, version: str) -> str:
+    line = f"version: {version}"
+    return (
+        _VERSION_LINE.sub(line, text, count=1) if _VERSION_LINE.search(text) else f"{text.rstrip()}\n{line}\n"
+    )
+
+
 def _is_built_pack(path: Path) -> bool:
     return (path / "PulumiPolicy.yaml").is_file() and (path / "requirements.txt").is_file()
 
 
-def build(out: Path = DEFAULT_OUT, root: Path = ROOT) -> Built:
-    """Write the self-contained pack to `out`, replacing a pack built there before."""
+def build(out: Path = DEFAULT_OUT, root: Path = ROOT, version: str | None = None) -> Built:
+    """Write the self-contained pack to `out`, replacing a pack built there before; its version is
+    `version`, or the release tag on HEAD."""
+    version = checked_version(version) if version is not None else release_version(root)
     source = root / "policies"
     out = out.resolve()
     _, _, packages = _project(root)
@@ -172,7 +219,9 @@ def build(out: Path = DEFAULT_OUT, root: Path = ROOT) -> Built:
     )
     (out / "requirements.txt").write_text(header + "".join(f"{line}\n" for line in requirements))
     (out / ".gitignore").write_text(PACK_GITIGNORE)
-    return Built(out, packages, requirements)
+    manifest = out / "PulumiPolicy.yaml"
+    manifest.write_text(_with_version(manifest.read_text(), version))
+    return Built(out, packages, requirements, version)
 
 
 def ignored_by_git(path: Path) -> bool:
@@ -198,15 +247,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help="pack directory (default build/policy-pack)"
     )
+    parser.add_argument("--version", help="the pack's version (default: the release tag vX.Y.Z on HEAD)")
     args = parser.parse_args(argv)
     try:
-        built = build(args.out)
+        built = build(args.out, version=args.version)
     except (BuildError, OSError) as err:
         print(f"error: cannot build the policy pack: {err}", file=sys.stderr)
         return 1
     where = _shown(built.out)
     vendored = ", ".join(f"{p}/" for p in built.packages)
-    print(f"Built the policy pack in {where}/ ({vendored} vendored)")
+    print(f"Built the policy pack {built.version} in {where}/ ({vendored} vendored)")
     print("requirements.txt: " + ", ".join(re.sub(r";.*", "", r) for r in built.requirements))
     if ignored_by_git(built.out):
         # The CLI archives the pack minus what any .gitignore from the pack up to / ignores.

@@ -30,6 +30,9 @@ from pulumi_policy import (
 
 from oke_gpu_rdma.pack_settings import Level, PolicySettings
 
+from .report import Reporter
+from .sdk_adapter import NOT_A_FAILURE
+
 RULE_ATTRIBUTE: Final = "RULE"
 
 
@@ -57,6 +60,29 @@ def _schema(settings: type[PolicySettings] | None) -> PolicyConfigSchema | None:
     return PolicyConfigSchema(properties=properties) if properties else None
 
 
+def guarded(validate: Callable[..., Any]) -> Callable[..., Any]:
+    """``validate`` with whatever it lets escape turned into one violation of its policy naming the
+    resource it was judging (or the stack), at the policy's own level (:meth:`Reporter.failed`): so
+    every rule fails closed and the engine gets a verdict instead of an RPC error that loses every
+    policy's findings. Rules built on :func:`~oke_rdma_policies.report.guarded` catch their own
+    failures item by item; this catches the rest. The SDK's own signals (an unknown value during
+    preview, not applicable) pass through to the SDK."""
+
+    def run(args: Any, report_violation: Callable[..., None]) -> Any:
+        try:
+            return validate(args, report_violation)
+        except NOT_A_FAILURE:
+            raise
+        except Exception as err:  # any defect of a policy becomes its violation
+            urn = getattr(args, "urn", None)
+            label = f"{args.resource_type} {args.name}" if urn else "the stack"
+            Reporter(report_violation).failed(label, urn, err)
+            return None
+
+    run.__doc__ = validate.__doc__
+    return run
+
+
 def _rule(
     kind: type[StackValidationPolicy] | type[ResourceValidationPolicy],
     name: str,
@@ -71,7 +97,7 @@ def _rule(
     policy = kind(
         name=name,
         description=description,
-        validate=validate,
+        validate=guarded(validate),
         enforcement_level=EnforcementLevel(level),
         config_schema=_schema(settings),
     )

@@ -53,6 +53,10 @@ COPIED: Final = ("Analyze", "AnalyzeStack")
 
 T = TypeVar("T")
 
+NOT_A_FAILURE: Final = (UnknownValueError, _NotApplicableError)
+"""What a policy raises that the SDK answers itself (an unknown value during preview: its advisory line;
+not applicable), which the registry's guard lets through."""
+
 
 def deserialize_signed(value: Mapping[str, Any]) -> Any:
     """An asset, archive or secret (a Struct with the SDK's signature key) as the SDK deserializes it."""
@@ -92,10 +96,16 @@ class StackArgs(StackValidationArgs):
 
 
 def stack_state(args: StackValidationArgs) -> StackState:
-    """The request's shared state; stack policies run under :class:`PackAnalyzer` only (`serve`)."""
-    if not isinstance(args, StackArgs):
-        raise TypeError("the pack's stack policies run under oke_rdma_policies.sdk_adapter.PackAnalyzer")
-    return args.state
+    """The request's shared state under :class:`PackAnalyzer`; under the SDK's own `PolicyPack` (an
+    organisation's pack that includes these policies), a state for these args alone: the SDK builds
+    each stack policy its own args from the request, so nothing can be shared, only rebuilt."""
+    if isinstance(args, StackArgs):
+        return args.state
+    state = getattr(args, "_oke_rdma_state", None)
+    if not isinstance(state, StackState):
+        state = StackState()
+        args._oke_rdma_state = state  # type: ignore[attr-defined]
+    return state
 
 
 class PackAnalyzer(_PolicyAnalyzerServicer):

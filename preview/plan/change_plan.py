@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
-from oke_gpu_rdma import resource_types
+from oke_gpu_rdma import mpi_operator, resource_types
 from preview.rendering import RESOURCES
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 
@@ -353,13 +353,47 @@ def build(base: Rendering | None, new: Rendering, base_description: str) -> Plan
     position = {urn: i for i, urn in enumerate(tree_order(new))}
     steps.sort(key=lambda s: position[s.record.urn])
     survivors = set(matched.values())
+    moved = _moved_into_manifests(base, new)
     for urn in tree_order(base):
-        if urn not in survivors:
+        if urn in moved and urn not in survivors:
+            steps.append(Step("same", base.records[urn], base.records[urn], notes=[moved[urn]]))
+        elif urn not in survivors:
             steps.append(Step("delete", base.records[urn], base.records[urn]))
     for step in steps:
         step.error = protection_error(step)
     pack_changes = list(diff_values(base.pack_config, new.pack_config))
     return Plan(steps, base_description, has_base=True, pack_config_changes=pack_changes)
+
+
+def _label_name(label: str) -> str:
+    return label.rpartition("::")[2]
+
+
+def _moved_into_manifests(base: Rendering, new: Rendering) -> dict[str, str]:
+    """Base URN -> why it is no delete: an object the stack declared itself that a child of a new
+    ConfigFile (an MPI operator release manifest, applied at apply time) takes over by alias
+    (components/acceptance_jobs.py `_moved_objects`; the engine matches an alias as the same resource,
+    pulumi/pulumi pkg/resource/deploy/step_generator.go). The ConfigFile's children are registered by
+    the provider at apply time, so the plan knows them from the release's facts."""
+    moved: dict[str, str] = {}
+    # A parent is named by its label, which the rendering qualifies with the type only where two
+    # resources share a name, so compare the name alone.
+    by_identity = {(r.type, _label_name(r.parent), r.name): urn for urn, r in base.records.items()}
+    for record in new.records.values():
+        release = mpi_operator.release_of_manifest(record.inputs.get("file"))
+        if record.type != mpi_operator.CONFIG_FILE_TYPE or release is None:
+            continue
+        component = _label_name(record.parent)
+        for obj in release.objects:
+            old = by_identity.get(
+                (obj.resource_type, component, mpi_operator.alias_name(component, obj.kind, obj.name))
+            )
+            if old is not None:
+                moved[old] = (
+                    f"moves under ConfigFile {record.name} as {obj.config_file_child_name(record.name)} "
+                    "(aliased: kept, not deleted); its inputs come from the manifest fetched at apply time"
+                )
+    return moved
 
 
 def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:

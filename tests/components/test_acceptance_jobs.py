@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pulumi
 import pytest
 
-from components.acceptance_jobs import EXPECTED_NCCL, EXPECTED_RAILS, SCRIPTS, mpi_operator_objects
+from components.acceptance_jobs import EXPECTED_NCCL, EXPECTED_RAILS, SCRIPTS, _moved_objects
+from oke_gpu_rdma import mpi_operator
 from oke_gpu_rdma.nccl import NCCL_FORBIDDEN_WITH_DRANET, NCCL_SETTINGS
 from preview.mock_runtime import ROOT
 from stack_config.model import AcceptanceJobsConfig
@@ -45,10 +46,9 @@ def test_mpijob_uses_the_aligned_template(run_stack: Callable[..., Run]) -> None
     for key, value in NCCL_SETTINGS.items():
         assert f"-x {key}={value}" in script
     assert not any(name in script for name in NCCL_FORBIDDEN_WITH_DRANET)
-    operator = run.one("oke-gpu-rdma:index:MpiOperator")
-    # Depending on the component is depending on each of its objects.
-    objects = [r.urn for r in run.resources if r.parent == operator.urn]
-    assert len(objects) == 9 and set(objects) <= set(job.dependencies)
+    # The job waits for the operator's manifest: the ConfigFile's registration ends after its children's.
+    manifest = run.one(mpi_operator.CONFIG_FILE_TYPE)
+    assert manifest.urn in job.dependencies
 
 
 def test_rail_test_is_an_mpijob_whose_workers_hold_all_rails_one_per_node(
@@ -88,7 +88,7 @@ def test_rail_test_is_an_mpijob_whose_workers_hold_all_rails_one_per_node(
     assert "SERVER=$(awk 'NR == 1 {print $1}' /etc/mpi/hostfile)" in script
     assert "CLIENT=$(awk 'NR == 2 {print $1}' /etc/mpi/hostfile)" in script
     # Both jobs need the MPI operator now.
-    assert run.one("kubernetes:apps/v1:Deployment").urn in job.dependencies
+    assert run.one(mpi_operator.CONFIG_FILE_TYPE).urn in job.dependencies
 
 
 def test_4_gpu_template_sets_4_slots(run_stack: Callable[..., Run]) -> None:
@@ -251,56 +251,64 @@ def test_jobs_on_a_pool_of_a_second_shape_use_that_shapes_templates(run_stack: C
     ]
 
 
-def test_the_mpi_operator_is_every_object_of_its_vendored_manifest(run_stack: Callable[..., Run]) -> None:
-    """No invisible objects: each object of kubeflow/mpi-operator's release manifest is a resource of
-    its own, with the manifest's content as its inputs, so the preview renders it and the pack sees it."""
+def test_the_mpi_operator_is_its_release_manifest_applied_at_apply_time(
+    run_stack: Callable[..., Run],
+) -> None:
+    """The repository holds no copy of kubeflow/mpi-operator's manifest: a yaml/v2 ConfigFile fetches it
+    from the release's commit, after what the operator's Deployment needs (the system pool)."""
     run = run_stack("dev", with_jobs())
     operator = run.one("oke-gpu-rdma:index:MpiOperator")
-    assert run.of_type("kubernetes:yaml/v2:ConfigFile") == []
-    declared = {(r.type, r.name): r for r in run.resources if r.parent == operator.urn}
-    assert sorted(declared) == [
-        (
-            "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
-            "acceptance-mpi-operator-customresourcedefinition-mpijobs.kubeflow.org",
-        ),
-        ("kubernetes:apps/v1:Deployment", "acceptance-mpi-operator-deployment-mpi-operator"),
-        ("kubernetes:core/v1:Namespace", "acceptance-mpi-operator-namespace-mpi-operator"),
-        ("kubernetes:core/v1:ServiceAccount", "acceptance-mpi-operator-serviceaccount-mpi-operator"),
-        *(
-            (
-                "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
-                f"acceptance-mpi-operator-clusterrole-{role}",
-            )
-            for role in (
-                "kubeflow-mpijobs-admin",
-                "kubeflow-mpijobs-edit",
-                "kubeflow-mpijobs-view",
-                "mpi-operator",
-            )
-        ),
-        (
-            "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
-            "acceptance-mpi-operator-clusterrolebinding-mpi-operator",
-        ),
-    ]
-    by_name = {r.name.removeprefix("acceptance-mpi-operator-"): r for r in declared.values()}
-    for obj in mpi_operator_objects("v0.6.0"):
-        assert by_name[f"{obj['kind'].lower()}-{obj['metadata']['name']}"].inputs == obj
-    # The Namespace and the CRD first, as kubectl apply orders them.
-    first = {
-        by_name["namespace-mpi-operator"].urn,
-        by_name["customresourcedefinition-mpijobs.kubeflow.org"].urn,
+    manifest = run.one(mpi_operator.CONFIG_FILE_TYPE)
+    assert manifest.parent == operator.urn and manifest.name == "acceptance-mpi-operator-manifest"
+    assert manifest.inputs == {
+        "file": "https://raw.githubusercontent.com/kubeflow/mpi-operator/"
+        "c983759cfa87fd32ed5711804021ea47eb8d712c/deploy/v2beta1/mpi-operator.yaml"
     }
-    needs = set(by_name["namespace-mpi-operator"].dependencies)
-    assert needs and not needs & first
-    assert set(by_name["deployment-mpi-operator"].dependencies) == needs | first
+    assert manifest.options["transforms"] == 1
+    # Nothing of the manifest is declared object by object any more.
+    assert [r.type for r in run.resources if r.parent == operator.urn] == [mpi_operator.CONFIG_FILE_TYPE]
 
 
-def test_an_mpi_operator_release_that_is_not_vendored_is_refused() -> None:
+def test_each_object_of_the_manifest_keeps_the_name_it_had_when_declared_one_by_one(
+    declare: Callable[[Callable[[], object]], Run],
+) -> None:
+    """The transform aliases every child the ConfigFile's provider registers to the resource the
+    component declared for that object before, so the CRD (and with it every MPIJob) is kept."""
+    results: list[pulumi.ResourceTransformResult | None] = []
+
+    def body() -> None:
+        component = pulumi.ComponentResource("oke-gpu-rdma:index:MpiOperator", "acceptance-mpi-operator")
+        transform = _moved_objects(component, "acceptance-mpi-operator")
+        for obj in mpi_operator.release("v0.6.0").objects:
+            props = {"apiVersion": obj.api_version, "kind": obj.kind, "metadata": {"name": obj.name}}
+            args = pulumi.ResourceTransformArgs(
+                True, obj.resource_type, obj.config_file_child_name("x"), props, pulumi.ResourceOptions()
+            )
+            results.append(transform(args))
+        # Not a Kubernetes object (no kind): left alone.
+        results.append(
+            transform(pulumi.ResourceTransformArgs(False, "t:index:C", "c", {}, pulumi.ResourceOptions()))
+        )
+
+    declare(body)
+    *moved, other = results
+    assert other is None
+    names = []
+    for result in moved:
+        assert result is not None and result.opts is not None and result.opts.aliases
+        (alias,) = result.opts.aliases
+        assert isinstance(alias, pulumi.Alias)
+        names.append(alias.name)
+    assert "acceptance-mpi-operator-customresourcedefinition-mpijobs.kubeflow.org" in names
+    assert "acceptance-mpi-operator-deployment-mpi-operator" in names
+    assert len(names) == len(set(names)) == 9
+
+
+def test_an_mpi_operator_release_without_facts_is_refused() -> None:
     with pytest.raises(ValueError) as refused:
         AcceptanceJobsConfig.model_validate({"enabled": True, "mpiOperatorVersion": "v0.7.0"})
     assert (
-        "MPI operator v0.7.0 is not vendored (vendored: v0.6.0); use one of those, or add "
-        "kubeflow/mpi-operator's deploy/v2beta1/mpi-operator.yaml at tag v0.7.0 as "
-        "vendor/mpi-operator/v0.7.0.yaml"
+        "MPI operator v0.7.0 has no facts in oke_gpu_rdma/mpi_operator_releases.json (known: v0.6.0); use "
+        "one of those, or add it with `python -m tools.mpi_operator_facts <its "
+        "deploy/v2beta1/mpi-operator.yaml> --version v0.7.0 --commit <the tag's commit>`"
     ) in str(refused.value)

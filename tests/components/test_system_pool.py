@@ -16,7 +16,8 @@ from tests.support import EXAMPLE_REGION, Run, raw_config
 
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
 MPIJOB = "kubernetes:kubeflow.org/v2beta1:MPIJob"
-MPI_OPERATOR_DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+# The MPI operator: its release manifest, applied by a ConfigFile at apply time.
+MPI_OPERATOR_MANIFEST = "kubernetes:yaml/v2:ConfigFile"
 IMAGE = "ocid1.image.oc1.iad.aaaaaaaaexampleoracleolinuxoke"
 SOURCE = "stacks/Pulumi.full.yaml"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -132,7 +133,7 @@ def test_the_mpi_operator_and_the_launcher_wait_for_it_and_the_launcher_tolerate
     raw["workloads"] = {"acceptanceJobs": {"enabled": True}}
     run = run_stack("full", raw)
     system = run.one(NODE_POOL, "system-nodes").urn
-    assert system in run.one(MPI_OPERATOR_DEPLOYMENT).dependencies
+    assert system in run.one(MPI_OPERATOR_MANIFEST).dependencies
     job = run.one(MPIJOB)
     assert system in job.dependencies
     replicas = job.inputs["spec"]["mpiReplicaSpecs"]

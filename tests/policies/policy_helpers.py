@@ -19,13 +19,14 @@ from typing import Any
 import grpc
 import pytest
 import yaml
-from google.protobuf import struct_pb2
-from pulumi.runtime.proto import analyzer_pb2_grpc
+from google.protobuf import empty_pb2, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
+from oke_gpu_rdma.shape_catalog import CATALOG
 from preview.mock_runtime import RecordedResource
-from preview.policy_check import Finding, analyze_resources
+from preview.policy_check import Finding, analyze_requests, analyze_resources, configure_request
 from tests.fixtures import seed000, seed001
-from tests.support import meta_plugins
+from tests.support import meta_plugins, topology_to_dict
 
 # What the engine sends for a value unknown during preview (pulumi_policy.proxy.UNKNOWN_STRING_VALUE).
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -264,3 +265,77 @@ def started_pack(
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+# A shape the catalog does not verify, with the user's topology (the B4.8 layout): the built pack
+# needs its vendored shape files and the supplied topology to find the non-rail PF below.
+SUPPLIED_SHAPE = "BM.GPU.H100.8"
+
+
+PACK_CONFIG = {
+    "dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]},
+    "sriov-rail-root-devices": {
+        "shapeTopologies": {SUPPLIED_SHAPE: topology_to_dict(CATALOG.topology("BM.GPU.B4.8"))}
+    },
+}
+
+
+def tripping_every_policy() -> list[RecordedResource]:
+    """The seed stack gone wrong in every way a DRA policy checks, and two of seed 001's SR-IOV traps."""
+    passthrough = seed000("all-rails")
+    passthrough["spec"]["spec"]["devices"]["config"] = [
+        {"opaque": {"driver": "dra.net", "parameters": {"interface": {"type": "Passthrough"}}}}
+    ]
+    job = seed000("nccl-dranet-a-device-plugin")
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker["env"] = [{"name": "NCCL_IB_GID_INDEX", "value": "3"}]
+    node_policy = seed001("sriov-network-node-policy")
+    node_policy["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = SUPPLIED_SHAPE
+    node_policy["spec"]["nicSelector"]["rootDevices"].append("0000:01:00.0")  # not a rail PF
+    namespace = yaml.safe_load(NAMESPACE_YAML)
+    namespace["metadata"]["labels"] = {}
+    gpu_driver = resource(
+        "kubernetes:helm.sh/v3:Release",
+        "gpu-dra",
+        {
+            "chart": GPU_CHART,
+            "version": "0.5.1",
+            "values": {
+                "kubeletPlugin": {"nodeSelector": {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"}}
+            },
+        },
+        provider=K8S_PROVIDER,
+    )
+    return [
+        *seed_plan(pods="10.208.0.0/12", device_plugin_label=False),
+        dranet_release(),
+        gpu_driver,
+        k8s(namespace),
+        k8s(passthrough),
+        k8s(seed000("shape-root")),
+        k8s(seed000("rails-8-a")),
+        k8s(job),
+        k8s(seed001("sriov-network-exclusive")),  # rdmaQoS missing
+        k8s(misspelt_network()),  # a resource name no node policy provides
+        k8s(node_policy),
+    ]
+
+
+Key = tuple[str, str, str, str, str]
+
+
+def over_grpc(stub: analyzer_pb2_grpc.AnalyzerStub, resources: Sequence[RecordedResource]) -> list[Key]:
+    """Configure, Analyze each resource and AnalyzeStack as the engine does; one key per diagnostic."""
+    info = stub.GetAnalyzerInfo(empty_pb2.Empty())
+    stub.Configure(configure_request(PACK_CONFIG, info))
+    single, stack = analyze_requests(resources)
+    keyed = [(d, request.urn) for request in single for d in stub.Analyze(request).diagnostics]
+    keyed += [(d, "") for d in stub.AnalyzeStack(stack).diagnostics]
+    out = []
+    for d, urn in keyed:
+        message = d.message
+        if d.description and message.startswith(d.description):
+            message = message[len(d.description) :].lstrip("\n")
+        level = analyzer_pb2.EnforcementLevel.Name(d.enforcementLevel).lower()
+        out.append((d.policyName, level, d.urn or urn, d.description, message))
+    return sorted(out)

@@ -123,3 +123,35 @@ def test_a_settings_model_of_another_policy_is_refused() -> None:
         registry.RegistryError, match="settings model ClaimsSettings is for gpu-rail-claims-aligned"
     ):
         registry.stack_rule(name="other", level="advisory", description="", validate=print, settings=claims)
+
+
+def _raising(args: object, report: object) -> None:
+    raise KeyError("spec")
+
+
+def _analyzed(policy_kind: str) -> analyzer_pb2.AnalyzeResponse:
+    """One raising policy of ``policy_kind`` (resource or stack) through the pack's analyzer."""
+    import oke_rdma_policies
+    from oke_rdma_policies.sdk_adapter import PackAnalyzer
+    from oke_rdma_policies.values import LazyProps
+
+    build = registry.resource_rule if policy_kind == "resource" else registry.stack_rule
+    rule = build(name="always-raises", level="mandatory", description="d", validate=_raising)
+    analyzer = PackAnalyzer("p", oke_rdma_policies.SDK_VERSION, [rule.policy], "d", LazyProps)
+    single, stack = analyze_requests(
+        [k8s({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})]
+    )
+    return (
+        analyzer.Analyze(single[0], None) if policy_kind == "resource" else analyzer.AnalyzeStack(stack, None)
+    )
+
+
+@pytest.mark.parametrize("policy_kind", ["resource", "stack"])
+def test_a_policy_that_raises_is_one_mandatory_violation_naming_what_it_judged(policy_kind: str) -> None:
+    (diagnostic,) = _analyzed(policy_kind).diagnostics
+    assert diagnostic.policyName == "always-raises"
+    assert diagnostic.enforcementLevel == analyzer_pb2.MANDATORY
+    what = "kubernetes:core/v1:ConfigMap c" if policy_kind == "resource" else "the stack"
+    # The SDK puts the policy's description first.
+    assert diagnostic.message.startswith(f"d\n{what}: this policy failed while checking it (KeyError: 'spec'")
+    assert "report this message as a bug of the oke-gpu-rdma policy pack" in diagnostic.message

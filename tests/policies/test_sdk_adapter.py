@@ -62,6 +62,9 @@ def test_stack_state_builds_each_kind_once_per_request() -> None:
     assert sdk_adapter.StackState().get(list, build) == [2]
 
 
-def test_stack_state_is_refused_for_args_the_pack_analyzer_did_not_make() -> None:
-    with pytest.raises(TypeError, match="PackAnalyzer"):
-        sdk_adapter.stack_state(StackValidationArgs([]))
+def test_args_the_sdks_own_policy_pack_made_get_a_state_of_their_own() -> None:
+    """Under a plain PolicyPack each stack policy gets its own args: a state for them alone, kept for
+    the rest of that policy's run."""
+    args, other = StackValidationArgs([]), StackValidationArgs([])
+    state = sdk_adapter.stack_state(args)
+    assert sdk_adapter.stack_state(args) is state and sdk_adapter.stack_state(other) is not state

@@ -32,7 +32,7 @@ def test_the_schema_version_is_the_newest_shipped_not_newer_than_the_stack() -> 
         schema_check.schema_version("v1.20.3")
     assert str(refused.value) == (
         f"cluster kubernetesVersion v1.20.3: kubernetes-validate {SHIPPED} ships schemas from v1.25.0 on; "
-        "pin an older kubernetes-validate in requirements.txt"
+        "pin an older kubernetes-validate in requirements-preview.txt"
     )
 
 
@@ -44,8 +44,9 @@ def test_the_examples_manifests_are_valid(stack: str) -> None:
 
 def test_custom_resources_are_named_as_not_validated() -> None:
     report = schema_check.check(manifests("sriov"), "v1.36.4")
-    # The MPI operator's objects (vendored manifest): its CRD, Namespace, RBAC and Deployment validate.
-    assert (report.validated, report.errors) == (9, [])
+    # Every object the sriov stack declares is a custom resource (the MPI operator's own objects come
+    # from its manifest at apply time, unseen here).
+    assert (report.validated, report.errors) == (0, [])
     assert report.unvalidated == {
         "kubeflow.org/v2beta1/MPIJob": 2,
         "mellanox.com/v1alpha1/NicClusterPolicy": 1,

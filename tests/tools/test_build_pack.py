@@ -12,86 +12,26 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import oke_rdma_policies  # the pack's package, in policies/ (on pytest's pythonpath)
 import pytest
 import yaml
 from google.protobuf import empty_pb2
-from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+from pulumi.runtime.proto import analyzer_pb2_grpc
 
-from oke_gpu_rdma.shape_catalog import CATALOG
-from preview.mock_runtime import ROOT, RecordedResource
-from preview.policy_check import analyze_requests, analyze_resources, configure_request
-from tests.fixtures import seed000, seed001
+from preview.mock_runtime import ROOT
+from preview.policy_check import analyze_resources
 from tests.policies.policy_helpers import (
-    GPU_CHART,
-    K8S_PROVIDER,
-    NAMESPACE_YAML,
-    dranet_release,
-    k8s,
-    misspelt_network,
-    resource,
-    seed_plan,
+    PACK_CONFIG,
+    SUPPLIED_SHAPE,
+    over_grpc,
     started_pack,
+    tripping_every_policy,
 )
-from tests.support import topology_to_dict
 from tools import build_pack
 from tools.build_pack import BuildError, build, pack_requirements
-
-# A shape the catalog does not verify, with the user's topology (the B4.8 layout): the built pack
-# needs its vendored shape files and the supplied topology to find the non-rail PF below.
-SUPPLIED_SHAPE = "BM.GPU.H100.8"
-
-
-PACK_CONFIG = {
-    "dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]},
-    "sriov-rail-root-devices": {
-        "shapeTopologies": {SUPPLIED_SHAPE: topology_to_dict(CATALOG.topology("BM.GPU.B4.8"))}
-    },
-}
-
-
-def tripping_every_policy() -> list[RecordedResource]:
-    """The seed stack gone wrong in every way a DRA policy checks, and two of seed 001's SR-IOV traps."""
-    passthrough = seed000("all-rails")
-    passthrough["spec"]["spec"]["devices"]["config"] = [
-        {"opaque": {"driver": "dra.net", "parameters": {"interface": {"type": "Passthrough"}}}}
-    ]
-    job = seed000("nccl-dranet-a-device-plugin")
-    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
-    worker["env"] = [{"name": "NCCL_IB_GID_INDEX", "value": "3"}]
-    node_policy = seed001("sriov-network-node-policy")
-    node_policy["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] = SUPPLIED_SHAPE
-    node_policy["spec"]["nicSelector"]["rootDevices"].append("0000:01:00.0")  # not a rail PF
-    namespace = yaml.safe_load(NAMESPACE_YAML)
-    namespace["metadata"]["labels"] = {}
-    gpu_driver = resource(
-        "kubernetes:helm.sh/v3:Release",
-        "gpu-dra",
-        {
-            "chart": GPU_CHART,
-            "version": "0.5.1",
-            "values": {
-                "kubeletPlugin": {"nodeSelector": {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"}}
-            },
-        },
-        provider=K8S_PROVIDER,
-    )
-    return [
-        *seed_plan(pods="10.208.0.0/12", device_plugin_label=False),
-        dranet_release(),
-        gpu_driver,
-        k8s(namespace),
-        k8s(passthrough),
-        k8s(seed000("shape-root")),
-        k8s(seed000("rails-8-a")),
-        k8s(job),
-        k8s(seed001("sriov-network-exclusive")),  # rdmaQoS missing
-        k8s(misspelt_network()),  # a resource name no node policy provides
-        k8s(node_policy),
-    ]
 
 
 def _clean_env() -> dict[str, str]:
@@ -129,7 +69,7 @@ def install(pack: Path) -> subprocess.CompletedProcess[str]:
 def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built pack alone in an empty folder, with the virtualenv the CLI would give it."""
     pack = tmp_path_factory.mktemp("published") / "oke-gpu-rdma"
-    build(pack)
+    build(pack, version="1.2.3")
     result = install(pack)
     assert result.returncode == 0, f"installing requirements.txt failed in the built pack:\n{result.stderr}"
     return pack
@@ -140,26 +80,6 @@ def analyzer(published: Path) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
     """The published pack started as the CLI starts it (see tests/policies/test_pack_process.py)."""
     with started_pack(published / "venv" / "bin" / "python", published, env=_clean_env()) as stub:
         yield stub
-
-
-Key = tuple[str, str, str, str, str]
-
-
-def over_grpc(stub: analyzer_pb2_grpc.AnalyzerStub, resources: Sequence[RecordedResource]) -> list[Key]:
-    """Configure, Analyze each resource and AnalyzeStack as the engine does; one key per diagnostic."""
-    info = stub.GetAnalyzerInfo(empty_pb2.Empty())
-    stub.Configure(configure_request(PACK_CONFIG, info))
-    single, stack = analyze_requests(resources)
-    keyed = [(d, request.urn) for request in single for d in stub.Analyze(request).diagnostics]
-    keyed += [(d, "") for d in stub.AnalyzeStack(stack).diagnostics]
-    out = []
-    for d, urn in keyed:
-        message = d.message
-        if d.description and message.startswith(d.description):
-            message = message[len(d.description) :].lstrip("\n")
-        level = analyzer_pb2.EnforcementLevel.Name(d.enforcementLevel).lower()
-        out.append((d.policyName, level, d.urn or urn, d.description, message))
-    return sorted(out)
 
 
 def test_the_pack_imports_its_vendored_library(published: Path) -> None:
@@ -214,6 +134,7 @@ def test_requirements_are_the_pack_pins_then_the_library_dependencies_at_the_pro
         "pulumi==3.272.0",
         "pulumi-policy==1.21.0",
         pins["cel-expr-python"],
+        pins["protobuf"],
         pins["pydantic"],
         pins["pyyaml"],
     ]
@@ -226,7 +147,7 @@ def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: P
     for junk in ("policies/venv/bin/python", "policies/oke_rdma_policies/__pycache__/x.pyc"):
         (root / junk).parent.mkdir(parents=True, exist_ok=True)
         (root / junk).write_text("")
-    built = build(tmp_path / "pack", root)
+    built = build(tmp_path / "pack", root, "1.2.3")
     files = {p.relative_to(built.out).as_posix() for p in built.out.rglob("*") if p.is_file()}
     assert {
         "PulumiPolicy.yaml",
@@ -246,9 +167,9 @@ def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: P
 
 
 def test_rebuilding_replaces_the_previous_pack(tmp_path: Path) -> None:
-    build(tmp_path / "pack")
+    build(tmp_path / "pack", version="1.2.3")
     (tmp_path / "pack" / "stale.py").write_text("")
-    build(tmp_path / "pack")
+    build(tmp_path / "pack", version="1.2.3")
     assert not (tmp_path / "pack" / "stale.py").exists()
 
 
@@ -279,14 +200,14 @@ def test_requirements_that_cannot_be_pinned_are_one_line_errors(
     assert old in text
     (root / name).write_text(text.replace(old, new))
     with pytest.raises(BuildError) as raised:
-        build(tmp_path / "pack", root)
+        build(tmp_path / "pack", root, "1.2.3")
     assert expected in str(raised.value) and "\n" not in str(raised.value)
     assert not (tmp_path / "pack").exists()
 
 
 def test_cli_refuses_a_folder_that_is_not_a_pack(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "notes.txt").write_text("mine")
-    assert build_pack.main(["--out", str(tmp_path)]) == 1
+    assert build_pack.main(["--out", str(tmp_path), "--version", "1.2.3"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and "Traceback" not in err and len(err.splitlines()) == 1
     assert err.startswith("error: cannot build the policy pack: ") and "is not a built policy pack" in err
@@ -294,6 +215,47 @@ def test_cli_refuses_a_folder_that_is_not_a_pack(tmp_path: Path, capsys: pytest.
 
 
 def test_cli_says_how_to_publish(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert build_pack.main(["--out", str(tmp_path / "pack")]) == 0
+    assert build_pack.main(["--out", str(tmp_path / "pack"), "--version", "1.2.3"]) == 0
     out = capsys.readouterr().out
     assert "oke_gpu_rdma/ vendored" in out and "pulumi policy publish" in out
+
+
+def _tagged_repository(tmp_path: Path, tag: str | None) -> Path:
+    """A git repository holding this one's pack sources, HEAD tagged `tag` (None: untagged)."""
+    root = tmp_path / "repo"
+    shutil.copytree(
+        ROOT / "policies", root / "policies", ignore=shutil.ignore_patterns("venv", "__pycache__")
+    )
+    shutil.copytree(
+        ROOT / "oke_gpu_rdma", root / "oke_gpu_rdma", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for name in ("pyproject.toml", "requirements.txt"):
+        shutil.copy(ROOT / name, root / name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "pack"], check=True)
+    if tag is not None:
+        subprocess.run([*git, "tag", tag], check=True)
+    return root
+
+
+def test_the_built_pack_carries_the_release_tags_version(tmp_path: Path) -> None:
+    root = _tagged_repository(tmp_path, "v2.4.1")
+    built = build(tmp_path / "pack", root)
+    assert built.version == "2.4.1"
+    manifest = yaml.safe_load((tmp_path / "pack" / "PulumiPolicy.yaml").read_text())
+    assert manifest["version"] == "2.4.1" and manifest["runtime"]["name"] == "python"
+    # The source keeps its working-tree version; only the built pack is versioned.
+    assert yaml.safe_load((root / "policies" / "PulumiPolicy.yaml").read_text())["version"] == "0.0.0-dev"
+
+
+def test_an_untagged_head_or_a_bad_version_is_one_line(tmp_path: Path) -> None:
+    root = _tagged_repository(tmp_path, None)
+    with pytest.raises(
+        BuildError, match=r"^HEAD carries no release tag vX.Y.Z.*make pack PACK_VERSION=1.2.0\)$"
+    ):
+        build(tmp_path / "pack", root)
+    with pytest.raises(BuildError, match=r"^--version: '1.2' is not a semantic version X.Y.Z"):
+        build(tmp_path / "pack", root, "1.2")
+    assert not (tmp_path / "pack").exists()

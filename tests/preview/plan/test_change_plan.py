@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import components.gpu_node_pool
+from oke_gpu_rdma import mpi_operator
 from preview import rendering
 from preview.mock_runtime import pulumi_config_map, run_program
 from preview.plan import change_plan, gpu_impact
@@ -622,3 +623,43 @@ def test_a_new_workload_namespace_creates_its_objects_first() -> None:
     assert by_name["workloads-namespace"].line() == (
         "+- kubernetes:core/v1:Namespace workloads-namespace replace [diff: ~metadata.name]"
     )
+
+
+def _declared_one_by_one(new: change_plan.Rendering) -> change_plan.Rendering:
+    """`new` as it was before the MPI operator's manifest moved to a ConfigFile: each object a resource of
+    the MpiOperator component, named `<component>-<kind>-<name>`."""
+    manifest = next(r for r in new.records.values() if r.type == mpi_operator.CONFIG_FILE_TYPE)
+    component = manifest.parent.rpartition("::")[2]
+    records = {urn: r for urn, r in new.records.items() if r is not manifest}
+    for obj in mpi_operator.release("v0.6.0").objects:
+        name = mpi_operator.alias_name(component, obj.kind, obj.name)
+        urn = f"urn:pulumi:sriov::oke-gpu-rdma::oke-gpu-rdma:index:MpiOperator${obj.resource_type}::{name}"
+        records[urn] = change_plan.Record(
+            urn, obj.resource_type, name, component, manifest.provider, {}, (), {"kind": obj.kind}
+        )
+    return change_plan.Rendering(records, new.pack_config)
+
+
+def test_the_mpi_operators_objects_move_under_its_manifest_instead_of_being_deleted() -> None:
+    new = change_plan.parse(render("sriov", raw_config("sriov")))
+    plan = change_plan.build(_declared_one_by_one(new), new, "the example")
+    assert lines(plan) == ["+ kubernetes:yaml/v2:ConfigFile vf-acceptance-mpi-operator-manifest create"]
+    text = change_plan.plan_lines(plan)
+    assert (
+        "      ! vf-acceptance-mpi-operator-customresourcedefinition-mpijobs.kubeflow.org: moves under "
+        "ConfigFile vf-acceptance-mpi-operator-manifest as vf-acceptance-mpi-operator-manifest:"
+        "mpijobs.kubeflow.org (aliased: kept, not deleted); its inputs come from the manifest fetched at "
+        "apply time"
+    ) in text
+    assert sum("moves under ConfigFile" in line for line in text) == 9
+
+
+def test_objects_no_known_manifest_takes_over_are_deleted() -> None:
+    """A ConfigFile of a URL the facts do not name (another commit) adopts nothing: the engine would
+    delete the old objects, and the plan says so."""
+    new = change_plan.parse(render("sriov", raw_config("sriov")))
+    base = _declared_one_by_one(new)
+    urn, manifest = next((u, r) for u, r in new.records.items() if r.type == mpi_operator.CONFIG_FILE_TYPE)
+    other = dataclasses.replace(manifest, inputs={"file": "https://example.invalid/mpi-operator.yaml"})
+    plan = change_plan.build(base, change_plan.Rendering({**new.records, urn: other}, new.pack_config), "x")
+    assert sum(s.op == "delete" for s in plan.steps) == 9

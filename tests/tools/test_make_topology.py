@@ -11,7 +11,7 @@ import yaml
 from preview.cli import preview
 from tests.fixtures import FIXTURES
 from tests.support import Run, as_stack_file, raw_config
-from tools.topology_from_slices import main
+from tools.make_topology import main
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
