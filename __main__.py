@@ -243,6 +243,7 @@ if valid_stack.sriov is not None:
             plan=valid_stack.sriov,
             provider=cluster.provider,
             node_pools=[*(pools[name] for name in valid_stack.sriov.pools), *system_nodes],
+            taints=sriov_taints,
         ),
     )
     sriov_networks = SriovRailNetworks(

@@ -16,9 +16,8 @@ and a default it relies on are judged the same way. Sources (chart values.yaml a
 - kubernetes-sigs/dra-driver-nvidia-gpu `deployments/helm/dra-driver-nvidia-gpu`: the kubelet plugin
   DaemonSet (`kubeletPlugin.nodeSelector`, `.affinity` (default: charts.NVIDIA_GPU_DEFAULT_KUBELET_AFFINITY),
   `.tolerations` (default none)); the controller Deployment only with `resources.computeDomains.enabled`.
-- Mellanox/network-operator `deployment/network-operator/values.yaml`: the operator Deployment
-  (`operator.nodeSelector`, `operator.tolerations`, default control-plane taints), the SR-IOV Network
-  Operator's Deployment (subchart, control-plane tolerations).
+- Mellanox/network-operator `deployment/network-operator`: its Deployments, hook Jobs and the SR-IOV
+  Network Operator's DaemonSets, in oke_gpu_rdma/network_operator_workloads.py.
 - kubeflow/mpi-operator `deploy/v2beta1/mpi-operator.yaml`: the operator Deployment, no tolerations.
 - CoreDNS, an OKE cluster add-on: tolerates `CriticalAddonsOnly` and the control-plane taints only
   (kubernetes/kubernetes `cluster/addons/dns/coredns/coredns.yaml.base`).
@@ -29,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from . import attributes, charts, labels
+from . import attributes, charts, labels, network_operator_workloads
 from .scheduling import PodPlacement
 
 CONTROL_PLANE_TOLERATIONS: Final[tuple[Mapping[str, Any], ...]] = (
@@ -149,11 +148,8 @@ def nvidia_gpu_driver(release: str, values: Mapping[str, Any]) -> list[PodPlacem
 
 
 def network_operator(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
-    where = f"(chart {charts.NETWORK_OPERATOR_CHART_NAME})"
-    return [
-        _operator_deployment(f"Deployment {release} {where}", values),
-        PodPlacement(f"Deployment {charts.SRIOV_SUBCHART} {where}", tolerations=CONTROL_PLANE_TOLERATIONS),
-    ]
+    """The chart's workloads and the SR-IOV Network Operator's (oke_gpu_rdma/network_operator_workloads.py)."""
+    return network_operator_workloads.release_workloads(release, values)
 
 
 CHART_WORKLOADS: Final = {

@@ -54,6 +54,13 @@ def test_release_has_the_seed_values(sriov_run: Run) -> None:
     assert charts.undocumented_value_paths(inputs["values"], charts.NETWORK_OPERATOR_VALUE_PATHS) == []
 
 
+SRIOV_NODES_ONLY = {
+    "requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": RDMA_PATH_LABEL, "operator": "In", "values": ["sriov"]}]}]
+    }
+}
+
+
 def test_nic_cluster_policy_is_the_seeds_with_multus_memory_raised(sriov_run: Run) -> None:
     (policy,) = sriov_run.of_type(resource_types.NIC_CLUSTER_POLICY)
     rendered = manifest(policy)
@@ -61,6 +68,10 @@ def test_nic_cluster_policy_is_the_seeds_with_multus_memory_raised(sriov_run: Ru
     assert multus.pop("containerResources") == [MULTUS_RESOURCES]
     annotations = rendered["metadata"].pop("annotations")
     assert annotations == {WAIT_FOR_ANNOTATION: NIC_POLICY_READY}
+    # The operator's DaemonSets stay on the SR-IOV nodes; the example's pools carry only the GPU taint,
+    # which they tolerate of their own, so the policy adds no toleration.
+    assert rendered["spec"].pop("nodeAffinity") == SRIOV_NODES_ONLY
+    assert "tolerations" not in rendered["spec"]
     assert rendered == seed001("nic-cluster-policy")
     assert "ofedDriver" not in rendered["spec"]
     # The seed saw Multus OOM-killed at its 50Mi default.
