@@ -329,6 +329,11 @@ NV_IPAM_NODE: Final = "nv-ipam-node"
 NV_IPAM_CONTROLLER: Final = "nv-ipam-controller"
 
 
+def _declared(spec: Mapping[str, Any], component: str) -> bool:
+    """A component the policy asks for: the operator tests its spec pointer for nil, so even `{}` counts."""
+    return spec.get(component) is not None
+
+
 def nic_cluster_policy_workloads(spec: Mapping[str, Any]) -> list[PodPlacement]:
     """The pods the operator starts for a NicClusterPolicy spec (manifests/state-*/ at v26.7.0-rc.2).
 
@@ -356,12 +361,12 @@ def nic_cluster_policy_workloads(spec: Mapping[str, Any]) -> list[PodPlacement]:
 
     pods: list[PodPlacement] = []
     secondary = _map(spec.get("secondaryNetwork"))
-    if secondary.get("multus"):
+    if _declared(secondary, "multus"):
         pods.append(daemonset(MULTUS, "system-node-critical"))  # state-multus-cni/0050-multus-ds.yml:26-45
-    if secondary.get("cniPlugins"):
+    if _declared(secondary, "cniPlugins"):
         # state-container-networking-plugins/0010-container-networking-plugins-ds.yml:40-51, no priority class.
         pods.append(daemonset(CNI_PLUGINS, None))
-    if spec.get("nvIpam"):
+    if _declared(spec, "nvIpam"):
         # state-nv-ipam-cni/040-nv-ipam-controller.yaml:41-97: the GPU and control-plane tolerations, a
         # required node affinity only from deploymentNodeAffinity.
         deployment_affinity = _map(spec.get("deploymentNodeAffinity"))
@@ -382,13 +387,13 @@ def nic_cluster_policy_workloads(spec: Mapping[str, Any]) -> list[PodPlacement]:
             )
         )
         pods.append(daemonset(NV_IPAM_NODE, None))  # state-nv-ipam-cni/040-nv-ipam-node.yaml:39-50
-    if spec.get("rdmaSharedDevicePlugin"):
+    if _declared(spec, "rdmaSharedDevicePlugin"):
         # state-rdma-shared-device-plugin/0060_rdma-shared-dev-plugin-ds.yaml:31-43, 115-125.
         pods.append(daemonset("rdma-shared-dp-ds", "system-node-critical", mellanox))
-    if spec.get("sriovDevicePlugin"):
+    if _declared(spec, "sriovDevicePlugin"):
         # state-sriov-device-plugin/0030-sriov-dp-daemonset.yaml:35-55.
         pods.append(daemonset("network-operator-sriov-device-plugin", "system-node-critical", mellanox))
-    if spec.get("ofedDriver"):
+    if _declared(spec, "ofedDriver"):
         # state-ofed-driver/0050_ofed-driver-ds.yaml:38-46, 295-310: also the node's OS and kernel labels
         # from NFD, which only a running node has; the Mellanox NIC label is the part the pools decide.
         pods.append(daemonset("mofed", "system-node-critical", {MELLANOX_NIC_LABEL: "true"}))
@@ -420,7 +425,7 @@ def with_operator_labels(
         if (
             nic_cluster_policy is not None
             and labels.get(MELLANOX_NIC_LABEL) == "true"
-            and not nic_cluster_policy.get("ofedDriver")
+            and not _declared(nic_cluster_policy, "ofedDriver")
         ):
             labels[MOFED_WAIT_LABEL] = "false"
         if config_daemon_selector is not None:

@@ -56,7 +56,9 @@ def test_release_has_the_seed_values(sriov_run: Run) -> None:
 
 SRIOV_NODES_ONLY = {
     "requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": RDMA_PATH_LABEL, "operator": "In", "values": ["sriov"]}]}]
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": RDMA_PATH_LABEL, "operator": "In", "values": ["sriov"]}]}
+        ]
     }
 }
 
@@ -318,3 +320,26 @@ def test_two_sriov_shapes_each_get_policies_and_jobs_from_their_topology(
     assert pod["metadata"]["annotations"][NETWORKS_ANNOTATION] == ",".join(
         f"rdma-vf-bm-gpu-h100-8-{i}" for i in range(8)
     )
+
+
+def test_the_nic_cluster_policy_tolerates_the_sriov_taints_its_daemonsets_do_not() -> None:
+    from components.network_operator import nic_cluster_policy_spec
+    from stack_config.model import GPU_TAINT, NetworkOperatorConfig, Taint
+
+    config = NetworkOperatorConfig()
+    # The operator's DaemonSets tolerate nvidia.com/gpu NoSchedule themselves: nothing to add.
+    assert "tolerations" not in nic_cluster_policy_spec(config, [GPU_TAINT])
+    spec = nic_cluster_policy_spec(
+        config,
+        [
+            GPU_TAINT,
+            Taint(key="dedicated", value="a"),
+            Taint(key="dedicated", value="b"),
+            Taint(key="x", effect="NoExecute"),
+        ],
+    )
+    assert spec["tolerations"] == [
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "x", "operator": "Exists", "effect": "NoExecute"},
+    ]
+    assert spec["nodeAffinity"] == SRIOV_NODES_ONLY
