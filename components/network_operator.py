@@ -140,6 +140,12 @@ class NetworkOperatorArgs:
     """The pools to wait for: the operator's DaemonSets and the VFs are for their nodes."""
     taints: Sequence[Taint] = ()
     """The taints of the SR-IOV pools, which the operator's DaemonSets must tolerate."""
+    after: Sequence[pulumi.Resource] = ()
+    """Releases that install CRDs the chart's templates use. The chart renders its NodeFeatureRule
+    `nvidia-nics-rules` whenever `nfd.deployNodeFeatureRules` (default true; templates/nodefeaturerules.yaml),
+    but ships the NodeFeatureRule CRD only in its NFD subchart, which Helm leaves out with `nfd.enabled:
+    false`; so without its own NFD the release must wait for the GPU Operator's (whose NFD subchart ships
+    the CRD), or Helm fails with "no matches for kind NodeFeatureRule"."""
 
 
 class NetworkOperator(pulumi.ComponentResource):
@@ -167,7 +173,7 @@ class NetworkOperator(pulumi.ComponentResource):
                 timeout=RELEASE_TIMEOUT_SECONDS,
             ),
             opts=pulumi.ResourceOptions.merge(
-                child, pulumi.ResourceOptions(depends_on=list(args.node_pools))
+                child, pulumi.ResourceOptions(depends_on=[*args.node_pools, *args.after])
             ),
         )
         after_release = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release]))

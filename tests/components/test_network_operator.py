@@ -343,3 +343,20 @@ def test_the_nic_cluster_policy_tolerates_the_sriov_taints_its_daemonsets_do_not
         {"key": "x", "operator": "Exists", "effect": "NoExecute"},
     ]
     assert spec["nodeAffinity"] == SRIOV_NODES_ONLY
+
+
+def test_without_its_own_nfd_the_release_waits_for_the_gpu_operators(run_stack: Callable[..., Run]) -> None:
+    """The chart renders its NodeFeatureRule even with nfd.enabled false, and Helm leaves out the NFD
+    subchart's CRDs then: the GPU Operator's NFD must have installed the NodeFeatureRule CRD first."""
+    raw = raw_config("sriov")
+    raw["gpuOperator"] = {"enabled": True}
+    run = run_stack("sriov", raw)
+    by_chart = {r.inputs["chart"]: r for r in run.of_type(RELEASE)}
+    # Depending on the component is depending on its children: the engine gets the release.
+    gpu_release = by_chart[charts.GPU_OPERATOR_CHART_NAME].urn
+    assert gpu_release in by_chart[charts.NETWORK_OPERATOR_CHART_NAME].dependencies
+    raw["networkOperator"]["deployNfd"] = True
+    run = run_stack("sriov", raw)
+    by_chart = {r.inputs["chart"]: r for r in run.of_type(RELEASE)}
+    gpu_release = by_chart[charts.GPU_OPERATOR_CHART_NAME].urn
+    assert gpu_release not in by_chart[charts.NETWORK_OPERATOR_CHART_NAME].dependencies
