@@ -19,7 +19,7 @@ and a default it relies on are judged the same way. Sources (chart values.yaml a
 - Mellanox/network-operator `deployment/network-operator`: its Deployments, hook Jobs and the SR-IOV
   Network Operator's DaemonSets, in oke_gpu_rdma/network_operator_workloads.py.
 - kubeflow/mpi-operator `deploy/v2beta1/mpi-operator.yaml`: the operator Deployment, no tolerations.
-- CoreDNS, an OKE cluster add-on: tolerates `CriticalAddonsOnly` and the control-plane taints only
+- CoreDNS, an OKE cluster add-on: tolerates `CriticalAddonsOnly` only, on Linux nodes
   (kubernetes/kubernetes `cluster/addons/dns/coredns/coredns.yaml.base`).
 """
 
@@ -50,7 +50,6 @@ NFD_WORKER_DEFAULT_TOLERATIONS: Final = (*CONTROL_PLANE_TOLERATIONS, GPU_TAINT_T
 DRANET_DEFAULT_TOLERATIONS: Final[tuple[Mapping[str, Any], ...]] = (
     {"operator": "Exists", "effect": "NoSchedule"},
 )
-COREDNS_TOLERATIONS: Final = ({"key": "CriticalAddonsOnly", "operator": "Exists"}, *CONTROL_PLANE_TOLERATIONS)
 
 
 def _get(values: Mapping[str, Any], path: str) -> Any:
@@ -170,6 +169,12 @@ def release_workloads(chart: str, release: str, values: Mapping[str, Any]) -> li
 
 # As the preview names the Deployment of the vendored manifest (vendor/mpi-operator/), which it reads.
 MPI_OPERATOR: Final = PodPlacement("Deployment mpi-operator/mpi-operator")
+# kubernetes/kubernetes cluster/addons/dns/coredns/coredns.yaml.base: the Deployment tolerates only
+# CriticalAddonsOnly, selects kubernetes.io/os linux and runs at system-cluster-critical.
+COREDNS_TOLERATIONS: Final = ({"key": "CriticalAddonsOnly", "operator": "Exists"},)
 COREDNS: Final = PodPlacement(
-    "Deployment kube-system/coredns (OKE cluster add-on)", tolerations=COREDNS_TOLERATIONS
+    "Deployment kube-system/coredns (OKE cluster add-on)",
+    node_selector={network_operator_workloads.OS_LABEL: network_operator_workloads.LINUX},
+    tolerations=COREDNS_TOLERATIONS,
+    priority_class="system-cluster-critical",
 )
