@@ -57,10 +57,12 @@ MULTUS_RESOURCES: Final[dict[str, Any]] = {
 }
 
 
-def network_operator_values(config: NetworkOperatorConfig) -> dict[str, Any]:
+def network_operator_values(config: NetworkOperatorConfig, taints: Sequence[Taint] = ()) -> dict[str, Any]:
     """The release's values (stack_config/network_operator_values.py), each a path the chart documents."""
     return _documented(
-        release_values(config), charts.NETWORK_OPERATOR_VALUE_PATHS, charts.NETWORK_OPERATOR_CHART_NAME
+        release_values(config, taints),
+        charts.NETWORK_OPERATOR_VALUE_PATHS,
+        charts.NETWORK_OPERATOR_CHART_NAME,
     )
 
 
@@ -169,7 +171,7 @@ class NetworkOperator(pulumi.ComponentResource):
                 version=config.chart_version,
                 namespace=config.namespace,
                 create_namespace=True,
-                values=network_operator_values(config),
+                values=network_operator_values(config, args.taints),
                 timeout=RELEASE_TIMEOUT_SECONDS,
             ),
             opts=pulumi.ResourceOptions.merge(

@@ -207,9 +207,13 @@ def release_workloads(release: str, values: Mapping[str, Any]) -> list[PodPlacem
     where = f"(chart {charts.NETWORK_OPERATOR_CHART_NAME}, release {release})"
     operator = _section(merged, "operator")
     # templates/operator.yaml:38-52: operator.nodeSelector, .affinity, .tolerations, .priorityClassName.
+    # templates/_helpers.tpl network-operator.fullname reads operator.fullnameOverride and .nameOverride.
+    fullname = str(operator.get("fullnameOverride") or "") or _fullname(
+        release, str(operator.get("nameOverride") or "") or charts.NETWORK_OPERATOR_CHART_NAME
+    )
     pods = [
         _placed_by(
-            f"Deployment {_fullname(release, charts.NETWORK_OPERATOR_CHART_NAME)} {where}",
+            f"Deployment {fullname[:63].rstrip('-')} {where}",
             operator,
             priority_class=operator.get("priorityClassName") or None,
         )
@@ -224,25 +228,27 @@ def release_workloads(release: str, values: Mapping[str, Any]) -> list[PodPlacem
         if merged.get(switch) is True:
             pods.append(_placed_by(f"Job {job} (pre-install/pre-upgrade hook) {where}", operator))
     if _flag(merged, "nfd", "enabled"):
-        pods += _nfd(merged, where)
+        pods += _nfd(release, merged, where)
     if _flag(merged, "sriovNetworkOperator", "enabled"):
         pods += _sriov(release, values, where)
     return pods
 
 
-def _nfd(merged: Mapping[str, Any], where: str) -> list[PodPlacement]:
+def _nfd(release: str, merged: Mapping[str, Any], where: str) -> list[PodPlacement]:
     """NFD's master and gc Deployments and worker DaemonSet (charts/node-feature-discovery/templates/
     master.yaml, nfd-gc.yaml, worker.yaml), and its post-delete cleanup Job (post-delete-job.yaml:1, 90-99:
     the master's placement) when postDeleteCleanup."""
     nfd = coalesce(NFD_SUBCHART_DEFAULTS, _section(merged, NFD_SUBCHART))
+    # templates/_helpers.tpl node-feature-discovery.fullname; the objects are <fullname>-master, -gc, -worker.
+    name = _fullname(release, NFD_SUBCHART)
     pods = [
-        _placed_by(f"Deployment nfd-master {where}", _section(nfd, "master")),
-        _placed_by(f"DaemonSet nfd-worker {where}", _section(nfd, "worker"), daemonset=True),
+        _placed_by(f"Deployment {name}-master {where}", _section(nfd, "master")),
+        _placed_by(f"DaemonSet {name}-worker {where}", _section(nfd, "worker"), daemonset=True),
     ]
     if _flag(nfd, "gc", "enable"):
-        pods.append(_placed_by(f"Deployment nfd-gc {where}", _section(nfd, "gc")))
+        pods.append(_placed_by(f"Deployment {name}-gc {where}", _section(nfd, "gc")))
     if nfd.get("postDeleteCleanup") is True:
-        pods.append(_placed_by(f"Job nfd-prune (post-delete hook) {where}", _section(nfd, "master")))
+        pods.append(_placed_by(f"Job {name}-prune (post-delete hook) {where}", _section(nfd, "master")))
     return pods
 
 

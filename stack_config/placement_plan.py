@@ -27,7 +27,9 @@ def controllers(config: StackConfig) -> list[PodPlacement]:
             p for p in chart_workloads.gpu_operator(charts.GPU_OPERATOR_CHART_NAME, {}) if not p.daemonset
         ]
     if config.sriov_pools:
-        values = release_values(config.network_operator)
+        values = release_values(
+            config.network_operator, list({t: None for p in config.sriov_pools for t in p.taints})
+        )
         pods += [
             p
             for p in chart_workloads.network_operator(charts.NETWORK_OPERATOR_RELEASE, values)

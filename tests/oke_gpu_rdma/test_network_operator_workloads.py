@@ -66,9 +66,9 @@ def test_the_charts_defaults_start_the_operator_its_hooks_and_nfd() -> None:
         f"Deployment network-operator {WHERE}",
         f"Job network-operator-keep-ncp (pre-install/pre-upgrade hook) {WHERE}",
         f"Job network-operator-upgrade-crd (pre-install/pre-upgrade hook) {WHERE}",
-        f"Deployment nfd-master {WHERE}",
-        f"DaemonSet nfd-worker {WHERE}",
-        f"Deployment nfd-gc {WHERE}",
+        f"Deployment network-operator-node-feature-discovery-master {WHERE}",
+        f"DaemonSet network-operator-node-feature-discovery-worker {WHERE}",
+        f"Deployment network-operator-node-feature-discovery-gc {WHERE}",
     ]
     assert pods[operator.name] == operator
     # The hooks take operator.* too, but no priority class.
@@ -78,10 +78,16 @@ def test_the_charts_defaults_start_the_operator_its_hooks_and_nfd() -> None:
         (EQUAL_MASTER, EQUAL_CP),
         None,
     )
-    assert pods[f"Deployment nfd-master {WHERE}"].tolerations == (EQUAL_CP,)
-    assert pods[f"Deployment nfd-gc {WHERE}"].tolerations == ()
-    assert pods[f"DaemonSet nfd-worker {WHERE}"].tolerations == (EXISTS_MASTER, EXISTS_CP, GPU)
-    assert pods[f"DaemonSet nfd-worker {WHERE}"].daemonset
+    assert pods[f"Deployment network-operator-node-feature-discovery-master {WHERE}"].tolerations == (
+        EQUAL_CP,
+    )
+    assert pods[f"Deployment network-operator-node-feature-discovery-gc {WHERE}"].tolerations == ()
+    assert pods[f"DaemonSet network-operator-node-feature-discovery-worker {WHERE}"].tolerations == (
+        EXISTS_MASTER,
+        EXISTS_CP,
+        GPU,
+    )
+    assert pods[f"DaemonSet network-operator-node-feature-discovery-worker {WHERE}"].daemonset
 
 
 def test_the_stacks_values_start_the_sriov_operator_and_its_daemonsets() -> None:
@@ -271,3 +277,14 @@ def test_an_sriov_pool_without_its_node_agents_is_named_with_the_missing_ones() 
         ),
     ]
     assert missing_node_agents(check(tolerated, pools).placements, ["vf"]) == []
+
+
+def test_the_operators_name_follows_its_overrides() -> None:
+    (named, *_) = release_workloads(
+        "netop", {"operator": {"nameOverride": "netop"}, "nfd": {"enabled": False}}
+    )
+    assert named.name == "Deployment netop (chart network-operator, release netop)"
+    (full, *_) = release_workloads(
+        "netop", {"operator": {"fullnameOverride": "nvnet"}, "nfd": {"enabled": False}}
+    )
+    assert full.name == "Deployment nvnet (chart network-operator, release netop)"

@@ -197,3 +197,18 @@ def test_in_a_mixed_stack_the_policys_daemonsets_need_only_the_sriov_pools_taint
     # The chart's configDaemonNodeSelector lists every node with a Mellanox NIC, and the config daemon
     # tolerates every taint: it runs on the DRANET pool too (with no node policy there, it configures nothing).
     assert where[f"DaemonSet sriov-network-config-daemon {FROM_CONFIG}"] == ("gpu-b4", "gpu-b4-vf")
+
+
+def test_the_charts_nfd_worker_tolerates_the_sriov_pools_taints(run_stack: Callable[..., Run]) -> None:
+    """NFD labels the Mellanox NICs the config daemon's selector depends on: with the chart's own NFD, its
+    worker must run on every SR-IOV node."""
+    raw = raw_config("sriov")
+    raw["networkOperator"]["deployNfd"] = True
+    raw["nodePools"][0]["taints"] = [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {"key": "dedicated", "value": "training", "effect": "NoSchedule"},
+    ]
+    verdict = check_run(run_stack("sriov", raw).resources, load_stack(raw, "sriov", EXAMPLE_REGION))
+    assert verdict.problems == ()
+    worker = f"DaemonSet network-operator-node-feature-discovery-worker {SRIOV_CHART}"
+    assert dict(verdict.placements)[worker] == ("gpu-b4-vf",)
