@@ -174,15 +174,18 @@ if config.creates_system_pool:
 
 # --- Kubernetes: GPU Operator, DRA drivers, workload namespaces, aligned claim templates ----------
 
+gpu_operator: list[pulumi.Resource] = []
 if config.deploys_gpu_operator:
-    GpuOperator(
-        "gpu-operator",
-        GpuOperatorArgs(
-            config=config.gpu_operator,
-            taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints])),
-            provider=cluster.provider,
-            node_pools=[*pools.values(), *system_nodes],
-        ),
+    gpu_operator.append(
+        GpuOperator(
+            "gpu-operator",
+            GpuOperatorArgs(
+                config=config.gpu_operator,
+                taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints])),
+                provider=cluster.provider,
+                node_pools=[*pools.values(), *system_nodes],
+            ),
+        )
     )
 
 device_classes: list[str] = []
@@ -243,6 +246,9 @@ if valid_stack.sriov is not None:
             plan=valid_stack.sriov,
             provider=cluster.provider,
             node_pools=[*(pools[name] for name in valid_stack.sriov.pools), *system_nodes],
+            taints=sriov_taints,
+            # Without its own NFD the chart's NodeFeatureRule needs the GPU Operator's NFD CRDs.
+            after=gpu_operator if not config.network_operator.deploy_nfd else [],
         ),
     )
     sriov_networks = SriovRailNetworks(

@@ -28,8 +28,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import charts, provisioning, resource_types, sriov
-from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
-from stack_config.model import NetworkOperatorConfig
+from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL, RDMA_PATH_LABEL, RDMA_PATH_SRIOV
+from oke_gpu_rdma.network_operator_workloads import OPERATOR_DAEMONSET_TOLERATION
+from oke_gpu_rdma.scheduling import NodeTaint, tolerates_taint
+from stack_config.model import NetworkOperatorConfig, Taint, tolerations
+from stack_config.network_operator_values import release_values
 from stack_config.sriov_plan import NamedSpec, SriovPlan
 
 from .dra_drivers import _documented
@@ -52,35 +55,27 @@ MULTUS_RESOURCES: Final[dict[str, Any]] = {
     "requests": {"cpu": "100m", "memory": "100Mi"},
     "limits": {"cpu": "100m", "memory": "300Mi"},
 }
-# seed 001 values.yaml: the operator's own requests and limits.
-OPERATOR_RESOURCES: Final[dict[str, Any]] = {
-    "requests": {"cpu": "5m", "memory": "256Mi"},
-    "limits": {"cpu": "500m", "memory": "512Mi"},
-}
 
 
-def network_operator_values(config: NetworkOperatorConfig) -> dict[str, Any]:
-    """seed 001 values.yaml: NFD off (the cluster runs one), the SR-IOV operator on in daemon mode with
-    drains, and its `mellanox` plugin disabled so it never rewrites NIC firmware or reboots nodes (the OCI
-    image already allows 127 VFs per PF)."""
-    values = {
-        "nfd": {"enabled": config.deploy_nfd},
-        "sriovNetworkOperator": {"enabled": True},
-        charts.SRIOV_SUBCHART: {
-            "sriovOperatorConfig": {
-                "deploy": True,
-                "disableDrain": False,
-                "configurationMode": "daemon",
-                "disablePlugins": [charts.SRIOV_FIRMWARE_PLUGIN],
-            }
-        },
-        "operator": {"resources": OPERATOR_RESOURCES},
-    }
-    return _documented(values, charts.NETWORK_OPERATOR_VALUE_PATHS, charts.NETWORK_OPERATOR_CHART_NAME)
+def network_operator_values(config: NetworkOperatorConfig, taints: Sequence[Taint] = ()) -> dict[str, Any]:
+    """The release's values (stack_config/network_operator_values.py), each a path the chart documents."""
+    return _documented(
+        release_values(config, taints),
+        charts.NETWORK_OPERATOR_VALUE_PATHS,
+        charts.NETWORK_OPERATOR_CHART_NAME,
+    )
 
 
-def nic_cluster_policy_spec(config: NetworkOperatorConfig) -> dict[str, Any]:
-    """seed 001 nic-cluster-policy.yaml: Multus, CNI plugins, NVIDIA IPAM; no ofedDriver (the image has DOCA-OFED)."""
+def nic_cluster_policy_spec(config: NetworkOperatorConfig, taints: Sequence[Taint] = ()) -> dict[str, Any]:
+    """seed 001 nic-cluster-policy.yaml: Multus, CNI plugins, NVIDIA IPAM; no ofedDriver (the image has DOCA-OFED).
+
+    The operator's DaemonSets (Multus, CNI plugins, nv-ipam-node) have no node selector and tolerate only
+    `nvidia.com/gpu` NoSchedule besides the policy's `tolerations` (network_operator_workloads
+    nic_cluster_policy_workloads): without more, an SR-IOV pool with another taint gets none of them and its
+    VF pods never start. So the policy tolerates every other taint of the SR-IOV pools (`taints`), and its
+    `nodeAffinity` keeps the DaemonSets on the SR-IOV nodes, the only ones that attach VFs, so that they do not
+    also need the taints of the DRA and rail-less pools of a mixed cluster.
+    """
 
     def image(name: str) -> dict[str, Any]:
         return {
@@ -89,13 +84,32 @@ def nic_cluster_policy_spec(config: NetworkOperatorConfig) -> dict[str, Any]:
             "version": charts.network_operator_image_tag(config.chart_version),
         }
 
-    return {
+    spec: dict[str, Any] = {
         "nvIpam": {**image("nvidia-k8s-ipam"), "enableWebhook": False},
         "secondaryNetwork": {
             "cniPlugins": image("plugins"),
             "multus": {**image("multus-cni"), "containerResources": [MULTUS_RESOURCES]},
         },
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": RDMA_PATH_LABEL, "operator": "In", "values": [RDMA_PATH_SRIOV]}
+                        ]
+                    }
+                ]
+            }
+        },
     }
+    untolerated = [
+        t
+        for t in taints
+        if not tolerates_taint(OPERATOR_DAEMONSET_TOLERATION, NodeTaint(t.key, t.value, t.effect))
+    ]
+    if untolerated:
+        spec["tolerations"] = tolerations(untolerated)
+    return spec
 
 
 def ip_pool_spec(config: NetworkOperatorConfig) -> dict[str, Any]:
@@ -126,6 +140,14 @@ class NetworkOperatorArgs:
     """Provider of the target cluster."""
     node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
     """The pools to wait for: the operator's DaemonSets and the VFs are for their nodes."""
+    taints: Sequence[Taint] = ()
+    """The taints of the SR-IOV pools, which the operator's DaemonSets must tolerate."""
+    after: Sequence[pulumi.Resource] = ()
+    """Releases that install CRDs the chart's templates use. The chart renders its NodeFeatureRule
+    `nvidia-nics-rules` whenever `nfd.deployNodeFeatureRules` (default true; templates/nodefeaturerules.yaml),
+    but ships the NodeFeatureRule CRD only in its NFD subchart, which Helm leaves out with `nfd.enabled:
+    false`; so without its own NFD the release must wait for the GPU Operator's (whose NFD subchart ships
+    the CRD), or Helm fails with "no matches for kind NodeFeatureRule"."""
 
 
 class NetworkOperator(pulumi.ComponentResource):
@@ -149,11 +171,11 @@ class NetworkOperator(pulumi.ComponentResource):
                 version=config.chart_version,
                 namespace=config.namespace,
                 create_namespace=True,
-                values=network_operator_values(config),
+                values=network_operator_values(config, args.taints),
                 timeout=RELEASE_TIMEOUT_SECONDS,
             ),
             opts=pulumi.ResourceOptions.merge(
-                child, pulumi.ResourceOptions(depends_on=list(args.node_pools))
+                child, pulumi.ResourceOptions(depends_on=[*args.node_pools, *args.after])
             ),
         )
         after_release = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release]))
@@ -164,7 +186,7 @@ class NetworkOperator(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=NIC_CLUSTER_POLICY_NAME, annotations={WAIT_FOR_ANNOTATION: NIC_POLICY_READY}
             ),
-            spec=nic_cluster_policy_spec(config),
+            spec=nic_cluster_policy_spec(config, args.taints),
             opts=pulumi.ResourceOptions.merge(
                 after_release,
                 pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=READY_TIMEOUT)),

@@ -16,12 +16,11 @@ and a default it relies on are judged the same way. Sources (chart values.yaml a
 - kubernetes-sigs/dra-driver-nvidia-gpu `deployments/helm/dra-driver-nvidia-gpu`: the kubelet plugin
   DaemonSet (`kubeletPlugin.nodeSelector`, `.affinity` (default: charts.NVIDIA_GPU_DEFAULT_KUBELET_AFFINITY),
   `.tolerations` (default none)); the controller Deployment only with `resources.computeDomains.enabled`.
-- Mellanox/network-operator `deployment/network-operator/values.yaml`: the operator Deployment
-  (`operator.nodeSelector`, `operator.tolerations`, default control-plane taints), the SR-IOV Network
-  Operator's Deployment (subchart, control-plane tolerations).
+- Mellanox/network-operator `deployment/network-operator`: its Deployments, hook Jobs and the SR-IOV
+  Network Operator's DaemonSets, in oke_gpu_rdma/network_operator_workloads.py.
 - kubeflow/mpi-operator `deploy/v2beta1/mpi-operator.yaml`: the operator Deployment, placed as its release's
   facts say (oke_gpu_rdma/mpi_operator.py).
-- CoreDNS, an OKE cluster add-on: tolerates `CriticalAddonsOnly` and the control-plane taints only
+- CoreDNS, an OKE cluster add-on: tolerates `CriticalAddonsOnly` only, on Linux nodes
   (kubernetes/kubernetes `cluster/addons/dns/coredns/coredns.yaml.base`).
 """
 
@@ -30,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from . import attributes, charts, labels
+from . import attributes, charts, labels, network_operator_workloads
 from .scheduling import PodPlacement
 
 CONTROL_PLANE_TOLERATIONS: Final[tuple[Mapping[str, Any], ...]] = (
@@ -52,7 +51,6 @@ NFD_WORKER_DEFAULT_TOLERATIONS: Final = (*CONTROL_PLANE_TOLERATIONS, GPU_TAINT_T
 DRANET_DEFAULT_TOLERATIONS: Final[tuple[Mapping[str, Any], ...]] = (
     {"operator": "Exists", "effect": "NoSchedule"},
 )
-COREDNS_TOLERATIONS: Final = ({"key": "CriticalAddonsOnly", "operator": "Exists"}, *CONTROL_PLANE_TOLERATIONS)
 
 
 def _get(values: Mapping[str, Any], path: str) -> Any:
@@ -150,11 +148,8 @@ def nvidia_gpu_driver(release: str, values: Mapping[str, Any]) -> list[PodPlacem
 
 
 def network_operator(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
-    where = f"(chart {charts.NETWORK_OPERATOR_CHART_NAME})"
-    return [
-        _operator_deployment(f"Deployment {release} {where}", values),
-        PodPlacement(f"Deployment {charts.SRIOV_SUBCHART} {where}", tolerations=CONTROL_PLANE_TOLERATIONS),
-    ]
+    """The chart's workloads and the SR-IOV Network Operator's (oke_gpu_rdma/network_operator_workloads.py)."""
+    return network_operator_workloads.release_workloads(release, values)
 
 
 CHART_WORKLOADS: Final = {
@@ -173,6 +168,12 @@ def release_workloads(chart: str, release: str, values: Mapping[str, Any]) -> li
     return reader(release, values) if reader is not None else []
 
 
+# kubernetes/kubernetes cluster/addons/dns/coredns/coredns.yaml.base: the Deployment tolerates only
+# CriticalAddonsOnly, selects kubernetes.io/os linux and runs at system-cluster-critical.
+COREDNS_TOLERATIONS: Final = ({"key": "CriticalAddonsOnly", "operator": "Exists"},)
 COREDNS: Final = PodPlacement(
-    "Deployment kube-system/coredns (OKE cluster add-on)", tolerations=COREDNS_TOLERATIONS
+    "Deployment kube-system/coredns (OKE cluster add-on)",
+    node_selector={network_operator_workloads.OS_LABEL: network_operator_workloads.LINUX},
+    tolerations=COREDNS_TOLERATIONS,
+    priority_class="system-cluster-critical",
 )

@@ -143,6 +143,7 @@ NVIDIA_GPU_VALUE_PATHS: Final = frozenset(
 NETWORK_OPERATOR_VALUE_PATHS: Final = frozenset(
     {
         "nfd.enabled",
+        "node-feature-discovery.worker.tolerations",
         "sriovNetworkOperator.enabled",
         f"{SRIOV_SUBCHART}.sriovOperatorConfig.deploy",
         f"{SRIOV_SUBCHART}.sriovOperatorConfig.disableDrain",

@@ -104,6 +104,8 @@ class PodPlacement:
     """A DaemonSet: a pod on every node it selects and tolerates."""
     provides_device_classes: frozenset[str] = frozenset()
     """A DRA kubelet plugin: nodes where it runs offer these classes."""
+    priority_class: str | None = None
+    """Its `priorityClassName` (None: the cluster's global default), which must exist before the pod is admitted."""
 
 
 def requested_resources(pod_spec: Mapping[str, Any]) -> frozenset[str]:
@@ -137,6 +139,7 @@ def from_pod_spec(
         extended_resources=requested_resources(pod_spec),
         device_classes=device_classes,
         daemonset=daemonset,
+        priority_class=str(pod_spec["priorityClassName"]) if pod_spec.get("priorityClassName") else None,
     )
 
 
@@ -163,6 +166,25 @@ def rejections(pod: PodPlacement, pool: PoolNodes) -> list[str]:
     if classes:
         why.append(f"no DRA driver serves device class {', '.join(classes)} there")
     return why
+
+
+# The priority classes every cluster has: the API server creates them at start-up
+# (kubernetes/kubernetes pkg/apis/scheduling/types.go SystemClusterCritical, SystemNodeCritical;
+# pkg/registry/scheduling/rest/storage_scheduling.go AddSystemPriorityClasses).
+SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+
+
+def priority_class_problems(pods: Sequence[PodPlacement], declared: Iterable[str] = ()) -> list[str]:
+    """Pods that name a priority class the cluster does not have: the Priority admission plugin refuses to
+    create them ("no PriorityClass with name ... was found", kubernetes/kubernetes
+    plugin/pkg/admission/priority/admission.go), so their controller never gets a pod."""
+    known = {*SYSTEM_PRIORITY_CLASSES, *declared}
+    return [
+        f"{pod.name} names priorityClassName {pod.priority_class}, which the cluster does not have and the "
+        "stack does not declare"
+        for pod in pods
+        if pod.priority_class is not None and pod.priority_class not in known
+    ]
 
 
 def pinned_to_stack_pools(pod: PodPlacement) -> bool:

@@ -4,6 +4,7 @@ The pods come from what the offline run recorded: every pod spec in a Kubernetes
 declares (found by structure: Pods, Jobs, DaemonSets, MPIJob replicas), the workloads of the Helm
 releases it installs (placement as data, oke_gpu_rdma/chart_workloads.py) and of the MPI operator's
 manifest (oke_gpu_rdma/mpi_operator.py), both applied at apply time,
+the ones the Network Operator starts for the NicClusterPolicy (oke_gpu_rdma/network_operator_workloads.py),
 and CoreDNS, which every cluster runs. The pools come from the stack config (stack_config/pool_nodes.py):
 the GPU pools and the system pool, with their labels, taints and device plugins. The rules are
 Kubernetes' (oke_gpu_rdma/scheduling.py).
@@ -14,8 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from oke_gpu_rdma import chart_workloads, mpi_operator, resource_types, yamltext
-from oke_gpu_rdma.scheduling import PodPlacement, Verdict, check, from_pod_spec
+from oke_gpu_rdma import (
+    chart_workloads,
+    charts,
+    mpi_operator,
+    network_operator_workloads,
+    resource_types,
+    yamltext,
+)
+from oke_gpu_rdma.scheduling import PodPlacement, Verdict, check, from_pod_spec, priority_class_problems
 from stack_config.loading import Stack
 from stack_config.pool_nodes import planned_pools, unseen_pools
 
@@ -86,6 +94,10 @@ def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
                 str(r.inputs.get("chart")), str(r.inputs.get("name") or r.name), values
             )
             continue
+        if r.type == resource_types.NIC_CLUSTER_POLICY:
+            # The operator's DaemonSets and Deployments for it (not pod specs in the object itself).
+            pods += network_operator_workloads.nic_cluster_policy_workloads(r.inputs.get("spec") or {})
+            continue
         if not r.type.startswith("kubernetes:") or r.type.startswith(resource_types.DRA_GROUP_PREFIX):
             continue
         if r.type in resource_types.HELM_TYPES:
@@ -106,12 +118,64 @@ def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
     return pods
 
 
+def _nic_cluster_policy(resources: list[RecordedResource]) -> dict[str, Any] | None:
+    for r in resources:
+        if r.type == resource_types.NIC_CLUSTER_POLICY:
+            return dict(r.inputs.get("spec") or {})
+    return None
+
+
+def _config_daemon_selector(resources: list[RecordedResource]) -> dict[str, str] | None:
+    """The configDaemonNodeSelector of the SriovOperatorConfig the network-operator release renders (None:
+    no release runs the SR-IOV Network Operator with one)."""
+    for r in resources:
+        if (
+            r.type == resource_types.HELM_RELEASE
+            and r.inputs.get("chart") == charts.NETWORK_OPERATOR_CHART_NAME
+        ):
+            values = r.inputs.get("values") or {}
+            merged = network_operator_workloads.chart_values(values)
+            sriov = network_operator_workloads.sriov_values(values)
+            if (merged.get("sriovNetworkOperator") or {}).get("enabled") is True and (
+                sriov.get("sriovOperatorConfig") or {}
+            ).get("deploy") is True:
+                return network_operator_workloads.config_daemon_node_selector(values)
+    return None
+
+
+def _node_policy_selectors(resources: list[RecordedResource]) -> list[dict[str, str]]:
+    return [
+        dict((r.inputs.get("spec") or {}).get("nodeSelector") or {})
+        for r in resources
+        if r.type == resource_types.SRIOV_NODE_POLICY
+    ]
+
+
+def _priority_classes(resources: list[RecordedResource]) -> list[str]:
+    return [
+        str((r.inputs.get("metadata") or {}).get("name") or r.name)
+        for r in resources
+        if r.type.startswith("kubernetes:scheduling.k8s.io/") and r.type.endswith(":PriorityClass")
+    ]
+
+
 def check_run(resources: list[RecordedResource], stack: Stack) -> Verdict:
-    """The check for one offline run of ``stack``."""
+    """The check for one offline run of ``stack``: the pools carry the labels the network operators set from
+    the objects the run declares; a pod naming a priority class the cluster lacks, and an SR-IOV pool that a
+    node agent its VF pods need does not reach, are problems too."""
     vf_resources = stack.sriov.pool_vf_resources() if stack.sriov is not None else {}
-    return check(
-        pod_placements(resources), planned_pools(stack.config, vf_resources), unseen_pools(stack.config)
+    pods = pod_placements(resources)
+    pools = network_operator_workloads.with_operator_labels(
+        planned_pools(stack.config, vf_resources),
+        _nic_cluster_policy(resources),
+        _config_daemon_selector(resources),
+        _node_policy_selectors(resources),
     )
+    verdict = check(pods, pools, unseen_pools(stack.config))
+    problems = [*verdict.problems, *priority_class_problems(pods, _priority_classes(resources))]
+    if stack.sriov is not None:
+        problems += network_operator_workloads.missing_node_agents(verdict.placements, stack.sriov.pools)
+    return Verdict(tuple(problems), verdict.notes, verdict.placements)
 
 
 PLACEMENT_FILE = "placement.yaml"

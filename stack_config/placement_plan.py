@@ -13,19 +13,28 @@ from oke_gpu_rdma import chart_workloads, charts, mpi_operator
 from oke_gpu_rdma.scheduling import PodPlacement, check
 
 from .model import StackConfig
+from .network_operator_values import release_values
 from .pool_nodes import planned_pools, unseen_pools
 from .problems import ConfigProblem
 
 
 def controllers(config: StackConfig) -> list[PodPlacement]:
-    """The Deployments the stack starts whose placement is their chart's default."""
+    """The Deployments and hook Jobs the stack starts whose placement is their chart's (DaemonSets and the
+    operators' workloads are judged at preview, against the objects the run declares)."""
     pods = [chart_workloads.COREDNS]
     if config.deploys_gpu_operator:
         pods += [
             p for p in chart_workloads.gpu_operator(charts.GPU_OPERATOR_CHART_NAME, {}) if not p.daemonset
         ]
     if config.sriov_pools:
-        pods += chart_workloads.network_operator(charts.NETWORK_OPERATOR_RELEASE, {})
+        values = release_values(
+            config.network_operator, list({t: None for p in config.sriov_pools for t in p.taints})
+        )
+        pods += [
+            p
+            for p in chart_workloads.network_operator(charts.NETWORK_OPERATOR_RELEASE, values)
+            if not p.daemonset
+        ]
     acceptance = config.workloads.acceptance_jobs
     if acceptance.enabled and acceptance.nccl:
         pods.append(mpi_operator.release(acceptance.mpi_operator_version).placement())

@@ -1,8 +1,10 @@
 """The node pools a stack plans, as the scheduler will see their nodes (oke_gpu_rdma/scheduling.py).
 
 Labels are the pools' initial node labels plus what is set at run time: the kubelet's
-`node.kubernetes.io/instance-type`, and on GPU shapes the GPU Operator's `nvidia.com/gpu.present` and
-NFD's `feature.node.kubernetes.io/pci-10de.present` (as the gpu-device-plugin-off policy reads them).
+`node.kubernetes.io/instance-type` and OS labels, NFD's NVIDIA NIC label on pools with rails, and on GPU
+shapes the GPU Operator's `nvidia.com/gpu.present` and NFD's `feature.node.kubernetes.io/pci-10de.present`
+(as the gpu-device-plugin-off policy reads them). The labels the network operators set from the objects a
+run declares are added by the preview (oke_gpu_rdma/network_operator_workloads.py with_operator_labels).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from oke_gpu_rdma.labels import (
     RDMA_PATH_LABEL,
     RDMA_PATH_SRIOV,
 )
+from oke_gpu_rdma.network_operator_workloads import KUBELET_OS_LABELS, MELLANOX_NIC_LABEL
 from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
 from oke_gpu_rdma.sriov import RdmaPath
 
@@ -39,6 +42,16 @@ def gpu_pool_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]
         labels[RDMA_PATH_LABEL] = RDMA_PATH_SRIOV
     elif pool.rdma is RdmaPath.DRANET and gpus_from_dra:
         labels[DEVICE_PLUGIN_LABEL] = DEVICE_PLUGIN_OFF
+    return labels
+
+
+def node_agent_labels(pool: NodePoolConfig) -> dict[str, str]:
+    """Labels a GPU pool's nodes get at run time from the kubelet and NFD that the SR-IOV path selects on:
+    the kubelet's OS labels, and NFD's NVIDIA NIC label on a pool with rails (the rails are ConnectX NICs,
+    PCI vendor 15b3, which the node policies select; oke_gpu_rdma/network_operator_workloads.py)."""
+    labels = dict(KUBELET_OS_LABELS)
+    if pool.rdma is not RdmaPath.NONE:
+        labels[MELLANOX_NIC_LABEL] = "true"
     return labels
 
 
@@ -64,6 +77,7 @@ def planned_pools(
                 name=pool.name,
                 labels={
                     **labels,
+                    **node_agent_labels(pool),
                     INSTANCE_TYPE_LABEL: pool.shape,
                     GPU_PRESENT_LABEL: GPU_PRESENT,
                     NFD_NVIDIA_PCI_LABEL: "true",
@@ -76,7 +90,12 @@ def planned_pools(
         system = config.system_pool
         pools.append(
             PoolNodes(
-                name=system.name, labels={**system_pool_labels(system), INSTANCE_TYPE_LABEL: system.shape}
+                name=system.name,
+                labels={
+                    **system_pool_labels(system),
+                    **KUBELET_OS_LABELS,
+                    INSTANCE_TYPE_LABEL: system.shape,
+                },
             )
         )
     return pools

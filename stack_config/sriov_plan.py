@@ -147,6 +147,7 @@ def plan_sriov(config: StackConfig) -> tuple[SriovPlan | None, list[ConfigProble
                 )
     problems += list(_drivers_without_pools(config))
     problems += list(_vf_pool(config))
+    problems += list(_no_nfd(config))
     tagged = len(by_shape) > 1  # several shapes: resource names carry the shape
     shapes: list[SriovShapePlan] = []
     for shape, same in by_shape.items():
@@ -231,6 +232,22 @@ def _drivers_without_pools(config: StackConfig) -> Iterator[ConfigProblem]:
     ):
         if enabled:
             yield ConfigProblem(key, True, f"{why}; set it to false")
+
+
+def _no_nfd(config: StackConfig) -> Iterator[ConfigProblem]:
+    """The SR-IOV config daemon runs only where NFD labels a Mellanox NIC (the chart's configDaemonNodeSelector
+    needs mofed.wait, which the operator sets on such nodes; oke_gpu_rdma/network_operator_workloads.py), and
+    the chart's NodeFeatureRule needs NFD's CRD: a cluster the stack creates has an NFD only from the GPU
+    Operator or from the chart itself."""
+    if config.cluster.create is None or config.deploys_gpu_operator or config.network_operator.deploy_nfd:
+        return
+    yield ConfigProblem(
+        "networkOperator.deployNfd",
+        False,
+        "the cluster is created by the stack without the GPU Operator, so no Node Feature Discovery would label "
+        "the Mellanox NICs the SR-IOV config daemon selects (and the chart's NodeFeatureRule has no CRD); set "
+        "networkOperator.deployNfd: true or gpuOperator.enabled: true",
+    )
 
 
 def _vf_pool(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -54,6 +54,15 @@ def test_release_has_the_seed_values(sriov_run: Run) -> None:
     assert charts.undocumented_value_paths(inputs["values"], charts.NETWORK_OPERATOR_VALUE_PATHS) == []
 
 
+SRIOV_NODES_ONLY = {
+    "requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": RDMA_PATH_LABEL, "operator": "In", "values": ["sriov"]}]}
+        ]
+    }
+}
+
+
 def test_nic_cluster_policy_is_the_seeds_with_multus_memory_raised(sriov_run: Run) -> None:
     (policy,) = sriov_run.of_type(resource_types.NIC_CLUSTER_POLICY)
     rendered = manifest(policy)
@@ -61,6 +70,10 @@ def test_nic_cluster_policy_is_the_seeds_with_multus_memory_raised(sriov_run: Ru
     assert multus.pop("containerResources") == [MULTUS_RESOURCES]
     annotations = rendered["metadata"].pop("annotations")
     assert annotations == {WAIT_FOR_ANNOTATION: NIC_POLICY_READY}
+    # The operator's DaemonSets stay on the SR-IOV nodes; the example's pools carry only the GPU taint,
+    # which they tolerate of their own, so the policy adds no toleration.
+    assert rendered["spec"].pop("nodeAffinity") == SRIOV_NODES_ONLY
+    assert "tolerations" not in rendered["spec"]
     assert rendered == seed001("nic-cluster-policy")
     assert "ofedDriver" not in rendered["spec"]
     # The seed saw Multus OOM-killed at its 50Mi default.
@@ -307,3 +320,43 @@ def test_two_sriov_shapes_each_get_policies_and_jobs_from_their_topology(
     assert pod["metadata"]["annotations"][NETWORKS_ANNOTATION] == ",".join(
         f"rdma-vf-bm-gpu-h100-8-{i}" for i in range(8)
     )
+
+
+def test_the_nic_cluster_policy_tolerates_the_sriov_taints_its_daemonsets_do_not() -> None:
+    from components.network_operator import nic_cluster_policy_spec
+    from stack_config.model import GPU_TAINT, NetworkOperatorConfig, Taint
+
+    config = NetworkOperatorConfig()
+    # The operator's DaemonSets tolerate nvidia.com/gpu NoSchedule themselves: nothing to add.
+    assert "tolerations" not in nic_cluster_policy_spec(config, [GPU_TAINT])
+    spec = nic_cluster_policy_spec(
+        config,
+        [
+            GPU_TAINT,
+            Taint(key="dedicated", value="a"),
+            Taint(key="dedicated", value="b"),
+            Taint(key="x", effect="NoExecute"),
+        ],
+    )
+    assert spec["tolerations"] == [
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "x", "operator": "Exists", "effect": "NoExecute"},
+    ]
+    assert spec["nodeAffinity"] == SRIOV_NODES_ONLY
+
+
+def test_without_its_own_nfd_the_release_waits_for_the_gpu_operators(run_stack: Callable[..., Run]) -> None:
+    """The chart renders its NodeFeatureRule even with nfd.enabled false, and Helm leaves out the NFD
+    subchart's CRDs then: the GPU Operator's NFD must have installed the NodeFeatureRule CRD first."""
+    raw = raw_config("sriov")
+    raw["gpuOperator"] = {"enabled": True}
+    run = run_stack("sriov", raw)
+    by_chart = {r.inputs["chart"]: r for r in run.of_type(RELEASE)}
+    # Depending on the component is depending on its children: the engine gets the release.
+    gpu_release = by_chart[charts.GPU_OPERATOR_CHART_NAME].urn
+    assert gpu_release in by_chart[charts.NETWORK_OPERATOR_CHART_NAME].dependencies
+    raw["networkOperator"]["deployNfd"] = True
+    run = run_stack("sriov", raw)
+    by_chart = {r.inputs["chart"]: r for r in run.of_type(RELEASE)}
+    gpu_release = by_chart[charts.GPU_OPERATOR_CHART_NAME].urn
+    assert gpu_release not in by_chart[charts.NETWORK_OPERATOR_CHART_NAME].dependencies

@@ -13,6 +13,7 @@ from oke_gpu_rdma.scheduling import (
     PoolNodes,
     check,
     from_pod_spec,
+    priority_class_problems,
     rejections,
     tolerates_taint,
     untolerated_taint,
@@ -118,3 +119,17 @@ def test_device_classes_come_from_where_the_kubelet_plugins_run() -> None:
         provides_device_classes=frozenset({"dra.net"}),
     )
     assert check([tolerant, worker], [pool]).problems == ()
+
+
+def test_a_pod_naming_a_priority_class_the_cluster_lacks_is_a_problem() -> None:
+    spec = {"containers": [{"name": "c"}], "priorityClassName": "training-high"}
+    pod = from_pod_spec("Job default/train", spec)
+    assert pod.priority_class == "training-high"
+    assert priority_class_problems([pod]) == [
+        "Job default/train names priorityClassName training-high, which the cluster does not have and the "
+        "stack does not declare"
+    ]
+    assert priority_class_problems([pod], declared=["training-high"]) == []
+    # The API server creates the system classes; a pod without one takes the global default.
+    system = PodPlacement("DaemonSet kube-multus-ds", priority_class="system-node-critical")
+    assert priority_class_problems([system, PodPlacement("Pod default/p")]) == []

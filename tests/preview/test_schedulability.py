@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from oke_gpu_rdma import resource_types
 from preview.mock_runtime import ROOT
 from preview.schedulability import PLACEMENT_FILE, check_run, pod_placements
 from stack_config.loading import load_stack
@@ -100,3 +101,114 @@ def test_the_programs_controllers_are_placed_as_the_run_declares_them(run_stack:
         assert planned
         for pod in planned:
             assert declared[pod.name] == pod, pod.name
+
+
+SRIOV_CHART = "(chart network-operator, release network-operator)"
+FROM_CONFIG = "(SR-IOV Network Operator, from SriovOperatorConfig default)"
+FROM_NCP = "(Network Operator, from NicClusterPolicy nic-cluster-policy)"
+
+
+def test_every_pod_of_the_sriov_stack_and_its_operators_finds_a_pool(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("sriov")
+    resources = run_stack("sriov", raw).resources
+    verdict = check_run(resources, load_stack(raw, "sriov", EXAMPLE_REGION))
+    assert verdict.problems == ()
+    where = dict(verdict.placements)
+    # The node agents of the VFs run on the SR-IOV pool: the config daemon's chart selector (legacy OS label,
+    # mofed.wait=false set by the operator on nodes with a Mellanox NIC), the device plugin's label set by the
+    # node policy controller, and the NicClusterPolicy's DaemonSets kept on the SR-IOV nodes.
+    for agent in (
+        f"DaemonSet sriov-network-config-daemon {FROM_CONFIG}",
+        f"DaemonSet sriov-device-plugin {FROM_CONFIG}",
+        f"DaemonSet kube-multus-ds {FROM_NCP}",
+        f"DaemonSet cni-plugins-ds {FROM_NCP}",
+        f"DaemonSet nv-ipam-node {FROM_NCP}",
+        f"Deployment nv-ipam-controller {FROM_NCP}",
+    ):
+        assert where[agent] == ("gpu-b4-vf",), agent
+    # The operators' Deployments and the hook Jobs tolerate no GPU taint: they run on the existing cluster's
+    # other pools, which the check names as unseen.
+    controllers_elsewhere = [
+        f"Deployment network-operator {SRIOV_CHART}",
+        f"Job network-operator-keep-ncp (pre-install/pre-upgrade hook) {SRIOV_CHART}",
+        f"Job network-operator-upgrade-crd (pre-install/pre-upgrade hook) {SRIOV_CHART}",
+        f"Deployment network-operator-sriov-network-operator {SRIOV_CHART}",
+        f"Job network-operator-sriov-network-operator-pre-delete-hook (pre-delete hook) {SRIOV_CHART}",
+        "Deployment mpi-operator/mpi-operator",
+        "Deployment kube-system/coredns (OKE cluster add-on)",
+    ]
+    assert [note.split(" fits no node pool")[0] for note in verdict.notes] == controllers_elsewhere
+    assert all(where[name] == () for name in controllers_elsewhere)
+
+
+def test_an_sriov_pool_with_another_taint_still_gets_every_node_agent(run_stack: Callable[..., Run]) -> None:
+    """The NicClusterPolicy's DaemonSets tolerate only nvidia.com/gpu of their own; the policy must tolerate
+    the SR-IOV pool's other taints, or Multus, the CNI plugins and nv-ipam-node skip its nodes."""
+    raw = raw_config("sriov")
+    raw["nodePools"][0]["taints"] = [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {"key": "dedicated", "value": "training", "effect": "NoSchedule"},
+    ]
+    run = run_stack("sriov", raw)
+    (policy,) = run.of_type(resource_types.NIC_CLUSTER_POLICY)
+    assert policy.inputs["spec"]["tolerations"] == [
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    verdict = check_run(run.resources, load_stack(raw, "sriov", EXAMPLE_REGION))
+    assert verdict.problems == ()
+    assert dict(verdict.placements)[f"DaemonSet kube-multus-ds {FROM_NCP}"] == ("gpu-b4-vf",)
+
+
+def test_a_policy_that_does_not_tolerate_the_pools_taint_is_reported(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("sriov")
+    raw["nodePools"][0]["taints"] = [{"key": "dedicated", "value": "training", "effect": "NoSchedule"}]
+    run = run_stack("sriov", raw)
+    (policy,) = run.of_type(resource_types.NIC_CLUSTER_POLICY)
+    del policy.inputs["spec"]["tolerations"]  # the policy as the program declared it before the fix
+    verdict = check_run(run.resources, load_stack(raw, "sriov", EXAMPLE_REGION))
+    skipped = "selects pool(s) gpu-b4-vf but gets no pod there: gpu-b4-vf: taint dedicated=training:NoSchedule is not tolerated"
+    assert verdict.problems == (
+        f"DaemonSet kube-multus-ds {FROM_NCP} {skipped}",
+        f"DaemonSet cni-plugins-ds {FROM_NCP} {skipped}",
+        f"DaemonSet nv-ipam-node {FROM_NCP} {skipped}",
+        "SR-IOV pool gpu-b4-vf gets no pod of DaemonSet kube-multus-ds, cni-plugins-ds, nv-ipam-node: its VF pods "
+        "would not get their rails",
+    )
+
+
+def test_in_a_mixed_stack_the_policys_daemonsets_need_only_the_sriov_pools_taints(
+    run_stack: Callable[..., Run],
+) -> None:
+    from tests.components.test_network_operator import mixed
+
+    raw = mixed(raw_config("sriov"))
+    # A DRANET pool with a taint the NicClusterPolicy does not tolerate: its DaemonSets stay off that pool by
+    # the policy's node affinity, so no DaemonSet there is skipped for the taint.
+    raw["nodePools"][0]["taints"] = [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {"key": "team", "value": "a", "effect": "NoSchedule"},
+    ]
+    verdict = check_run(run_stack("sriov", raw).resources, load_stack(raw, "sriov", EXAMPLE_REGION))
+    assert verdict.problems == ()
+    where = dict(verdict.placements)
+    assert raw["nodePools"][0]["name"] == "gpu-b4"
+    assert where[f"DaemonSet kube-multus-ds {FROM_NCP}"] == ("gpu-b4-vf",)
+    assert where[f"DaemonSet sriov-device-plugin {FROM_CONFIG}"] == ("gpu-b4-vf",)
+    # The chart's configDaemonNodeSelector lists every node with a Mellanox NIC, and the config daemon
+    # tolerates every taint: it runs on the DRANET pool too (with no node policy there, it configures nothing).
+    assert where[f"DaemonSet sriov-network-config-daemon {FROM_CONFIG}"] == ("gpu-b4", "gpu-b4-vf")
+
+
+def test_the_charts_nfd_worker_tolerates_the_sriov_pools_taints(run_stack: Callable[..., Run]) -> None:
+    """NFD labels the Mellanox NICs the config daemon's selector depends on: with the chart's own NFD, its
+    worker must run on every SR-IOV node."""
+    raw = raw_config("sriov")
+    raw["networkOperator"]["deployNfd"] = True
+    raw["nodePools"][0]["taints"] = [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {"key": "dedicated", "value": "training", "effect": "NoSchedule"},
+    ]
+    verdict = check_run(run_stack("sriov", raw).resources, load_stack(raw, "sriov", EXAMPLE_REGION))
+    assert verdict.problems == ()
+    worker = f"DaemonSet network-operator-node-feature-discovery-worker {SRIOV_CHART}"
+    assert dict(verdict.placements)[worker] == ("gpu-b4-vf",)

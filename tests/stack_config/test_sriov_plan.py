@@ -218,3 +218,29 @@ def test_dra_drivers_left_on_with_only_rail_less_pools() -> None:
     raw["workloads"] = {"acceptanceJobs": {"enabled": False}}
     config = load_stack(raw, SOURCE, EXAMPLE_REGION).config
     assert [p.name for p in config.railless_pools] == ["gpu-b4"] and config.dra_pools == []
+
+
+def created_cluster_with_sriov_pools() -> dict[str, Any]:
+    raw = raw_config("full")
+    sriov = raw_config("sriov")
+    raw["nodePools"] = sriov["nodePools"]
+    raw["networkOperator"] = sriov["networkOperator"]
+    raw["dranet"] = {"enabled": False}
+    raw["gpuDriver"] = {"enabled": False}
+    raw.pop("workloads", None)
+    raw.pop("claimTemplates", None)
+    return raw
+
+
+def test_a_created_cluster_needs_an_nfd_for_the_sriov_config_daemon() -> None:
+    raw = created_cluster_with_sriov_pools()
+    load_stack(raw, SOURCE, EXAMPLE_REGION)  # the GPU Operator's NFD labels the NICs
+    raw["gpuOperator"] = {"enabled": False}
+    assert problems_of(raw) == [
+        f"{SOURCE}: networkOperator.deployNfd = false: the cluster is created by the stack without the GPU "
+        "Operator, so no Node Feature Discovery would label the Mellanox NICs the SR-IOV config daemon selects "
+        "(and the chart's NodeFeatureRule has no CRD); set networkOperator.deployNfd: true or "
+        "gpuOperator.enabled: true"
+    ]
+    raw["networkOperator"]["deployNfd"] = True
+    load_stack(raw, SOURCE, EXAMPLE_REGION)
