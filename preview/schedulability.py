@@ -10,10 +10,11 @@ Kubernetes' (oke_gpu_rdma/scheduling.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from oke_gpu_rdma import chart_workloads, resource_types, yamltext
+from oke_gpu_rdma.pod_specs import find_pod_specs
 from oke_gpu_rdma.scheduling import PodPlacement, Verdict, check, from_pod_spec
 from stack_config.loading import Stack
 from stack_config.pool_nodes import planned_pools, unseen_pools
@@ -21,17 +22,8 @@ from stack_config.pool_nodes import planned_pools, unseen_pools
 from .mock_runtime import RecordedResource
 
 
-def _pod_specs(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Every core/v1 PodSpec under ``value``: a `...spec` object with a `containers` list."""
-    if isinstance(value, Mapping):
-        if path.endswith("spec") and isinstance(value.get("containers"), list):
-            yield path, value
-            return
-        for key, item in value.items():
-            yield from _pod_specs(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _pod_specs(item, f"{path}[{i}]")
+def _is_pod_spec(path: str, value: Mapping[str, Any]) -> bool:
+    return path.rsplit(".", 1)[-1] == "spec" and isinstance(value.get("containers"), list)
 
 
 def _role(path: str) -> str:
@@ -86,7 +78,9 @@ def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
         metadata = r.inputs.get("metadata") or {}
         namespace = str(metadata.get("namespace") or "default")
         kind = r.type.rsplit(":", 1)[-1]
-        for path, spec in _pod_specs(r.inputs.get("spec"), "spec"):
+        if kind == "PodTemplate":
+            continue  # a stored template (core/v1 PodTemplate) starts no pod; the pack still judges it
+        for path, spec in find_pod_specs(r.inputs, _is_pod_spec):
             wanted: frozenset[str] = frozenset()
             for claim in spec.get("resourceClaims") or []:
                 template = claim.get("resourceClaimTemplateName") if isinstance(claim, Mapping) else None

@@ -21,6 +21,7 @@ from oke_gpu_rdma.attributes import (
     NVIDIA_GPU_RESOURCE,
 )
 from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1
+from oke_gpu_rdma.pod_specs import find_pod_specs
 
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig, plain
 
@@ -287,28 +288,17 @@ def _role(path: str, props: Mapping[str, Any]) -> str | None:
     return templates[-1].removesuffix("Template") if templates else None
 
 
-def _find_pod_specs(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Every PodSpec under ``value``: a `spec` object with a `containers` list (core/v1 PodSpec)."""
-    if isinstance(value, Mapping):
-        if path.endswith("spec") and "containers" in value:
-            yield path, value
-            return
-        for key, item in value.items():
-            yield from _find_pod_specs(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _find_pod_specs(item, f"{path}[{i}]")
-
-
 def pod_specs(res: PlainResource) -> Iterator[PodSpec]:
-    """Every pod spec of a workload, found by structure (a `...spec` object with `containers`), so a kind
-    the pack has never heard of (LeaderWorkerSet, a new training operator) is read like a Deployment."""
+    """Every pod spec of a workload, found by structure (:func:`oke_gpu_rdma.pod_specs.find_pod_specs`: a
+    `...spec` object with `containers` anywhere in the object, a core/v1 PodTemplate's top-level `template`
+    included), so a kind the pack has never heard of (LeaderWorkerSet, a new training operator) is read like
+    a Deployment."""
     if not _may_hold_pods(res):
         return
     spec = res.props.get("spec")
-    if spec is None or spec is UNKNOWN:
-        return
-    for path, pod in _find_pod_specs(as_map(spec, "spec"), "spec"):
+    if spec is not None and spec is not UNKNOWN:
+        as_map(spec, "spec")  # a spec of the wrong type is named by its path
+    for path, pod in find_pod_specs(res.props):
         yield PodSpec(path, _role(path, res.props), pod)
 
 
