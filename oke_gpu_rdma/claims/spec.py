@@ -193,6 +193,41 @@ def claim_spec_to_v1(spec: Mapping[str, Any], api_version: str) -> dict[str, Any
     return {**spec, "devices": {**devices, "requests": requests}}
 
 
+def request_classes(spec: Any, unknown: object = None) -> dict[str, set[Any]]:
+    """Request name -> the DeviceClass names it can use: its ``exactly`` class, or each ``firstAvailable``
+    subrequest's (any one of them serves the request), for a spec in the v1 form (:func:`claim_spec_to_v1`).
+
+    Read the same way by the policy pack and the preview's schedulability check. A class of the wrong type
+    is None here (the claim's validation names the field); ``unknown`` (the pack's sentinel for a value
+    unknown during preview) stays as it is.
+    """
+    found: dict[str, set[Any]] = {}
+    if not isinstance(spec, Mapping):
+        return found
+    devices = spec.get("devices")
+    if not isinstance(devices, Mapping) or not isinstance(devices.get("requests"), list):
+        return found
+    for request in devices["requests"]:
+        if not isinstance(request, Mapping):
+            continue
+        classes: set[Any] = set()
+        exactly = request.get("exactly")
+        if isinstance(exactly, Mapping):
+            classes.add(_class_name(exactly.get("deviceClassName"), unknown))
+        subs = request.get("firstAvailable")
+        if isinstance(subs, list):
+            for sub in subs:
+                if isinstance(sub, Mapping):
+                    classes.add(_class_name(sub.get("deviceClassName"), unknown))
+        found[str(request.get("name"))] = classes
+    return found
+
+
+def _class_name(value: Any, unknown: object) -> Any:
+    """A DeviceClass name (a string) or ``unknown``; None for anything else."""
+    return value if isinstance(value, str) or (unknown is not None and value is unknown) else None
+
+
 def _v1beta1_spec(claim: str, spec: Mapping[str, Any], problems: list[str]) -> Mapping[str, Any]:
     devices = spec.get("devices")
     if isinstance(devices, Mapping) and isinstance(devices.get("requests"), list):

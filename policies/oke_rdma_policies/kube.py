@@ -20,6 +20,7 @@ from oke_gpu_rdma.attributes import (
     NVIDIA_GPU_DRIVER,
     NVIDIA_GPU_RESOURCE,
 )
+from oke_gpu_rdma.claims import spec as claim_spec
 from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1
 from oke_gpu_rdma.pod_specs import find_pod_specs
 
@@ -133,37 +134,10 @@ def resource_claim_spec_v1(res: PlainResource) -> Any:
 
 
 def request_classes(spec: Any) -> dict[str, set[Any]]:
-    """Request name -> DeviceClass names it (or any of its subrequests) can use."""
-    found: dict[str, set[Any]] = {}
-    if not isinstance(spec, Mapping):
-        return found
-    devices = spec.get("devices")
-    if not isinstance(devices, Mapping) or not isinstance(devices.get("requests"), list):
-        return found
-    for request in devices["requests"]:
-        if not isinstance(request, Mapping):
-            continue
-        name = request.get("name")
-        classes: set[Any] = set()
-        exactly = request.get("exactly")
-        if isinstance(exactly, Mapping):
-            classes.add(_class_name(exactly.get("deviceClassName")))
-        subs = request.get("firstAvailable")
-        if isinstance(subs, list):
-            for sub in subs:
-                if isinstance(sub, Mapping):
-                    classes.add(_class_name(sub.get("deviceClassName")))
-        found[str(name)] = classes
-    return found
-
-
-def _class_name(value: Any) -> Any:
-    """A DeviceClass name or UNKNOWN; None for anything else.
-
-    A request whose class is of the wrong type uses no class here; gpu-rail-claims-aligned reports
-    the claim as invalid (the DRA core's API validation names the field).
-    """
-    return value if value is UNKNOWN or isinstance(value, str) else None
+    """Request name -> DeviceClass names it (or any of its subrequests) can use
+    (:func:`oke_gpu_rdma.claims.spec.request_classes`, which the preview reads claims with too); a class
+    unknown until apply is UNKNOWN, one of the wrong type None (gpu-rail-claims-aligned reports it)."""
+    return claim_spec.request_classes(spec, UNKNOWN)
 
 
 @dataclass(frozen=True)
