@@ -209,6 +209,11 @@ def rail_requests(spec: Any, classes: DeviceClasses) -> list[str]:
     return [name for name, used in request_classes(spec).items() if used & classes.dranet]
 
 
+def gpu_requests(spec: Any, classes: DeviceClasses) -> list[str]:
+    """Requests of a claim spec that can get NVIDIA GPUs (from the NVIDIA GPU DRA driver)."""
+    return [name for name, used in request_classes(spec).items() if used & classes.gpu]
+
+
 # --- workloads ---------------------------------------------------------------------------------
 
 

@@ -385,3 +385,60 @@ def test_a_taint_the_driver_does_not_tolerate_keeps_it_off_the_pool():
     plan = _fleet(("BM.GPU.B4.8", "BM.GPU.H100.8"))
     plan[-5] = _pool("gpu-h100", "BM.GPU.H100.8", GPU_TAINT, "dedicated=train:NoExecute")
     assert judged(k8s(seed000("pair-check")), plan=plan)[0] == []
+
+
+# -- issue 22 item 3: verdicts that follow upstream's rules ---------------------------------------------------
+
+
+def _template(name, requests, constraints=(), namespace="rdma-dranet", version="v1"):
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": {"devices": {"requests": list(requests), "constraints": list(constraints)}}},
+    }
+
+
+GPUS_4 = {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 4}}
+RAILS_8 = seed000("rails-8-a")["spec"]["spec"]["devices"]["requests"][0]
+
+
+def _pod(*claims, kind="Pod", name="split"):
+    spec = {
+        "containers": [{"name": "w", "image": "nccl"}],
+        "resourceClaims": [{"name": c, "resourceClaimTemplateName": t} for c, t in claims],
+    }
+    meta = {"name": name, "namespace": "rdma-dranet"}
+    if kind == "Pod":
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": {"template": {"spec": spec}}}
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Job"])
+def test_gpus_from_one_claim_and_rails_from_another_are_unaligned(kind):
+    """matchAttribute constraints hold within one claim (structured allocator: constraints per claim)."""
+    pod = _pod(("g", "gpus-4"), ("r", "rails-8-a"), kind=kind)
+    found, _ = judged(k8s(_template("gpus-4", [GPUS_4])), k8s(seed000("rails-8-a")), k8s(pod))
+    (v,) = found
+    assert v.level == "mandatory"
+    assert (
+        "unaligned: GPUs from claim g = ResourceClaimTemplate rdma-dranet/gpus-4 (requests gpus)" in v.message
+    )
+    assert (
+        "DRANET rails from claim r = ResourceClaimTemplate rdma-dranet/rails-8-a (requests rails)"
+        in v.message
+    )
+    assert "in one claim" in v.message
+    # A rails-only claim next to an aligned claim: its rails are not tied to the GPUs either.
+    found, _ = judged(
+        k8s(seed000("aligned-4gpu-8rails-a")),
+        k8s(seed000("rails-8-a")),
+        k8s(_pod(("a", "aligned-4gpu-8rails-a"), ("r", "rails-8-a"), kind=kind)),
+    )
+    assert len([v for v in found if "split" in v.message]) == 1
+    # Two aligned claims (each with GPUs and rails) are each judged on their own: no split.
+    found, _ = judged(
+        k8s(seed000("aligned-4gpu-8rails-a")),
+        k8s(_pod(("a", "aligned-4gpu-8rails-a"), ("b", "aligned-4gpu-8rails-a"), kind=kind)),
+    )
+    assert [v for v in found if "split" in v.message] == []

@@ -32,7 +32,7 @@ from typing import Any, Final
 from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import chart_workloads, charts, resource_types, stack_keys
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
+from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
 from oke_gpu_rdma.claims import (
     UnsatisfiableCause,
     Verdict,
@@ -52,7 +52,14 @@ from oke_gpu_rdma.topology import Topology
 
 from .. import settings
 from ..helm import helm_values
-from ..kube import PlainResource, chart_basename, helm_chart_is, request_classes, resource_claim_spec
+from ..kube import (
+    PlainResource,
+    chart_basename,
+    helm_chart_is,
+    pod_specs,
+    request_classes,
+    resource_claim_spec,
+)
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView, node_labels, node_taints
@@ -206,11 +213,65 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
         )
     if not view.claims:
         return
+    for workload in view.workloads:
+        reporter.guard(workload.label, workload.urn, partial(_split_pods, view, workload, reporter))
     pools, deployed = _pools(view, conf, reporter)
     classes = {**DEVICE_CLASS_SELECTORS, **view.classes.selectors}
     how = _Judging(classes, json.dumps(classes, sort_keys=True), pools, deployed)
     for claim in view.claims:
         reporter.guard(claim.label, claim.urn, partial(_check, claim, how, reporter))
+
+
+@dataclass(frozen=True)
+class _PodClaim:
+    """One entry of a pod's `resourceClaims` (its own claim, even when two entries name one template) and
+    which of its requests can get GPUs and rails."""
+
+    name: str
+    claim: PlainResource
+    gpus: tuple[str, ...]
+    rails: tuple[str, ...]
+
+    @property
+    def shown(self) -> str:
+        return f"claim {self.name} = {self.claim.label}"
+
+
+def _split_pods(view: StackView, workload: PlainResource, reporter: Reporter) -> None:
+    """A pod's GPUs and rails from different claims are unaligned: the allocator builds the matchAttribute
+    constraints of each claim from that claim's requests only and allocates the pod's claims one after the
+    other (kubernetes staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/
+    allocator_stable.go, tag v1.36.0: `Allocate` loops over `claimsToAllocate`, `constraints[claimIndex]`
+    holds one claim's `matchAttribute` constraints), so no pcieRoot constraint ties a GPU of one claim to a
+    rail of another. A claim that gives GPUs and rails itself is judged on its own (above); a pod is
+    reported when one of its claims gives GPUs without rails, or rails without GPUs, while another gives
+    the other kind."""
+    for pod in pod_specs(workload):
+        found: list[_PodClaim] = []
+        for resolved in view.resolve(workload, pod):
+            for claim in resolved.claims:
+                gpus, rails = tuple(view.gpus_of(claim)), tuple(view.rails_of(claim))
+                if gpus or rails:
+                    found.append(_PodClaim(resolved.ref.pod_claim, claim, gpus, rails))
+        split = [
+            (a, b)
+            for a in found
+            for b in found
+            if a is not b and a.gpus and b.rails and not (a.rails and b.gpus)
+        ]
+        if not split:
+            continue
+        gpus, rails = split[0]
+        reporter.violation(
+            f"{workload.label} {pod.where}: unaligned: GPUs from {gpus.shown} (requests {', '.join(gpus.gpus)}) "
+            f"and DRANET rails from {rails.shown} (requests {', '.join(rails.rails)}). The allocator applies "
+            "a claim's matchAttribute constraints only among that claim's own requests and allocates each "
+            "claim on its own (kubernetes dynamic-resource-allocation structured allocator), so nothing keeps "
+            "these GPUs on the PCIe roots of these rails, exactly as with device-plugin GPUs next to claimed "
+            "rails. Fix: ask for the GPUs and the rails in one claim, one gpus-i/rails-i pair per PCIe root "
+            f"with a {PCIE_ROOT} constraint (like seed 000's aligned-4gpu-8rails-a)",
+            workload.urn,
+        )
 
 
 def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
