@@ -88,13 +88,15 @@ def judge(
     device_classes: Mapping[str, Sequence[str]] = DEVICE_CLASS_SELECTORS,
     name: str | None = None,
     api_version: str | None = None,
+    kubernetes_version: str | None = None,
 ) -> Verdict:
     """The verdict of ``claim`` (as written in ``api_version``, else its ``apiVersion``, else v1) on an
-    empty node of ``topology`` (module docstring)."""
+    empty node of ``topology`` (module docstring), with the fields the API server of
+    ``kubernetes_version`` serves (:mod:`oke_gpu_rdma.claims.feature_gates`)."""
     shape = topology.shape
     try:
         claim_name, _ = unwrap_claim(claim, name)
-        spec = parse_claim(claim, name, api_version=api_version)
+        spec = parse_claim(claim, name, api_version=api_version, kubernetes_version=kubernetes_version)
     except ClaimValidationError as exc:
         label = name or "claim"
         if isinstance(claim, Mapping):

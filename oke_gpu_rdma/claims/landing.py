@@ -39,15 +39,19 @@ def devices_exist(
     topology: Topology,
     device_classes: Mapping[str, Sequence[str]],
     api_version: str | None = None,
+    kubernetes_version: str | None = None,
+    child_range: str | None = None,
 ) -> bool:
-    """Whether a node of ``topology`` has, for every request of ``claim``, a device the request accepts.
+    """Whether a node of ``topology`` has, for every request of ``claim``, a device the request accepts
+    (rails publishing ``child_range``, the claim read as the API server of ``kubernetes_version`` stores it).
 
     True as well when the question has no answer here (an invalid claim, a CEL error, an unknown
     DeviceClass): the judge reports those on every shape alike.
     """
     try:
-        spec = parse_claim(claim, api_version=api_version)
-        prepared = ClaimToAllocate(spec, shape_inventory(topology).devices(), device_classes)
+        spec = parse_claim(claim, api_version=api_version, kubernetes_version=kubernetes_version)
+        inventory = shape_inventory(topology, child_range) if child_range else shape_inventory(topology)
+        prepared = ClaimToAllocate(spec, inventory.devices(), device_classes)
     except (ClaimValidationError, SelectorError, AllocationAbortedError):
         return True
     return all(any(alt.candidates for alt in alts) for alts in prepared.requests)

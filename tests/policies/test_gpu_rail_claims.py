@@ -442,3 +442,59 @@ def test_gpus_from_one_claim_and_rails_from_another_are_unaligned(kind):
         k8s(_pod(("a", "aligned-4gpu-8rails-a"), ("b", "aligned-4gpu-8rails-a"), kind=kind)),
     )
     assert [v for v in found if "split" in v.message] == []
+
+
+def _distinct_rails():
+    claim = seed000("aligned-4gpu-8rails-a")
+    claim["spec"]["spec"]["devices"]["constraints"].append(
+        {"requests": ["rails-1"], "distinctAttribute": "dra.net/ifName"}
+    )
+    return claim
+
+
+def test_feature_gated_fields_are_judged_at_the_stacks_kubernetes_version():
+    """distinctAttribute is served on v1.36 (DRAConsumableCapacity beta and on) and dropped on v1.35,
+    where the constraint is then left without an attribute and the API server rejects the claim."""
+    found, findings = judged(k8s(_distinct_rails()), config={POLICY: {"kubernetesVersion": "v1.36.4"}})
+    assert found == []
+    (note,) = notes(findings, POLICY)
+    assert "distinctAttribute dra.net/ifName" in note.message
+    found, _ = judged(k8s(_distinct_rails()), config={POLICY: {"kubernetesVersion": "v1.35.2"}})
+    (v,) = found
+    assert v.level == "mandatory" and "aligned-4gpu-8rails-a" in v.message
+    assert (
+        "distinctAttribute is dropped by the API server: feature gate DRAConsumableCapacity is alpha and off"
+        in (v.message)
+    )
+    from preview.policy_check import PackConfigError
+
+    with pytest.raises(
+        PackConfigError, match=r"kubernetesVersion: Kubernetes version '1.x' is not of the form"
+    ):
+        judged(k8s(_distinct_rails()), config={POLICY: {"kubernetesVersion": "1.x"}})
+
+
+def test_device_tolerations_are_validated_at_the_stacks_version():
+    claim = seed000("aligned-4gpu-8rails-a")
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
+        {"key": "example.com/drain", "operator": "Exists", "value": "now"}
+    ]
+    (v,) = judged(k8s(claim))[0]
+    assert "tolerations[0]: value 'now': must be empty for operator `Exists`" in v.message
+
+
+def test_selectors_on_the_child_range_see_the_configured_range():
+    """Every rail publishes oke.dra.net/rdmaChildIpv4Cidr = the range DRANET runs with (seed 003)."""
+    claim = seed000("rails-8-a")
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"].append(
+        {"cel": {"expression": 'device.attributes["oke.dra.net"].rdmaChildIpv4Cidr == "10.176.0.0/12"'}}
+    )
+    # The stack's DRANET release runs with 10.176.0.0/12: the claim finds its rails.
+    found, _ = judged(k8s(claim), plan=[*seed_plan(), dranet_release(child="10.176.0.0/12")])
+    assert found == []
+    # Without DRANET in the stack, the pack config's childRange (the stack's dranet.childRange) counts.
+    assert judged(k8s(claim), config={POLICY: {"childRange": "10.176.0.0/12"}})[0] == []
+    # With DRANET's default range (10.208.0.0/12) the selector matches no rail: never allocated.
+    for plan in ([*seed_plan(), dranet_release()], None):
+        (v,) = judged(k8s(claim), plan=plan)[0]
+        assert "can never be allocated" in v.message

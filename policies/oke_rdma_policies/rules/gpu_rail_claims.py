@@ -33,6 +33,7 @@ from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import chart_workloads, charts, resource_types, stack_keys
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
+from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
 from oke_gpu_rdma.claims import (
     UnsatisfiableCause,
     Verdict,
@@ -64,9 +65,10 @@ from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView, node_labels, node_taints
 from ..values import UNKNOWN, PropertyTypeError, contains_unknown
+from .dranet_child_range import deployments
 
 _CACHE_LIMIT: Final = 8192
-_verdicts: dict[tuple[str, str, str, Topology, str], Verdict] = {}
+_verdicts: dict[tuple[str, str, str, Topology, str, str, str], Verdict] = {}
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,10 @@ class _Judging:
     pools: list[_Pool]
     deployed: frozenset[str]
     """Drivers whose placement the stack declares (a Helm release of DRANET or the NVIDIA GPU driver)."""
+    kubernetes_version: str = ""
+    """The cluster's release: which claim fields its API server serves (pack config kubernetesVersion)."""
+    child_range: str = ""
+    """The child range DRANET's rails publish as oke.dra.net/rdmaChildIpv4Cidr."""
     reported: set[int] = field(default_factory=set)
     """Pools whose missing topology was reported already (by index)."""
 
@@ -99,12 +105,28 @@ def _judge(
     spec: Mapping[str, Any], api_version: str, topology: Topology, how: _Judging, name: str
 ) -> Verdict:
     """The verdict, cached by the claim's JSON: a stack repeats the same claim many times."""
-    key = (json.dumps(spec, sort_keys=True, default=str), api_version, how.classes_key, topology, name)
+    key = (
+        json.dumps(spec, sort_keys=True, default=str),
+        api_version,
+        how.classes_key,
+        topology,
+        name,
+        how.kubernetes_version,
+        how.child_range,
+    )
     verdict = _verdicts.get(key)
     if verdict is None:
         if len(_verdicts) > _CACHE_LIMIT:
             _verdicts.clear()
-        verdict = judge_claim(spec, topology, name=name, device_classes=how.classes, api_version=api_version)
+        verdict = judge_claim(
+            spec,
+            topology,
+            name=name,
+            device_classes=how.classes,
+            api_version=api_version,
+            kubernetes_version=how.kubernetes_version,
+            child_range=how.child_range,
+        )
         _verdicts[key] = verdict
     return verdict
 
@@ -200,6 +222,18 @@ def _pools(view: StackView, conf: ClaimsSettings, reporter: Reporter) -> tuple[l
     return found, deployed
 
 
+def _child_range(view: StackView, conf: ClaimsSettings) -> str:
+    """The range the rails publish as oke.dra.net/rdmaChildIpv4Cidr (DRANET's OKE provider puts the range it
+    runs with there, seed 003): the one the stack's DRANET installations run with when they agree and are
+    known (dranet-child-range reads them and reports their problems), else the pack config's childRange."""
+    runs = {
+        str(d.value) if d.value is not None else str(DEFAULT_CHILD_RANGE)
+        for d in deployments(view, Reporter(_quiet))
+        if d.value is not UNKNOWN
+    }
+    return runs.pop() if len(runs) == 1 else str(conf.child_range)
+
+
 def check(args: StackValidationArgs, reporter: Reporter) -> None:
     conf, problems = settings.read_section(ClaimsSettings, args.get_config())
     for problem in problems:
@@ -217,7 +251,14 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
         reporter.guard(workload.label, workload.urn, partial(_split_pods, view, workload, reporter))
     pools, deployed = _pools(view, conf, reporter)
     classes = {**DEVICE_CLASS_SELECTORS, **view.classes.selectors}
-    how = _Judging(classes, json.dumps(classes, sort_keys=True), pools, deployed)
+    how = _Judging(
+        classes,
+        json.dumps(classes, sort_keys=True),
+        pools,
+        deployed,
+        kubernetes_version=conf.kubernetes_version,
+        child_range=_child_range(view, conf),
+    )
     for claim in view.claims:
         reporter.guard(claim.label, claim.urn, partial(_check, claim, how, reporter))
 
@@ -261,10 +302,11 @@ def _split_pods(view: StackView, workload: PlainResource, reporter: Reporter) ->
         ]
         if not split:
             continue
-        gpus, rails = split[0]
+        with_gpus, with_rails = split[0]
         reporter.violation(
-            f"{workload.label} {pod.where}: unaligned: GPUs from {gpus.shown} (requests {', '.join(gpus.gpus)}) "
-            f"and DRANET rails from {rails.shown} (requests {', '.join(rails.rails)}). The allocator applies "
+            f"{workload.label} {pod.where}: unaligned: GPUs from {with_gpus.shown} (requests "
+            f"{', '.join(with_gpus.gpus)}) and DRANET rails from {with_rails.shown} (requests "
+            f"{', '.join(with_rails.rails)}). The allocator applies "
             "a claim's matchAttribute constraints only among that claim's own requests and allocates each "
             "claim on its own (kubernetes dynamic-resource-allocation structured allocator), so nothing keeps "
             "these GPUs on the PCIe roots of these rails, exactly as with device-plugin GPUs next to claimed "
@@ -326,7 +368,8 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
         placed = [
             (t, pools, v)
             for t, pools, v in judged
-            if v.kind is not VerdictKind.UNSATISFIABLE or devices_exist(spec, t, how.classes, api_version)
+            if v.kind is not VerdictKind.UNSATISFIABLE
+            or devices_exist(spec, t, how.classes, api_version, how.kubernetes_version, how.child_range)
         ]
         judged = placed or judged
     for topology, pools, verdict in judged:
