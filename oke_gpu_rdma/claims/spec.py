@@ -236,6 +236,20 @@ def request_classes(spec: Any, unknown: object = None) -> dict[str, set[Any]]:
     return found
 
 
+def admin_access_requests(spec: Any) -> list[str]:
+    """Requests of a spec in the v1 form that ask for admin access (`exactly.adminAccess: true`; a
+    subrequest has no such field)."""
+    found: list[str] = []
+    devices = spec.get("devices") if isinstance(spec, Mapping) else None
+    requests = devices.get("requests") if isinstance(devices, Mapping) else None
+    for i, request in enumerate(requests if isinstance(requests, list) else []):
+        exactly = request.get("exactly") if isinstance(request, Mapping) else None
+        if isinstance(exactly, Mapping) and exactly.get("adminAccess") is True:
+            name = request.get("name")
+            found.append(name if isinstance(name, str) else f"#{i}")
+    return found
+
+
 def _class_name(value: Any, unknown: object) -> Any:
     """A DeviceClass name (a string) or ``unknown``; None for anything else."""
     return value if isinstance(value, str) or (unknown is not None and value is unknown) else None

@@ -498,3 +498,31 @@ def test_selectors_on_the_child_range_see_the_configured_range():
     for plan in ([*seed_plan(), dranet_release()], None):
         (v,) = judged(k8s(claim), plan=plan)[0]
         assert "can never be allocated" in v.message
+
+
+def _namespace(labels):
+    return k8s({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "rdma-dranet", "labels": labels}})
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+def test_admin_access_needs_the_namespace_label(version):
+    """kube-apiserver AuthorizedForAdmin (pkg/registry/resource/utils.go): adminAccess only in a namespace
+    labelled resource.kubernetes.io/admin-access: "true"."""
+    claim = seed000("rails-8-a")
+    request = claim["spec"]["spec"]["devices"]["requests"][0]
+    if version == "v1":
+        request["exactly"]["adminAccess"] = True
+    else:
+        claim["apiVersion"] = "resource.k8s.io/v1beta1"
+        request.update(request.pop("exactly"), adminAccess=True)
+    for labels, shown in (
+        ({"team": "ml"}, "the stack's Namespace rdma-dranet does not set resource.kubernetes.io/admin-access"),
+        ({"resource.kubernetes.io/admin-access": "True"}, "has resource.kubernetes.io/admin-access='True'"),
+        ({"resource.k8s.io/admin-access": "true"}, "does not set resource.kubernetes.io/admin-access"),
+        (None, "the stack does not declare namespace rdma-dranet"),
+    ):
+        extra = [] if labels is None else [_namespace(labels)]
+        (v,) = judged(k8s(claim), *extra)[0]
+        assert v.level == "mandatory" and "request rails asks for adminAccess" in v.message, v.message
+        assert shown in v.message and "AuthorizedForAdmin" in v.message and "Fix: label Namespace" in v.message
+    assert judged(k8s(claim), _namespace({"resource.kubernetes.io/admin-access": "true"}))[0] == []

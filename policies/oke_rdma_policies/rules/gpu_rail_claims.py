@@ -42,11 +42,14 @@ from oke_gpu_rdma.claims import (
     claim_spec_to_v1,
     devices_exist,
     drivers_on_pools,
+    feature_gates,
     judge_claim,
     parse_taint,
     plugin_drivers,
 )
+from oke_gpu_rdma.claims.spec import admin_access_requests
 from oke_gpu_rdma.errors import TopologyError
+from oke_gpu_rdma.labels import ADMIN_ACCESS_ENABLED, ADMIN_ACCESS_NAMESPACE_LABEL
 from oke_gpu_rdma.pack_settings import ClaimsSettings
 from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
 from oke_gpu_rdma.topology import Topology
@@ -63,7 +66,7 @@ from ..kube import (
 )
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
-from ..stack import StackView, node_labels, node_taints
+from ..stack import StackView, labels_of, node_labels, node_taints
 from ..values import UNKNOWN, PropertyTypeError, contains_unknown
 from .dranet_child_range import deployments
 
@@ -93,6 +96,8 @@ class _Judging:
     pools: list[_Pool]
     deployed: frozenset[str]
     """Drivers whose placement the stack declares (a Helm release of DRANET or the NVIDIA GPU driver)."""
+    namespaces: Mapping[str, Any] = field(default_factory=dict)
+    """The labels of each namespace the stack declares (UNKNOWN when unknown until apply)."""
     kubernetes_version: str = ""
     """The cluster's release: which claim fields its API server serves (pack config kubernetesVersion)."""
     child_range: str = ""
@@ -234,6 +239,54 @@ def _child_range(view: StackView, conf: ClaimsSettings) -> str:
     return runs.pop() if len(runs) == 1 else str(conf.child_range)
 
 
+def _namespace_labels(view: StackView) -> dict[str, Any]:
+    """Namespace name -> its labels, for the Namespaces the stack declares."""
+    found: dict[str, Any] = {}
+    for res in view.of_type(resource_types.NAMESPACE):
+        if isinstance(res.object_name, str):
+            found[res.object_name] = labels_of(res)
+    return found
+
+
+def _admin_access(claim: PlainResource, spec: Mapping[str, Any], how: _Judging, reporter: Reporter) -> None:
+    """`adminAccess: true` needs the namespace label (kube-apiserver `AuthorizedForAdmin`,
+    kubernetes pkg/registry/resource/utils.go, called by the ResourceClaim and ResourceClaimTemplate
+    strategies' Validate): the API server refuses the claim in a namespace without it. Only a label the
+    stack sets counts: a namespace the stack does not declare carries no label this policy can see."""
+    if not feature_gates.enabled(feature_gates.DRA_ADMIN_ACCESS, how.kubernetes_version):
+        return  # dropped by the API server; the judge reports the drop
+    requests = admin_access_requests(claim_spec_to_v1(spec, claim.group_version))
+    if not requests:
+        return
+    namespace = claim.namespace
+    labels = how.namespaces.get(namespace) if isinstance(namespace, str) else UNKNOWN
+    if labels is UNKNOWN or (
+        isinstance(labels, Mapping) and labels.get(ADMIN_ACCESS_NAMESPACE_LABEL) is UNKNOWN
+    ):
+        reporter.unchecked(
+            f"{claim.label}: the labels of namespace {namespace} are unknown until apply, adminAccess not checked"
+        )
+        return
+    value = labels.get(ADMIN_ACCESS_NAMESPACE_LABEL) if isinstance(labels, Mapping) else None
+    if value == ADMIN_ACCESS_ENABLED:
+        return
+    where = (
+        f"the stack's Namespace {namespace} has {ADMIN_ACCESS_NAMESPACE_LABEL}={value!r}"
+        if value is not None
+        else f"the stack's Namespace {namespace} does not set {ADMIN_ACCESS_NAMESPACE_LABEL}"
+        if labels is not None
+        else f"the stack does not declare namespace {namespace}, so nothing labels it"
+    )
+    reporter.violation(
+        f"{claim.label}: request {', '.join(requests)} asks for adminAccess, and {where}: kube-apiserver "
+        'refuses the claim ("admin access to devices requires the `resource.kubernetes.io/admin-access: true` '
+        'label on the containing namespace", AuthorizedForAdmin in kubernetes pkg/registry/resource/utils.go). '
+        f'Fix: label Namespace {namespace} {ADMIN_ACCESS_NAMESPACE_LABEL}: "{ADMIN_ACCESS_ENABLED}" in the '
+        "stack, or drop adminAccess",
+        claim.urn,
+    )
+
+
 def check(args: StackValidationArgs, reporter: Reporter) -> None:
     conf, problems = settings.read_section(ClaimsSettings, args.get_config())
     for problem in problems:
@@ -256,6 +309,7 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
         json.dumps(classes, sort_keys=True),
         pools,
         deployed,
+        namespaces=_namespace_labels(view),
         kubernetes_version=conf.kubernetes_version,
         child_range=_child_range(view, conf),
     )
@@ -336,6 +390,7 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
             reporter.unchecked(f"{claim.label}: {', '.join(unknown[:3])} unknown until apply, not judged")
             return
     api_version = claim.group_version  # is_claim: one of the served versions
+    _admin_access(claim, spec, how, reporter)
     wanted = request_classes(claim_spec_to_v1(spec, api_version))
     for request, used in wanted.items():
         missing = sorted(str(c) for c in used if isinstance(c, str) and c not in how.classes)
