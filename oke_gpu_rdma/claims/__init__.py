@@ -28,6 +28,7 @@ from oke_gpu_rdma.claims.landing import (
     claim_lands,
     devices_exist,
     drivers_on_pools,
+    excluded_on_shape,
     parse_taint,
     plugin_drivers,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "claim_spec_to_v1",
     "devices_exist",
     "drivers_on_pools",
+    "excluded_on_shape",
     "judge_claim",
     "parse_taint",
     "plugin_drivers",

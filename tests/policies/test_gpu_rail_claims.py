@@ -368,15 +368,37 @@ def test_giving_dranet_a_pool_of_an_unknown_shape_is_refused_with_how_to_supply_
     )
 
 
-def test_a_gpu_only_claim_lands_wherever_the_gpu_driver_runs():
-    """A claim for GPUs alone can land on the A10 and H100 pools (the GPU driver runs there): both block it,
-    once each however many claims the stack has."""
+def test_a_gpu_only_claim_lands_wherever_the_gpu_driver_runs_and_asks_no_pairing_there():
+    """A claim for GPUs alone can land on the A10 and H100 pools (the GPU driver runs there), but it asks
+    for no rails: there is no GPU/rail pairing to judge, so their missing topology does not block it
+    (issue 22 item 3); a rail claim that reaches them still is blocked, once per pool."""
     claim = seed000("pair-check")
     claim["spec"]["devices"]["requests"] = claim["spec"]["devices"]["requests"][:1]
     claim["spec"]["devices"].pop("constraints", None)
     other = {**claim, "metadata": {**claim["metadata"], "name": "gpus-b"}}
-    found, _ = judged(k8s(claim), k8s(other), plan=_fleet())
-    assert sorted(v.urn.rsplit("::", 1)[-1] for v in found) == ["gpu-h100", "inference"]
+    assert judged(k8s(claim), k8s(other), plan=_fleet())[0] == []
+    plan = _fleet(("BM.GPU.B4.8", "BM.GPU.H100.8"))
+    found, _ = judged(k8s(claim), k8s(seed000("pair-check")), k8s(seed000("rails-8-a")), plan=plan)
+    assert [v.urn.rsplit("::", 1)[-1] for v in found] == ["gpu-h100"]
+
+
+def test_a_claim_whose_selectors_exclude_the_unverified_shape_is_judged_where_it_lands():
+    """A rail claim pinned to BM.GPU.B4.8 by oke.dra.net/shape (what the stack's multi-shape templates do)
+    never lands on the H100 pool, so that pool's missing topology does not block it; unpinned, it does."""
+    plan = _fleet(("BM.GPU.B4.8", "BM.GPU.H100.8"))
+    pinned = seed000("pair-check")
+    pinned["spec"]["devices"]["requests"][1]["exactly"]["selectors"].append(
+        {"cel": {"expression": 'device.attributes["oke.dra.net"].shape == "BM.GPU.B4.8"'}}
+    )
+    assert judged(k8s(pinned), plan=plan)[0] == []
+    (v,) = judged(k8s(seed000("pair-check")), plan=plan)[0]
+    assert v.urn.endswith("::gpu-h100")
+    # Pinned to the H100 shape instead, the B4.8 pool has no device for it and the H100 pool still blocks.
+    other = seed000("pair-check")
+    other["spec"]["devices"]["requests"][1]["exactly"]["selectors"].append(
+        {"cel": {"expression": 'device.attributes["oke.dra.net"].shape == "BM.GPU.H100.8"'}}
+    )
+    assert any(v.urn.endswith("::gpu-h100") for v in judged(k8s(other), plan=plan)[0])
 
 
 def test_a_taint_the_driver_does_not_tolerate_keeps_it_off_the_pool():
@@ -501,7 +523,9 @@ def test_selectors_on_the_child_range_see_the_configured_range():
 
 
 def _namespace(labels):
-    return k8s({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "rdma-dranet", "labels": labels}})
+    return k8s(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "rdma-dranet", "labels": labels}}
+    )
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta1"])
@@ -516,7 +540,10 @@ def test_admin_access_needs_the_namespace_label(version):
         claim["apiVersion"] = "resource.k8s.io/v1beta1"
         request.update(request.pop("exactly"), adminAccess=True)
     for labels, shown in (
-        ({"team": "ml"}, "the stack's Namespace rdma-dranet does not set resource.kubernetes.io/admin-access"),
+        (
+            {"team": "ml"},
+            "the stack's Namespace rdma-dranet does not set resource.kubernetes.io/admin-access",
+        ),
         ({"resource.kubernetes.io/admin-access": "True"}, "has resource.kubernetes.io/admin-access='True'"),
         ({"resource.k8s.io/admin-access": "true"}, "does not set resource.kubernetes.io/admin-access"),
         (None, "the stack does not declare namespace rdma-dranet"),
@@ -524,5 +551,7 @@ def test_admin_access_needs_the_namespace_label(version):
         extra = [] if labels is None else [_namespace(labels)]
         (v,) = judged(k8s(claim), *extra)[0]
         assert v.level == "mandatory" and "request rails asks for adminAccess" in v.message, v.message
-        assert shown in v.message and "AuthorizedForAdmin" in v.message and "Fix: label Namespace" in v.message
+        assert (
+            shown in v.message and "AuthorizedForAdmin" in v.message and "Fix: label Namespace" in v.message
+        )
     assert judged(k8s(claim), _namespace({"resource.kubernetes.io/admin-access": "true"}))[0] == []

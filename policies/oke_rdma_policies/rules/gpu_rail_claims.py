@@ -32,7 +32,7 @@ from typing import Any, Final
 from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import chart_workloads, charts, resource_types, stack_keys
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
+from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, DRANET_DRIVER, PCIE_ROOT
 from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
 from oke_gpu_rdma.claims import (
     UnsatisfiableCause,
@@ -42,17 +42,20 @@ from oke_gpu_rdma.claims import (
     claim_spec_to_v1,
     devices_exist,
     drivers_on_pools,
+    excluded_on_shape,
     feature_gates,
     judge_claim,
     parse_taint,
     plugin_drivers,
 )
+from oke_gpu_rdma.claims.landing import class_driver
 from oke_gpu_rdma.claims.spec import admin_access_requests
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import ADMIN_ACCESS_ENABLED, ADMIN_ACCESS_NAMESPACE_LABEL
 from oke_gpu_rdma.pack_settings import ClaimsSettings
 from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.topology import DEFAULT_SHAPE, Topology
 
 from .. import settings
 from ..helm import helm_values
@@ -408,8 +411,28 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
         if p.drivers is None or claim_lands(wanted, how.classes, p.drivers, how.deployed)
     ] or list(enumerate(how.pools))
     shapes: dict[str, tuple[Topology, list[str]]] = {}
+    reference = next((p.topology for p in how.pools if p.topology is not None), None)
+    asks_rails = any(
+        class_driver(how.classes.get(c, ())) == DRANET_DRIVER
+        for used in wanted.values()
+        for c in used
+        if isinstance(c, str)
+    )
     for i, pool in landing:
         if pool.topology is None:
+            # Without the shape's topology the claim is still judged where it can land: a claim for no rails
+            # has no GPU/rail pairing to judge there, and one whose selectors rule the shape out
+            # (oke.dra.net/shape) is never placed there (module docstring).
+            if not asks_rails or excluded_on_shape(
+                spec,
+                pool.shape,
+                reference or CATALOG.topology(DEFAULT_SHAPE),
+                how.classes,
+                api_version,
+                how.kubernetes_version,
+                how.child_range,
+            ):
+                continue
             if i not in how.reported:
                 how.reported.add(i)
                 where = f"node pool {pool.res.name}" if pool.res else "pack config shape"
