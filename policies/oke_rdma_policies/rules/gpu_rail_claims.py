@@ -13,11 +13,15 @@ first, the pools where every driver it asks for publishes devices, read from how
 drivers (the DRANET and NVIDIA GPU DRA driver Helm releases' nodeSelector, affinity and tolerations
 against each pool's initial labels, instance type, GPU run-time labels and the taints its cloud-init
 registers); a driver the stack does not install, or whose values are unknown, may be on any pool. So an
-H100 pool that DRANET does not select, an A10 pool without DRANET or a CPU pool never blocks a rail claim,
-while a pool the claim can reach whose shape has no verified topology still does (once per pool). Then,
+H100 pool that DRANET does not select, an A10 pool without DRANET or a CPU pool never blocks a rail claim.
+A pool the claim can reach whose shape has no verified topology blocks it (once per pool) only when the
+claim asks for rails and its selectors do not rule that shape out (`oke.dra.net/shape`,
+:func:`oke_gpu_rdma.claims.excluded_on_shape`): a claim for no rails has no pairing to judge there. Then,
 among those, the shapes where its devices exist: the scheduler never places a claim for rails on a node
-without rails. A claim that can land nowhere, or whose devices exist on no shape, is judged on every shape. Claims go to the judge as written, in their API version
-(`resource.k8s.io/v1beta1` has no `exactly`), and a verdict the model cannot reach (a CEL function it
+without rails. A claim that can land nowhere, or whose devices exist on no shape, is judged on every shape.
+Claims go to the judge as written, in their API version (`resource.k8s.io/v1beta1` has no `exactly`), at
+the cluster's Kubernetes version (pack config `kubernetesVersion`: the fields its API server serves), on
+nodes whose rails publish the stack's child range, and a verdict the model cannot reach (a CEL function it
 does not evaluate) is reported as not checked, never as a rejection.
 """
 
