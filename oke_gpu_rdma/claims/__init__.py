@@ -26,6 +26,7 @@ from oke_gpu_rdma.claims.inventory import AttributeValue, Device, NodeInventory,
 from oke_gpu_rdma.claims.judging import judge
 from oke_gpu_rdma.claims.landing import (
     claim_lands,
+    class_driver,
     devices_exist,
     drivers_on_pools,
     excluded_on_shape,
@@ -53,6 +54,7 @@ __all__ = [
     "aligned_pairs",
     "claim_lands",
     "claim_spec_to_v1",
+    "class_driver",
     "devices_exist",
     "drivers_on_pools",
     "excluded_on_shape",

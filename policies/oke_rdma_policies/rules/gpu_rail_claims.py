@@ -44,6 +44,7 @@ from oke_gpu_rdma.claims import (
     VerdictKind,
     claim_lands,
     claim_spec_to_v1,
+    class_driver,
     devices_exist,
     drivers_on_pools,
     excluded_on_shape,
@@ -52,7 +53,6 @@ from oke_gpu_rdma.claims import (
     parse_taint,
     plugin_drivers,
 )
-from oke_gpu_rdma.claims.landing import class_driver
 from oke_gpu_rdma.claims.spec import admin_access_requests
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import ADMIN_ACCESS_ENABLED, ADMIN_ACCESS_NAMESPACE_LABEL
