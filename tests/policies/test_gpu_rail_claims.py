@@ -555,3 +555,29 @@ def test_admin_access_needs_the_namespace_label(version):
             shown in v.message and "AuthorizedForAdmin" in v.message and "Fix: label Namespace" in v.message
         )
     assert judged(k8s(claim), _namespace({"resource.kubernetes.io/admin-access": "true"}))[0] == []
+
+
+def test_a_namespace_patch_of_the_stack_can_set_the_admin_access_label():
+    claim = seed000("rails-8-a")
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    patch = {
+        "apiVersion": "v1",
+        "kind": "NamespacePatch",
+        "metadata": {"name": "rdma-dranet", "labels": {"resource.kubernetes.io/admin-access": "true"}},
+    }
+    assert judged(k8s(claim), k8s(patch, name="ns-patch"))[0] == []
+
+
+def test_an_invalid_claim_that_lands_only_on_unverified_pools_is_still_invalid():
+    """A GPU-only claim on a stack whose only GPU pool (H100) has no verified topology: no pairing to judge
+    there, yet what the API server refuses is refused on every shape."""
+    claim = seed000("pair-check")
+    claim["spec"]["devices"]["requests"] = [
+        {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": -1}}
+    ]
+    claim["spec"]["devices"].pop("constraints", None)
+    plan = [*seed_plan()[:3], _pool("gpu-h100", "BM.GPU.H100.8", GPU_TAINT), _gpu_driver()]
+    (v,) = judged(k8s(claim), plan=plan)[0]
+    assert v.urn.endswith("::pair-check") and "would be rejected by the API server" in v.message
+    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = 2
+    assert judged(k8s(claim), plan=plan)[0] == []

@@ -252,6 +252,12 @@ def _namespace_labels(view: StackView) -> dict[str, Any]:
     for res in view.of_type(resource_types.NAMESPACE):
         if isinstance(res.object_name, str):
             found[res.object_name] = labels_of(res)
+    # A NamespacePatch (server-side apply) labels a namespace the stack does not create, e.g. default.
+    for res in view.of_type(resource_types.NAMESPACE_PATCH):
+        if isinstance(res.object_name, str):
+            before, labels = found.get(res.object_name, {}), labels_of(res)
+            merged = UNKNOWN if UNKNOWN in (before, labels) else {**before, **labels}
+            found[res.object_name] = merged
     return found
 
 
@@ -422,6 +428,7 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
         for c in used
         if isinstance(c, str)
     )
+    skipped = False
     for i, pool in landing:
         if pool.topology is None:
             # Without the shape's topology the claim is still judged where it can land: a claim for no rails
@@ -436,6 +443,7 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
                 how.kubernetes_version,
                 how.child_range,
             ):
+                skipped = True
                 continue
             if i not in how.reported:
                 how.reported.add(i)
@@ -444,6 +452,14 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
             continue
         shapes.setdefault(pool.shape, (pool.topology, []))[1].extend([pool.res.name] if pool.res else [])
     name = claim.object_name if isinstance(claim.object_name, str) else claim.name
+    if not shapes and skipped:
+        # It lands only where no topology is known and asks no pairing there: what the API server refuses
+        # does not depend on the shape, so an invalid claim is still reported.
+        topology = reference or CATALOG.topology(DEFAULT_SHAPE)
+        verdict = _judge(spec, api_version, topology, how, name)
+        if verdict.kind is VerdictKind.INVALID:
+            reporter.violation(f"{claim.label}: {verdict.message}", claim.urn)
+        return
     judged = [(t, pools, _judge(spec, api_version, t, how, name)) for t, pools in shapes.values()]
     if len(judged) > 1:
         # A mixed fleet: only the shapes where the claim's devices exist can run it (module docstring).
