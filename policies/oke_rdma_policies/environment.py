@@ -144,11 +144,31 @@ def container_env(
         if isinstance(value, str):
             known = {k: v for k, v in env.items() if v is not None}
             env[item["name"]] = expand(value, mapping_for(known))
-        elif item.get("valueFrom") is not None or value is UNKNOWN:
+        elif item.get("valueFrom") is not None:
+            env[item["name"]] = _value_from(view, workload, item["valueFrom"])
+        elif value is UNKNOWN:
             env[item["name"]] = None
         else:
             env[item["name"]] = ""
     return env
+
+
+def _value_from(view: StackView, workload: PlainResource, source: Any) -> str | None:
+    """An `env[].valueFrom` value: a key of a ConfigMap or Secret the stack declares (`configMapKeyRef`,
+    `secretKeyRef`, as the kubelet reads them); None for anything else (`fieldRef`, a source not here)."""
+    if not isinstance(source, Mapping):
+        return None
+    for ref_key, kind, type_ in (
+        ("configMapKeyRef", "ConfigMap", resource_types.CONFIG_MAP),
+        ("secretKeyRef", "Secret", resource_types.SECRET),
+    ):
+        ref = source.get(ref_key)
+        if not isinstance(ref, Mapping):
+            continue
+        for obj in view.of_type(type_):
+            if obj.object_name == ref.get("name") and obj.namespace == workload.namespace:
+                return _source_values(obj, kind).get(str(ref.get("key")))
+    return None
 
 
 def command_texts(

@@ -234,3 +234,15 @@ def test_pod_template_and_cronjob_kinds():
     ):
         (v,) = violations(run(obj), POLICY)
         assert v.message.startswith(f"{obj['kind']} rdma-dranet/t "), v.message
+
+
+def test_a_reference_to_a_config_map_key_expands_too():
+    """env[].valueFrom.configMapKeyRef gives the variable the ConfigMap's value; `$(EXTRA)` then expands."""
+    job = aligned_mpijob()
+    launcher(job)["env"] = [{"name": "EXTRA", "valueFrom": {"configMapKeyRef": {"name": "nccl", "key": "x"}}}]
+    launcher(job)["args"][0] = launcher(job)["args"][0].replace(
+        "-x NCCL_IB_TC=41", "$(EXTRA) -x NCCL_IB_TC=41"
+    )
+    (v,) = violations(run(job, k8s(_config_map({"x": "-x NCCL_IB_GID_INDEX=3"}))), POLICY)
+    assert "NCCL_IB_GID_INDEX" in v.message
+    assert violations(run(job, k8s(_config_map({"x": "-x NCCL_IB_TC=41"}))), POLICY) == []
