@@ -116,6 +116,9 @@ class ClaimSpec:
     constraints: tuple[MatchAttribute, ...]
     api_version: str = API_V1
     unevaluated: tuple[str, ...] = ()
+    distinct: tuple[MatchAttribute, ...] = ()
+    """distinctAttribute constraints (served where DRAConsumableCapacity is on): the devices of their
+    requests must all have the attribute, each with a value no other of them has."""
 
     @property
     def request_names(self) -> tuple[str, ...]:
@@ -176,7 +179,9 @@ def parse_claim(
     parsed = _parse_spec(claim_name, spec, problems, unevaluated, release)
     if problems:
         raise ClaimValidationError(problems)
-    return ClaimSpec(parsed.name, parsed.requests, parsed.constraints, version, tuple(unevaluated))
+    return ClaimSpec(
+        parsed.name, parsed.requests, parsed.constraints, version, tuple(unevaluated), parsed.distinct
+    )
 
 
 def claim_spec_to_v1(spec: Mapping[str, Any], api_version: str) -> dict[str, Any]:
@@ -472,8 +477,9 @@ def _parse_spec(
     if len(raw_constraints) > MAX_CONSTRAINTS:
         problems.append(f"claim {claim}: {len(raw_constraints)} constraints; the limit is {MAX_CONSTRAINTS}")
     constraints: list[MatchAttribute] = []
+    distinct: list[MatchAttribute] = []
     for i, raw in enumerate(raw_constraints):
-        c = _parse_constraint(claim, i, raw, names, problems, unevaluated)
+        c = _parse_constraint(claim, i, raw, names, problems, distinct)
         if c is not None:
             constraints.append(c)
 
@@ -489,7 +495,7 @@ def _parse_spec(
             _check_ref(ref, where, names, problems)
         if not isinstance(raw.get("opaque"), Mapping):
             problems.append(f"{where}: opaque is required (driver and parameters)")
-    return ClaimSpec(claim, tuple(requests), tuple(constraints))
+    return ClaimSpec(claim, tuple(requests), tuple(constraints), distinct=tuple(distinct))
 
 
 def _parse_request(
@@ -634,11 +640,11 @@ def _parse_constraint(
     raw: Any,
     names: Mapping[str, set[str]],
     problems: list[str],
-    unevaluated: list[str] | None = None,
+    distinct: list[MatchAttribute] | None = None,
 ) -> MatchAttribute | None:
     """A `matchAttribute` constraint, validated as validation.go ``validateDeviceConstraint`` does. A
     `distinctAttribute` one (kept only where DRAConsumableCapacity is on: :func:`_drop_disabled_fields`) is
-    validated the same way and named in ``unevaluated``: the model does not allocate distinct values."""
+    validated the same way and added to ``distinct``."""
     where = f"claim {claim}: constraint #{i}"
     if not isinstance(raw, Mapping):
         problems.append(f"{where} must be a mapping")
@@ -649,18 +655,15 @@ def _parse_constraint(
     for ref in refs:
         _check_ref(ref, where, names, problems)
     attribute = raw.get("matchAttribute")
-    distinct = raw.get("distinctAttribute")
-    if distinct is not None:
+    distinct_attribute = raw.get("distinctAttribute")
+    if distinct_attribute is not None:
         if attribute is not None:
             problems.append(
                 f"{where}: exactly one of matchAttribute or distinctAttribute may be set, not both"
             )
             return None
-        if _qualified("distinctAttribute", distinct, where, problems) and unevaluated is not None:
-            unevaluated.append(
-                f"{where}: distinctAttribute {distinct} (served where DRAConsumableCapacity is on) is not "
-                "allocated by this model"
-            )
+        if _qualified("distinctAttribute", distinct_attribute, where, problems) and distinct is not None:
+            distinct.append(MatchAttribute(i, tuple(str(r) for r in refs), str(distinct_attribute)))
         return None
     if not isinstance(attribute, str) or not attribute:
         problems.append(f"{where}: matchAttribute is required")

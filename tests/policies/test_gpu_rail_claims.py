@@ -475,12 +475,17 @@ def _distinct_rails():
 
 
 def test_feature_gated_fields_are_judged_at_the_stacks_kubernetes_version():
-    """distinctAttribute is served on v1.36 (DRAConsumableCapacity beta and on) and dropped on v1.35,
-    where the constraint is then left without an attribute and the API server rejects the claim."""
+    """distinctAttribute is served and allocated on v1.36 (DRAConsumableCapacity beta and on) and dropped on
+    v1.35, where the constraint is then left without an attribute and the API server rejects the claim."""
     found, findings = judged(k8s(_distinct_rails()), config={POLICY: {"kubernetesVersion": "v1.36.4"}})
-    assert found == []
-    (note,) = notes(findings, POLICY)
-    assert "distinctAttribute dra.net/ifName" in note.message
+    assert found == [] and notes(findings, POLICY) == []
+    # Distinct PCIe roots across GPUs and rails: never aligned, and judged so.
+    spread = _distinct_rails()
+    spread["spec"]["spec"]["devices"]["constraints"] = [
+        {"requests": ["gpus-1", "rails-1"], "distinctAttribute": "resource.kubernetes.io/pcieRoot"}
+    ]
+    (v,) = judged(k8s(spread), config={POLICY: {"kubernetesVersion": "v1.36.4"}})[0]
+    assert "unaligned" in v.message or "never" in v.message, v.message
     found, _ = judged(k8s(_distinct_rails()), config={POLICY: {"kubernetesVersion": "v1.35.2"}})
     (v,) = found
     assert v.level == "mandatory" and "aligned-4gpu-8rails-a" in v.message
