@@ -586,3 +586,17 @@ def test_an_invalid_claim_that_lands_only_on_unverified_pools_is_still_invalid()
     assert v.urn.endswith("::pair-check") and "would be rejected by the API server" in v.message
     claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = 2
     assert judged(k8s(claim), plan=plan)[0] == []
+
+
+def test_cidr_selectors_on_the_child_range_evaluate_against_the_configured_range():
+    claim = seed000("rails-8-a")
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"].append(
+        {
+            "cel": {
+                "expression": 'cidr(device.attributes["oke.dra.net"].rdmaChildIpv4Cidr).containsIP("10.176.9.1")'
+            }
+        }
+    )
+    assert judged(k8s(claim), plan=[*seed_plan(), dranet_release(child="10.176.0.0/12")])[0] == []
+    (v,) = judged(k8s(claim), plan=[*seed_plan(), dranet_release(child="10.192.0.0/12")])[0]
+    assert "can never be allocated" in v.message
