@@ -35,3 +35,10 @@ GPU_PRESENT = "true"
 # Set to "true" at run time by Node Feature Discovery (which the GPU Operator deploys) on nodes with an
 # NVIDIA PCI device (vendor 10de); the first term of the GPU DRA driver's default kubelet-plugin affinity.
 NFD_NVIDIA_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
+
+# kube-apiserver admits a ResourceClaim or ResourceClaimTemplate with `adminAccess: true` only in a namespace
+# with this label set to "true" (kubernetes pkg/registry/resource/utils.go AuthorizedForAdmin, tag v1.36.0:
+# "admin access to devices requires the `resource.kubernetes.io/admin-access: true` label on the containing
+# namespace"; the label was resource.k8s.io/admin-access before v1.34).
+ADMIN_ACCESS_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
+ADMIN_ACCESS_ENABLED = "true"

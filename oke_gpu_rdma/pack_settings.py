@@ -17,7 +17,8 @@ File format (every key optional)::
       "dranet-child-range": {"enforcementLevel": "mandatory", "ocaRdmaNetwork": "10.224.0.0/12",
                              "existingCidrs": [{"name": "existing VCN", "cidr": "10.140.0.0/16"}],
                              "workerSubnetCidrs": ["10.140.64.0/19"]},
-      "gpu-rail-claims-aligned": {"shape": "BM.GPU.B4.8", "shapeTopologies": {}},
+      "gpu-rail-claims-aligned": {"shape": "BM.GPU.B4.8", "shapeTopologies": {},
+                                  "kubernetesVersion": "v1.36.4", "childRange": "10.208.0.0/12"},
       "sriov-rail-root-devices": {"shapeTopologies": {}},  # the same topologies, for the SR-IOV
       "sriov-pods-all-rails": {"shapeTopologies": {}},     # policies that look shapes up
       "rdma-workloads-baseline": "disabled"                # a level alone is fine too
@@ -41,7 +42,13 @@ from pydantic import (
     field_validator,
 )
 
-from oke_gpu_rdma.cidr_rules import DEFAULT_OCA_RDMA_NETWORK, CidrError, parse_ipv4_network
+from oke_gpu_rdma.cidr_rules import (
+    DEFAULT_CHILD_RANGE,
+    DEFAULT_OCA_RDMA_NETWORK,
+    CidrError,
+    parse_ipv4_network,
+)
+from oke_gpu_rdma.claims import feature_gates
 from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
@@ -212,14 +219,36 @@ class ShapeTopologiesSettings(PolicySettings):
         return CATALOG.with_topologies(self.shape_topologies)
 
 
+def _kubernetes_version(value: Any) -> str:
+    try:
+        feature_gates.release(value)
+    except feature_gates.KubernetesVersionError as err:
+        raise ValueError(str(err)) from None
+    return str(value)
+
+
 class ClaimsSettings(ShapeTopologiesSettings):
-    """gpu-rail-claims-aligned: the shape to judge on without pools, and user-supplied topologies."""
+    """gpu-rail-claims-aligned: the shape to judge on without pools, user-supplied topologies, the cluster's
+    Kubernetes version (whose API server and feature gates judge claims) and the DRANET child range."""
 
     policy: ClassVar[str] = "gpu-rail-claims-aligned"
 
     shape: str = Field(
         DEFAULT_SHAPE,
         description="Shape to judge claims on when the stack declares no GPU node pool (an existing cluster).",
+    )
+    kubernetes_version: Annotated[str, BeforeValidator(_kubernetes_version)] = Field(
+        feature_gates.DEFAULT_KUBERNETES_VERSION,
+        alias="kubernetesVersion",
+        description="The cluster's Kubernetes version (v1.36.4): claims are judged with the fields its API "
+        "server serves and the DRA features its feature gates turn on.",
+        json_schema_extra={"pattern": r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$"},
+    )
+    child_range: Cidr = Field(
+        DEFAULT_CHILD_RANGE,
+        alias="childRange",
+        description="The DRANET OKE child range the rails publish as oke.dra.net/rdmaChildIpv4Cidr, when the "
+        "stack does not declare DRANET itself (the stack's dranet.childRange).",
     )
 
 

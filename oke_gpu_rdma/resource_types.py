@@ -19,6 +19,7 @@ IAM_POLICY: Final = "oci:Identity/policy:Policy"
 
 # Kubernetes (pulumi-kubernetes).
 NAMESPACE: Final = "kubernetes:core/v1:Namespace"
+NAMESPACE_PATCH: Final = "kubernetes:core/v1:NamespacePatch"
 CONFIG_MAP: Final = "kubernetes:core/v1:ConfigMap"
 SECRET: Final = "kubernetes:core/v1:Secret"
 DAEMONSET: Final = "kubernetes:apps/v1:DaemonSet"

@@ -100,6 +100,9 @@ class PodPlacement:
     extended_resources: frozenset[str] = frozenset()
     device_classes: frozenset[str] = frozenset()
     """DRA device classes its claims request."""
+    device_class_choices: tuple[frozenset[str], ...] = ()
+    """Requests of its claims that any one of several classes serves (``firstAvailable`` subrequests with
+    different classes: the allocator takes the first one that fits the node)."""
     daemonset: bool = False
     """A DaemonSet: a pod on every node it selects and tolerates."""
     provides_device_classes: frozenset[str] = frozenset()
@@ -129,6 +132,7 @@ def from_pod_spec(
     pod_spec: Mapping[str, Any],
     device_classes: frozenset[str] = frozenset(),
     daemonset: bool = False,
+    device_class_choices: tuple[frozenset[str], ...] = (),
 ) -> PodPlacement:
     """The placement of a declared pod spec (core/v1 PodSpec as plain data)."""
     return PodPlacement(
@@ -138,6 +142,7 @@ def from_pod_spec(
         tolerations=tuple(pod_spec.get("tolerations") or ()),
         extended_resources=requested_resources(pod_spec),
         device_classes=device_classes,
+        device_class_choices=device_class_choices,
         daemonset=daemonset,
         priority_class=str(pod_spec["priorityClassName"]) if pod_spec.get("priorityClassName") else None,
     )
@@ -165,6 +170,9 @@ def rejections(pod: PodPlacement, pool: PoolNodes) -> list[str]:
     classes = sorted(pod.device_classes - pool.device_classes)
     if classes:
         why.append(f"no DRA driver serves device class {', '.join(classes)} there")
+    for choice in pod.device_class_choices:
+        if not choice & pool.device_classes:
+            why.append(f"no DRA driver serves any of device classes {', '.join(sorted(choice))} there")
     return why
 
 

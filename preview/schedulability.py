@@ -12,7 +12,7 @@ Kubernetes' (oke_gpu_rdma/scheduling.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from oke_gpu_rdma import (
@@ -23,6 +23,8 @@ from oke_gpu_rdma import (
     resource_types,
     yamltext,
 )
+from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1, request_classes
+from oke_gpu_rdma.pod_specs import find_pod_specs
 from oke_gpu_rdma.scheduling import PodPlacement, Verdict, check, from_pod_spec, priority_class_problems
 from stack_config.loading import Stack
 from stack_config.pool_nodes import planned_pools, unseen_pools
@@ -30,17 +32,8 @@ from stack_config.pool_nodes import planned_pools, unseen_pools
 from .mock_runtime import RecordedResource
 
 
-def _pod_specs(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Every core/v1 PodSpec under ``value``: a `...spec` object with a `containers` list."""
-    if isinstance(value, Mapping):
-        if path.endswith("spec") and isinstance(value.get("containers"), list):
-            yield path, value
-            return
-        for key, item in value.items():
-            yield from _pod_specs(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _pod_specs(item, f"{path}[{i}]")
+def _is_pod_spec(path: str, value: Mapping[str, Any]) -> bool:
+    return path.rsplit(".", 1)[-1] == "spec" and isinstance(value.get("containers"), list)
 
 
 def _role(path: str) -> str:
@@ -52,26 +45,55 @@ def _role(path: str) -> str:
     return ""
 
 
-def _claim_classes(resources: list[RecordedResource]) -> dict[tuple[str, str], frozenset[str]]:
-    """Device classes each ResourceClaimTemplate of the run requests, by (namespace, name)."""
-    found: dict[tuple[str, str], frozenset[str]] = {}
+def _claim_classes(
+    resources: list[RecordedResource],
+) -> dict[tuple[str, str, str], tuple[frozenset[str], ...]]:
+    """Per ResourceClaim and ResourceClaimTemplate of the run, by (kind, namespace, name): for each request
+    the DeviceClasses that can serve it (one for `exactly`, each `firstAvailable` subrequest's), read as the
+    policy pack reads them (:func:`oke_gpu_rdma.claims.spec.request_classes`, in the v1 form)."""
+    found: dict[tuple[str, str, str], tuple[frozenset[str], ...]] = {}
     for r in resources:
-        if not (
-            r.type.startswith(resource_types.DRA_GROUP_PREFIX) and r.type.endswith(":ResourceClaimTemplate")
-        ):
+        kind = r.type.rsplit(":", 1)[-1]
+        if not r.type.startswith(resource_types.DRA_GROUP_PREFIX) or kind not in _CLAIM_KINDS.values():
             continue
         metadata = r.inputs.get("metadata") or {}
-        requests = (((r.inputs.get("spec") or {}).get("spec") or {}).get("devices") or {}).get(
-            "requests"
-        ) or []
-        classes = set()
-        for request in requests:
-            exactly = request.get("exactly") if isinstance(request, Mapping) else None
-            name = (exactly or request).get("deviceClassName") if isinstance(request, Mapping) else None
-            if isinstance(name, str):
-                classes.add(name)
-        found[(str(metadata.get("namespace") or "default"), str(metadata.get("name")))] = frozenset(classes)
+        spec = r.inputs.get("spec") or {}
+        if kind == "ResourceClaimTemplate":
+            spec = spec.get("spec") or {} if isinstance(spec, Mapping) else {}
+        version = r.type.split(":")[1]
+        claim = (
+            claim_spec_to_v1(spec, version) if isinstance(spec, Mapping) and version in API_VERSIONS else {}
+        )
+        requests = request_classes(claim).values()
+        key = (kind, str(metadata.get("namespace") or "default"), str(metadata.get("name")))
+        found[key] = tuple(frozenset(c for c in classes if isinstance(c, str)) for classes in requests)
     return found
+
+
+_CLAIM_KINDS = {"resourceClaimName": "ResourceClaim", "resourceClaimTemplateName": "ResourceClaimTemplate"}
+
+
+def _wanted(
+    spec: Mapping[str, Any],
+    namespace: str,
+    classes: Mapping[tuple[str, str, str], tuple[frozenset[str], ...]],
+) -> tuple[frozenset[str], tuple[frozenset[str], ...]]:
+    """The classes a pod's claims need (requests with one class) and its choices (requests with several)."""
+    needed: set[str] = set()
+    choices: list[frozenset[str]] = []
+    for entry in spec.get("resourceClaims") or []:
+        if not isinstance(entry, Mapping):
+            continue
+        for field_name, kind in _CLAIM_KINDS.items():
+            name = entry.get(field_name)
+            if not isinstance(name, str):
+                continue
+            for request in classes.get((kind, namespace, name), ()):
+                if len(request) == 1:
+                    needed |= request
+                elif request:
+                    choices.append(request)
+    return frozenset(needed), tuple(dict.fromkeys(choices))
 
 
 def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
@@ -105,14 +127,14 @@ def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
         metadata = r.inputs.get("metadata") or {}
         namespace = str(metadata.get("namespace") or "default")
         kind = r.type.rsplit(":", 1)[-1]
-        for path, spec in _pod_specs(r.inputs.get("spec"), "spec"):
-            wanted: frozenset[str] = frozenset()
-            for claim in spec.get("resourceClaims") or []:
-                template = claim.get("resourceClaimTemplateName") if isinstance(claim, Mapping) else None
-                if isinstance(template, str):
-                    wanted |= classes.get((namespace, template), frozenset())
+        if kind == "PodTemplate":
+            continue  # a stored template (core/v1 PodTemplate) starts no pod; the pack still judges it
+        for path, spec in find_pod_specs(r.inputs, _is_pod_spec):
+            wanted, choices = _wanted(spec, namespace, classes)
             name = f"{kind} {namespace}/{metadata.get('name') or r.name}{_role(path)}"
-            pods.append(from_pod_spec(name, spec, wanted, daemonset=kind == "DaemonSet"))
+            pods.append(
+                from_pod_spec(name, spec, wanted, daemonset=kind == "DaemonSet", device_class_choices=choices)
+            )
     if clusters:
         pods.append(chart_workloads.COREDNS)
     return pods

@@ -115,6 +115,8 @@ def plan_claims(config: StackConfig) -> ClaimPlan:
         return ClaimPlan(shapes)
     catalog = shape_catalog(config)
     pinned = len(shapes) > 1
+    # Judged as the pack judges them: at the cluster's release, the rails publishing the configured range.
+    version, child_range = config.cluster.spec.kubernetes_version, str(config.dranet.child_range)
     workloads = config.workloads
     aligned: list[PlannedTemplate] = []
     rails_only: list[PlannedTemplate] = []
@@ -129,7 +131,9 @@ def plan_claims(config: StackConfig) -> ClaimPlan:
                 except PairingError as err:
                     problems.append(ConfigProblem(key, wanted.gpus_per_worker, str(err)))
                     continue
-                verdict = judge_claim(spec, topology, name=name)
+                verdict = judge_claim(
+                    spec, topology, name=name, kubernetes_version=version, child_range=child_range
+                )
                 if verdict.kind != "aligned":
                     problems.append(
                         ConfigProblem(
@@ -149,7 +153,9 @@ def plan_claims(config: StackConfig) -> ClaimPlan:
         if emits_rails_only_template(config) and workloads.rails_only_template:
             name = template_name(workloads.rails_only_template, shape, shapes)
             spec = rails_only_claim_spec(topology, pin_shape=pinned)
-            verdict = judge_claim(spec, topology, name=name)
+            verdict = judge_claim(
+                spec, topology, name=name, kubernetes_version=version, child_range=child_range
+            )
             if not verdict.allocatable:
                 problems.append(
                     ConfigProblem(

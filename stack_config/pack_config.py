@@ -50,6 +50,8 @@ def policy_pack_config(config: StackConfig) -> PackConfig:
         claims=ClaimsSettings(
             shape=config.node_pools[0].shape,
             shape_topologies=topologies,
+            kubernetes_version=config.cluster.spec.kubernetes_version,
+            child_range=config.dranet.child_range,
         ),
         rail_root_devices=RailRootDevicesSettings(shape_topologies=topologies) if sriov_shapes else None,
         pods_all_rails=PodsAllRailsSettings(shape_topologies=topologies) if sriov_shapes else None,

@@ -22,12 +22,14 @@ from typing import Any
 
 from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims import pairing
-from oke_gpu_rdma.claims.inventory import AttributeValue, Device, NodeInventory, Version
+from oke_gpu_rdma.claims.inventory import AttributeValue, Device, NodeInventory, Version, shape_inventory
 from oke_gpu_rdma.claims.judging import judge
 from oke_gpu_rdma.claims.landing import (
     claim_lands,
+    class_driver,
     devices_exist,
     drivers_on_pools,
+    excluded_on_shape,
     parse_taint,
     plugin_drivers,
 )
@@ -52,8 +54,10 @@ __all__ = [
     "aligned_pairs",
     "claim_lands",
     "claim_spec_to_v1",
+    "class_driver",
     "devices_exist",
     "drivers_on_pools",
+    "excluded_on_shape",
     "judge_claim",
     "parse_taint",
     "plugin_drivers",
@@ -68,6 +72,8 @@ def judge_claim(
     name: str | None = None,
     device_classes: Mapping[str, Sequence[str]] = DEVICE_CLASS_SELECTORS,
     api_version: str | None = None,
+    kubernetes_version: str | None = None,
+    child_range: str | None = None,
 ) -> Verdict:
     """Verdict of one claim on an empty node of one shape: invalid, not checked, unsatisfiable,
     order-dependent, not applicable, unaligned or aligned (:mod:`oke_gpu_rdma.claims.verdicts`).
@@ -75,15 +81,22 @@ def judge_claim(
     ``inventory`` replaces the modelled node's devices (default: what the drivers publish on the shape);
     ``name`` names a bare spec; ``device_classes`` maps DeviceClass names to their CEL selectors (default:
     the classes DRANET and the NVIDIA DRA driver install); ``api_version`` is the version the claim is
-    written in (default: its ``apiVersion``, else resource.k8s.io/v1).
+    written in (default: its ``apiVersion``, else resource.k8s.io/v1); ``kubernetes_version`` the release
+    whose API server and feature gates judge it (default: :data:`~.feature_gates.DEFAULT_KUBERNETES_VERSION`);
+    ``child_range`` the DRANET child range the rails publish as ``oke.dra.net/rdmaChildIpv4Cidr`` (default:
+    DRANET's default range).
     """
+    topology = CATALOG.resolve(shape)
+    if inventory is None and child_range is not None:
+        inventory = shape_inventory(topology, child_range)
     return judge(
         claim,
-        CATALOG.resolve(shape),
+        topology,
         inventory=inventory,
         device_classes=device_classes,
         name=name,
         api_version=api_version,
+        kubernetes_version=kubernetes_version,
     )
 
 

@@ -23,8 +23,13 @@ Kubernetes libraries evaluated here: the string extensions (version 2), ``cel.bi
 ``isGreaterThan()`` (``library/semverlib.go``; version attributes are Semver values, ``getAttributeValue``
 in ``compile.go``), and ``quantity()``/``isQuantity()`` with ``compareTo()``, ``isLessThan()``,
 ``isGreaterThan()``, ``add()``, ``sub()``, ``sign()``, ``isInteger()``, ``asInteger()``,
-``asApproximateFloat()`` (``library/quantity.go``; capacities are Quantity values). Other Kubernetes
-libraries (lists, regex, URLs, IP/CIDR, sets, format, two-variable comprehensions) are valid in a claim
+``asApproximateFloat()`` (``library/quantity.go``; capacities are Quantity values), and ``ip()``/``isIP()``/
+``ip.isCanonical()`` with ``family()``, ``isUnspecified()``, ``isLoopback()``, ``isLinkLocalMulticast()``,
+``isLinkLocalUnicast()``, ``isGlobalUnicast()``, and ``cidr()``/``isCIDR()`` with ``containsIP()``,
+``containsCIDR()``, ``ip()``, ``masked()``, ``prefixLength()`` (``library/ip.go``, ``library/cidr.go``: no
+zones, no IPv4-mapped IPv6; selectors on DRANET's ``oke.dra.net/rdmaChildIpv4Cidr`` use them). Other
+Kubernetes libraries (lists, regex, URLs, sets, format, ``string()`` of an IP or CIDR, two-variable
+comprehensions) are valid in a claim
 but not evaluated here: such a selector compiles to :class:`CompiledSelector` with ``unsupported`` set,
 and the judge reports the claim as not checked instead of rejecting it. Not modelled: the CEL cost limit,
 and ``==`` between a Semver and a string (an error in Kubernetes, false here).
@@ -32,6 +37,7 @@ and ``==`` between a Semver and a string (an error in Kubernetes, false here).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -53,7 +59,7 @@ from oke_gpu_rdma.errors import SelectorError
 # -- Kubernetes value types: Semver and Quantity as proto messages (cel-expr-python has no opaque values)
 
 
-def _message_types() -> tuple[Any, Any, Any]:
+def _message_types() -> tuple[Any, Any, Any, Any, Any]:
     fdp = descriptor_pb2.FileDescriptorProto(name="oke_gpu_rdma_k8s_cel.proto", package="kubernetes")
     fdp.syntax = "proto3"
     field = descriptor_pb2.FieldDescriptorProto
@@ -63,18 +69,23 @@ def _message_types() -> tuple[Any, Any, Any]:
     ):
         semver.field.add(name=name, number=number, type=kind, label=field.LABEL_OPTIONAL)
     semver.field.add(name="pre", number=4, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
-    quantity = fdp.message_type.add(name="Quantity")
-    quantity.field.add(name="value", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    for name in ("Quantity", "IP", "CIDR"):
+        message = fdp.message_type.add(name=name)
+        message.field.add(name="value", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
-    semver_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.Semver"))
-    quantity_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("kubernetes.Quantity"))
-    return pool, semver_cls, quantity_cls
+    classes = [
+        message_factory.GetMessageClass(pool.FindMessageTypeByName(f"kubernetes.{name}"))
+        for name in ("Semver", "Quantity", "IP", "CIDR")
+    ]
+    return pool, classes[0], classes[1], classes[2], classes[3]
 
 
-_POOL, SemverMessage, QuantityMessage = _message_types()
+_POOL, SemverMessage, QuantityMessage, IPMessage, CIDRMessage = _message_types()
 _SEMVER = cel.Type("kubernetes.Semver")
 _QUANTITY = cel.Type("kubernetes.Quantity")
+_IP = cel.Type("kubernetes.IP")
+_CIDR = cel.Type("kubernetes.CIDR")
 _INNER_ATTRIBUTES = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
 _ATTRIBUTES = cel.Type.Map(cel.Type.STRING, _INNER_ATTRIBUTES)
 _INNER_CAPACITY = cel.Type.Map(cel.Type.STRING, _QUANTITY)
@@ -190,6 +201,89 @@ def _is_quantity(text: str) -> bool:
     return True
 
 
+# -- IP and CIDR (k8s.io/apiserver/pkg/cel/library/ip.go and cidr.go, Go's net/netip underneath) -------
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """netip.ParseAddr plus the library's refusals: no zone, no IPv4-mapped IPv6 address."""
+    if "%" in text:
+        raise CelValueError("IP address with zone value is not allowed")
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        raise CelValueError(f"IP Address {text!r} parse error during conversion from string") from None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        raise CelValueError("IPv4-mapped IPv6 address is not allowed")
+    return address
+
+
+def _prefix(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
+    """netip.ParsePrefix (the address need not be masked) plus the same refusals."""
+    address, sep, bits = text.partition("/")
+    if not sep or not bits.isdigit() or (len(bits) > 1 and bits.startswith("0")):
+        raise CelValueError(f"network address {text!r} parse error during conversion from string")
+    parsed = _address(address)
+    if int(bits) > parsed.max_prefixlen:
+        raise CelValueError(f"network address {text!r} parse error during conversion from string")
+    return parsed, int(bits)
+
+
+def _ip(text: str) -> Any:
+    return IPMessage(value=str(_address(text)))
+
+
+def _cidr(text: str) -> Any:
+    address, bits = _prefix(text)
+    return CIDRMessage(value=f"{address}/{bits}")
+
+
+def _valid(parse: Callable[[str], Any], text: str) -> bool:
+    try:
+        parse(text)
+    except CelValueError:
+        return False
+    return True
+
+
+def _is_canonical(text: str) -> bool:
+    return str(_address(text)) == text
+
+
+def _network(message: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    return ipaddress.ip_network(message.value, strict=False)
+
+
+def _global_unicast(message: Any) -> bool:
+    """netip.Addr.IsGlobalUnicast: not unspecified, loopback, multicast, link-local, nor the IPv4 broadcast."""
+    a = ipaddress.ip_address(message.value)
+    if isinstance(a, ipaddress.IPv4Address) and a == ipaddress.IPv4Address("255.255.255.255"):
+        return False
+    return not (a.is_unspecified or a.is_loopback or a.is_multicast or a.is_link_local)
+
+
+def _contains_ip(cidr: Any, other: Any) -> bool:
+    address = _address(other) if isinstance(other, str) else ipaddress.ip_address(other.value)
+    network = _network(cidr)
+    return address.version == network.version and address in network
+
+
+def _contains_cidr(cidr: Any, other: Any) -> bool:
+    inner = _network(_cidr(other) if isinstance(other, str) else other)
+    outer = _network(cidr)
+    return (
+        inner.version == outer.version
+        and inner.network_address in outer
+        and outer.prefixlen <= inner.prefixlen
+    )
+
+
+def _link_local_multicast(message: Any) -> bool:
+    a = ipaddress.ip_address(message.value)
+    if isinstance(a, ipaddress.IPv4Address):
+        return a in ipaddress.IPv4Network("224.0.0.0/24")
+    return a.is_multicast and (a.packed[1] & 0x0F) == 0x02
+
+
 # -- the environment ---------------------------------------------------------------------------------
 
 
@@ -262,6 +356,49 @@ _FUNCTIONS = [
         _overload("quantity_sub", _QUANTITY, [_QUANTITY, _QUANTITY], lambda a, b: quantity(_fraction(a) - _fraction(b)), True),
         _overload("quantity_sub_int", _QUANTITY, [_QUANTITY, _I], lambda a, b: quantity(_fraction(a) - b), True),
     ]),
+    cel.FunctionDecl("ip", [
+        _overload("string_to_ip", _IP, [_S], _ip),
+        _overload("cidr_ip", _IP, [_CIDR], lambda c: IPMessage(value=c.value.split("/")[0]), True),
+    ]),
+    cel.FunctionDecl("isIP", [_overload("is_ip", _B, [_S], lambda s: _valid(_address, s))]),
+    cel.FunctionDecl("ip.isCanonical", [_overload("ip_is_canonical", _B, [_S], _is_canonical)]),
+    cel.FunctionDecl("family", [
+        _overload("ip_family", _I, [_IP], lambda a: ipaddress.ip_address(a.value).version, True)
+    ]),
+    cel.FunctionDecl("isUnspecified", [
+        _overload("ip_is_unspecified", _B, [_IP], lambda a: ipaddress.ip_address(a.value).is_unspecified, True)
+    ]),
+    cel.FunctionDecl("isLoopback", [
+        _overload("ip_is_loopback", _B, [_IP], lambda a: ipaddress.ip_address(a.value).is_loopback, True)
+    ]),
+    cel.FunctionDecl("isLinkLocalMulticast", [
+        _overload("ip_is_link_local_multicast", _B, [_IP], _link_local_multicast, True)
+    ]),
+    cel.FunctionDecl("isLinkLocalUnicast", [
+        _overload(
+            "ip_is_link_local_unicast", _B, [_IP],
+            lambda a: ipaddress.ip_address(a.value).is_link_local and not ipaddress.ip_address(a.value).is_multicast,
+            True,
+        )
+    ]),
+    cel.FunctionDecl("isGlobalUnicast", [_overload("ip_is_global_unicast", _B, [_IP], _global_unicast, True)]),
+    cel.FunctionDecl("cidr", [_overload("string_to_cidr", _CIDR, [_S], _cidr)]),
+    cel.FunctionDecl("isCIDR", [_overload("is_cidr", _B, [_S], lambda s: _valid(_prefix, s))]),
+    # A string or a message argument: one implementation serves both overloads.
+    cel.FunctionDecl("containsIP", [
+        _overload("cidr_contains_ip_string", _B, [_CIDR, _S], _contains_ip, True),
+        _overload("cidr_contains_ip_ip", _B, [_CIDR, _IP], _contains_ip, True),
+    ]),
+    cel.FunctionDecl("containsCIDR", [
+        _overload("cidr_contains_cidr_string", _B, [_CIDR, _S], _contains_cidr, True),
+        _overload("cidr_contains_cidr", _B, [_CIDR, _CIDR], _contains_cidr, True),
+    ]),
+    cel.FunctionDecl("masked", [
+        _overload("cidr_masked", _CIDR, [_CIDR], lambda c: CIDRMessage(value=str(_network(c))), True)
+    ]),
+    cel.FunctionDecl("prefixLength", [
+        _overload("cidr_prefix_length", _I, [_CIDR], lambda c: _network(c).prefixlen, True)
+    ]),
     cel.FunctionDecl("__dra_attributes", [
         _overload("dra_attributes_domain", _INNER_ATTRIBUTES, [_ATTRIBUTES, _S], _domain)
     ]),
@@ -287,11 +424,9 @@ KUBERNETES_UNEVALUATED = frozenset(
     {
         "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery",
         "find", "findAll", "isSorted", "sum", "min", "max", "indexOf", "lastIndexOf",
-        "ip", "isIP", "cidr", "isCIDR", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast",
-        "isLinkLocalUnicast", "isGlobalUnicast", "containsIP", "containsCIDR", "masked", "prefixLength",
         "sets", "image", "isImage", "containerImage", "authorizer", "quote", "reverse",
         "transformList", "transformMap", "transformMapEntry", "named", "format",
-        "ip.isCanonical", "string",
+        "string",
     }
 )  # fmt: skip
 _UNDECLARED = re.compile(r"(?:undeclared reference to|found no matching overload for) '([^']+)'")

@@ -276,15 +276,20 @@ def nvidia_gpu_slice(
     return ResourceSlice(attr.NVIDIA_GPU_DRIVER, node_name, node_name, tuple(devices))
 
 
-def node_inventory(topology: Topology, node_name: str = "node-1") -> NodeInventory:
-    """Both drivers' slices for one node: the GPU slice first, then DRANET's."""
+def node_inventory(
+    topology: Topology, node_name: str = "node-1", child_cidr: str = attr.OKE_DEFAULT_CHILD_IPV4_CIDR
+) -> NodeInventory:
+    """Both drivers' slices for one node: the GPU slice first, then DRANET's, whose rails publish the
+    child range DRANET runs with (``child_cidr``: the stack's `dranet.childRange`, seed 003)."""
     return NodeInventory(
-        node_name, (nvidia_gpu_slice(topology, node_name), dranet_slice(topology, node_name)), topology.shape
+        node_name,
+        (nvidia_gpu_slice(topology, node_name), dranet_slice(topology, node_name, child_cidr)),
+        topology.shape,
     )
 
 
 @lru_cache(maxsize=32)
-def shape_inventory(topology: Topology) -> NodeInventory:
-    """:func:`node_inventory` of ``topology``, built once per topology: the judge and the landing check
-    ask for it on every claim."""
-    return node_inventory(topology)
+def shape_inventory(topology: Topology, child_cidr: str = attr.OKE_DEFAULT_CHILD_IPV4_CIDR) -> NodeInventory:
+    """:func:`node_inventory` of ``topology`` with rails publishing ``child_cidr``, built once per topology
+    and range: the judge and the landing check ask for it on every claim."""
+    return node_inventory(topology, child_cidr=child_cidr)

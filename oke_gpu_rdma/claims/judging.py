@@ -26,6 +26,7 @@ from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
 from oke_gpu_rdma.claims import messages
 from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey
 from oke_gpu_rdma.claims.device_cel import compile_selector
+from oke_gpu_rdma.claims.distinct import DistinctMatcher, SearchBudgetExceeded
 from oke_gpu_rdma.claims.inventory import Device, NodeInventory, shape_inventory
 from oke_gpu_rdma.claims.matching import Matcher, Witness
 from oke_gpu_rdma.claims.spec import ClaimSpec, parse_claim, unwrap_claim
@@ -88,13 +89,15 @@ def judge(
     device_classes: Mapping[str, Sequence[str]] = DEVICE_CLASS_SELECTORS,
     name: str | None = None,
     api_version: str | None = None,
+    kubernetes_version: str | None = None,
 ) -> Verdict:
     """The verdict of ``claim`` (as written in ``api_version``, else its ``apiVersion``, else v1) on an
-    empty node of ``topology`` (module docstring)."""
+    empty node of ``topology`` (module docstring), with the fields the API server of
+    ``kubernetes_version`` serves (:mod:`oke_gpu_rdma.claims.feature_gates`)."""
     shape = topology.shape
     try:
         claim_name, _ = unwrap_claim(claim, name)
-        spec = parse_claim(claim, name, api_version=api_version)
+        spec = parse_claim(claim, name, api_version=api_version, kubernetes_version=kubernetes_version)
     except ClaimValidationError as exc:
         label = name or "claim"
         if isinstance(claim, Mapping):
@@ -134,7 +137,29 @@ def judge(
     if too_many:
         return aborted(UnsatisfiableCause.TOO_MANY_DEVICES, too_many)
     asks = _Asks(prepared)
-    matcher = verdict.matcher = Matcher(prepared)
+    # distinctAttribute constraints need the device-by-device search (oke_gpu_rdma.claims.distinct).
+    matcher = verdict.matcher = (
+        DistinctMatcher(prepared, spec.distinct) if spec.distinct else Matcher(prepared)
+    )
+    try:
+        return _decide(verdict, spec, topology, asks, prepared, matcher, claim_name, shape)
+    except SearchBudgetExceeded as exc:
+        reason = f"the search for allocations under its distinctAttribute constraints took {exc}"
+        return verdict(
+            VerdictKind.NOT_CHECKED, messages.not_checked(claim_name, shape, (reason,)), problems=(reason,)
+        )
+
+
+def _decide(
+    verdict: _Verdicts,
+    spec: ClaimSpec,
+    topology: Topology,
+    asks: _Asks,
+    prepared: ClaimToAllocate,
+    matcher: Matcher,
+    claim_name: str,
+    shape: str,
+) -> Verdict:
     first = matcher.find()
     hazard = _all_mode_hazard(matcher, prefixes=first is not None)
     if hazard is not None:

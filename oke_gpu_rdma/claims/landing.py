@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from functools import lru_cache
 from typing import Any, Final
 
+from oke_gpu_rdma.attributes import OKE_SHAPE
 from oke_gpu_rdma.claims.candidates import ClaimToAllocate
-from oke_gpu_rdma.claims.inventory import shape_inventory
+from oke_gpu_rdma.claims.inventory import Device, shape_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
 from oke_gpu_rdma.scheduling import NodeTaint, PodPlacement, PoolNodes, rejections
@@ -39,18 +42,60 @@ def devices_exist(
     topology: Topology,
     device_classes: Mapping[str, Sequence[str]],
     api_version: str | None = None,
+    kubernetes_version: str | None = None,
+    child_range: str | None = None,
 ) -> bool:
-    """Whether a node of ``topology`` has, for every request of ``claim``, a device the request accepts.
+    """Whether a node of ``topology`` has, for every request of ``claim``, a device the request accepts
+    (rails publishing ``child_range``, the claim read as the API server of ``kubernetes_version`` stores it).
 
     True as well when the question has no answer here (an invalid claim, a CEL error, an unknown
     DeviceClass): the judge reports those on every shape alike.
     """
     try:
-        spec = parse_claim(claim, api_version=api_version)
-        prepared = ClaimToAllocate(spec, shape_inventory(topology).devices(), device_classes)
+        spec = parse_claim(claim, api_version=api_version, kubernetes_version=kubernetes_version)
+        inventory = shape_inventory(topology, child_range) if child_range else shape_inventory(topology)
+        prepared = ClaimToAllocate(spec, inventory.devices(), device_classes)
     except (ClaimValidationError, SelectorError, AllocationAbortedError):
         return True
     return all(any(alt.candidates for alt in alts) for alts in prepared.requests)
+
+
+@lru_cache(maxsize=64)
+def _as_shape(topology: Topology, shape: str, child_range: str | None) -> tuple[Device, ...]:
+    """The devices of a node of ``topology`` as if DRANET ran on ``shape``: the rails publish ``shape`` as
+    ``oke.dra.net/shape`` (DRANET's OKE provider publishes the node's shape there)."""
+    inventory = shape_inventory(topology, child_range) if child_range else shape_inventory(topology)
+    return tuple(
+        replace(d, attributes={**d.attributes, OKE_SHAPE: shape}) if OKE_SHAPE in d.attributes else d
+        for d in inventory.devices()
+    )
+
+
+def excluded_on_shape(
+    claim: Mapping[str, Any],
+    shape: str,
+    reference: Topology,
+    device_classes: Mapping[str, Sequence[str]],
+    api_version: str | None = None,
+    kubernetes_version: str | None = None,
+    child_range: str | None = None,
+) -> bool:
+    """Whether the claim can never be allocated on a node of ``shape`` because of the shape alone, known
+    without that shape's topology: on a node of ``reference`` some request finds devices, and on the same
+    node publishing ``shape`` as ``oke.dra.net/shape`` it finds none (a selector that pins the claim to
+    another shape). The scheduler never places the claim there (the DRA plugin's Filter), so such a pool
+    says nothing about it. False when that cannot be told (an invalid claim, a CEL error)."""
+    try:
+        spec = parse_claim(claim, api_version=api_version, kubernetes_version=kubernetes_version)
+        inventory = shape_inventory(reference, child_range) if child_range else shape_inventory(reference)
+        own = ClaimToAllocate(spec, inventory.devices(), device_classes)
+        there = ClaimToAllocate(spec, _as_shape(reference, shape, child_range), device_classes)
+    except (ClaimValidationError, SelectorError, AllocationAbortedError):
+        return False
+    return any(
+        any(alt.candidates for alt in mine) and not any(alt.candidates for alt in theirs)
+        for mine, theirs in zip(own.requests, there.requests, strict=True)
+    )
 
 
 def class_driver(selectors: Iterable[str]) -> str | None:

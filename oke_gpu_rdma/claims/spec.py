@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from oke_gpu_rdma.claims import feature_gates
 from oke_gpu_rdma.claims.device_cel import compile_selector
 from oke_gpu_rdma.errors import ClaimValidationError, SelectorError
 
@@ -115,6 +116,9 @@ class ClaimSpec:
     constraints: tuple[MatchAttribute, ...]
     api_version: str = API_V1
     unevaluated: tuple[str, ...] = ()
+    distinct: tuple[MatchAttribute, ...] = ()
+    """distinctAttribute constraints (served where DRAConsumableCapacity is on): the devices of their
+    requests must all have the attribute, each with a value no other of them has."""
 
     @property
     def request_names(self) -> tuple[str, ...]:
@@ -151,19 +155,33 @@ def resolve_api_version(obj: Mapping[str, Any], api_version: str | None = None) 
     return version
 
 
-def parse_claim(obj: Mapping[str, Any], name: str | None = None, api_version: str | None = None) -> ClaimSpec:
-    """Default, validate and parse as the API server does for ``api_version`` (see the module docstring);
-    :class:`ClaimValidationError` lists every problem."""
+def parse_claim(
+    obj: Mapping[str, Any],
+    name: str | None = None,
+    api_version: str | None = None,
+    kubernetes_version: str | None = None,
+) -> ClaimSpec:
+    """Default, validate and parse as the API server of ``kubernetes_version`` (default
+    :data:`~oke_gpu_rdma.claims.feature_gates.DEFAULT_KUBERNETES_VERSION`) does for ``api_version`` (see the
+    module docstring); :class:`ClaimValidationError` lists every problem."""
     version = resolve_api_version(obj, api_version)
     claim_name, spec = unwrap_claim(obj, name)
     problems: list[str] = []
     unevaluated: list[str] = []
     if version == API_V1BETA1:
         spec = _v1beta1_spec(claim_name, spec, problems)
-    parsed = _parse_spec(claim_name, spec, problems, unevaluated)
+    release = kubernetes_version or feature_gates.DEFAULT_KUBERNETES_VERSION
+    try:
+        feature_gates.release(release)
+    except feature_gates.KubernetesVersionError as err:
+        raise ClaimValidationError([str(err)]) from None
+    spec = _drop_disabled_fields(claim_name, spec, release, problems)
+    parsed = _parse_spec(claim_name, spec, problems, unevaluated, release)
     if problems:
         raise ClaimValidationError(problems)
-    return ClaimSpec(parsed.name, parsed.requests, parsed.constraints, version, tuple(unevaluated))
+    return ClaimSpec(
+        parsed.name, parsed.requests, parsed.constraints, version, tuple(unevaluated), parsed.distinct
+    )
 
 
 def claim_spec_to_v1(spec: Mapping[str, Any], api_version: str) -> dict[str, Any]:
@@ -191,6 +209,203 @@ def claim_spec_to_v1(spec: Mapping[str, Any], api_version: str) -> dict[str, Any
         else:
             requests.append(request)
     return {**spec, "devices": {**devices, "requests": requests}}
+
+
+def request_classes(spec: Any, unknown: object = None) -> dict[str, set[Any]]:
+    """Request name -> the DeviceClass names it can use: its ``exactly`` class, or each ``firstAvailable``
+    subrequest's (any one of them serves the request), for a spec in the v1 form (:func:`claim_spec_to_v1`).
+
+    Read the same way by the policy pack and the preview's schedulability check. A class of the wrong type
+    is None here (the claim's validation names the field); ``unknown`` (the pack's sentinel for a value
+    unknown during preview) stays as it is.
+    """
+    found: dict[str, set[Any]] = {}
+    if not isinstance(spec, Mapping):
+        return found
+    devices = spec.get("devices")
+    if not isinstance(devices, Mapping) or not isinstance(devices.get("requests"), list):
+        return found
+    for request in devices["requests"]:
+        if not isinstance(request, Mapping):
+            continue
+        classes: set[Any] = set()
+        exactly = request.get("exactly")
+        if isinstance(exactly, Mapping):
+            classes.add(_class_name(exactly.get("deviceClassName"), unknown))
+        subs = request.get("firstAvailable")
+        if isinstance(subs, list):
+            for sub in subs:
+                if isinstance(sub, Mapping):
+                    classes.add(_class_name(sub.get("deviceClassName"), unknown))
+        found[str(request.get("name"))] = classes
+    return found
+
+
+def admin_access_requests(spec: Any) -> list[str]:
+    """Requests of a spec in the v1 form that ask for admin access (`exactly.adminAccess: true`; a
+    subrequest has no such field)."""
+    found: list[str] = []
+    devices = spec.get("devices") if isinstance(spec, Mapping) else None
+    requests = devices.get("requests") if isinstance(devices, Mapping) else None
+    for i, request in enumerate(requests if isinstance(requests, list) else []):
+        exactly = request.get("exactly") if isinstance(request, Mapping) else None
+        if isinstance(exactly, Mapping) and exactly.get("adminAccess") is True:
+            name = request.get("name")
+            found.append(name if isinstance(name, str) else f"#{i}")
+    return found
+
+
+def _class_name(value: Any, unknown: object) -> Any:
+    """A DeviceClass name (a string) or ``unknown``; None for anything else."""
+    return value if isinstance(value, str) or (unknown is not None and value is unknown) else None
+
+
+# pkg/apis/resource/validation/validation.go (tag v1.36.0): the operators and effects of a DeviceToleration.
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TOLERATION_EFFECTS = ("NoSchedule", "NoExecute")
+# `None` (a taint that only informs) joined the effects with the DeviceTaintRule status in v1.35.
+TOLERATION_EFFECT_NONE = "None"
+TOLERATION_EFFECT_NONE_SINCE = (1, 35)
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def _label_name_problems(key: str) -> list[str]:
+    """apimachinery validation ``IsQualifiedName`` (metav1validation.ValidateLabelName): an optional DNS
+    subdomain prefix of at most 253 characters and `/`, then a name of at most 63 characters, alphanumeric
+    at both ends, with `-`, `_`, `.` inside."""
+    prefix, sep, name = key.rpartition("/")
+    found = []
+    if sep and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        found.append("its prefix must be a DNS subdomain (lower case) of at most 253 characters")
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        found.append(
+            "its name must be at most 63 characters, alphanumeric at both ends, with '-', '_' or '.' inside"
+        )
+    return found
+
+
+def toleration_problems(raw: Any, where: str, release: str) -> list[str]:
+    """A DeviceToleration as kube-apiserver of ``release`` validates it (validation.go
+    ``validateDeviceToleration``): `key` (optional) a qualified name; `operator` Equal (the v1 default when
+    unset) with a label value as `value`, or Exists with no `value`; `effect` optional, else NoSchedule or
+    NoExecute (and None from v1.35); `tolerationSeconds` an integer."""
+    if not isinstance(raw, Mapping):
+        return [f"{where}: must be a mapping"]
+    found: list[str] = []
+    key = raw.get("key")
+    if key is not None and not isinstance(key, str):
+        found.append(f"{where}: key must be a string")
+    elif key:
+        found += [f"{where}: key {key!r}: {p}" for p in _label_name_problems(key)]
+    operator = raw.get("operator") or "Equal"  # k8s.io/api/resource/v1 types.go: +default="Equal"
+    value = raw.get("value") or ""
+    if not isinstance(value, str):
+        found.append(f"{where}: value must be a string")
+    elif operator == "Exists":
+        if value:
+            found.append(f"{where}: value {value!r}: must be empty for operator `Exists`")
+    elif operator == "Equal":
+        if len(value) > 63 or not _LABEL_VALUE.match(value):
+            found.append(
+                f"{where}: value {value!r}: a label value must be at most 63 characters, empty or "
+                "alphanumeric at both ends with '-', '_' or '.' inside"
+            )
+    else:
+        found.append(
+            f"{where}: operator {operator!r}: Unsupported value; supported values: "
+            + ", ".join(f'"{o}"' for o in TOLERATION_OPERATORS)
+        )
+    effect = raw.get("effect") or ""
+    effects = list(TOLERATION_EFFECTS)
+    if feature_gates.release(release) >= TOLERATION_EFFECT_NONE_SINCE:
+        effects.append(TOLERATION_EFFECT_NONE)
+    if effect and effect not in effects:
+        found.append(
+            f"{where}: effect {effect!r}: Unsupported value; supported values: "
+            + ", ".join(f'"{e}"' for e in sorted(effects))
+        )
+    seconds = raw.get("tolerationSeconds")
+    if seconds is not None and not _is_int(seconds):
+        found.append(f"{where}: tolerationSeconds must be an integer (got {seconds!r})")
+    return found
+
+
+def _drop_disabled_fields(
+    claim: str, spec: Mapping[str, Any], release: str, problems: list[str]
+) -> Mapping[str, Any]:
+    """The spec as the API server of ``release`` stores it: a field whose feature gate is off there is
+    dropped on create (kubernetes pkg/api/resourceclaimspec/util.go ``DropDisabledFields``: firstAvailable
+    for DRAPrioritizedList, tolerations for DRADeviceTaints, exactly.adminAccess for DRAAdminAccess,
+    distinctAttribute and capacity for DRAConsumableCapacity). Upstream drops them silently; the claim
+    would then not do what it says, so each drop is a problem naming the field and the gate (a request
+    left with neither `exactly` nor `firstAvailable`, a constraint without `matchAttribute`, then fails
+    validation as upstream's does)."""
+    devices = spec.get("devices")
+    if not isinstance(devices, Mapping):
+        return spec
+
+    def off(field_name: str) -> str | None:
+        gate = feature_gates.CLAIM_FIELD_GATES[field_name]
+        return None if feature_gates.enabled(gate, release) else gate
+
+    def dropped(where: str, field_name: str, gate: str, then: str) -> None:
+        problems.append(
+            f"claim {claim}: {where}: {field_name} is dropped by the API server: "
+            f"{feature_gates.gate_note(gate, release)}{then}"
+        )
+
+    requests = devices.get("requests")
+    new_requests: list[Any] = []
+    for i, raw in enumerate(requests if isinstance(requests, list) else []):
+        if not isinstance(raw, Mapping):
+            new_requests.append(raw)
+            continue
+        request = dict(raw)
+        label = f"request {request.get('name') if isinstance(request.get('name'), str) else f'#{i}'}"
+        gate = off("firstAvailable")
+        if gate and request.get("firstAvailable"):
+            dropped(label, "firstAvailable", gate, "; the request is left without devices to ask for")
+            request.pop("firstAvailable")
+        exactly = request.get("exactly")
+        if isinstance(exactly, Mapping):
+            exactly = dict(exactly)
+            for field_name in ("tolerations", "adminAccess", "capacity"):
+                gate = off(field_name)
+                if gate and exactly.get(field_name) is not None:
+                    dropped(label, field_name, gate, "")
+                    exactly.pop(field_name)
+            request["exactly"] = exactly
+        subs = request.get("firstAvailable")
+        if isinstance(subs, list):
+            new_subs: list[Any] = []
+            for j, sub in enumerate(subs):
+                if isinstance(sub, Mapping):
+                    sub = dict(sub)
+                    sname = sub.get("name") if isinstance(sub.get("name"), str) else f"#{j}"
+                    for field_name in ("tolerations", "capacity"):
+                        gate = off(field_name)
+                        if gate and sub.get(field_name) is not None:
+                            dropped(f"{label}/{sname}", field_name, gate, "")
+                            sub.pop(field_name)
+                new_subs.append(sub)
+            request["firstAvailable"] = new_subs
+        new_requests.append(request)
+    constraints = devices.get("constraints")
+    new_constraints: list[Any] = []
+    for i, raw in enumerate(constraints if isinstance(constraints, list) else []):
+        gate = off("distinctAttribute")
+        if gate and isinstance(raw, Mapping) and raw.get("distinctAttribute") is not None:
+            then = "" if raw.get("matchAttribute") else "; the constraint is left without an attribute"
+            dropped(f"constraint #{i}", "distinctAttribute", gate, then)
+            raw = {k: v for k, v in raw.items() if k != "distinctAttribute"}
+        new_constraints.append(raw)
+    new_devices = dict(devices)
+    if isinstance(requests, list):
+        new_devices["requests"] = new_requests
+    if isinstance(constraints, list):
+        new_devices["constraints"] = new_constraints
+    return {**spec, "devices": new_devices}
 
 
 def _v1beta1_spec(claim: str, spec: Mapping[str, Any], problems: list[str]) -> Mapping[str, Any]:
@@ -233,7 +448,11 @@ def _check_label(value: Any, where: str, problems: list[str]) -> str:
 
 
 def _parse_spec(
-    claim: str, spec: Mapping[str, Any], problems: list[str], unevaluated: list[str]
+    claim: str,
+    spec: Mapping[str, Any],
+    problems: list[str],
+    unevaluated: list[str],
+    release: str = feature_gates.DEFAULT_KUBERNETES_VERSION,
 ) -> ClaimSpec:
     devices = spec.get("devices", {})
     if not isinstance(devices, Mapping):
@@ -245,7 +464,7 @@ def _parse_spec(
     requests: list[DeviceRequest] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_requests):
-        req = _parse_request(claim, i, raw, problems, unevaluated)
+        req = _parse_request(claim, i, raw, problems, unevaluated, release)
         if req is None:
             continue
         if req.name in seen:
@@ -258,8 +477,9 @@ def _parse_spec(
     if len(raw_constraints) > MAX_CONSTRAINTS:
         problems.append(f"claim {claim}: {len(raw_constraints)} constraints; the limit is {MAX_CONSTRAINTS}")
     constraints: list[MatchAttribute] = []
+    distinct: list[MatchAttribute] = []
     for i, raw in enumerate(raw_constraints):
-        c = _parse_constraint(claim, i, raw, names, problems)
+        c = _parse_constraint(claim, i, raw, names, problems, distinct)
         if c is not None:
             constraints.append(c)
 
@@ -275,11 +495,16 @@ def _parse_spec(
             _check_ref(ref, where, names, problems)
         if not isinstance(raw.get("opaque"), Mapping):
             problems.append(f"{where}: opaque is required (driver and parameters)")
-    return ClaimSpec(claim, tuple(requests), tuple(constraints))
+    return ClaimSpec(claim, tuple(requests), tuple(constraints), distinct=tuple(distinct))
 
 
 def _parse_request(
-    claim: str, i: int, raw: Any, problems: list[str], unevaluated: list[str]
+    claim: str,
+    i: int,
+    raw: Any,
+    problems: list[str],
+    unevaluated: list[str],
+    release: str = feature_gates.DEFAULT_KUBERNETES_VERSION,
 ) -> DeviceRequest | None:
     if not isinstance(raw, Mapping):
         problems.append(f"claim {claim}: request #{i} must be a mapping")
@@ -302,7 +527,7 @@ def _parse_request(
         problems.append(f"{where}: exactly one of `exactly` or `firstAvailable` is required")
         return None
     if exactly is not None:
-        sel = _parse_selection(name, exactly, where, problems, unevaluated)
+        sel = _parse_selection(name, exactly, where, problems, unevaluated, release)
         return DeviceRequest(name, (sel,) if sel else ())
     subs = _list(first, f"{where}: firstAvailable", problems)
     if len(subs) > MAX_SUBREQUESTS:
@@ -317,18 +542,31 @@ def _parse_request(
         if sname in seen:
             problems.append(f"{where}: subrequest {sname}: duplicate subrequest name")
         seen.add(sname)
-        sel = _parse_selection(f"{name}/{sname}", sub, f"{where}/{sname}", problems, unevaluated)
+        sel = _parse_selection(f"{name}/{sname}", sub, f"{where}/{sname}", problems, unevaluated, release)
         if sel:
             alternatives.append(sel)
     return DeviceRequest(name, tuple(alternatives), first_available=True)
 
 
 def _parse_selection(
-    full: str, raw: Any, where: str, problems: list[str], unevaluated: list[str]
+    full: str,
+    raw: Any,
+    where: str,
+    problems: list[str],
+    unevaluated: list[str],
+    release: str = feature_gates.DEFAULT_KUBERNETES_VERSION,
 ) -> DeviceSelection | None:
     if not isinstance(raw, Mapping):
         problems.append(f"{where}: must be a mapping")
         return None
+    for k, toleration in enumerate(_list(raw.get("tolerations"), f"{where}: tolerations", problems)):
+        problems.extend(toleration_problems(toleration, f"{where}: tolerations[{k}]", release))
+    if raw.get("capacity") is not None:
+        # Kept only where DRAConsumableCapacity is on (_drop_disabled_fields); the published devices of this
+        # model declare no consumable capacity, so how such a request allocates is not modelled.
+        unevaluated.append(
+            f"{where}: capacity requests (DRAConsumableCapacity) are not allocated by this model"
+        )
     cls = raw.get("deviceClassName")
     if not isinstance(cls, str) or not cls:
         problems.append(f"{where}: deviceClassName is required")
@@ -397,8 +635,16 @@ def _check_ref(ref: Any, where: str, names: Mapping[str, set[str]], problems: li
 
 
 def _parse_constraint(
-    claim: str, i: int, raw: Any, names: Mapping[str, set[str]], problems: list[str]
+    claim: str,
+    i: int,
+    raw: Any,
+    names: Mapping[str, set[str]],
+    problems: list[str],
+    distinct: list[MatchAttribute] | None = None,
 ) -> MatchAttribute | None:
+    """A `matchAttribute` constraint, validated as validation.go ``validateDeviceConstraint`` does. A
+    `distinctAttribute` one (kept only where DRAConsumableCapacity is on: :func:`_drop_disabled_fields`) is
+    validated the same way and added to ``distinct``."""
     where = f"claim {claim}: constraint #{i}"
     if not isinstance(raw, Mapping):
         problems.append(f"{where} must be a mapping")
@@ -408,22 +654,37 @@ def _parse_constraint(
         problems.append(f"{where}: requests lists a request twice")
     for ref in refs:
         _check_ref(ref, where, names, problems)
-    if "distinctAttribute" in raw:
-        problems.append(
-            f"{where}: distinctAttribute is not supported by this model (it is alpha); use matchAttribute"
-        )
-        return None
     attribute = raw.get("matchAttribute")
+    distinct_attribute = raw.get("distinctAttribute")
+    if distinct_attribute is not None:
+        if attribute is not None:
+            problems.append(
+                f"{where}: exactly one of matchAttribute or distinctAttribute may be set, not both"
+            )
+            return None
+        if _qualified("distinctAttribute", distinct_attribute, where, problems) and distinct is not None:
+            distinct.append(MatchAttribute(i, tuple(str(r) for r in refs), str(distinct_attribute)))
+        return None
     if not isinstance(attribute, str) or not attribute:
         problems.append(f"{where}: matchAttribute is required")
         return None
+    if not _qualified("matchAttribute", attribute, where, problems):
+        return None
+    return MatchAttribute(i, tuple(str(r) for r in refs), attribute)
+
+
+def _qualified(field_name: str, attribute: Any, where: str, problems: list[str]) -> bool:
+    """validation.go ``validateFullyQualifiedName``: `domain/name`; False when it is not even that."""
+    if not isinstance(attribute, str) or not attribute:
+        problems.append(f"{where}: {field_name} is required")
+        return False
     domain, sep, ident = attribute.partition("/")
     if not sep:
         problems.append(
-            f"{where}: matchAttribute {attribute!r} must be fully qualified as domain/name, "
+            f"{where}: {field_name} {attribute!r} must be fully qualified as domain/name, "
             f"e.g. resource.kubernetes.io/{attribute}"
         )
-        return None
+        return False
     # The domain is checked as a driver name: kubernetes pkg/apis/resource/validation/validation.go
     # validateFullyQualifiedName -> validateDriverName = corevalidation.ValidateCSIDriverName
     # (pkg/apis/core/validation/validation.go), which checks IsDNS1123Subdomain(strings.ToLower(name)).
@@ -431,12 +692,12 @@ def _parse_constraint(
     # no attribute and the claim is unsatisfiable instead.
     if not domain or len(domain) > 63 or not _DNS_SUBDOMAIN.match(domain.lower()):
         problems.append(
-            f"{where}: matchAttribute {attribute!r}: domain {domain!r} must be a DNS subdomain "
+            f"{where}: {field_name} {attribute!r}: domain {domain!r} must be a DNS subdomain "
             "of at most 63 characters"
         )
     if not ident or len(ident) > 32 or not _C_IDENTIFIER.match(ident):
         problems.append(
-            f"{where}: matchAttribute {attribute!r}: name {ident!r} must be a C identifier "
+            f"{where}: {field_name} {attribute!r}: name {ident!r} must be a C identifier "
             "of at most 32 characters"
         )
-    return MatchAttribute(i, tuple(str(r) for r in refs), attribute)
+    return True

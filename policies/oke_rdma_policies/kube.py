@@ -20,7 +20,9 @@ from oke_gpu_rdma.attributes import (
     NVIDIA_GPU_DRIVER,
     NVIDIA_GPU_RESOURCE,
 )
+from oke_gpu_rdma.claims import spec as claim_spec
 from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1
+from oke_gpu_rdma.pod_specs import find_pod_specs
 
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig, plain
 
@@ -132,37 +134,10 @@ def resource_claim_spec_v1(res: PlainResource) -> Any:
 
 
 def request_classes(spec: Any) -> dict[str, set[Any]]:
-    """Request name -> DeviceClass names it (or any of its subrequests) can use."""
-    found: dict[str, set[Any]] = {}
-    if not isinstance(spec, Mapping):
-        return found
-    devices = spec.get("devices")
-    if not isinstance(devices, Mapping) or not isinstance(devices.get("requests"), list):
-        return found
-    for request in devices["requests"]:
-        if not isinstance(request, Mapping):
-            continue
-        name = request.get("name")
-        classes: set[Any] = set()
-        exactly = request.get("exactly")
-        if isinstance(exactly, Mapping):
-            classes.add(_class_name(exactly.get("deviceClassName")))
-        subs = request.get("firstAvailable")
-        if isinstance(subs, list):
-            for sub in subs:
-                if isinstance(sub, Mapping):
-                    classes.add(_class_name(sub.get("deviceClassName")))
-        found[str(name)] = classes
-    return found
-
-
-def _class_name(value: Any) -> Any:
-    """A DeviceClass name or UNKNOWN; None for anything else.
-
-    A request whose class is of the wrong type uses no class here; gpu-rail-claims-aligned reports
-    the claim as invalid (the DRA core's API validation names the field).
-    """
-    return value if value is UNKNOWN or isinstance(value, str) else None
+    """Request name -> DeviceClass names it (or any of its subrequests) can use
+    (:func:`oke_gpu_rdma.claims.spec.request_classes`, which the preview reads claims with too); a class
+    unknown until apply is UNKNOWN, one of the wrong type None (gpu-rail-claims-aligned reports it)."""
+    return claim_spec.request_classes(spec, UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -234,6 +209,11 @@ def rail_requests(spec: Any, classes: DeviceClasses) -> list[str]:
     return [name for name, used in request_classes(spec).items() if used & classes.dranet]
 
 
+def gpu_requests(spec: Any, classes: DeviceClasses) -> list[str]:
+    """Requests of a claim spec that can get NVIDIA GPUs (from the NVIDIA GPU DRA driver)."""
+    return [name for name, used in request_classes(spec).items() if used & classes.gpu]
+
+
 # --- workloads ---------------------------------------------------------------------------------
 
 
@@ -287,28 +267,17 @@ def _role(path: str, props: Mapping[str, Any]) -> str | None:
     return templates[-1].removesuffix("Template") if templates else None
 
 
-def _find_pod_specs(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Every PodSpec under ``value``: a `spec` object with a `containers` list (core/v1 PodSpec)."""
-    if isinstance(value, Mapping):
-        if path.endswith("spec") and "containers" in value:
-            yield path, value
-            return
-        for key, item in value.items():
-            yield from _find_pod_specs(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _find_pod_specs(item, f"{path}[{i}]")
-
-
 def pod_specs(res: PlainResource) -> Iterator[PodSpec]:
-    """Every pod spec of a workload, found by structure (a `...spec` object with `containers`), so a kind
-    the pack has never heard of (LeaderWorkerSet, a new training operator) is read like a Deployment."""
+    """Every pod spec of a workload, found by structure (:func:`oke_gpu_rdma.pod_specs.find_pod_specs`: a
+    `...spec` object with `containers` anywhere in the object, a core/v1 PodTemplate's top-level `template`
+    included), so a kind the pack has never heard of (LeaderWorkerSet, a new training operator) is read like
+    a Deployment."""
     if not _may_hold_pods(res):
         return
     spec = res.props.get("spec")
-    if spec is None or spec is UNKNOWN:
-        return
-    for path, pod in _find_pod_specs(as_map(spec, "spec"), "spec"):
+    if spec is not None and spec is not UNKNOWN:
+        as_map(spec, "spec")  # a spec of the wrong type is named by its path
+    for path, pod in find_pod_specs(res.props):
         yield PodSpec(path, _role(path, res.props), pod)
 
 

@@ -23,6 +23,7 @@ from .kube import (
     PodSpec,
     claim_refs,
     device_classes,
+    gpu_requests,
     is_claim,
     is_workload,
     rail_requests,
@@ -100,6 +101,7 @@ class StackView:
             self.claim_index.setdefault(key, []).append(claim)
         self.workloads = [r for r in resources if is_workload(r)]
         self._rails: dict[str, list[str]] = {}
+        self._gpus: dict[str, list[str]] = {}
 
     @classmethod
     def of(cls, args: StackValidationArgs) -> StackView:
@@ -132,6 +134,16 @@ class StackView:
                 spec = None
             self._rails[claim.urn] = rail_requests(spec, self.classes)
         return self._rails[claim.urn]
+
+    def gpus_of(self, claim: PlainResource) -> list[str]:
+        """Requests of ``claim`` that can get NVIDIA GPUs through DRA (cached); [] if unreadable."""
+        if claim.urn not in self._gpus:
+            try:
+                spec = resource_claim_spec_v1(claim)
+            except PropertyTypeError:
+                spec = None
+            self._gpus[claim.urn] = gpu_requests(spec, self.classes)
+        return self._gpus[claim.urn]
 
     def resolve(self, workload: PlainResource, pod: PodSpec) -> list[Resolved]:
         """The claims each of the pod's `resourceClaims` entries names (same namespace)."""

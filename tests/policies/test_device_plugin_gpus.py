@@ -97,3 +97,14 @@ def test_wrong_types_are_violations():
     job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"] = "mpi-worker"
     (v,) = violations(analyze([k8s(seed000("rails-8-a")), k8s(job)]), POLICY)
     assert "containers must be a list" in v.message
+
+
+def test_pod_template_carries_its_pod_spec_at_the_top_level():
+    """core/v1 PodTemplate holds its PodTemplateSpec at the top level (`template`, beside metadata; kubernetes
+    staging/src/k8s.io/api/core/v1/types.go PodTemplate)."""
+    pod_spec = seed000("nccl-dranet-a-device-plugin")["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    meta = {"name": "w", "namespace": "rdma-dranet"}
+    template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": meta, "template": {"spec": pod_spec}}
+    (v,) = violations(analyze([k8s(seed000("rails-8-a")), k8s(template, name="t")]), POLICY)
+    assert v.message.startswith("PodTemplate rdma-dranet/w template.spec:")
+    assert "mpi-worker (nvidia.com/gpu: 4)" in v.message

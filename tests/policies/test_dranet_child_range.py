@@ -376,3 +376,18 @@ def test_dranet_flags_dranet_accepts_pass():
         "--cloud-provider-options=oke.rdma-child-ipv4-cidr=10.192.0.0/14",
     ]
     assert violations(analyze([*seed_plan(), k8s(ds)]), POLICY) == []
+
+
+def test_daemonset_args_are_expanded_from_the_container_env_as_the_kubelet_does():
+    """kubernetes pkg/kubelet/container/helpers.go ExpandContainerCommandAndArgs: `$(CHILD)` in args takes
+    the container's env value before DRANET parses its flags; `$$(CHILD)` is an escaped, literal `$(CHILD)`."""
+    daemonset = copy.deepcopy(DAEMONSET)
+    container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "CHILD", "value": "10.96.0.0/12"}]
+    container["args"][1] = "--cloud-provider-options=oke.rdma-child-ipv4-cidr=$(CHILD)"
+    found = violations(analyze([*seed_plan(), k8s(daemonset)]), POLICY)
+    assert any("DaemonSet dranet" in v.message and "services CIDR" in v.message for v in found)
+    container["env"] = [{"name": "CHILD", "value": "10.224.0.0/12"}]
+    container["args"][1] = "--cloud-provider-options=oke.rdma-child-ipv4-cidr=$$(CHILD)"
+    found = violations(analyze([*seed_plan(), k8s(daemonset)]), POLICY)
+    assert any("'$(CHILD)'" in v.message for v in found), [v.message for v in found]

@@ -368,15 +368,37 @@ def test_giving_dranet_a_pool_of_an_unknown_shape_is_refused_with_how_to_supply_
     )
 
 
-def test_a_gpu_only_claim_lands_wherever_the_gpu_driver_runs():
-    """A claim for GPUs alone can land on the A10 and H100 pools (the GPU driver runs there): both block it,
-    once each however many claims the stack has."""
+def test_a_gpu_only_claim_lands_wherever_the_gpu_driver_runs_and_asks_no_pairing_there():
+    """A claim for GPUs alone can land on the A10 and H100 pools (the GPU driver runs there), but it asks
+    for no rails: there is no GPU/rail pairing to judge, so their missing topology does not block it
+    (issue 22 item 3); a rail claim that reaches them still is blocked, once per pool."""
     claim = seed000("pair-check")
     claim["spec"]["devices"]["requests"] = claim["spec"]["devices"]["requests"][:1]
     claim["spec"]["devices"].pop("constraints", None)
     other = {**claim, "metadata": {**claim["metadata"], "name": "gpus-b"}}
-    found, _ = judged(k8s(claim), k8s(other), plan=_fleet())
-    assert sorted(v.urn.rsplit("::", 1)[-1] for v in found) == ["gpu-h100", "inference"]
+    assert judged(k8s(claim), k8s(other), plan=_fleet())[0] == []
+    plan = _fleet(("BM.GPU.B4.8", "BM.GPU.H100.8"))
+    found, _ = judged(k8s(claim), k8s(seed000("pair-check")), k8s(seed000("rails-8-a")), plan=plan)
+    assert [v.urn.rsplit("::", 1)[-1] for v in found] == ["gpu-h100"]
+
+
+def test_a_claim_whose_selectors_exclude_the_unverified_shape_is_judged_where_it_lands():
+    """A rail claim pinned to BM.GPU.B4.8 by oke.dra.net/shape (what the stack's multi-shape templates do)
+    never lands on the H100 pool, so that pool's missing topology does not block it; unpinned, it does."""
+    plan = _fleet(("BM.GPU.B4.8", "BM.GPU.H100.8"))
+    pinned = seed000("pair-check")
+    pinned["spec"]["devices"]["requests"][1]["exactly"]["selectors"].append(
+        {"cel": {"expression": 'device.attributes["oke.dra.net"].shape == "BM.GPU.B4.8"'}}
+    )
+    assert judged(k8s(pinned), plan=plan)[0] == []
+    (v,) = judged(k8s(seed000("pair-check")), plan=plan)[0]
+    assert v.urn.endswith("::gpu-h100")
+    # Pinned to the H100 shape instead, the B4.8 pool has no device for it and the H100 pool still blocks.
+    other = seed000("pair-check")
+    other["spec"]["devices"]["requests"][1]["exactly"]["selectors"].append(
+        {"cel": {"expression": 'device.attributes["oke.dra.net"].shape == "BM.GPU.H100.8"'}}
+    )
+    assert any(v.urn.endswith("::gpu-h100") for v in judged(k8s(other), plan=plan)[0])
 
 
 def test_a_taint_the_driver_does_not_tolerate_keeps_it_off_the_pool():
@@ -385,3 +407,196 @@ def test_a_taint_the_driver_does_not_tolerate_keeps_it_off_the_pool():
     plan = _fleet(("BM.GPU.B4.8", "BM.GPU.H100.8"))
     plan[-5] = _pool("gpu-h100", "BM.GPU.H100.8", GPU_TAINT, "dedicated=train:NoExecute")
     assert judged(k8s(seed000("pair-check")), plan=plan)[0] == []
+
+
+# -- issue 22 item 3: verdicts that follow upstream's rules ---------------------------------------------------
+
+
+def _template(name, requests, constraints=(), namespace="rdma-dranet", version="v1"):
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": {"devices": {"requests": list(requests), "constraints": list(constraints)}}},
+    }
+
+
+GPUS_4 = {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 4}}
+RAILS_8 = seed000("rails-8-a")["spec"]["spec"]["devices"]["requests"][0]
+
+
+def _pod(*claims, kind="Pod", name="split"):
+    spec = {
+        "containers": [{"name": "w", "image": "nccl"}],
+        "resourceClaims": [{"name": c, "resourceClaimTemplateName": t} for c, t in claims],
+    }
+    meta = {"name": name, "namespace": "rdma-dranet"}
+    if kind == "Pod":
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": {"template": {"spec": spec}}}
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Job"])
+def test_gpus_from_one_claim_and_rails_from_another_are_unaligned(kind):
+    """matchAttribute constraints hold within one claim (structured allocator: constraints per claim)."""
+    pod = _pod(("g", "gpus-4"), ("r", "rails-8-a"), kind=kind)
+    found, _ = judged(k8s(_template("gpus-4", [GPUS_4])), k8s(seed000("rails-8-a")), k8s(pod))
+    (v,) = found
+    assert v.level == "mandatory"
+    assert (
+        "unaligned: GPUs from claim g = ResourceClaimTemplate rdma-dranet/gpus-4 (requests gpus)" in v.message
+    )
+    assert (
+        "DRANET rails from claim r = ResourceClaimTemplate rdma-dranet/rails-8-a (requests rails)"
+        in v.message
+    )
+    assert "in one claim" in v.message
+    # A rails-only claim next to an aligned claim: its rails are not tied to the GPUs either.
+    found, _ = judged(
+        k8s(seed000("aligned-4gpu-8rails-a")),
+        k8s(seed000("rails-8-a")),
+        k8s(_pod(("a", "aligned-4gpu-8rails-a"), ("r", "rails-8-a"), kind=kind)),
+    )
+    assert len([v for v in found if "split" in v.message]) == 1
+    # Two aligned claims (each with GPUs and rails) are each judged on their own: no split.
+    found, _ = judged(
+        k8s(seed000("aligned-4gpu-8rails-a")),
+        k8s(_pod(("a", "aligned-4gpu-8rails-a"), ("b", "aligned-4gpu-8rails-a"), kind=kind)),
+    )
+    assert [v for v in found if "split" in v.message] == []
+
+
+def _distinct_rails():
+    claim = seed000("aligned-4gpu-8rails-a")
+    claim["spec"]["spec"]["devices"]["constraints"].append(
+        {"requests": ["rails-1"], "distinctAttribute": "dra.net/ifName"}
+    )
+    return claim
+
+
+def test_feature_gated_fields_are_judged_at_the_stacks_kubernetes_version():
+    """distinctAttribute is served and allocated on v1.36 (DRAConsumableCapacity beta and on) and dropped on
+    v1.35, where the constraint is then left without an attribute and the API server rejects the claim."""
+    found, findings = judged(k8s(_distinct_rails()), config={POLICY: {"kubernetesVersion": "v1.36.4"}})
+    assert found == [] and notes(findings, POLICY) == []
+    # Distinct PCIe roots across GPUs and rails: never aligned, and judged so.
+    spread = _distinct_rails()
+    spread["spec"]["spec"]["devices"]["constraints"] = [
+        {"requests": ["gpus-1", "rails-1"], "distinctAttribute": "resource.kubernetes.io/pcieRoot"}
+    ]
+    (v,) = judged(k8s(spread), config={POLICY: {"kubernetesVersion": "v1.36.4"}})[0]
+    assert "unaligned" in v.message or "never" in v.message, v.message
+    found, _ = judged(k8s(_distinct_rails()), config={POLICY: {"kubernetesVersion": "v1.35.2"}})
+    (v,) = found
+    assert v.level == "mandatory" and "aligned-4gpu-8rails-a" in v.message
+    assert (
+        "distinctAttribute is dropped by the API server: feature gate DRAConsumableCapacity is alpha and off"
+        in (v.message)
+    )
+    from preview.policy_check import PackConfigError
+
+    with pytest.raises(
+        PackConfigError, match=r"kubernetesVersion: Kubernetes version '1.x' is not of the form"
+    ):
+        judged(k8s(_distinct_rails()), config={POLICY: {"kubernetesVersion": "1.x"}})
+
+
+def test_device_tolerations_are_validated_at_the_stacks_version():
+    claim = seed000("aligned-4gpu-8rails-a")
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
+        {"key": "example.com/drain", "operator": "Exists", "value": "now"}
+    ]
+    (v,) = judged(k8s(claim))[0]
+    assert "tolerations[0]: value 'now': must be empty for operator `Exists`" in v.message
+
+
+def test_selectors_on_the_child_range_see_the_configured_range():
+    """Every rail publishes oke.dra.net/rdmaChildIpv4Cidr = the range DRANET runs with (seed 003)."""
+    claim = seed000("rails-8-a")
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"].append(
+        {"cel": {"expression": 'device.attributes["oke.dra.net"].rdmaChildIpv4Cidr == "10.176.0.0/12"'}}
+    )
+    # The stack's DRANET release runs with 10.176.0.0/12: the claim finds its rails.
+    found, _ = judged(k8s(claim), plan=[*seed_plan(), dranet_release(child="10.176.0.0/12")])
+    assert found == []
+    # Without DRANET in the stack, the pack config's childRange (the stack's dranet.childRange) counts.
+    assert judged(k8s(claim), config={POLICY: {"childRange": "10.176.0.0/12"}})[0] == []
+    # With DRANET's default range (10.208.0.0/12) the selector matches no rail: never allocated.
+    for plan in ([*seed_plan(), dranet_release()], None):
+        (v,) = judged(k8s(claim), plan=plan)[0]
+        assert "can never be allocated" in v.message
+
+
+def _namespace(labels):
+    return k8s(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "rdma-dranet", "labels": labels}}
+    )
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+def test_admin_access_needs_the_namespace_label(version):
+    """kube-apiserver AuthorizedForAdmin (pkg/registry/resource/utils.go): adminAccess only in a namespace
+    labelled resource.kubernetes.io/admin-access: "true"."""
+    claim = seed000("rails-8-a")
+    request = claim["spec"]["spec"]["devices"]["requests"][0]
+    if version == "v1":
+        request["exactly"]["adminAccess"] = True
+    else:
+        claim["apiVersion"] = "resource.k8s.io/v1beta1"
+        request.update(request.pop("exactly"), adminAccess=True)
+    for labels, shown in (
+        (
+            {"team": "ml"},
+            "the stack's Namespace rdma-dranet does not set resource.kubernetes.io/admin-access",
+        ),
+        ({"resource.kubernetes.io/admin-access": "True"}, "has resource.kubernetes.io/admin-access='True'"),
+        ({"resource.k8s.io/admin-access": "true"}, "does not set resource.kubernetes.io/admin-access"),
+        (None, "the stack does not declare namespace rdma-dranet"),
+    ):
+        extra = [] if labels is None else [_namespace(labels)]
+        (v,) = judged(k8s(claim), *extra)[0]
+        assert v.level == "mandatory" and "request rails asks for adminAccess" in v.message, v.message
+        assert (
+            shown in v.message and "AuthorizedForAdmin" in v.message and "Fix: label Namespace" in v.message
+        )
+    assert judged(k8s(claim), _namespace({"resource.kubernetes.io/admin-access": "true"}))[0] == []
+
+
+def test_a_namespace_patch_of_the_stack_can_set_the_admin_access_label():
+    claim = seed000("rails-8-a")
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    patch = {
+        "apiVersion": "v1",
+        "kind": "NamespacePatch",
+        "metadata": {"name": "rdma-dranet", "labels": {"resource.kubernetes.io/admin-access": "true"}},
+    }
+    assert judged(k8s(claim), k8s(patch, name="ns-patch"))[0] == []
+
+
+def test_an_invalid_claim_that_lands_only_on_unverified_pools_is_still_invalid():
+    """A GPU-only claim on a stack whose only GPU pool (H100) has no verified topology: no pairing to judge
+    there, yet what the API server refuses is refused on every shape."""
+    claim = seed000("pair-check")
+    claim["spec"]["devices"]["requests"] = [
+        {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": -1}}
+    ]
+    claim["spec"]["devices"].pop("constraints", None)
+    plan = [*seed_plan()[:3], _pool("gpu-h100", "BM.GPU.H100.8", GPU_TAINT), _gpu_driver()]
+    (v,) = judged(k8s(claim), plan=plan)[0]
+    assert v.urn.endswith("::pair-check") and "would be rejected by the API server" in v.message
+    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = 2
+    assert judged(k8s(claim), plan=plan)[0] == []
+
+
+def test_cidr_selectors_on_the_child_range_evaluate_against_the_configured_range():
+    claim = seed000("rails-8-a")
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"].append(
+        {
+            "cel": {
+                "expression": 'cidr(device.attributes["oke.dra.net"].rdmaChildIpv4Cidr).containsIP("10.176.9.1")'
+            }
+        }
+    )
+    assert judged(k8s(claim), plan=[*seed_plan(), dranet_release(child="10.176.0.0/12")])[0] == []
+    (v,) = judged(k8s(claim), plan=[*seed_plan(), dranet_release(child="10.192.0.0/12")])[0]
+    assert "can never be allocated" in v.message

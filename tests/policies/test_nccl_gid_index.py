@@ -166,3 +166,83 @@ def test_pod_templates_are_found_by_structure_in_any_kind():
     clean = copy.deepcopy(LEADER_WORKER_SET)
     del clean["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]["env"]
     assert violations(run(clean), POLICY) == []
+
+
+# -- issue 22 item 3: every variable nccl.py forbids, wherever the pod sets it; $(VAR) as the kubelet expands --
+
+
+def test_nccl_ib_hca_is_forbidden_too_in_env_env_from_and_args():
+    job = aligned_mpijob()
+    worker(job)["env"] = [{"name": "NCCL_IB_HCA", "value": "=mlx5_0,mlx5_1"}]
+    (v,) = violations(run(job), POLICY)
+    assert "sets NCCL_IB_HCA (env[0] NCCL_IB_HCA==mlx5_0,mlx5_1)" in v.message
+    assert "Fix: remove NCCL_IB_HCA" in v.message
+    job = aligned_mpijob()
+    worker(job)["envFrom"] = [{"configMapRef": {"name": "nccl"}}]
+    (v,) = violations(run(job, k8s(_config_map({"NCCL_IB_HCA": "mlx5"}))), POLICY)
+    assert "envFrom[0] ConfigMap nccl NCCL_IB_HCA=mlx5" in v.message
+    job = aligned_mpijob()
+    launcher(job)["args"][0] = launcher(job)["args"][0].replace(
+        "-x NCCL_IB_TC=41", "-x NCCL_IB_HCA=mlx5_0 -x NCCL_IB_TC=41"
+    )
+    (v,) = violations(run(job), POLICY)
+    assert (
+        "replica Launcher" in v.message
+        and "sets NCCL_IB_HCA (args (e.g. mpirun -x NCCL_IB_HCA))" in v.message
+    )
+
+
+def test_args_are_expanded_from_the_env_before_they_are_read():
+    """kubelet ExpandContainerCommandAndArgs: `$(OPTS)` takes the env value; `$$(OPTS)` stays literal."""
+    job = aligned_mpijob()
+    launcher(job)["env"] = [
+        {"name": "GID", "value": "3"},
+        {"name": "OPTS", "value": "-x NCCL_IB_GID_INDEX=$(GID)"},
+    ]
+    script = launcher(job)["args"][0]
+    launcher(job)["args"][0] = script.replace("-x NCCL_IB_TC=41", "$(OPTS) -x NCCL_IB_TC=41")
+    (v,) = violations(run(job), POLICY)
+    assert "sets NCCL_IB_GID_INDEX (args (e.g. mpirun -x NCCL_IB_GID_INDEX))" in v.message
+    launcher(job)["args"][0] = script.replace("-x NCCL_IB_TC=41", "$$(OPTS) -x NCCL_IB_TC=41")
+    assert violations(run(job), POLICY) == []
+    # An unknown variable stays `$(UNSET)` as written: nothing is set.
+    launcher(job)["args"][0] = script.replace("-x NCCL_IB_TC=41", "$(UNSET) -x NCCL_IB_TC=41")
+    assert violations(run(job), POLICY) == []
+
+
+def test_command_args_from_a_config_map_through_env_from():
+    job = aligned_mpijob()
+    launcher(job)["envFrom"] = [{"configMapRef": {"name": "nccl"}}]
+    launcher(job)["args"][0] = launcher(job)["args"][0].replace(
+        "-x NCCL_IB_TC=41", "$(EXTRA) -x NCCL_IB_TC=41"
+    )
+    (v,) = violations(run(job, k8s(_config_map({"EXTRA": "-x NCCL_IB_HCA=mlx5_0"}))), POLICY)
+    assert "NCCL_IB_HCA" in v.message
+
+
+def test_pod_template_and_cronjob_kinds():
+    pod = copy.deepcopy(LEADER_WORKER_SET["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"])
+    meta = {"name": "t", "namespace": "rdma-dranet"}
+    for obj in (
+        {"apiVersion": "v1", "kind": "PodTemplate", "metadata": meta, "template": {"spec": pod}},
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": meta,
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": pod}}}},
+        },
+    ):
+        (v,) = violations(run(obj), POLICY)
+        assert v.message.startswith(f"{obj['kind']} rdma-dranet/t "), v.message
+
+
+def test_a_reference_to_a_config_map_key_expands_too():
+    """env[].valueFrom.configMapKeyRef gives the variable the ConfigMap's value; `$(EXTRA)` then expands."""
+    job = aligned_mpijob()
+    launcher(job)["env"] = [{"name": "EXTRA", "valueFrom": {"configMapKeyRef": {"name": "nccl", "key": "x"}}}]
+    launcher(job)["args"][0] = launcher(job)["args"][0].replace(
+        "-x NCCL_IB_TC=41", "$(EXTRA) -x NCCL_IB_TC=41"
+    )
+    (v,) = violations(run(job, k8s(_config_map({"x": "-x NCCL_IB_GID_INDEX=3"}))), POLICY)
+    assert "NCCL_IB_GID_INDEX" in v.message
+    assert violations(run(job, k8s(_config_map({"x": "-x NCCL_IB_TC=41"}))), POLICY) == []

@@ -212,3 +212,59 @@ def test_the_charts_nfd_worker_tolerates_the_sriov_pools_taints(run_stack: Calla
     assert verdict.problems == ()
     worker = f"DaemonSet network-operator-node-feature-discovery-worker {SRIOV_CHART}"
     assert dict(verdict.placements)[worker] == ("gpu-b4-vf",)
+
+
+def test_first_available_subrequests_are_read_as_the_pack_reads_them() -> None:
+    """A request with `firstAvailable` needs one of its subrequests' classes on the node: the preview reads
+    the subrequests with the pack's reader (oke_gpu_rdma.claims.spec.request_classes), v1beta1 included."""
+    from oke_gpu_rdma.scheduling import PoolNodes, rejections
+    from tests.policies.policy_helpers import k8s
+
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpus", "namespace": "ml"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpu",
+                            "firstAvailable": [
+                                {"name": "big", "deviceClassName": "gpu-h100.nvidia.com"},
+                                {"name": "any", "deviceClassName": "gpu.nvidia.com"},
+                            ],
+                        },
+                        {"name": "rail", "exactly": {"deviceClassName": "dra.net"}},
+                    ]
+                }
+            }
+        },
+    }
+    beta = {
+        "apiVersion": "resource.k8s.io/v1beta1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "nic", "namespace": "ml"},
+        "spec": {"devices": {"requests": [{"name": "nic", "deviceClassName": "dra.net"}]}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ml"},
+        "spec": {
+            "containers": [{"name": "c"}],
+            "resourceClaims": [
+                {"name": "g", "resourceClaimTemplateName": "gpus"},
+                {"name": "n", "resourceClaimName": "nic"},
+            ],
+        },
+    }
+    (placement,) = pod_placements([k8s(template), k8s(beta), k8s(pod)])
+    assert placement.device_classes == frozenset({"dra.net"})
+    assert placement.device_class_choices == (frozenset({"gpu-h100.nvidia.com", "gpu.nvidia.com"}),)
+    cpu = PoolNodes("system", {}, device_classes=frozenset({"dra.net"}))
+    assert rejections(placement, cpu) == [
+        "no DRA driver serves any of device classes gpu-h100.nvidia.com, gpu.nvidia.com there"
+    ]
+    gpu = PoolNodes("gpu", {}, device_classes=frozenset({"dra.net", "gpu.nvidia.com"}))
+    assert rejections(placement, gpu) == []

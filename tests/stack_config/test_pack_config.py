@@ -21,7 +21,13 @@ def test_existing_stack_hands_its_referenced_ranges_to_the_pack() -> None:
             ],
             "workerSubnetCidrs": ["10.140.64.0/19"],
         },
-        "gpu-rail-claims-aligned": {"shape": "BM.GPU.B4.8", "shapeTopologies": {}},
+        # The cluster's version judges claims at its feature gates; the rails publish the configured range.
+        "gpu-rail-claims-aligned": {
+            "shape": "BM.GPU.B4.8",
+            "shapeTopologies": {},
+            "kubernetesVersion": "v1.36.4",
+            "childRange": "10.208.0.0/12",
+        },
     }
 
 

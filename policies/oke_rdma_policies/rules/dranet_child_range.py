@@ -32,6 +32,7 @@ from oke_gpu_rdma.dranet_options import DranetOptions, flag_options, helm_option
 from oke_gpu_rdma.pack_settings import ChildRangeSettings
 
 from .. import settings
+from ..environment import command_texts
 from ..helm import helm_values
 from ..kube import PlainResource, containers, helm_chart_is, pod_specs
 from ..registry import stack_rule
@@ -93,7 +94,7 @@ def _helm_deployment(res: PlainResource, reporter: Reporter) -> Deployment | Non
     return _deployment(res, opts, f"sets {CIDR_VALUE}", f"set {CIDR_VALUE} of {where}")
 
 
-def _daemonset_deployment(res: PlainResource, reporter: Reporter) -> Deployment | None:
+def _daemonset_deployment(view: StackView, res: PlainResource, reporter: Reporter) -> Deployment | None:
     for pod in pod_specs(res):
         for path, container in containers(pod):
             image = container.get("image")
@@ -104,9 +105,9 @@ def _daemonset_deployment(res: PlainResource, reporter: Reporter) -> Deployment 
             )
             if not runs_dranet:
                 continue
-            tokens: list[Any] = as_list(command, f"{path}.command") + as_list(
-                container.get("args"), f"{path}.args"
-            )
+            # What DRANET parses: command and args after the kubelet's $(VAR) expansion from the container's env.
+            texts = command_texts(view, res, path, container)
+            tokens: list[Any] = texts["command"] + texts["args"]
             where = f"{res.kind} {res.name} container {container.get('name') or path}"
             if any(t is UNKNOWN for t in tokens):
                 reporter.unchecked(f"{where}: args unknown until apply, child range not checked")
@@ -146,7 +147,9 @@ def deployments(view: StackView, reporter: Reporter) -> list[Deployment]:
         owners = [a for a in view.ancestors(res) if a.urn in charts_by_urn]
         if owners and owners[0].type == resource_types.HELM_RELEASE:
             continue  # Helm installs a Release's objects; they are not in the stack
-        dep = reporter.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_deployment, res, reporter))
+        dep = reporter.guard(
+            f"DaemonSet {res.name}", res.urn, partial(_daemonset_deployment, view, res, reporter)
+        )
         if owners and (dep is not None or _runs_dranet_image(res)):
             rendered.add(owners[0].urn)
         if dep is not None:

@@ -13,11 +13,15 @@ first, the pools where every driver it asks for publishes devices, read from how
 drivers (the DRANET and NVIDIA GPU DRA driver Helm releases' nodeSelector, affinity and tolerations
 against each pool's initial labels, instance type, GPU run-time labels and the taints its cloud-init
 registers); a driver the stack does not install, or whose values are unknown, may be on any pool. So an
-H100 pool that DRANET does not select, an A10 pool without DRANET or a CPU pool never blocks a rail claim,
-while a pool the claim can reach whose shape has no verified topology still does (once per pool). Then,
+H100 pool that DRANET does not select, an A10 pool without DRANET or a CPU pool never blocks a rail claim.
+A pool the claim can reach whose shape has no verified topology blocks it (once per pool) only when the
+claim asks for rails and its selectors do not rule that shape out (`oke.dra.net/shape`,
+:func:`oke_gpu_rdma.claims.excluded_on_shape`): a claim for no rails has no pairing to judge there. Then,
 among those, the shapes where its devices exist: the scheduler never places a claim for rails on a node
-without rails. A claim that can land nowhere, or whose devices exist on no shape, is judged on every shape. Claims go to the judge as written, in their API version
-(`resource.k8s.io/v1beta1` has no `exactly`), and a verdict the model cannot reach (a CEL function it
+without rails. A claim that can land nowhere, or whose devices exist on no shape, is judged on every shape.
+Claims go to the judge as written, in their API version (`resource.k8s.io/v1beta1` has no `exactly`), at
+the cluster's Kubernetes version (pack config `kubernetesVersion`: the fields its API server serves), on
+nodes whose rails publish the stack's child range, and a verdict the model cannot reach (a CEL function it
 does not evaluate) is reported as not checked, never as a rejection.
 """
 
@@ -32,34 +36,49 @@ from typing import Any, Final
 from pulumi_policy import StackValidationArgs
 
 from oke_gpu_rdma import chart_workloads, charts, resource_types, stack_keys
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
+from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, DRANET_DRIVER, PCIE_ROOT
+from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
 from oke_gpu_rdma.claims import (
     UnsatisfiableCause,
     Verdict,
     VerdictKind,
     claim_lands,
     claim_spec_to_v1,
+    class_driver,
     devices_exist,
     drivers_on_pools,
+    excluded_on_shape,
+    feature_gates,
     judge_claim,
     parse_taint,
     plugin_drivers,
 )
+from oke_gpu_rdma.claims.spec import admin_access_requests
 from oke_gpu_rdma.errors import TopologyError
+from oke_gpu_rdma.labels import ADMIN_ACCESS_ENABLED, ADMIN_ACCESS_NAMESPACE_LABEL
 from oke_gpu_rdma.pack_settings import ClaimsSettings
 from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.topology import DEFAULT_SHAPE, Topology
 
 from .. import settings
 from ..helm import helm_values
-from ..kube import PlainResource, chart_basename, helm_chart_is, request_classes, resource_claim_spec
+from ..kube import (
+    PlainResource,
+    chart_basename,
+    helm_chart_is,
+    pod_specs,
+    request_classes,
+    resource_claim_spec,
+)
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
-from ..stack import StackView, node_labels, node_taints
+from ..stack import StackView, labels_of, node_labels, node_taints
 from ..values import UNKNOWN, PropertyTypeError, contains_unknown
+from .dranet_child_range import deployments
 
 _CACHE_LIMIT: Final = 8192
-_verdicts: dict[tuple[str, str, str, Topology, str], Verdict] = {}
+_verdicts: dict[tuple[str, str, str, Topology, str, str, str], Verdict] = {}
 
 
 @dataclass(frozen=True)
@@ -84,6 +103,12 @@ class _Judging:
     pools: list[_Pool]
     deployed: frozenset[str]
     """Drivers whose placement the stack declares (a Helm release of DRANET or the NVIDIA GPU driver)."""
+    namespaces: Mapping[str, Any] = field(default_factory=dict)
+    """The labels of each namespace the stack declares (UNKNOWN when unknown until apply)."""
+    kubernetes_version: str = ""
+    """The cluster's release: which claim fields its API server serves (pack config kubernetesVersion)."""
+    child_range: str = ""
+    """The child range DRANET's rails publish as oke.dra.net/rdmaChildIpv4Cidr."""
     reported: set[int] = field(default_factory=set)
     """Pools whose missing topology was reported already (by index)."""
 
@@ -92,12 +117,28 @@ def _judge(
     spec: Mapping[str, Any], api_version: str, topology: Topology, how: _Judging, name: str
 ) -> Verdict:
     """The verdict, cached by the claim's JSON: a stack repeats the same claim many times."""
-    key = (json.dumps(spec, sort_keys=True, default=str), api_version, how.classes_key, topology, name)
+    key = (
+        json.dumps(spec, sort_keys=True, default=str),
+        api_version,
+        how.classes_key,
+        topology,
+        name,
+        how.kubernetes_version,
+        how.child_range,
+    )
     verdict = _verdicts.get(key)
     if verdict is None:
         if len(_verdicts) > _CACHE_LIMIT:
             _verdicts.clear()
-        verdict = judge_claim(spec, topology, name=name, device_classes=how.classes, api_version=api_version)
+        verdict = judge_claim(
+            spec,
+            topology,
+            name=name,
+            device_classes=how.classes,
+            api_version=api_version,
+            kubernetes_version=how.kubernetes_version,
+            child_range=how.child_range,
+        )
         _verdicts[key] = verdict
     return verdict
 
@@ -193,6 +234,72 @@ def _pools(view: StackView, conf: ClaimsSettings, reporter: Reporter) -> tuple[l
     return found, deployed
 
 
+def _child_range(view: StackView, conf: ClaimsSettings) -> str:
+    """The range the rails publish as oke.dra.net/rdmaChildIpv4Cidr (DRANET's OKE provider puts the range it
+    runs with there, seed 003): the one the stack's DRANET installations run with when they agree and are
+    known (dranet-child-range reads them and reports their problems), else the pack config's childRange."""
+    runs = {
+        str(d.value) if d.value is not None else str(DEFAULT_CHILD_RANGE)
+        for d in deployments(view, Reporter(_quiet))
+        if d.value is not UNKNOWN
+    }
+    return runs.pop() if len(runs) == 1 else str(conf.child_range)
+
+
+def _namespace_labels(view: StackView) -> dict[str, Any]:
+    """Namespace name -> its labels, for the Namespaces the stack declares."""
+    found: dict[str, Any] = {}
+    for res in view.of_type(resource_types.NAMESPACE):
+        if isinstance(res.object_name, str):
+            found[res.object_name] = labels_of(res)
+    # A NamespacePatch (server-side apply) labels a namespace the stack does not create, e.g. default.
+    for res in view.of_type(resource_types.NAMESPACE_PATCH):
+        if isinstance(res.object_name, str):
+            before, labels = found.get(res.object_name, {}), labels_of(res)
+            merged = UNKNOWN if UNKNOWN in (before, labels) else {**before, **labels}
+            found[res.object_name] = merged
+    return found
+
+
+def _admin_access(claim: PlainResource, spec: Mapping[str, Any], how: _Judging, reporter: Reporter) -> None:
+    """`adminAccess: true` needs the namespace label (kube-apiserver `AuthorizedForAdmin`,
+    kubernetes pkg/registry/resource/utils.go, called by the ResourceClaim and ResourceClaimTemplate
+    strategies' Validate): the API server refuses the claim in a namespace without it. Only a label the
+    stack sets counts: a namespace the stack does not declare carries no label this policy can see."""
+    if not feature_gates.enabled(feature_gates.DRA_ADMIN_ACCESS, how.kubernetes_version):
+        return  # dropped by the API server; the judge reports the drop
+    requests = admin_access_requests(claim_spec_to_v1(spec, claim.group_version))
+    if not requests:
+        return
+    namespace = claim.namespace
+    labels = how.namespaces.get(namespace) if isinstance(namespace, str) else UNKNOWN
+    if labels is UNKNOWN or (
+        isinstance(labels, Mapping) and labels.get(ADMIN_ACCESS_NAMESPACE_LABEL) is UNKNOWN
+    ):
+        reporter.unchecked(
+            f"{claim.label}: the labels of namespace {namespace} are unknown until apply, adminAccess not checked"
+        )
+        return
+    value = labels.get(ADMIN_ACCESS_NAMESPACE_LABEL) if isinstance(labels, Mapping) else None
+    if value == ADMIN_ACCESS_ENABLED:
+        return
+    where = (
+        f"the stack's Namespace {namespace} has {ADMIN_ACCESS_NAMESPACE_LABEL}={value!r}"
+        if value is not None
+        else f"the stack's Namespace {namespace} does not set {ADMIN_ACCESS_NAMESPACE_LABEL}"
+        if labels is not None
+        else f"the stack does not declare namespace {namespace}, so nothing labels it"
+    )
+    reporter.violation(
+        f"{claim.label}: request {', '.join(requests)} asks for adminAccess, and {where}: kube-apiserver "
+        'refuses the claim ("admin access to devices requires the `resource.kubernetes.io/admin-access: true` '
+        'label on the containing namespace", AuthorizedForAdmin in kubernetes pkg/registry/resource/utils.go). '
+        f'Fix: label Namespace {namespace} {ADMIN_ACCESS_NAMESPACE_LABEL}: "{ADMIN_ACCESS_ENABLED}" in the '
+        "stack, or drop adminAccess",
+        claim.urn,
+    )
+
+
 def check(args: StackValidationArgs, reporter: Reporter) -> None:
     conf, problems = settings.read_section(ClaimsSettings, args.get_config())
     for problem in problems:
@@ -206,11 +313,74 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
         )
     if not view.claims:
         return
+    for workload in view.workloads:
+        reporter.guard(workload.label, workload.urn, partial(_split_pods, view, workload, reporter))
     pools, deployed = _pools(view, conf, reporter)
     classes = {**DEVICE_CLASS_SELECTORS, **view.classes.selectors}
-    how = _Judging(classes, json.dumps(classes, sort_keys=True), pools, deployed)
+    how = _Judging(
+        classes,
+        json.dumps(classes, sort_keys=True),
+        pools,
+        deployed,
+        namespaces=_namespace_labels(view),
+        kubernetes_version=conf.kubernetes_version,
+        child_range=_child_range(view, conf),
+    )
     for claim in view.claims:
         reporter.guard(claim.label, claim.urn, partial(_check, claim, how, reporter))
+
+
+@dataclass(frozen=True)
+class _PodClaim:
+    """One entry of a pod's `resourceClaims` (its own claim, even when two entries name one template) and
+    which of its requests can get GPUs and rails."""
+
+    name: str
+    claim: PlainResource
+    gpus: tuple[str, ...]
+    rails: tuple[str, ...]
+
+    @property
+    def shown(self) -> str:
+        return f"claim {self.name} = {self.claim.label}"
+
+
+def _split_pods(view: StackView, workload: PlainResource, reporter: Reporter) -> None:
+    """A pod's GPUs and rails from different claims are unaligned: the allocator builds the matchAttribute
+    constraints of each claim from that claim's requests only and allocates the pod's claims one after the
+    other (kubernetes staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/
+    allocator_stable.go, tag v1.36.0: `Allocate` loops over `claimsToAllocate`, `constraints[claimIndex]`
+    holds one claim's `matchAttribute` constraints), so no pcieRoot constraint ties a GPU of one claim to a
+    rail of another. A claim that gives GPUs and rails itself is judged on its own (above); a pod is
+    reported when one of its claims gives GPUs without rails, or rails without GPUs, while another gives
+    the other kind."""
+    for pod in pod_specs(workload):
+        found: list[_PodClaim] = []
+        for resolved in view.resolve(workload, pod):
+            for claim in resolved.claims:
+                gpus, rails = tuple(view.gpus_of(claim)), tuple(view.rails_of(claim))
+                if gpus or rails:
+                    found.append(_PodClaim(resolved.ref.pod_claim, claim, gpus, rails))
+        split = [
+            (a, b)
+            for a in found
+            for b in found
+            if a is not b and a.gpus and b.rails and not (a.rails and b.gpus)
+        ]
+        if not split:
+            continue
+        with_gpus, with_rails = split[0]
+        reporter.violation(
+            f"{workload.label} {pod.where}: unaligned: GPUs from {with_gpus.shown} (requests "
+            f"{', '.join(with_gpus.gpus)}) and DRANET rails from {with_rails.shown} (requests "
+            f"{', '.join(with_rails.rails)}). The allocator applies "
+            "a claim's matchAttribute constraints only among that claim's own requests and allocates each "
+            "claim on its own (kubernetes dynamic-resource-allocation structured allocator), so nothing keeps "
+            "these GPUs on the PCIe roots of these rails, exactly as with device-plugin GPUs next to claimed "
+            "rails. Fix: ask for the GPUs and the rails in one claim, one gpus-i/rails-i pair per PCIe root "
+            f"with a {PCIE_ROOT} constraint (like seed 000's aligned-4gpu-8rails-a)",
+            workload.urn,
+        )
 
 
 def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
@@ -233,6 +403,7 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
             reporter.unchecked(f"{claim.label}: {', '.join(unknown[:3])} unknown until apply, not judged")
             return
     api_version = claim.group_version  # is_claim: one of the served versions
+    _admin_access(claim, spec, how, reporter)
     wanted = request_classes(claim_spec_to_v1(spec, api_version))
     for request, used in wanted.items():
         missing = sorted(str(c) for c in used if isinstance(c, str) and c not in how.classes)
@@ -250,8 +421,30 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
         if p.drivers is None or claim_lands(wanted, how.classes, p.drivers, how.deployed)
     ] or list(enumerate(how.pools))
     shapes: dict[str, tuple[Topology, list[str]]] = {}
+    reference = next((p.topology for p in how.pools if p.topology is not None), None)
+    asks_rails = any(
+        class_driver(how.classes.get(c, ())) == DRANET_DRIVER
+        for used in wanted.values()
+        for c in used
+        if isinstance(c, str)
+    )
+    skipped = False
     for i, pool in landing:
         if pool.topology is None:
+            # Without the shape's topology the claim is still judged where it can land: a claim for no rails
+            # has no GPU/rail pairing to judge there, and one whose selectors rule the shape out
+            # (oke.dra.net/shape) is never placed there (module docstring).
+            if not asks_rails or excluded_on_shape(
+                spec,
+                pool.shape,
+                reference or CATALOG.topology(DEFAULT_SHAPE),
+                how.classes,
+                api_version,
+                how.kubernetes_version,
+                how.child_range,
+            ):
+                skipped = True
+                continue
             if i not in how.reported:
                 how.reported.add(i)
                 where = f"node pool {pool.res.name}" if pool.res else "pack config shape"
@@ -259,13 +452,22 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
             continue
         shapes.setdefault(pool.shape, (pool.topology, []))[1].extend([pool.res.name] if pool.res else [])
     name = claim.object_name if isinstance(claim.object_name, str) else claim.name
+    if not shapes and skipped:
+        # It lands only where no topology is known and asks no pairing there: what the API server refuses
+        # does not depend on the shape, so an invalid claim is still reported.
+        topology = reference or CATALOG.topology(DEFAULT_SHAPE)
+        verdict = _judge(spec, api_version, topology, how, name)
+        if verdict.kind is VerdictKind.INVALID:
+            reporter.violation(f"{claim.label}: {verdict.message}", claim.urn)
+        return
     judged = [(t, pools, _judge(spec, api_version, t, how, name)) for t, pools in shapes.values()]
     if len(judged) > 1:
         # A mixed fleet: only the shapes where the claim's devices exist can run it (module docstring).
         placed = [
             (t, pools, v)
             for t, pools, v in judged
-            if v.kind is not VerdictKind.UNSATISFIABLE or devices_exist(spec, t, how.classes, api_version)
+            if v.kind is not VerdictKind.UNSATISFIABLE
+            or devices_exist(spec, t, how.classes, api_version, how.kubernetes_version, how.child_range)
         ]
         judged = placed or judged
     for topology, pools, verdict in judged:

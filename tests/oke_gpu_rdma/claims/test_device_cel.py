@@ -203,3 +203,36 @@ def test_kubernetes_libraries_not_evaluated_here_compile_as_unsupported_not_inva
             compiled.matches(RDMA0)
     with pytest.raises(SelectorError, match="undeclared reference"):
         compile_selector("noSuchFunction(device.driver)")
+
+
+# -- the IP and CIDR libraries (k8s.io/apiserver/pkg/cel/library/ip.go, cidr.go): selectors on the child range
+
+
+def test_ip_and_cidr_functions_evaluate_on_the_child_range() -> None:
+    from oke_gpu_rdma.claims.inventory import shape_inventory
+    from oke_gpu_rdma.shape_catalog import CATALOG
+
+    rail = next(
+        d
+        for d in shape_inventory(CATALOG.topology("BM.GPU.B4.8"), "10.176.0.0/12").devices()
+        if d.kind == "rail"
+    )
+    child = 'cidr(device.attributes["oke.dra.net"].rdmaChildIpv4Cidr)'
+    cases = {
+        f'{child}.containsIP("10.176.3.4")': True,
+        f'{child}.containsIP(ip("10.208.0.1"))': False,
+        f"{child}.prefixLength() == 12": True,
+        f'cidr("10.0.0.0/8").containsCIDR({child})': True,
+        f'{child}.containsCIDR("10.0.0.0/8")': False,
+        'cidr("10.1.2.3/8").masked() == cidr("10.0.0.0/8") && cidr("10.1.2.3/8").ip() == ip("10.1.2.3")': True,
+        'ip("10.0.0.1").family() == 4 && !isCIDR("10.0.0.0/33") && ip.isCanonical("10.0.0.1")': True,
+        'ip("127.0.0.1").isLoopback() && ip("169.254.1.1").isLinkLocalUnicast() && ip("10.1.1.1").isGlobalUnicast()': True,
+        'ip("224.0.0.1").isLinkLocalMulticast() && ip("::").isUnspecified() && !ip("::").isGlobalUnicast()': True,
+        'isIP("fe80::1%eth0") || isIP("::ffff:1.2.3.4") || isIP("010.0.0.1")': False,
+    }
+    for expression, expected in cases.items():
+        compiled = compile_selector(expression)
+        assert compiled.unsupported is None, expression
+        assert compiled.matches(rail) is expected, expression
+    with pytest.raises(SelectorError, match="IPv4-mapped IPv6 address is not allowed"):
+        compile_selector('ip("::ffff:1.2.3.4").family() == 6').matches(rail)

@@ -245,3 +245,119 @@ def test_match_attribute_domain_is_lower_cased_before_it_is_checked() -> None:
         "claim claim: constraint #0: matchAttribute 'Bad_Domain.io/pcieRoot': domain 'Bad_Domain.io' "
         "must be a DNS subdomain of at most 63 characters"
     )
+
+
+# -- issue 22 item 3: fields judged at the cluster's release (feature gates), tolerations as upstream ---------
+
+
+def problems_at(claim: dict[str, Any], version: str) -> list[str]:
+    try:
+        parse_claim(claim, kubernetes_version=version)
+    except ClaimValidationError as exc:
+        return list(exc.problems)
+    return []
+
+
+DISTINCT = spec(
+    req("rails", count=2),
+    constraints=[{"requests": ["rails"], "distinctAttribute": "resource.kubernetes.io/pcieRoot"}],
+)
+
+
+def test_distinct_attribute_is_served_from_v1_36_and_dropped_before() -> None:
+    """DRAConsumableCapacity: alpha (off) in v1.34 and v1.35, beta and on in v1.36 (kube_features.go);
+    pkg/api/resourceclaimspec/util.go drops distinctAttribute where the gate is off."""
+    assert problems_at(DISTINCT, "v1.36.4") == []
+    parsed = parse_claim(DISTINCT, kubernetes_version="v1.36.4")
+    assert parsed.constraints == () and parsed.unevaluated == ()
+    assert [(c.requests, c.attribute) for c in parsed.distinct] == [
+        (("rails",), "resource.kubernetes.io/pcieRoot")
+    ]
+    assert problems_at(DISTINCT, "v1.35.2") == [
+        "claim claim: constraint #0: distinctAttribute is dropped by the API server: feature gate "
+        "DRAConsumableCapacity is alpha and off at v1.35; on from v1.36; the constraint is left without an "
+        "attribute",
+        "claim claim: constraint #0: matchAttribute is required",
+    ]
+    bad = spec(req("rails"), constraints=[{"distinctAttribute": "pcieRoot"}])
+    assert problems_at(bad, "v1.36.0") == [
+        "claim claim: constraint #0: distinctAttribute 'pcieRoot' must be fully qualified as domain/name, "
+        "e.g. resource.kubernetes.io/pcieRoot"
+    ]
+    both = spec(req("rails"), constraints=[{"matchAttribute": "a.b/c", "distinctAttribute": "a.b/c"}])
+    assert "exactly one of matchAttribute or distinctAttribute" in problems_at(both, "v1.36.0")[0]
+
+
+def test_tolerations_are_served_from_v1_36_and_dropped_before() -> None:
+    """DRADeviceTaints: alpha (off) until v1.35, beta and on in v1.36."""
+    claim = spec(req("rails", tolerations=[{"key": "example.com/maintenance", "operator": "Exists"}]))
+    assert problems_at(claim, "v1.36.4") == []
+    (problem,) = problems_at(claim, "v1.35.2")
+    assert (
+        "request rails: tolerations is dropped by the API server: feature gate DRADeviceTaints is alpha"
+        in problem
+    )
+
+
+def test_first_available_and_admin_access_at_their_gates() -> None:
+    """DRAPrioritizedList and DRAAdminAccess are beta and on from v1.34 (alpha and off in v1.33)."""
+    first = spec({"name": "gpu", "firstAvailable": [{"name": "one", "deviceClassName": "gpu.nvidia.com"}]})
+    assert problems_at(first, "v1.34.0") == []
+    problems = problems_at(first, "v1.33.5")
+    assert (
+        "firstAvailable is dropped by the API server: feature gate DRAPrioritizedList is alpha and off"
+        in problems[0]
+    )
+    assert "exactly one of `exactly` or `firstAvailable` is required" in problems[1]
+    admin = spec(req("rails", adminAccess=True))
+    assert problems_at(admin, "v1.34.0") == []
+    assert "adminAccess is dropped" in problems_at(admin, "v1.33.0")[0]
+    assert problems_at(admin, "1.x") == ["Kubernetes version '1.x' is not of the form v1.36.4"]
+
+
+@pytest.mark.parametrize(
+    ("toleration", "problem"),
+    [
+        ({"key": "example.com/a", "operator": "Exists", "effect": "NoSchedule"}, None),
+        ({"key": "a", "value": "b"}, None),  # operator defaults to Equal (k8s.io/api/resource/v1)
+        ({"operator": "Exists"}, None),  # an empty key with Exists tolerates every taint
+        ({"key": "a", "operator": "Equal", "value": "", "effect": "None"}, None),
+        ({"key": "a", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}, None),
+        ({"key": "a", "operator": "Exists", "value": "b"}, "value 'b': must be empty for operator `Exists`"),
+        ({"key": "a", "operator": "Equal", "value": "-b"}, "value '-b': a label value must be at most 63"),
+        ({"key": "a", "value": "x" * 64}, "a label value must be at most 63 characters"),
+        (
+            {"key": "a", "operator": "In"},
+            'operator \'In\': Unsupported value; supported values: "Equal", "Exists"',
+        ),
+        ({"key": "a_", "operator": "Exists"}, "key 'a_': its name must be at most 63 characters"),
+        (
+            {"key": "Example.com/a", "operator": "Exists"},
+            "key 'Example.com/a': its prefix must be a DNS subdomain",
+        ),
+        (
+            {"key": "a", "operator": "Exists", "effect": "PreferNoSchedule"},
+            'effect \'PreferNoSchedule\': Unsupported value; supported values: "NoExecute", "NoSchedule", "None"',
+        ),
+        (
+            {"key": "a", "operator": "Exists", "tolerationSeconds": "30"},
+            "tolerationSeconds must be an integer",
+        ),
+    ],
+)
+def test_device_tolerations_are_validated_as_validate_device_toleration_does(toleration, problem) -> None:
+    for claim in (
+        spec(req("rails", tolerations=[toleration])),
+        spec(
+            {
+                "name": "r",
+                "firstAvailable": [{"name": "s", "deviceClassName": "dra.net", "tolerations": [toleration]}],
+            }
+        ),
+    ):
+        found = problems_at(claim, "v1.36.4")
+        if problem is None:
+            assert found == []
+        else:
+            (only,) = found
+            assert problem in only and "tolerations[0]" in only, only

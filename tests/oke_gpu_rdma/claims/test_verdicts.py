@@ -326,3 +326,47 @@ def test_capitalised_match_attribute_domain_is_valid_but_names_no_attribute() ->
     assert v.kind == "unsatisfiable", v.message
     assert not v.allocatable and v.problems == ()
     assert v.cause is UnsatisfiableCause.NO_ALLOCATION
+
+
+# -- distinctAttribute (DRAConsumableCapacity, on from v1.36): allocated, as upstream's allocator does ------
+
+
+def _distinct_claim(gpus: int, rails: int, distinct: dict, match: list | None = None) -> dict:
+    requests = [
+        {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": gpus}},
+        {
+            "name": "rails",
+            "exactly": {
+                "deviceClassName": "dra.net",
+                "count": rails,
+                "selectors": [{"cel": {"expression": 'device.attributes["dra.net"].rdma'}}],
+            },
+        },
+    ]
+    return {"devices": {"requests": requests, "constraints": [distinct, *(match or [])]}}
+
+
+def test_distinct_attribute_claims_get_real_verdicts_on_v1_36() -> None:
+    from oke_gpu_rdma.claims import judge_claim
+
+    root = "resource.kubernetes.io/pcieRoot"
+    # GPUs and rails on pairwise different roots: no GPU shares a root with a rail.
+    spread = _distinct_claim(2, 2, {"requests": ["gpus", "rails"], "distinctAttribute": root})
+    verdict = judge_claim(spread, "BM.GPU.B4.8", name="spread", kubernetes_version="v1.36.4")
+    assert verdict.kind == "unaligned", verdict.message
+    # Distinct rails by name with a pcieRoot match: aligned (the distinct constraint only restricts).
+    paired = _distinct_claim(
+        2,
+        4,
+        {"requests": ["rails"], "distinctAttribute": "dra.net/ifName"},
+        [{"requests": ["gpus", "rails"], "matchAttribute": root}],
+    )
+    verdict = judge_claim(paired, "BM.GPU.B4.8", name="paired", kubernetes_version="v1.36.4")
+    assert verdict.kind == "aligned", verdict.message
+    # Eight rails on eight different roots: BM.GPU.B4.8 has four.
+    wide = _distinct_claim(1, 8, {"requests": ["rails"], "distinctAttribute": root})
+    verdict = judge_claim(wide, "BM.GPU.B4.8", name="wide", kubernetes_version="v1.36.4")
+    assert verdict.kind == "unsatisfiable", verdict.message
+    # On v1.35 the API server drops distinctAttribute: the constraint has no attribute left, invalid.
+    verdict = judge_claim(spread, "BM.GPU.B4.8", name="spread", kubernetes_version="v1.35.2")
+    assert verdict.kind == "invalid" and "DRAConsumableCapacity is alpha and off at v1.35" in verdict.message
