@@ -1,8 +1,9 @@
 """The node pools a stack plans, as the scheduler will see their nodes (oke_gpu_rdma/scheduling.py).
 
 Labels are the pools' initial node labels plus what is set at run time: the kubelet's
-`node.kubernetes.io/instance-type`, and on GPU shapes the GPU Operator's `nvidia.com/gpu.present` and
-NFD's `feature.node.kubernetes.io/pci-10de.present` (as the gpu-device-plugin-off policy reads them).
+`node.kubernetes.io/instance-type`, and on GPU shapes NFD's `feature.node.kubernetes.io/pci-10de.present`
+and what the GPU Operator sets from it: `nvidia.com/gpu.present` and its `nvidia.com/gpu.deploy.<operand>`
+labels, which keep a value the pool already sets (oke_gpu_rdma/gpu_operator.py operator_node_labels).
 """
 
 from __future__ import annotations
@@ -10,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
+from oke_gpu_rdma.gpu_operator import operator_node_labels
 from oke_gpu_rdma.labels import (
     DEVICE_PLUGIN_LABEL,
     DEVICE_PLUGIN_OFF,
-    GPU_PRESENT,
-    GPU_PRESENT_LABEL,
     INSTANCE_TYPE_LABEL,
     NFD_NVIDIA_PCI_LABEL,
     POOL_LABEL,
@@ -22,6 +22,7 @@ from oke_gpu_rdma.labels import (
     RDMA_PATH_SRIOV,
 )
 from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
+from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import RdmaPath
 
 from .model import NodePoolConfig, StackConfig, SystemPoolConfig
@@ -40,6 +41,12 @@ def gpu_pool_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]
     elif pool.rdma is RdmaPath.DRANET and gpus_from_dra:
         labels[DEVICE_PLUGIN_LABEL] = DEVICE_PLUGIN_OFF
     return labels
+
+
+def gpu_product(shape: str) -> str:
+    """The GPU model of a shape the catalog lists (GFD publishes it as nvidia.com/gpu.product), else ""."""
+    topology = CATALOG.info(shape).topology if shape in CATALOG else None
+    return topology.gpu_product if topology is not None else ""
 
 
 def system_pool_labels(pool: SystemPoolConfig) -> dict[str, str]:
@@ -62,12 +69,10 @@ def planned_pools(
         pools.append(
             PoolNodes(
                 name=pool.name,
-                labels={
-                    **labels,
-                    INSTANCE_TYPE_LABEL: pool.shape,
-                    GPU_PRESENT_LABEL: GPU_PRESENT,
-                    NFD_NVIDIA_PCI_LABEL: "true",
-                },
+                labels=operator_node_labels(
+                    {**labels, INSTANCE_TYPE_LABEL: pool.shape, NFD_NVIDIA_PCI_LABEL: "true"},
+                    gpu_product(pool.shape),
+                ),
                 taints=tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.taints),
                 extended_resources=frozenset(resources),
             )

@@ -191,8 +191,8 @@ def test_nfd_worker_tolerates_a_pool_taint_its_chart_default_does_not() -> None:
     assert "node-feature-discovery" not in gpu_operator_values([GPU_TAINT])
     extra = Taint(key="dedicated", value="training", effect="NoSchedule")
     values = gpu_operator_values([GPU_TAINT, extra])
+    # The chart default (gpu-operator v26.3.3 values.yaml l. 560-567): control-plane and nvidia.com/gpu only.
     assert values["node-feature-discovery"]["worker"]["tolerations"] == [
-        {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"},
         {
             "key": "node-role.kubernetes.io/control-plane",
             "operator": "Equal",

@@ -62,14 +62,28 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
     assert where["MPIJob rdma-dranet/nccl-all-reduce Launcher"] == ("gpu-b4-a", "gpu-b4-b", "system")
     assert where["MPIJob rdma-dranet/nccl-all-reduce Worker"] == ("gpu-b4-a",)
     assert where["DaemonSet dranet (chart dranet)"] == ("gpu-b4-a", "gpu-b4-b")
+    assert where["DaemonSet nvidia-operator-validator (chart gpu-operator, release gpu-operator)"] == (
+        "gpu-b4-a",
+        "gpu-b4-b",
+    )
     assert sorted(p.name for p in pod_placements(resources)) == sorted(
         [
             "Deployment gpu-operator (chart gpu-operator, release gpu-operator)",
             "Deployment nfd-master (chart gpu-operator, release gpu-operator)",
             "Deployment nfd-gc (chart gpu-operator, release gpu-operator)",
             "DaemonSet nfd-worker (chart gpu-operator, release gpu-operator)",
-            "DaemonSets of the GPU operands (container toolkit, device plugin, GPU feature discovery) "
-            "(chart gpu-operator, release gpu-operator)",
+            # The operands the operator creates with the stack's values (devicePlugin.enabled false: every pool
+            # is DRA-served), each placed by its nvidia.com/gpu.deploy.<operand> label.
+            *(
+                f"DaemonSet {name} (chart gpu-operator, release gpu-operator)"
+                for name in (
+                    "nvidia-container-toolkit-daemonset",
+                    "nvidia-operator-validator",
+                    "nvidia-dcgm-exporter",
+                    "gpu-feature-discovery",
+                    "nvidia-mig-manager",
+                )
+            ),
             "DaemonSet dranet (chart dranet)",
             "DaemonSet dra-driver-nvidia-gpu-kubelet-plugin (chart dra-driver-nvidia-gpu)",
             "Deployment mpi-operator/mpi-operator",
