@@ -111,7 +111,7 @@ class PodPlacement:
     provides_device_classes: frozenset[str] = frozenset()
     """A DRA kubelet plugin: nodes where it runs offer these classes."""
     provides_resources: frozenset[str] = frozenset()
-    """A device plugin: nodes where it runs offer these extended resources (`nvidia.com/gpu`)."""
+    """A device plugin: nodes where it runs offer these extended resources (the GPUs' resource name)."""
     priority_class: str | None = None
     """Its `priorityClassName` (None: the cluster's default priority)."""
     may_select_none: bool = False

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from oke_gpu_rdma import charts, scheduling
+from oke_gpu_rdma import charts, gpu_operator, scheduling
+from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.chart_workloads import DEVICE_PLUGIN_DEFAULT_TOLERATIONS, NFD_WORKER_DEFAULT_TOLERATIONS
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF
 
@@ -132,7 +133,7 @@ def required_settings(config: StackConfig) -> list[str]:
         found.append(
             "the cluster's GPU Operator (not managed by this stack, gpuOperator.enabled: false) needs its device "
             "plugin off: Helm value devicePlugin.enabled=false (ClusterPolicy spec.devicePlugin.enabled: false). "
-            f"Pool(s) {', '.join(served)} take GPUs from the NVIDIA DRA driver and offer no nvidia.com/gpu, and "
+            f"Pool(s) {', '.join(served)} take GPUs from the NVIDIA DRA driver and offer no {NVIDIA_GPU_RESOURCE}, and "
             "the operator validator's plugin-validation init container waits for that capacity and crash-loops "
             "(gpu-operator cmd/nvidia-validator/main.go); the operator removes that container only with the "
             "device plugin off (controllers/object_controls.go TransformValidatorComponent)"
@@ -140,20 +141,20 @@ def required_settings(config: StackConfig) -> list[str]:
         if separate_device_plugin(config):
             names = ", ".join(p.name for p in device_plugin_pools(config))
             found.append(
-                f"pool(s) {names} then take nvidia.com/gpu from the {charts.DEVICE_PLUGIN_CHART_NAME} chart this "
+                f"pool(s) {names} then take {NVIDIA_GPU_RESOURCE} from the {charts.DEVICE_PLUGIN_CHART_NAME} chart this "
                 f"stack installs on the nodes labelled {DEVICE_PLUGIN_LABEL}={DEVICE_PLUGIN_ON}"
             )
     elif config.node_pools:
         found.append(
             "the cluster's GPU Operator (not managed by this stack, gpuOperator.enabled: false) needs its device "
             "plugin on (Helm value devicePlugin.enabled=true, the chart default): pool(s) "
-            f"{', '.join(p.name for p in config.node_pools)} take GPUs as nvidia.com/gpu from it"
+            f"{', '.join(p.name for p in config.node_pools)} take GPUs as {NVIDIA_GPU_RESOURCE} from it"
         )
-    values = stack_operator_values(config)
-    extra = values.get("daemonsets", {}).get("tolerations")
-    if extra and any(t.key != "nvidia.com/gpu" or t.effect != "NoSchedule" for t in gpu_pool_taints(config)):
+    default = [dict(t) for t in gpu_operator.operand_tolerations({})]
+    if _untolerated(gpu_pool_taints(config), default):
+        wanted = stack_operator_values(config)["daemonsets"]["tolerations"]
         found.append(
-            f"its operands need daemonsets.tolerations {extra}: the pools' taints (the chart default tolerates "
-            "nvidia.com/gpu NoSchedule only)"
+            f"its operands need daemonsets.tolerations {wanted}: the pools' taints (the chart default "
+            f"tolerates only {default})"
         )
     return found
