@@ -90,7 +90,10 @@ DRANET_CHILD_RANGE_VALUE: Final = f"{DRANET_OKE_OPTIONS_VALUE}.{DRANET_CHILD_RAN
 # (free-form maps such as nodeSelector or a volume definition). Sources: kubernetes-sigs/dranet
 # deployments/helm/dranet (values.yaml, values.schema.json with additionalProperties: false),
 # kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu/values.yaml for the
-# NVIDIA chart (the values seed 000 sets).
+# NVIDIA chart (the values seed 000 sets; its templates read each one: kubeletplugin.yaml l. 15
+# resources.*.enabled, l. 63 nvidiaDriverRoot, l. 410-421 kubeletPlugin.nodeSelector/affinity/tolerations,
+# controller.yaml l. 15 and l. 122-133, validation.yaml l. 33 gpuResourcesEnabledOverride; chart 0.5.0-dev at
+# commit 95932046, the newest the snapshot has).
 DRANET_VALUE_PATHS: Final = frozenset(
     {
         "nameOverride",
