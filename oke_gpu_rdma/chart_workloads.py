@@ -67,7 +67,6 @@ CRITICAL_ADDONS_TOLERATION: Final[Mapping[str, Any]] = {"key": "CriticalAddonsOn
 # gpu-operator values.yaml l. 83-87 (operator.tolerations) and the NFD subchart's master.tolerations
 # (l. 122-126): the control-plane taint alone.
 CONTROL_PLANE_ONLY_TOLERATIONS: Final[tuple[Mapping[str, Any], ...]] = (CONTROL_PLANE_TOLERATIONS[1],)
-GPU_OPERATOR_DEFAULT_DAEMONSET_TOLERATIONS: Final = (GPU_TAINT_TOLERATION,)
 NFD_WORKER_DEFAULT_TOLERATIONS: Final = (CONTROL_PLANE_TOLERATIONS[1], GPU_TAINT_TOLERATION)
 SYSTEM_NODE_CRITICAL: Final = "system-node-critical"
 SYSTEM_CLUSTER_CRITICAL: Final = "system-cluster-critical"

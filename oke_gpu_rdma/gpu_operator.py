@@ -64,6 +64,10 @@ MPS_CAPABLE_LABEL: Final = "nvidia.com/mps.capable"
 # cmd/nvidia-validator/main.go l. 195-197: plugin-validation's wait for nvidia.com/gpu capacity.
 PLUGIN_VALIDATION_WAIT: Final = "30 x 5 s"
 TOOLKIT_READY: Final = "/run/nvidia/validations/toolkit-ready"
+# The operands' default tolerations (values.yaml l. 41-44 daemonsets.tolerations, as in every asset).
+OPERAND_DEFAULT_TOLERATIONS: Final[tuple[Mapping[str, Any], ...]] = (
+    {"key": attributes.NVIDIA_GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
+)
 # The priority class of every operand (assets/state-*/ daemonsets; values.yaml daemonsets.priorityClassName).
 OPERAND_PRIORITY_CLASS: Final = "system-node-critical"
 
@@ -262,7 +266,7 @@ def operand_tolerations(values: Mapping[str, Any]) -> tuple[Mapping[str, Any], .
     value = _get(values, "daemonsets.tolerations")
     if isinstance(value, list) and value:
         return tuple(value)
-    return ({"key": attributes.NVIDIA_GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},)
+    return OPERAND_DEFAULT_TOLERATIONS
 
 
 def operand_priority_class(values: Mapping[str, Any]) -> str:
