@@ -87,6 +87,7 @@ class Operand:
     waits_for_toolkit_ready: bool
     """Its toolkit-validation init container waits for the validator's toolkit-ready file."""
     extra_selector: Mapping[str, str] = field(default_factory=dict)
+    kind: str = "DaemonSet"
 
     @property
     def deploy_label(self) -> str:
@@ -132,6 +133,19 @@ VALIDATOR = _operand(
     True,
     "assets/state-operator-validation/0500_daemonset.yaml:20",
     False,
+)
+# The pod cuda-validation creates on the validator's node (cmd/nvidia-validator/main.go CUDA.runWorkload,
+# l. 1552-1625: WITH_WORKLOAD defaults to true, l. 287-293; nodeName is the validator's node and its
+# tolerations are the validator DaemonSet's; validator/manifests/cuda-workload-validation.yaml asks for no
+# resource, its GPUs come from the toolkit's CDI spec). One per node the validator runs on.
+CUDA_VALIDATOR = Operand(
+    "nvidia-cuda-validator",
+    "operator-validator",
+    None,
+    True,
+    "validator/manifests/cuda-workload-validation.yaml",
+    False,
+    kind="Pod",
 )
 DEVICE_PLUGIN = _operand(
     "nvidia-device-plugin-daemonset",
@@ -187,6 +201,7 @@ OPERANDS: Final = (
     DRIVER,
     TOOLKIT,
     VALIDATOR,
+    CUDA_VALIDATOR,
     DEVICE_PLUGIN,
     MPS_CONTROL_DAEMON,
     DCGM,
@@ -276,11 +291,12 @@ def operand_priority_class(values: Mapping[str, Any]) -> str:
 
 def operand_placement(operand: Operand, values: Mapping[str, Any], where: str) -> PodPlacement:
     return PodPlacement(
-        f"DaemonSet {operand.daemonset} {where}",
+        f"{operand.kind} {operand.daemonset} {where}",
         node_selector={operand.deploy_label: "true", **operand.extra_selector},
         tolerations=operand_tolerations(values),
+        # The cuda validator's pod is bound to each node the validator runs on: placed as a DaemonSet's would be.
         daemonset=True,
-        priority_class=operand_priority_class(values),
+        priority_class=operand_priority_class(values) if operand.kind == "DaemonSet" else None,
         may_select_none=True,
         provides_resources=(
             frozenset({attributes.NVIDIA_GPU_RESOURCE}) if operand is DEVICE_PLUGIN else frozenset()

@@ -63,6 +63,7 @@ def test_operands_follow_the_chart_switches() -> None:
         "nvidia-driver-daemonset",
         "nvidia-container-toolkit-daemonset",
         "nvidia-operator-validator",
+        "nvidia-cuda-validator",
         "nvidia-device-plugin-daemonset",
         "nvidia-device-plugin-mps-control-daemon",
         "nvidia-dcgm-exporter",
@@ -83,6 +84,9 @@ def test_operands_follow_the_chart_switches() -> None:
     assert validator.node_selector == {"nvidia.com/gpu.deploy.operator-validator": "true"}
     assert validator.tolerations == ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},)
     assert validator.priority_class == "system-node-critical"
+    cuda = dict((o.daemonset, p) for o, p in operand_placements({}, WHERE))["nvidia-cuda-validator"]
+    assert cuda.name == f"Pod nvidia-cuda-validator {WHERE}"
+    assert (cuda.node_selector, cuda.tolerations) == (validator.node_selector, validator.tolerations)
 
 
 def test_daemonsets_tolerations_replace_the_operand_default() -> None:

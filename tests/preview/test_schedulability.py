@@ -80,6 +80,7 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
             "DaemonSet nfd-worker (chart gpu-operator, release gpu-operator)",
             # The operands the operator creates with the stack's values (devicePlugin.enabled false: every pool
             # is DRA-served), each placed by its nvidia.com/gpu.deploy.<operand> label.
+            "Pod nvidia-cuda-validator (chart gpu-operator, release gpu-operator)",
             *(
                 f"DaemonSet {name} (chart gpu-operator, release gpu-operator)"
                 for name in (
