@@ -14,7 +14,9 @@ and a default it relies on are judged the same way. Sources (chart values.yaml a
   (gpu-operator values.yaml l. 560-567 control-plane and `nvidia.com/gpu` tolerations; templates/worker.yaml
   l. 180-190), gc Deployment (values.yaml l. 588 `gc.tolerations: []`, l. 548 `gc.enable`; templates/nfd-gc.yaml
   l. 108-118); all three take `node-feature-discovery.priorityClassName` (gpu-operator values.yaml l. 548:
-  system-node-critical). The operand DaemonSets the operator creates: :mod:`oke_gpu_rdma.gpu_operator`.
+  system-node-critical). Hook Jobs: gpu-operator-upgrade-crd (pre-upgrade), gpu-operator-cleanup-crd
+  (pre-delete, off by default), NFD's prune (post-delete). The operand DaemonSets the operator creates:
+  :mod:`oke_gpu_rdma.gpu_operator`.
 - kubernetes-sigs/dranet `deployments/helm/dranet/values.yaml`: one DaemonSet, `nodeSelector`, `affinity`,
   `tolerations` (default: Exists NoSchedule).
 - kubernetes-sigs/dra-driver-nvidia-gpu `deployments/helm/dra-driver-nvidia-gpu` (chart 0.5.0-dev at commit
@@ -198,6 +200,34 @@ def gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
                     ),
                     daemonset=True,
                     priority_class=nfd_priority,
+                )
+            )
+        # The subchart's post-delete hook Job, placed as the master (templates/post-delete-job.yaml l. 1,
+        # l. 85-96; postDeleteCleanup defaults to true, charts/node-feature-discovery/values.yaml l. 18).
+        if _switch(values, f"{nfd}.postDeleteCleanup", True):
+            found.append(
+                PodPlacement(
+                    f"Job nfd-prune (post-delete hook) {where}",
+                    node_selector=_mapping(values, f"{nfd}.master.nodeSelector"),
+                    affinity=_mapping(values, f"{nfd}.master.affinity", CONTROL_PLANE_PREFERRED_AFFINITY),
+                    tolerations=_tolerations(
+                        values, f"{nfd}.master.tolerations", CONTROL_PLANE_ONLY_TOLERATIONS
+                    ),
+                )
+            )
+    # The CRD hook Jobs tolerate what the operator tolerates and set no selector (templates/upgrade_crd.yaml
+    # l. 1, l. 52-81, operator.upgradeCRD default true, values.yaml l. 82; templates/cleanup_crd.yaml l. 1-31,
+    # operator.cleanupCRD default false, l. 79): a pre-upgrade hook that finds no node stalls `helm upgrade`.
+    hooks = (
+        ("upgradeCRD", True, "upgrade-crd (pre-upgrade hook)"),
+        ("cleanupCRD", False, "cleanup-crd (pre-delete hook)"),
+    )
+    for switch, default, job in hooks:
+        if _switch(values, f"operator.{switch}", default):
+            found.append(
+                PodPlacement(
+                    f"Job gpu-operator-{job} {where}",
+                    tolerations=_tolerations(values, "operator.tolerations", CONTROL_PLANE_ONLY_TOLERATIONS),
                 )
             )
     found += [pod for _, pod in operator_facts.operand_placements(values, where)]

@@ -29,9 +29,16 @@ def test_gpu_operator_deployments_keep_their_chart_placement() -> None:
     assert pods["Deployment nfd-master"].tolerations == (CONTROL_PLANE,)
     assert pods["Deployment nfd-gc"].tolerations == ()  # the subchart's gc.tolerations: []
     assert pods["DaemonSet nfd-worker"].tolerations == (CONTROL_PLANE, GPU)
-    # Every Deployment and DaemonSet is system-node-critical; the cuda validator's pod sets no priority class.
-    assert {p.priority_class for n, p in pods.items() if not n.startswith("Pod ")} == {"system-node-critical"}
+    # Every Deployment and DaemonSet is system-node-critical; the hook Jobs and the cuda validator's pod set none.
+    assert {p.priority_class for n, p in pods.items() if n.split()[0] in ("Deployment", "DaemonSet")} == {
+        "system-node-critical"
+    }
     assert pods["Pod nvidia-cuda-validator"].priority_class is None
+    # Hook Jobs: the CRD upgrade on every `helm upgrade` (operator.upgradeCRD true), NFD's prune on uninstall.
+    assert pods["Job gpu-operator-upgrade-crd"].tolerations == (CONTROL_PLANE,)
+    assert pods["Job nfd-prune"].tolerations == (CONTROL_PLANE,)
+    assert "Job gpu-operator-cleanup-crd" not in pods
+    assert "Job gpu-operator-cleanup-crd" in by_name(gpu_operator("g", {"operator": {"cleanupCRD": True}}))
 
 
 def test_gpu_operator_operands_are_placed_by_their_deploy_labels() -> None:

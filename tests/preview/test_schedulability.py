@@ -81,6 +81,9 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
             # The operands the operator creates with the stack's values (devicePlugin.enabled false: every pool
             # is DRA-served), each placed by its nvidia.com/gpu.deploy.<operand> label.
             "Pod nvidia-cuda-validator (chart gpu-operator, release gpu-operator)",
+            # The chart's hook Jobs: the CRD upgrade before every `helm upgrade`, NFD's prune after uninstall.
+            "Job gpu-operator-upgrade-crd (pre-upgrade hook) (chart gpu-operator, release gpu-operator)",
+            "Job nfd-prune (post-delete hook) (chart gpu-operator, release gpu-operator)",
             *(
                 f"DaemonSet {name} (chart gpu-operator, release gpu-operator)"
                 for name in (
