@@ -176,8 +176,9 @@ if config.creates_system_pool:
 
 # --- Kubernetes: GPU Operator, DRA drivers, workload namespaces, aligned claim templates ----------
 
+gpu_operator: GpuOperator | None = None
 if config.deploys_gpu_operator:
-    GpuOperator(
+    gpu_operator = GpuOperator(
         "gpu-operator",
         GpuOperatorArgs(
             config=config.gpu_operator,
@@ -198,6 +199,7 @@ if gpu_operator_plan.separate_device_plugin(config):
             taints=list(dict.fromkeys(t for pool in plugin_pools for t in pool.taints)),
             provider=cluster.provider,
             node_pools=[pools[pool.name] for pool in plugin_pools],
+            operator=gpu_operator,
         ),
     )
 

@@ -268,6 +268,8 @@ class DevicePluginArgs:
     node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
     """The pools to wait for."""
     chart_version: str = charts.DEVICE_PLUGIN_DEFAULT_VERSION
+    operator: pulumi.Resource | None = None
+    """The GPU Operator the stack installs: its toolkit and `nvidia` RuntimeClass, which the plugin's pods use."""
 
 
 class NvidiaDevicePlugin(pulumi.ComponentResource):
@@ -290,7 +292,9 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
                 timeout=RELEASE_TIMEOUT_SECONDS,
             ),
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.node_pools)
+                parent=self,
+                provider=args.provider,
+                depends_on=[*args.node_pools, *([args.operator] if args.operator is not None else [])],
             ),
         )
         self.release_name = release.name

@@ -231,3 +231,5 @@ def test_the_device_plugin_chart_release_in_a_mixed_fleet(run_stack: Callable[..
     assert infer in release.dependencies and not others & set(release.dependencies)
     operator = run.one(RELEASE, "gpu-operator-release")
     assert operator.inputs["values"]["devicePlugin"] == {"enabled": False}
+    # After the operator: its pre-requisites create the `nvidia` RuntimeClass the plugin's pods name.
+    assert operator.urn in release.dependencies
