@@ -37,7 +37,8 @@ DEVICE_PLUGIN_ON: Final = "true"
 # DEVICE_LIST_STRATEGY cdi-annotations,cdi-cri, NVIDIA_CDI_HOOK_PATH <toolkit.installDir>/toolkit/nvidia-cdi-hook,
 # toolkit.installDir /usr/local/nvidia), applyMIGConfiguration (l. 2795-2806: MIG_STRATEGY from mig.strategy,
 # values.yaml `single`). With CDI on the toolkit does not make `nvidia` containerd's default runtime
-# (transformToolkitCtrForCDI, l. 1256-1275), so the plugin needs the RuntimeClass to see the GPUs.
+# (transformToolkitCtrForCDI, l. 1256-1275), so the plugin needs the RuntimeClass to see the GPUs; the operator
+# creates it (assets/pre-requisites/0200_runtime_class.yaml, named by transformRuntimeClass, l. 5115-5127).
 OPERATOR_RUNTIME_CLASS: Final = "nvidia"
 OPERATOR_DEVICE_LIST_STRATEGY: Final = "cdi-annotations,cdi-cri"
 OPERATOR_CDI_HOOK_PATH: Final = "/usr/local/nvidia/toolkit/nvidia-cdi-hook"
