@@ -6,11 +6,13 @@ import pulumi
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport
 from components.cluster import OkeCluster, OkeClusterArgs, existing_cluster_version
 from components.dra_drivers import (
+    DevicePluginArgs,
     DraDriverArgs,
     Dranet,
     DriverConfig,
     GpuOperator,
     GpuOperatorArgs,
+    NvidiaDevicePlugin,
     NvidiaGpuDraDriver,
 )
 from components.gpu_node_pool import (
@@ -38,7 +40,7 @@ from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobs
 from components.system_pool import SystemNodePool, SystemNodePoolArgs
 from oke_gpu_rdma import attributes
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
-from stack_config import cluster_version
+from stack_config import cluster_version, gpu_operator_plan
 from stack_config.loading import load_program_stack, stack_source
 from stack_config.problems import ConfigError, ConfigProblem
 
@@ -174,18 +176,31 @@ if config.creates_system_pool:
 
 # --- Kubernetes: GPU Operator, DRA drivers, workload namespaces, aligned claim templates ----------
 
-gpu_operator: list[pulumi.Resource] = []
+gpu_operator: GpuOperator | None = None
 if config.deploys_gpu_operator:
-    gpu_operator.append(
-        GpuOperator(
-            "gpu-operator",
-            GpuOperatorArgs(
-                config=config.gpu_operator,
-                taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints])),
-                provider=cluster.provider,
-                node_pools=[*pools.values(), *system_nodes],
-            ),
-        )
+    gpu_operator = GpuOperator(
+        "gpu-operator",
+        GpuOperatorArgs(
+            config=config.gpu_operator,
+            taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints])),
+            provider=cluster.provider,
+            node_pools=[*pools.values(), *system_nodes],
+            # Off as soon as a pool's GPUs come from the DRA driver: the validator's plugin-validation would
+            # crash-loop there (stack_config/gpu_operator_plan.py).
+            device_plugin=gpu_operator_plan.operator_device_plugin(config),
+        ),
+    )
+if gpu_operator_plan.separate_device_plugin(config):
+    # The pools that still take nvidia.com/gpu (rdma: none, rdma: sriov) get NVIDIA's device plugin chart.
+    plugin_pools = gpu_operator_plan.device_plugin_pools(config)
+    NvidiaDevicePlugin(
+        "device-plugin",
+        DevicePluginArgs(
+            taints=list(dict.fromkeys(t for pool in plugin_pools for t in pool.taints)),
+            provider=cluster.provider,
+            node_pools=[pools[pool.name] for pool in plugin_pools],
+            operator=gpu_operator,
+        ),
     )
 
 device_classes: list[str] = []
@@ -248,7 +263,9 @@ if valid_stack.sriov is not None:
             node_pools=[*(pools[name] for name in valid_stack.sriov.pools), *system_nodes],
             taints=sriov_taints,
             # Without its own NFD the chart's NodeFeatureRule needs the GPU Operator's NFD CRDs.
-            after=gpu_operator if not config.network_operator.deploy_nfd else [],
+            after=[gpu_operator]
+            if gpu_operator is not None and not config.network_operator.deploy_nfd
+            else [],
         ),
     )
     sriov_networks = SriovRailNetworks(

@@ -13,9 +13,10 @@ from typing import Any, Generic, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import attributes, chart_workloads, charts, provisioning, resource_types, scheduling
+from oke_gpu_rdma import attributes, charts, provisioning, resource_types
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.labels import POOL_LABEL
+from stack_config import gpu_operator_plan
 from stack_config.model import DranetConfig, GpuDriverConfig, GpuOperatorConfig, Taint, tolerations
 
 from .typed_inputs import to_input_type
@@ -203,26 +204,18 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
         self.register_outputs({"deviceClass": self.device_class, "releaseName": self.release_name})
 
 
-def gpu_operator_values(taints: Sequence[Taint]) -> dict[str, Any]:
-    """GPU Operator values: the image has the GPU driver (driver off); its DaemonSets tolerate the pools' taints.
-
-    The device plugin stays on in the chart: the DRA pools carry `nvidia.com/gpu.deploy.device-plugin=false`
-    from their creation, which keeps it off their nodes.
-    """
-    values: dict[str, Any] = {"driver": {"enabled": False}}
-    if taints:
-        values["daemonsets"] = {"tolerations": tolerations(list(taints))}
-    # NFD's worker labels the GPU nodes (pci-10de) that the operands select; its chart default tolerates
-    # only nvidia.com/gpu, so a pool with another taint would never get its operands.
-    defaults = chart_workloads.NFD_WORKER_DEFAULT_TOLERATIONS
-    missing = [
-        t
-        for t in taints
-        if scheduling.untolerated_taint([scheduling.NodeTaint(t.key, t.value, t.effect)], defaults)
-    ]
-    if missing:
-        charts.set_value(values, charts.NFD_WORKER_TOLERATIONS_VALUE, [*defaults, *tolerations(missing)])
+def gpu_operator_values(taints: Sequence[Taint], device_plugin: bool = True) -> dict[str, Any]:
+    """GPU Operator values: the image has the GPU driver (driver off); its DaemonSets tolerate the pools' taints;
+    its device plugin is off when ``device_plugin`` is False (stack_config/gpu_operator_plan.py says when and
+    why: the validator's plugin-validation)."""
+    values = gpu_operator_plan.operator_values(taints, device_plugin)
     return _documented(values, charts.GPU_OPERATOR_VALUE_PATHS, charts.GPU_OPERATOR_CHART_NAME)
+
+
+def device_plugin_values(taints: Sequence[Taint]) -> dict[str, Any]:
+    """NVIDIA device plugin chart values for the pools that take GPUs from a device plugin."""
+    values = gpu_operator_plan.device_plugin_values(taints)
+    return _documented(values, charts.DEVICE_PLUGIN_VALUE_PATHS, charts.DEVICE_PLUGIN_CHART_NAME)
 
 
 @dataclass
@@ -235,6 +228,8 @@ class GpuOperatorArgs:
     """Provider of the target cluster."""
     node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
     """The pools to wait for."""
+    device_plugin: bool = True
+    """The operator's own device plugin: off as soon as a pool takes GPUs from the NVIDIA DRA driver."""
 
 
 class GpuOperator(pulumi.ComponentResource):
@@ -253,11 +248,53 @@ class GpuOperator(pulumi.ComponentResource):
                 version=args.config.chart_version,
                 namespace=args.config.namespace,
                 create_namespace=True,
-                values=gpu_operator_values(args.taints),
+                values=gpu_operator_values(args.taints, args.device_plugin),
                 timeout=RELEASE_TIMEOUT_SECONDS,
             ),
             opts=pulumi.ResourceOptions(
                 parent=self, provider=args.provider, depends_on=list(args.node_pools)
+            ),
+        )
+        self.release_name = release.name
+        self.register_outputs({"releaseName": self.release_name})
+
+
+@dataclass
+class DevicePluginArgs:
+    taints: Sequence[Taint]
+    """Taints of the pools it serves, which it tolerates."""
+    provider: k8s.Provider
+    """Provider of the target cluster."""
+    node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
+    """The pools to wait for."""
+    chart_version: str = charts.DEVICE_PLUGIN_DEFAULT_VERSION
+    operator: pulumi.Resource | None = None
+    """The GPU Operator the stack installs: its toolkit and `nvidia` RuntimeClass, which the plugin's pods use."""
+
+
+class NvidiaDevicePlugin(pulumi.ComponentResource):
+    """NVIDIA's device plugin chart, for the pools that take nvidia.com/gpu when the operator's plugin is off."""
+
+    release_name: pulumi.Output[str | None]
+
+    def __init__(self, name: str, args: DevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(resource_types.DEVICE_PLUGIN_COMPONENT, name, None, opts)
+        release = k8s.helm.v3.Release(
+            f"{name}-release",
+            k8s.helm.v3.ReleaseArgs(
+                name=charts.DEVICE_PLUGIN_RELEASE,
+                chart=charts.DEVICE_PLUGIN_CHART_NAME,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=charts.DEVICE_PLUGIN_REPO),
+                version=args.chart_version,
+                namespace=charts.DEVICE_PLUGIN_NAMESPACE,
+                create_namespace=True,
+                values=device_plugin_values(args.taints),
+                timeout=RELEASE_TIMEOUT_SECONDS,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=[*args.node_pools, *([args.operator] if args.operator is not None else [])],
             ),
         )
         self.release_name = release.name

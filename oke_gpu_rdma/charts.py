@@ -90,7 +90,10 @@ DRANET_CHILD_RANGE_VALUE: Final = f"{DRANET_OKE_OPTIONS_VALUE}.{DRANET_CHILD_RAN
 # (free-form maps such as nodeSelector or a volume definition). Sources: kubernetes-sigs/dranet
 # deployments/helm/dranet (values.yaml, values.schema.json with additionalProperties: false),
 # kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu/values.yaml for the
-# NVIDIA chart (the values seed 000 sets).
+# NVIDIA chart (the values seed 000 sets; its templates read each one: kubeletplugin.yaml l. 15
+# resources.*.enabled, l. 63 nvidiaDriverRoot, l. 410-421 kubeletPlugin.nodeSelector/affinity/tolerations,
+# controller.yaml l. 15 and l. 122-133, validation.yaml l. 33 gpuResourcesEnabledOverride; chart 0.5.0-dev at
+# commit 95932046, the newest the snapshot has).
 DRANET_VALUE_PATHS: Final = frozenset(
     {
         "nameOverride",
@@ -157,13 +160,55 @@ NETWORK_OPERATOR_VALUE_PATHS: Final = frozenset(
 )
 
 
-# Values of the gpu-operator chart this project sets (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml).
+# Values of the gpu-operator chart this project sets, each one its templates read (NVIDIA/gpu-operator v26.3.3
+# deployments/gpu-operator/templates/clusterpolicy.yaml: driver.enabled l. 162, devicePlugin.enabled l. 479,
+# daemonsets.tolerations l. 52-53; the node-feature-discovery subchart's templates/worker.yaml l. 188-190:
+# worker.tolerations).
 NFD_WORKER_TOLERATIONS_VALUE: Final = "node-feature-discovery.worker.tolerations"
+GPU_OPERATOR_DEVICE_PLUGIN_VALUE: Final = "devicePlugin.enabled"
 GPU_OPERATOR_VALUE_PATHS: Final = frozenset(
     {
         "driver.enabled",
+        GPU_OPERATOR_DEVICE_PLUGIN_VALUE,
         "daemonsets.tolerations",
         NFD_WORKER_TOLERATIONS_VALUE,
+    }
+)
+
+# NVIDIA's device plugin chart (NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin), for the pools
+# that take GPUs from a device plugin when the GPU Operator's own is off (oke_gpu_rdma/gpu_operator.py says
+# why). 0.19.3 is the device plugin the pinned operator deploys (gpu-operator v26.3.3 values.yaml
+# devicePlugin.version v0.19.3); the repository is the one the chart's README adds (`helm repo add nvdp`).
+DEVICE_PLUGIN_CHART_NAME: Final = "nvidia-device-plugin"
+DEVICE_PLUGIN_REPO: Final = "https://nvidia.github.io/k8s-device-plugin"
+DEVICE_PLUGIN_DEFAULT_VERSION: Final = "0.19.3"
+DEVICE_PLUGIN_RELEASE: Final = DEVICE_PLUGIN_CHART_NAME
+DEVICE_PLUGIN_NAMESPACE: Final = DEVICE_PLUGIN_CHART_NAME
+# Its default affinity (values.yaml l. 64-85): NFD's pci-10de label, an NVIDIA CPU vendor, or gpu.present.
+DEVICE_PLUGIN_DEFAULT_AFFINITY: Final[dict[str, Any]] = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                _term(labels.NFD_NVIDIA_PCI_LABEL, "true"),
+                _term("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
+                _term(labels.GPU_PRESENT_LABEL, labels.GPU_PRESENT),
+            ]
+        }
+    }
+}
+# Values its templates read (templates/daemonset-device-plugin.yml at v0.19.3: priorityClassName l. 42-43,
+# runtimeClassName l. 45-46, migStrategy l. 137-139, deviceListStrategy l. 149-151, cdi.nvidiaHookPath
+# l. 165-167, nodeSelector l. 259-261, affinity l. 263-265, tolerations l. 267-269).
+DEVICE_PLUGIN_VALUE_PATHS: Final = frozenset(
+    {
+        "priorityClassName",
+        "runtimeClassName",
+        "migStrategy",
+        "deviceListStrategy",
+        "cdi.nvidiaHookPath",
+        "nodeSelector.*",
+        "affinity.*",
+        "tolerations",
     }
 )
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-# The GPU Operator's device-plugin DaemonSet runs only where this label is "true"; "false" leaves the
-# node's GPUs to the NVIDIA DRA driver (the nodes then show 0 allocatable nvidia.com/gpu; seed 000).
+# The GPU Operator's device-plugin DaemonSet runs only where this label is "true" (the operator sets it on GPU
+# nodes that do not set it already; oke_gpu_rdma/gpu_operator.py), as does the device plugin chart the stack
+# installs for mixed fleets; "false" leaves the node's GPUs to the NVIDIA DRA driver (the nodes then show 0
+# allocatable nvidia.com/gpu; seed 000).
 DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 DEVICE_PLUGIN_OFF = "false"
 
@@ -26,8 +28,8 @@ POD_SECURITY_BASELINE = "baseline"
 # Levels at least as strict as baseline.
 POD_SECURITY_ENFORCING = ("baseline", "restricted")
 
-# Set to "true" at run time by the GPU Operator (GPU feature discovery over NFD) on nodes with NVIDIA
-# GPUs; the NVIDIA DRA driver's default kubelet-plugin affinity requires it
+# Set to "true" at run time by the GPU Operator on nodes with NFD's NVIDIA PCI labels (gpu-operator
+# controllers/state_manager.go labelGPUNodes); one term of the NVIDIA DRA driver's default kubelet-plugin affinity
 # (kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/.../values.yaml kubeletPlugin.affinity).
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 GPU_PRESENT = "true"

@@ -12,6 +12,10 @@ The Kubernetes rules followed here:
   node only where the same taints are tolerated, after the node matches its selector.
 - Node selection: `oke_gpu_rdma/node_selection.py` (`k8s.io/component-helpers/scheduling/corev1/
   nodeaffinity`).
+- Priority: the API server's Priority admission plugin (`plugin/pkg/admission/priority/admission.go`) refuses a
+  pod whose `priorityClassName` names no PriorityClass; every cluster has the two system classes
+  (`pkg/apis/scheduling/types.go` `SystemClusterCritical`, `SystemNodeCritical`), which since Kubernetes 1.17 any
+  namespace may use.
 - Devices: an extended resource (the device plugin's GPUs, an SR-IOV VF resource) must be offered by a device
   plugin on the node (`pkg/scheduler/framework/plugins/noderesources/fit.go`); a DRA claim's device
   class by a DRA driver's kubelet plugin there (`pkg/scheduler/framework/plugins/dynamicresources`).
@@ -29,6 +33,10 @@ from .node_selection import SelectionError, affinity_matches, selector_matches
 
 # The effects the scheduler and the DaemonSet controller filter on (PreferNoSchedule only scores).
 FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
+# The PriorityClasses every cluster has: the API server creates them at start-up (kubernetes/kubernetes
+# pkg/apis/scheduling/types.go SystemClusterCritical, SystemNodeCritical;
+# pkg/registry/scheduling/rest/storage_scheduling.go AddSystemPriorityClasses).
+SYSTEM_PRIORITY_CLASSES = frozenset({"system-node-critical", "system-cluster-critical"})
 # Resource names every node has: not device requests.
 _NODE_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 
@@ -107,8 +115,13 @@ class PodPlacement:
     """A DaemonSet: a pod on every node it selects and tolerates."""
     provides_device_classes: frozenset[str] = frozenset()
     """A DRA kubelet plugin: nodes where it runs offer these classes."""
+    provides_resources: frozenset[str] = frozenset()
+    """A device plugin: nodes where it runs offer these extended resources (the GPUs' resource name)."""
     priority_class: str | None = None
     """Its `priorityClassName` (None: the cluster's global default), which must exist before the pod is admitted."""
+    may_select_none: bool = False
+    """A DaemonSet placed by labels an operator sets on some nodes only (the GPU Operator's deploy labels, the
+    MPS label): selecting no pool of the stack is not a problem."""
 
 
 def requested_resources(pod_spec: Mapping[str, Any]) -> frozenset[str]:
@@ -176,25 +189,6 @@ def rejections(pod: PodPlacement, pool: PoolNodes) -> list[str]:
     return why
 
 
-# The priority classes every cluster has: the API server creates them at start-up
-# (kubernetes/kubernetes pkg/apis/scheduling/types.go SystemClusterCritical, SystemNodeCritical;
-# pkg/registry/scheduling/rest/storage_scheduling.go AddSystemPriorityClasses).
-SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
-
-
-def priority_class_problems(pods: Sequence[PodPlacement], declared: Iterable[str] = ()) -> list[str]:
-    """Pods that name a priority class the cluster does not have: the Priority admission plugin refuses to
-    create them ("no PriorityClass with name ... was found", kubernetes/kubernetes
-    plugin/pkg/admission/priority/admission.go), so their controller never gets a pod."""
-    known = {*SYSTEM_PRIORITY_CLASSES, *declared}
-    return [
-        f"{pod.name} names priorityClassName {pod.priority_class}, which the cluster does not have and the "
-        "stack does not declare"
-        for pod in pods
-        if pod.priority_class is not None and pod.priority_class not in known
-    ]
-
-
 def pinned_to_stack_pools(pod: PodPlacement) -> bool:
     """Whether the pod can only land on this stack's pools: it selects on their pool label."""
     if POOL_LABEL in pod.node_selector:
@@ -224,19 +218,27 @@ class Verdict:
     notes: tuple[str, ...]
     placements: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Each pod with the pools that admit it, in the order given."""
+    settings: tuple[str, ...] = ()
+    """What a cluster part the stack does not manage must be configured with (the GPU Operator's settings)."""
 
 
 def _reasons_text(reasons: Mapping[str, list[str]]) -> str:
     return "; ".join(f"{pool}: {', '.join(why)}" for pool, why in reasons.items())
 
 
-def check(pods: Sequence[PodPlacement], pools: Sequence[PoolNodes], unseen: str | None = None) -> Verdict:
+def check(
+    pods: Sequence[PodPlacement],
+    pools: Sequence[PoolNodes],
+    unseen: str | None = None,
+    priority_classes: frozenset[str] = SYSTEM_PRIORITY_CLASSES,
+) -> Verdict:
     """Every pod template against every pool of the stack.
 
     A pod that no pool admits is a problem, one line naming it, each pool and why. With ``unseen`` (the
     pools of an existing cluster outside the stack) a pod that is not pinned to the stack's pools may run
     there: that is a note naming what the check could not see. A DaemonSet that selects a pool but does
-    not tolerate its taints gets no pod there (the DaemonSet controller skips the node): a problem too.
+    not tolerate its taints gets no pod there (the DaemonSet controller skips the node): a problem too, as is
+    a pod naming a PriorityClass outside ``priority_classes`` (the API server refuses it).
     """
     served: dict[str, set[str]] = {p.name: set() for p in pools}
     for pod in pods:
@@ -254,6 +256,11 @@ def check(pods: Sequence[PodPlacement], pools: Sequence[PoolNodes], unseen: str 
     notes: list[str] = []
     placements: list[tuple[str, tuple[str, ...]]] = []
     for pod in pods:
+        if pod.priority_class is not None and pod.priority_class not in priority_classes:
+            problems.append(
+                f"{pod.name}: the API server refuses its pods: priorityClassName {pod.priority_class} names no "
+                f"PriorityClass of the cluster (known: {', '.join(sorted(priority_classes))})"
+            )
         reasons = {pool.name: rejections(pod, pool) for pool in pools}
         admitting = [name for name, why in reasons.items() if not why]
         placements.append((pod.name, tuple(admitting)))
@@ -265,7 +272,7 @@ def check(pods: Sequence[PodPlacement], pools: Sequence[PoolNodes], unseen: str 
                 problems.append(
                     f"{pod.name} selects pool(s) {', '.join(skipped)} but gets no pod there: {_reasons_text(skipped)}"
                 )
-            if admitting or skipped:
+            if admitting or skipped or pod.may_select_none:
                 continue
         elif admitting:
             continue

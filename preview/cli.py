@@ -313,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     if result.placement.notes:
         print("Schedulability: not checked for pods that may run on pools outside this stack:")
         print("\n".join(f"  {note}" for note in result.placement.notes) + "\n")
+    if result.placement.settings:
+        print("GPU Operator: this cluster's own operator must have these settings (README, GPU Operator):")
+        print("\n".join(f"  {line}" for line in result.placement.settings) + "\n")
     if result.schemas is not None:
         print("\n".join(result.schemas.lines()) + "\n")
     print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")

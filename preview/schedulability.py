@@ -13,11 +13,12 @@ Kubernetes' (oke_gpu_rdma/scheduling.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from oke_gpu_rdma import (
     chart_workloads,
     charts,
+    gpu_operator,
     mpi_operator,
     network_operator_workloads,
     resource_types,
@@ -25,7 +26,8 @@ from oke_gpu_rdma import (
 )
 from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1, request_classes
 from oke_gpu_rdma.pod_specs import find_pod_specs
-from oke_gpu_rdma.scheduling import PodPlacement, Verdict, check, from_pod_spec, priority_class_problems
+from oke_gpu_rdma.scheduling import SYSTEM_PRIORITY_CLASSES, PodPlacement, Verdict, check, from_pod_spec
+from stack_config import gpu_operator_plan
 from stack_config.loading import Stack
 from stack_config.pool_nodes import planned_pools, unseen_pools
 
@@ -173,31 +175,72 @@ def _node_policy_selectors(resources: list[RecordedResource]) -> list[dict[str, 
     ]
 
 
-def _priority_classes(resources: list[RecordedResource]) -> list[str]:
-    return [
-        str((r.inputs.get("metadata") or {}).get("name") or r.name)
+# How the operand pods of a cluster's own GPU Operator are named (gpuOperator.enabled: false).
+CLUSTER_OPERATOR: Final = "(the cluster's GPU Operator, not managed by this stack)"
+
+
+def _operator_release(resources: list[RecordedResource]) -> tuple[str, Mapping[str, Any]] | None:
+    """The gpu-operator release of the run, as (how its pods are named, its values)."""
+    for r in resources:
+        if (
+            r.type == resource_types.HELM_RELEASE
+            and str(r.inputs.get("chart")) == charts.GPU_OPERATOR_CHART_NAME
+        ):
+            release = str(r.inputs.get("name") or r.name)
+            return f"(chart {charts.GPU_OPERATOR_CHART_NAME}, release {release})", r.inputs.get(
+                "values"
+            ) or {}
+    return None
+
+
+def _priority_classes(resources: list[RecordedResource]) -> frozenset[str]:
+    """The system PriorityClasses and those the run declares."""
+    declared = {
+        str((r.inputs.get("metadata") or {}).get("name"))
         for r in resources
-        if r.type.startswith("kubernetes:scheduling.k8s.io/") and r.type.endswith(":PriorityClass")
-    ]
+        if r.type.endswith(":PriorityClass") and r.type.startswith("kubernetes:scheduling.k8s.io/")
+    }
+    return SYSTEM_PRIORITY_CLASSES | declared
 
 
 def check_run(resources: list[RecordedResource], stack: Stack) -> Verdict:
-    """The check for one offline run of ``stack``: the pools carry the labels the network operators set from
-    the objects the run declares; a pod naming a priority class the cluster lacks, and an SR-IOV pool that a
-    node agent its VF pods need does not reach, are problems too."""
+    """The check for one offline run of ``stack``: every pod placed, and every GPU Operator operand Ready.
+
+    The pools carry the labels the network operators set from the objects the run declares. Without a
+    gpu-operator release in the run the cluster's own operator is taken as configured the way
+    :func:`stack_config.gpu_operator_plan.required_settings` says (which the verdict carries as settings).
+    A pod naming a priority class the cluster lacks, an operand pod that would never be Ready, and an SR-IOV
+    pool that a node agent its VF pods need does not reach, are problems too.
+    """
+    config = stack.config
     vf_resources = stack.sriov.pool_vf_resources() if stack.sriov is not None else {}
     pods = pod_placements(resources)
     pools = network_operator_workloads.with_operator_labels(
-        planned_pools(stack.config, vf_resources),
+        planned_pools(config, vf_resources),
         _nic_cluster_policy(resources),
         _config_daemon_selector(resources),
         _node_policy_selectors(resources),
     )
-    verdict = check(pods, pools, unseen_pools(stack.config))
-    problems = [*verdict.problems, *priority_class_problems(pods, _priority_classes(resources))]
+    operator = _operator_release(resources)
+    if operator is None and config.node_pools:
+        assumed = gpu_operator_plan.stack_operator_values(config)
+        operator = (CLUSTER_OPERATOR, assumed)
+        pods += [pod for _, pod in gpu_operator.operand_placements(assumed, CLUSTER_OPERATOR)]
+    verdict = check(pods, pools, unseen_pools(config), _priority_classes(resources))
+    problems = list(verdict.problems)
+    plugins = [p for p in pods if p.provides_resources]
+    if operator is not None:
+        where, values = operator
+        problems += gpu_operator.operand_problems(values, pools, plugins, where)
+    problems += gpu_operator.device_plugin_gaps(pools, plugins)
     if stack.sriov is not None:
         problems += network_operator_workloads.missing_node_agents(verdict.placements, stack.sriov.pools)
-    return Verdict(tuple(problems), verdict.notes, verdict.placements)
+    return Verdict(
+        tuple(problems),
+        verdict.notes,
+        verdict.placements,
+        tuple(gpu_operator_plan.required_settings(config)),
+    )
 
 
 PLACEMENT_FILE = "placement.yaml"
@@ -210,9 +253,12 @@ def placement_text(verdict: Verdict) -> str:
     }
     if verdict.notes:
         document["notChecked"] = list(verdict.notes)
+    if verdict.settings:
+        document["clusterSettings"] = list(verdict.settings)
     header = (
         "# Where each pod the stack starts can run: the node pools of the stack that admit it by node selector,\n"
         "# affinity, taints and device requests (preview/schedulability.py). [] with notChecked: an existing\n"
-        "# cluster's other pools, which the preview cannot see.\n"
+        "# cluster's other pools, which the preview cannot see. clusterSettings: what the cluster's own GPU Operator\n"
+        "# must be configured with (stack_config/gpu_operator_plan.py).\n"
     )
     return header + yamltext.dump(document)

@@ -1,7 +1,7 @@
 """Schedulability before anything is declared: the controllers every stack starts need a pool that admits them.
 
-CoreDNS, the GPU Operator's operator and NFD master/gc, the Network Operator's Deployments and the MPI
-operator keep their charts' placement (the project sets none of it), so whether a stack's pools admit them
+CoreDNS, the GPU Operator's operator, NFD master/gc and the chart's hook Jobs, the Network Operator's
+Deployments and the MPI operator keep their charts' placement (the project sets none of it), so whether a stack's pools admit them
 follows from the config alone (oke_gpu_rdma/chart_workloads.py, oke_gpu_rdma/scheduling.py). The program
 checks it while the config loads, so `pulumi preview` and `pulumi up` stop before the first resource;
 `make preview` then checks every pod template the run declared (preview/schedulability.py).

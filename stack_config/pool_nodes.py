@@ -2,9 +2,11 @@
 
 Labels are the pools' initial node labels plus what is set at run time: the kubelet's
 `node.kubernetes.io/instance-type` and OS labels, NFD's NVIDIA NIC label on pools with rails, and on GPU
-shapes the GPU Operator's `nvidia.com/gpu.present` and NFD's `feature.node.kubernetes.io/pci-10de.present`
-(as the gpu-device-plugin-off policy reads them). The labels the network operators set from the objects a
-run declares are added by the preview (oke_gpu_rdma/network_operator_workloads.py with_operator_labels).
+shapes NFD's `feature.node.kubernetes.io/pci-10de.present` and what the GPU Operator sets from it:
+`nvidia.com/gpu.present` and its `nvidia.com/gpu.deploy.<operand>` labels, which keep a value the pool
+already sets (oke_gpu_rdma/gpu_operator.py operator_node_labels). The labels the network operators set
+from the objects a run declares are added by the preview (oke_gpu_rdma/network_operator_workloads.py
+with_operator_labels).
 """
 
 from __future__ import annotations
@@ -12,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
+from oke_gpu_rdma.gpu_operator import operator_node_labels
 from oke_gpu_rdma.labels import (
     DEVICE_PLUGIN_LABEL,
     DEVICE_PLUGIN_OFF,
-    GPU_PRESENT,
-    GPU_PRESENT_LABEL,
     INSTANCE_TYPE_LABEL,
     NFD_NVIDIA_PCI_LABEL,
     POOL_LABEL,
@@ -25,6 +26,7 @@ from oke_gpu_rdma.labels import (
 )
 from oke_gpu_rdma.network_operator_workloads import KUBELET_OS_LABELS, MELLANOX_NIC_LABEL
 from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
+from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import RdmaPath
 
 from .model import NodePoolConfig, StackConfig, SystemPoolConfig
@@ -55,6 +57,12 @@ def node_agent_labels(pool: NodePoolConfig) -> dict[str, str]:
     return labels
 
 
+def gpu_product(shape: str) -> str:
+    """The GPU model of a shape the catalog lists (GFD publishes it as nvidia.com/gpu.product), else ""."""
+    topology = CATALOG.info(shape).topology if shape in CATALOG else None
+    return topology.gpu_product if topology is not None else ""
+
+
 def system_pool_labels(pool: SystemPoolConfig) -> dict[str, str]:
     """The labels the system pool's nodes start with: the pool label, as on every pool of the stack."""
     return {POOL_LABEL: pool.name}
@@ -75,13 +83,15 @@ def planned_pools(
         pools.append(
             PoolNodes(
                 name=pool.name,
-                labels={
-                    **labels,
-                    **node_agent_labels(pool),
-                    INSTANCE_TYPE_LABEL: pool.shape,
-                    GPU_PRESENT_LABEL: GPU_PRESENT,
-                    NFD_NVIDIA_PCI_LABEL: "true",
-                },
+                labels=operator_node_labels(
+                    {
+                        **labels,
+                        **node_agent_labels(pool),
+                        INSTANCE_TYPE_LABEL: pool.shape,
+                        NFD_NVIDIA_PCI_LABEL: "true",
+                    },
+                    gpu_product(pool.shape),
+                ),
                 taints=tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.taints),
                 extended_resources=frozenset(resources),
             )

@@ -11,6 +11,7 @@ from components.dra_drivers import (
     OCA_CONFIG_DIR,
     ChartValuesError,
     _documented,
+    device_plugin_values,
     dranet_values,
     gpu_driver_values,
     gpu_operator_values,
@@ -191,8 +192,8 @@ def test_nfd_worker_tolerates_a_pool_taint_its_chart_default_does_not() -> None:
     assert "node-feature-discovery" not in gpu_operator_values([GPU_TAINT])
     extra = Taint(key="dedicated", value="training", effect="NoSchedule")
     values = gpu_operator_values([GPU_TAINT, extra])
+    # The chart default (gpu-operator v26.3.3 values.yaml l. 560-567): control-plane and nvidia.com/gpu only.
     assert values["node-feature-discovery"]["worker"]["tolerations"] == [
-        {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"},
         {
             "key": "node-role.kubernetes.io/control-plane",
             "operator": "Equal",
@@ -202,3 +203,33 @@ def test_nfd_worker_tolerates_a_pool_taint_its_chart_default_does_not() -> None:
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
         {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"},
     ]
+
+
+def test_gpu_operator_device_plugin_off_is_a_value_the_chart_reads() -> None:
+    assert "devicePlugin" not in gpu_operator_values([GPU_TAINT])
+    values = gpu_operator_values([GPU_TAINT], device_plugin=False)
+    assert values["devicePlugin"] == {"enabled": False}
+    assert undocumented_value_paths(values, charts.GPU_OPERATOR_VALUE_PATHS) == []
+
+
+def test_the_device_plugin_chart_release_in_a_mixed_fleet(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("full")
+    b4 = raw["nodePools"][0]
+    raw["nodePools"].append({**b4, "name": "infer-a10", "shape": "VM.GPU.A10.1", "count": 3, "rdma": "none"})
+    run = run_stack("fleet", raw)
+    release = run.one(RELEASE, "device-plugin-release")
+    assert (release.inputs["name"], release.inputs["namespace"], release.inputs["version"]) == (
+        "nvidia-device-plugin",
+        "nvidia-device-plugin",
+        "0.19.3",
+    )
+    assert release.inputs["createNamespace"] is True and release.inputs["timeout"] == 2700
+    assert release.inputs["values"] == device_plugin_values([GPU_TAINT])
+    # It waits for the pool it serves, not the DRA pools.
+    infer = run.one(NODE_POOL, "infer-a10-nodes").urn
+    others = {r.urn for r in run.of_type(NODE_POOL)} - {infer}
+    assert infer in release.dependencies and not others & set(release.dependencies)
+    operator = run.one(RELEASE, "gpu-operator-release")
+    assert operator.inputs["values"]["devicePlugin"] == {"enabled": False}
+    # After the operator: its pre-requisites create the `nvidia` RuntimeClass the plugin's pods name.
+    assert operator.urn in release.dependencies

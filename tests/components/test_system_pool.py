@@ -116,6 +116,11 @@ def test_without_it_a_created_cluster_has_nowhere_for_coredns_and_the_controller
         f"stack: {pools}; {fix}",
         f"systemPool: Deployment nfd-gc (chart gpu-operator, release gpu-operator) fits no node pool of the "
         f"stack: {pools}; {fix}",
+        # The chart's hook Jobs tolerate the control plane only, as the operator does.
+        f"systemPool: Job nfd-prune (post-delete hook) (chart gpu-operator, release gpu-operator) fits no node "
+        f"pool of the stack: {pools}; {fix}",
+        f"systemPool: Job gpu-operator-upgrade-crd (pre-upgrade hook) (chart gpu-operator, release gpu-operator) "
+        f"fits no node pool of the stack: {pools}; {fix}",
     ]
 
 

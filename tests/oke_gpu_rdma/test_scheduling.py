@@ -8,12 +8,12 @@ import pytest
 
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.scheduling import (
+    SYSTEM_PRIORITY_CLASSES,
     NodeTaint,
     PodPlacement,
     PoolNodes,
     check,
     from_pod_spec,
-    priority_class_problems,
     rejections,
     tolerates_taint,
     untolerated_taint,
@@ -125,11 +125,13 @@ def test_a_pod_naming_a_priority_class_the_cluster_lacks_is_a_problem() -> None:
     spec = {"containers": [{"name": "c"}], "priorityClassName": "training-high"}
     pod = from_pod_spec("Job default/train", spec)
     assert pod.priority_class == "training-high"
-    assert priority_class_problems([pod]) == [
-        "Job default/train names priorityClassName training-high, which the cluster does not have and the "
-        "stack does not declare"
-    ]
-    assert priority_class_problems([pod], declared=["training-high"]) == []
+    pool = PoolNodes("cpu", {})
+    assert check([pod], [pool]).problems == (
+        "Job default/train: the API server refuses its pods: priorityClassName training-high names no "
+        "PriorityClass of the cluster (known: system-cluster-critical, system-node-critical)",
+    )
+    declared = frozenset({*SYSTEM_PRIORITY_CLASSES, "training-high"})
+    assert check([pod], [pool], priority_classes=declared).problems == ()
     # The API server creates the system classes; a pod without one takes the global default.
-    system = PodPlacement("DaemonSet kube-multus-ds", priority_class="system-node-critical")
-    assert priority_class_problems([system, PodPlacement("Pod default/p")]) == []
+    system = PodPlacement("Deployment kube-system/x", priority_class="system-node-critical")
+    assert check([system, PodPlacement("Pod default/p")], [pool]).problems == ()

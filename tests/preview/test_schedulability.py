@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.gpu_operator import device_plugin_gaps, operand_placements, operand_problems
+from oke_gpu_rdma.resource_types import HELM_RELEASE
 from preview.mock_runtime import ROOT
 from preview.schedulability import PLACEMENT_FILE, check_run, pod_placements
+from stack_config.gpu_operator_plan import stack_operator_values
 from stack_config.loading import load_stack
 from stack_config.placement_plan import controllers
+from stack_config.pool_nodes import planned_pools
 from tests.preview.test_cli import run_cli
 from tests.support import EXAMPLE_REGION, Run, as_stack_file, raw_config
 
@@ -63,14 +69,32 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
     assert where["MPIJob rdma-dranet/nccl-all-reduce Launcher"] == ("gpu-b4-a", "gpu-b4-b", "system")
     assert where["MPIJob rdma-dranet/nccl-all-reduce Worker"] == ("gpu-b4-a",)
     assert where["DaemonSet dranet (chart dranet)"] == ("gpu-b4-a", "gpu-b4-b")
+    assert where["DaemonSet nvidia-operator-validator (chart gpu-operator, release gpu-operator)"] == (
+        "gpu-b4-a",
+        "gpu-b4-b",
+    )
     assert sorted(p.name for p in pod_placements(resources)) == sorted(
         [
             "Deployment gpu-operator (chart gpu-operator, release gpu-operator)",
             "Deployment nfd-master (chart gpu-operator, release gpu-operator)",
             "Deployment nfd-gc (chart gpu-operator, release gpu-operator)",
             "DaemonSet nfd-worker (chart gpu-operator, release gpu-operator)",
-            "DaemonSets of the GPU operands (container toolkit, device plugin, GPU feature discovery) "
-            "(chart gpu-operator, release gpu-operator)",
+            # The operands the operator creates with the stack's values (devicePlugin.enabled false: every pool
+            # is DRA-served), each placed by its nvidia.com/gpu.deploy.<operand> label.
+            "Pod nvidia-cuda-validator (chart gpu-operator, release gpu-operator)",
+            # The chart's hook Jobs: the CRD upgrade before every `helm upgrade`, NFD's prune after uninstall.
+            "Job gpu-operator-upgrade-crd (pre-upgrade hook) (chart gpu-operator, release gpu-operator)",
+            "Job nfd-prune (post-delete hook) (chart gpu-operator, release gpu-operator)",
+            *(
+                f"DaemonSet {name} (chart gpu-operator, release gpu-operator)"
+                for name in (
+                    "nvidia-container-toolkit-daemonset",
+                    "nvidia-operator-validator",
+                    "nvidia-dcgm-exporter",
+                    "gpu-feature-discovery",
+                    "nvidia-mig-manager",
+                )
+            ),
             "DaemonSet dranet (chart dranet)",
             "DaemonSet dra-driver-nvidia-gpu-kubelet-plugin (chart dra-driver-nvidia-gpu)",
             "Deployment mpi-operator/mpi-operator",
@@ -268,3 +292,95 @@ def test_first_available_subrequests_are_read_as_the_pack_reads_them() -> None:
     ]
     gpu = PoolNodes("gpu", {}, device_classes=frozenset({"dra.net", "gpu.nvidia.com"}))
     assert rejections(placement, gpu) == []
+
+
+def _mixed_fleet(operator: bool = True) -> dict[str, Any]:
+    """The full example's DRANET pools, an rdma: none H100 pool and an A10 inference pool (issue 19)."""
+    raw = raw_config("full")
+    b4 = raw["nodePools"][0]
+    raw["nodePools"] += [
+        {**b4, "name": "gpu-h100", "shape": "BM.GPU.H100.8", "rdma": "none"},
+        {**b4, "name": "infer-a10", "shape": "VM.GPU.A10.1", "count": 3, "rdma": "none"},
+    ]
+    if not operator:
+        raw["gpuOperator"] = {"enabled": False}
+    return raw
+
+
+@pytest.mark.parametrize(
+    "stack, raw",
+    [
+        ("dev", raw_config("dev")),
+        ("full", raw_config("full")),
+        ("sriov", raw_config("sriov")),
+        ("fleet", _mixed_fleet()),
+        ("fleet", _mixed_fleet(operator=False)),
+    ],
+    ids=["dev", "full", "sriov", "mixed", "mixed-existing-operator"],
+)
+def test_no_gpu_pool_has_an_operand_pod_that_fails_or_is_stuck(
+    run_stack: Callable[..., Run], stack: str, raw: dict[str, Any]
+) -> None:
+    """Issue 22 item 1: every GPU Operator operand is Ready on every GPU pool of the examples and of a mixed
+    fleet, and every pool whose pods ask for nvidia.com/gpu has a device plugin."""
+    resources = run_stack(stack, raw).resources
+    loaded = load_stack(raw, stack, EXAMPLE_REGION)
+    verdict = check_run(resources, loaded)
+    assert verdict.problems == ()
+    pools = planned_pools(loaded.config)
+    operator = [
+        r.inputs["values"]
+        for r in resources
+        if r.type == HELM_RELEASE and r.inputs["chart"] == "gpu-operator"
+    ]
+    values = operator[0] if operator else stack_operator_values(loaded.config)
+    assert operand_problems(values, pools) == []
+    plugins = [p for p in pod_placements(resources) if p.provides_resources]
+    plugins += [p for _, p in operand_placements(values, "")]
+    assert device_plugin_gaps(pools, plugins) == []
+    # The validator runs on every GPU pool: it is never switched off on a node.
+    where = dict(verdict.placements)
+    (validator,) = [pools for name, pools in where.items() if "nvidia-operator-validator" in name]
+    assert set(validator) == {p.name for p in loaded.config.node_pools}
+
+
+def test_the_operator_device_plugin_left_on_next_to_dra_pools_fails_the_check(
+    run_stack: Callable[..., Run],
+) -> None:
+    """The configuration issue 22 found: DRA pools labelled device-plugin=false, the ClusterPolicy's device
+    plugin on: the validator crash-loops on every DRA node."""
+    raw = raw_config("full")
+    resources = run_stack("full", raw).resources
+    release = next(r for r in resources if r.type == HELM_RELEASE and r.inputs["chart"] == "gpu-operator")
+    release.inputs["values"] = {**release.inputs["values"], "devicePlugin": {"enabled": True}}
+    problems = check_run(resources, load_stack(raw, "full", EXAMPLE_REGION)).problems
+    assert [p.split(" crash-loops")[0] for p in problems] == [
+        f"DaemonSet nvidia-operator-validator (chart gpu-operator, release gpu-operator) on pool {pool}"
+        for pool in ("gpu-b4-a", "gpu-b4-b")
+    ]
+
+
+def test_a_mixed_fleet_installs_the_device_plugin_chart_for_its_rail_less_pools(
+    run_stack: Callable[..., Run],
+) -> None:
+    resources = run_stack("fleet", _mixed_fleet()).resources
+    releases = {r.inputs["chart"]: r for r in resources if r.type == HELM_RELEASE}
+    assert releases["gpu-operator"].inputs["values"]["devicePlugin"] == {"enabled": False}
+    plugin = releases["nvidia-device-plugin"]
+    assert plugin.inputs["version"] == "0.19.3" and plugin.inputs["namespace"] == "nvidia-device-plugin"
+    assert plugin.inputs["repositoryOpts"]["repo"] == "https://nvidia.github.io/k8s-device-plugin"
+    where = dict(check_run(resources, load_stack(_mixed_fleet(), "fleet", EXAMPLE_REGION)).placements)
+    assert where["DaemonSet nvidia-device-plugin (chart nvidia-device-plugin)"] == ("gpu-h100", "infer-a10")
+    # The full example has DRA pools only: no device plugin chart.
+    full = run_stack("full", raw_config("full")).resources
+    assert not [r for r in full if r.type == HELM_RELEASE and r.inputs["chart"] == "nvidia-device-plugin"]
+
+
+def test_an_existing_cluster_is_told_which_operator_setting_it_needs(tmp_path: Path) -> None:
+    result = run_cli("dev", rendered=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (
+        "GPU Operator: this cluster's own operator must have these settings (README, GPU Operator):\n"
+        "  the cluster's GPU Operator (not managed by this stack, gpuOperator.enabled: false) needs its device "
+        "plugin off: Helm value devicePlugin.enabled=false"
+    ) in result.stdout
