@@ -228,7 +228,7 @@ def test_stack_file_whose_config_is_not_a_mapping(tmp_path: Path, capsys: pytest
     out, err = capsys.readouterr()
     assert out == ""
     assert (
-        err == "error: stacks/Pulumi.odd.yaml must be a mapping with a `config:` mapping of keys to values\n"
+        err == "error: stacks/Pulumi.odd.yaml: must be a mapping with a `config:` mapping of keys to values\n"
     )
 
 

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from oke_gpu_rdma import cidr_rules as cidr
-from stack_config.loading import ConfigError, parse_stack_config
+from preview.mock_runtime import pulumi_config_map
+from stack_config.loading import ConfigError, load_program_stack, parse_stack_config
 from stack_config.model import GPU_TAINT, StackConfig
-from tests.support import EXAMPLE_REGION, raw_config
+from tests.support import EXAMPLE_REGION, raw_config, stack_document
 
 SOURCE = "stacks/Pulumi.dev.yaml"
 
@@ -137,11 +138,13 @@ def test_availability_domain_optional_with_existing_compute_cluster() -> None:
 def test_misspelt_key_is_an_error() -> None:
     raw = raw_config("dev")
     raw["nodePools"][0]["cout"] = 3
-    assert only_problem(raw) == f"{SOURCE}: nodePools[0].cout is not a known key; check its spelling"
+    assert only_problem(raw) == f"{SOURCE}: nodePools[0].cout is not a known key; did you mean count?"
     raw = raw_config("dev")
     raw["nodepools"] = raw.pop("nodePools")
     lines = problems_of(raw)
-    assert f"{SOURCE}: nodepools is not a known key; check its spelling" in [line.strip() for line in lines]
+    assert f"{SOURCE}: nodepools is not a known key; did you mean nodePools?" in [
+        line.strip() for line in lines
+    ]
 
 
 def test_every_problem_is_reported_once() -> None:
@@ -284,7 +287,7 @@ def test_a_boolean_is_not_a_node_count() -> None:
 def test_unknown_top_level_key_is_reported_once() -> None:
     raw = raw_config("dev")
     raw["nodepool"] = []
-    assert only_problem(raw) == f"{SOURCE}: nodepool is not a known key; check its spelling"
+    assert only_problem(raw) == f"{SOURCE}: nodepool is not a known key; did you mean nodePools?"
 
 
 def test_a_pool_without_rails_needs_its_ad_and_no_compute_cluster() -> None:
@@ -326,3 +329,24 @@ def test_a_vm_shape_with_rails_is_refused() -> None:
         "pool in a compute cluster, which takes bare-metal shapes only. Set rdma: none for a pool without rails, "
         "or use a bare-metal (BM.) shape"
     )
+
+
+def test_a_structured_value_with_a_number_python_cannot_read_is_one_line() -> None:
+    # The CLI hands the program JSON text; an integer of more than 4,300 digits cannot become an int.
+    config_map = pulumi_config_map(stack_document("dev"))
+    config_map["oke-gpu-rdma:nodePools"] = '[{"name": "a", "count": ' + "9" * 5000 + "}]"
+    with pytest.raises(ConfigError) as caught:
+        load_program_stack(config_map, "dev")
+    assert str(caught.value).splitlines()[1:] == [
+        f"  {SOURCE}: nodePools is JSON with an integer of 5000 digits; no setting takes a number that large"
+    ]
+
+
+def test_a_structured_value_nested_past_recursion_is_one_line() -> None:
+    config_map = pulumi_config_map(stack_document("dev"))
+    config_map["oke-gpu-rdma:dranet"] = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(ConfigError) as caught:
+        load_program_stack(config_map, "dev")
+    assert str(caught.value).splitlines()[1:] == [
+        f"  {SOURCE}: dranet is JSON nested deeper than Python reads; no setting nests that deep"
+    ]
