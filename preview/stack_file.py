@@ -55,6 +55,18 @@ class _Refused(ConstructorError):
 class StackLoader(yaml.SafeLoader):
     """PyYAML's safe loader made to read stack files as the Pulumi CLI does (module docstring)."""
 
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        # PyYAML's scalar constructors raise plain Python errors for text their explicit tag cannot hold
+        # (`!!float abc`, `!!int ""`, `!!bool maybe`): each becomes a refusal naming the line.
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, KeyError, TypeError, OverflowError, IndexError):
+            kind = node.tag.rsplit(":", 1)[-1]
+            shown = repr(node.value) if isinstance(node, ScalarNode) else "this value"
+            raise _Refused(
+                node, f"{shown} is no {kind} (its tag !!{kind} says it is); remove the tag or fix the value"
+            ) from None
+
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[object, int] = {}
         for key_node, _ in node.value:

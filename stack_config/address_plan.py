@@ -130,7 +130,42 @@ def rdma_range(config: StackConfig) -> PlannedRange:
 
 def problems(config: StackConfig) -> list[ConfigProblem]:
     """Every cross-value problem of the config, in key order."""
-    return list(_structure(config)) + list(_subnets(config)) + list(_cluster(config)) + list(_child(config))
+    return (
+        list(_structure(config))
+        + list(_special(config))
+        + list(_subnets(config))
+        + list(_cluster(config))
+        + list(_child(config))
+    )
+
+
+# The largest services CIDR Kubernetes takes: kube-apiserver refuses a --service-cluster-ip-range with more
+# than 20 host bits ("specified --service-cluster-ip-range is too large; for 32-bit addresses, the mask must
+# be >= 12": kubernetes cmd/kube-apiserver/app/options/validation.go, maxCIDRBits = 20).
+MIN_SERVICES_PREFIX = 12
+
+
+def _special(config: StackConfig) -> Iterator[ConfigProblem]:
+    """Every range of the plan is unicast address space a network can hold: none of them may touch this-network,
+    loopback, link-local, multicast or reserved space (IANA IPv4 Special-Purpose Address Registry, RFC 6890;
+    the same SPECIAL_RANGES the child range and the VF pool are held to)."""
+    for planned in [*vcn_ranges(config), *subnet_ranges(config), *cluster_ranges(config), rdma_range(config)]:
+        for label, special in cidr.SPECIAL_RANGES:
+            if special.overlaps(planned.network):
+                yield ConfigProblem(
+                    planned.path,
+                    str(planned.network),
+                    f"overlaps {label}, which no network may use; pick a private range (RFC 1918: 10.0.0.0/8, "
+                    "172.16.0.0/12 or 192.168.0.0/16)",
+                )
+                break
+        if planned.role is Role.SERVICES_CIDR and planned.network.prefixlen < MIN_SERVICES_PREFIX:
+            yield ConfigProblem(
+                planned.path,
+                str(planned.network),
+                f"is larger than Kubernetes takes: the API server refuses a services range shorter than "
+                f"/{MIN_SERVICES_PREFIX}; use /{MIN_SERVICES_PREFIX} to /24 (e.g. 10.96.0.0/16)",
+            )
 
 
 def _structure(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pydantic
 
-from . import address_plan, config_namespaces, placement_plan, region_checks, system_pool
+from . import address_plan, capacity, config_namespaces, placement_plan, region_checks, system_pool
 from .claim_plan import ClaimPlan, plan_claims
 from .config_namespaces import closest
 from .model import PROJECT, StackConfig, config_keys
@@ -118,6 +118,7 @@ def load_stack(
         address_plan.problems(config)
         + region_checks.problems(config, region)
         + system_pool.problems(config)
+        + capacity.problems(config)
         + placement_plan.problems(config)
         + list(claims.problems)
         + sriov_problems

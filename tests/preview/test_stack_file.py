@@ -96,6 +96,16 @@ def refused(tmp_path: Path, text: str | bytes) -> str:
         ),
         ("- config\n", "must be a mapping with a `config:` mapping of keys to values"),
         (
+            "config:\n  oke-gpu-rdma:dranet: !!float abc\n",
+            "is not a valid stack file: line 2, column 24: 'abc' is no float (its tag !!float says it is); remove the "
+            "tag or fix the value",
+        ),
+        (
+            "config:\n  oke-gpu-rdma:dranet: !!bool maybe\n",
+            "is not a valid stack file: line 2, column 24: 'maybe' is no bool (its tag !!bool says it is); remove "
+            "the tag or fix the value",
+        ),
+        (
             "config:\n\toci:region: x\n",
             "is not a valid stack file: line 2, column 1: while scanning for the next token found character "
             "'\\t' that cannot start any token",
