@@ -116,6 +116,8 @@ ODD_TEXT: tuple[str, ...] = (
 BOMB = "".join(
     f"  bomb{n}: &bomb{n} [{', '.join([f'*bomb{n - 1}' if n else 'lol'] * 10)}]\n" for n in range(9)
 )
+# Past this, a generated document is too big for the generator itself to write out.
+MAX_GENERATED_VALUES = 100_000
 NAMESPACES = ("oke-gpu-rmda", "OKE-GPU-RDMA", "oci", "kubernetes", "pulumi", "aws", "")
 
 
@@ -254,7 +256,11 @@ def mutations(count: int, seed: int = 22) -> list[Mutation]:
         for _ in range(rng.randint(1, 3)):
             if not isinstance(document, dict):
                 break
+            before = copy.deepcopy(document)
             edits.append(_document_edit(rng, document))
+            if len(_paths(document)) > MAX_GENERATED_VALUES:
+                document = before  # two repeats of nested lists: millions of values, for the generator too
+                edits[-1] += " (undone: too big)"
         text = yaml.safe_dump(document, sort_keys=False, width=10_000)
         if rng.random() < 0.5:
             text = _text_edit(rng, text)

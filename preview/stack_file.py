@@ -11,8 +11,9 @@ PyYAML differs where that matters, so this loader follows the CLI or refuses wha
 - what JSON cannot hold is refused: binary (`!!binary`), sets (`!!set`), ordered pairs, keys that are
   not text, integers Python cannot convert (more than 4,300 digits), a value that contains itself
   (recursive alias);
-- the whole document is bounded before anything expands it: nesting depth and the number of values
-  after aliases are expanded (an alias bomb grows exponentially when json.dumps writes it out);
+- the whole document is bounded before anything expands it: its size in bytes, nesting depth and the
+  number of values after aliases are expanded (an alias bomb grows exponentially when json.dumps writes
+  it out);
 - a file that is not UTF-8 is refused with the offset of the first bad byte.
 """
 
@@ -36,6 +37,9 @@ MAX_DEPTH = 32
 # most pools OKE allows (stack_config/model.py MAX_NODE_POOLS) and long topologies stays far below.
 MAX_VALUES = 200_000
 _MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+# The bytes of a stack file: PyYAML reads about 150 KB a second, so this keeps reading within seconds, and
+# the largest stack OKE could run (2,000 single-node pools, stack_config/model.py) writes about 320 KB.
+MAX_BYTES = 1 << 20
 # The top-level keys of a stack settings file (Pulumi docs, "Stack settings file": config, environment,
 # and the secrets provider's secretsprovider, encryptedkey, encryptionsalt).
 STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
@@ -171,6 +175,11 @@ def read_stack_file(path: Path, shown: str) -> Mapping[str, Any]:
         data = path.read_bytes()
     except OSError as err:
         raise StackFileError(f"{shown}: cannot be read ({err.strerror})") from None
+    if len(data) > MAX_BYTES:
+        raise StackFileError(
+            f"{shown}: is {len(data):,} bytes, more than the {MAX_BYTES:,} a stack file may hold here (the largest "
+            "stack OKE could run takes about 320 KB); write each setting once"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from preview.stack_file import MAX_DEPTH, MAX_VALUES, StackFileError, read_stack_file, undecryptable
+from preview.stack_file import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    MAX_VALUES,
+    StackFileError,
+    read_stack_file,
+    undecryptable,
+)
 
 SHOWN = "stacks/Pulumi.x.yaml"
 BOMB = "".join(
@@ -114,6 +121,14 @@ def refused(tmp_path: Path, text: str | bytes) -> str:
 )
 def test_a_malformed_stack_file_is_one_line(tmp_path: Path, text: str | bytes, message: str) -> None:
     assert refused(tmp_path, text) == f"{SHOWN}: {message}"
+
+
+def test_a_file_past_the_size_bound_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    text = "config:\n" + "".join(f"  oke-gpu-rdma:k{i}: {'x' * 60}\n" for i in range(MAX_BYTES // 70))
+    assert refused(tmp_path, text) == (
+        f"{SHOWN}: is {len(text.encode()):,} bytes, more than the {MAX_BYTES:,} a stack file may hold here (the "
+        "largest stack OKE could run takes about 320 KB); write each setting once"
+    )
 
 
 def test_dates_stay_the_text_the_cli_passes(tmp_path: Path) -> None:
