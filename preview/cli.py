@@ -105,7 +105,11 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
     (the program names stacks/Pulumi.<stack>.yaml, where the CLI keeps stack files).
     """
     document = load_stack_file(stack, dirs)
-    secrets = undecryptable(document, _shown(stack_file(stack, dirs)))
+    # Imported here, with pulumi-oci: the program imports it next anyway, and a stack file refused above
+    # is refused without that cost.
+    from components.gpu_node_pool import typed_provider_settings
+
+    secrets = undecryptable(document, _shown(stack_file(stack, dirs)), typed_provider_settings())
     if secrets:
         raise PreviewError("\n  ".join(["invalid stack config:", *secrets]))
     config_map = pulumi_config_map(document)

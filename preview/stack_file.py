@@ -20,7 +20,7 @@ PyYAML differs where that matters, so this loader follows the CLI or refuses wha
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -226,14 +226,15 @@ def _secrets_in(value: Any, path: str) -> list[str]:
     return []
 
 
-def undecryptable(document: Mapping[str, Any], shown: str) -> list[str]:
-    """A line for each secret (`secure:`) setting of the program's own: offline there is no secrets
-    provider to decrypt it, so its ciphertext would be judged as the value. Provider settings (`oci:`) are
-    passed on untouched, as the program only hands them to the provider."""
+def undecryptable(document: Mapping[str, Any], shown: str, typed: Collection[str] = ()) -> list[str]:
+    """A line for each secret (`secure:`) setting the offline run would judge: the program's own keys, and
+    the provider keys in ``typed`` (read as a bool, int or list). Offline there is no secrets provider to
+    decrypt them, so the ciphertext would be judged as the value; other provider settings (text) are passed
+    on untouched, as the program only hands them to the provider."""
     config = document.get("config") or {}
     found: list[str] = []
     for key, value in config.items():
-        if ":" in key and key.partition(":")[0] != PROJECT:
+        if ":" in key and key.partition(":")[0] != PROJECT and key not in typed:
             continue
         found += [
             f"{shown}: {p} is a secret (secure:) the offline preview cannot decrypt, so it cannot judge the "

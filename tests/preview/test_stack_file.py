@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from components.gpu_node_pool import typed_provider_settings
 from preview.stack_file import (
     MAX_BYTES,
     MAX_DEPTH,
@@ -156,13 +157,16 @@ def test_secrets_of_the_program_are_named_not_judged() -> None:
             "oke-gpu-rdma:compartmentId": {"secure": "v1:AAA="},
             "oke-gpu-rdma:network": {"existing": {"workerSubnet": {"id": {"secure": "v1:BBB="}}}},
             "oci:privateKey": {"secure": "v1:CCC="},
+            "oci:retryDurationSeconds": {"secure": "v1:DDD="},
         }
     }
     why = (
         "is a secret (secure:) the offline preview cannot decrypt, so it cannot judge the value; keep this "
         "setting in plain text (a compartment or subnet OCID is no secret), or check the stack with pulumi preview"
     )
-    assert undecryptable(document, SHOWN) == [
+    assert undecryptable(document, SHOWN, typed_provider_settings()) == [
         f"{SHOWN}: oke-gpu-rdma:compartmentId {why}",
         f"{SHOWN}: oke-gpu-rdma:network.existing.workerSubnet.id {why}",
+        # Read as an int, so offline its ciphertext would be judged; the private key is handed on as text.
+        f"{SHOWN}: oci:retryDurationSeconds {why}",
     ]
