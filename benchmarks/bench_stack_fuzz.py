@@ -45,9 +45,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         loaded = [(m, load_outcome(m, Path(folder))) for m in files]
         report("config loading", loaded)
-        # The CLI sample: every accepted mutation first (they run the whole preview), then refused ones.
-        chosen = [m for m, o in loaded if o.kind != "refused"] + [m for m, o in loaded if o.kind == "refused"]
-        report("CLI entry", [(m, cli_outcome(m, Path(folder))) for m in chosen[:sample]])
+        # The CLI sample: half accepted mutations (they run the whole preview), half refused ones.
+        accepted = [m for m, o in loaded if o.kind != "refused"][: sample // 2]
+        refused = [m for m, o in loaded if o.kind == "refused"][: sample - len(accepted)]
+        report("CLI entry", [(m, cli_outcome(m, Path(folder))) for m in [*accepted, *refused]])
 
 
 if __name__ == "__main__":

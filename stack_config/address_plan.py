@@ -133,6 +133,7 @@ def problems(config: StackConfig) -> list[ConfigProblem]:
     return (
         list(_structure(config))
         + list(_special(config))
+        + list(_vcn_blocks(config))
         + list(_subnets(config))
         + list(_cluster(config))
         + list(_child(config))
@@ -184,6 +185,18 @@ def _structure(config: StackConfig) -> Iterator[ConfigProblem]:
             None,
             "is required with cniType OCI_VCN_IP_NATIVE; add {id, cidr} of the pod subnet",
         )
+
+
+def _vcn_blocks(config: StackConfig) -> Iterator[ConfigProblem]:
+    """A VCN's CIDR blocks must not overlap one another (OCI, "VCNs and Subnets")."""
+    blocks = vcn_ranges(config)
+    for i, block in enumerate(blocks):
+        for other in blocks[:i]:
+            if other.network.overlaps(block.network):
+                yield block.overlap_problem(
+                    other, "the CIDR blocks of a VCN must not overlap; list each once"
+                )
+                break
 
 
 def _subnets(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -231,12 +231,20 @@ class NewNetwork(_Model):
     dns_label: DnsLabel = Field("okegpu", alias="dnsLabel", description="VCN DNS label.")
 
 
+# OCI, "VCNs and Subnets" (Networking documentation, "VCN CIDR blocks"): a VCN has at most five IPv4 CIDR
+# blocks, and they must not overlap one another.
+MAX_VCN_CIDRS = 5
+
+
 class ExistingNetwork(_Model):
     """Subnets that already exist; their CIDRs feed the address-plan checks and the policy pack."""
 
     vcn_id: VcnOcid = Field(alias="vcnId", description="VCN OCID.")
     vcn_cidrs: list[OciBlock] = Field(
-        alias="vcnCidrs", min_length=1, description="All CIDR blocks of the VCN."
+        alias="vcnCidrs",
+        min_length=1,
+        max_length=MAX_VCN_CIDRS,
+        description=f"All CIDR blocks of the VCN (OCI: at most {MAX_VCN_CIDRS}, none overlapping another).",
     )
     worker_subnet: SubnetRef = Field(
         alias="workerSubnet", description="Subnet of the GPU nodes' primary VNICs."

@@ -107,6 +107,15 @@ def _region(config: StackConfig, region: str | None) -> Iterator[ConfigProblem]:
         problem = availability_domain_problem(ad, region)
         if problem is not None:
             yield ConfigProblem(path, ad, problem)
+    listed = config.system_pool.availability_domains
+    for i, ad in enumerate(listed):
+        if ad in listed[:i]:
+            # The pool places one set of nodes per AD: a second entry would be dropped without a word.
+            yield ConfigProblem(
+                f"systemPool.availabilityDomains[{i}]",
+                ad,
+                "is listed twice; list each availability domain once",
+            )
     for path, ocid in regional_ocids(config):
         if not ocid_in_region(ocid, region):
             yield ConfigProblem(

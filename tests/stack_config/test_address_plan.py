@@ -57,3 +57,15 @@ def test_a_services_range_larger_than_kubernetes_takes_is_refused() -> None:
         f"{SOURCE}: cluster.create.servicesCidr = '172.0.0.0/11': is larger than Kubernetes takes: the API server "
         "refuses a services range shorter than /12; use /12 to /24 (e.g. 10.96.0.0/16)"
     ]
+
+
+def test_a_vcn_takes_five_blocks_none_overlapping() -> None:
+    raw = raw_config("dev")
+    raw["network"]["existing"]["vcnCidrs"] = ["10.140.0.0/16", "10.140.0.0/16"]
+    assert lines(raw) == [
+        f"{SOURCE}: network.existing.vcnCidrs[1] = '10.140.0.0/16': overlaps the VCN 10.140.0.0/16 "
+        "(network.existing.vcnCidrs[0]); the CIDR blocks of a VCN must not overlap; list each once"
+    ]
+    raw["network"]["existing"]["vcnCidrs"] = ["10.140.0.0/16"] + [f"10.{i}.0.0/16" for i in range(1, 6)]
+    (line,) = lines(raw)
+    assert line.endswith("List should have at most 5 items after validation, not 6")

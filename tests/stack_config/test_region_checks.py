@@ -210,3 +210,12 @@ def test_the_ads_oci_prints_pass() -> None:
     raw["nodePools"][1]["availabilityDomain"] = "xxxx:US-ASHBURN-AD-3"
     raw["systemPool"]["availabilityDomains"] = ["Uocm:US-ASHBURN-AD-1", "xxxx:US-ASHBURN-AD-3"]
     load_stack(raw, SOURCE, EXAMPLE_REGION)
+
+
+def test_an_availability_domain_listed_twice_is_refused() -> None:
+    raw = raw_config("full")
+    raw["systemPool"]["availabilityDomains"].append("Uocm:US-ASHBURN-AD-1")
+    assert problems(raw) == [
+        f"{SOURCE}: systemPool.availabilityDomains[2] = 'Uocm:US-ASHBURN-AD-1': is listed twice; list each "
+        "availability domain once"
+    ]
