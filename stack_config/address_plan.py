@@ -7,6 +7,7 @@ policy pack.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -134,6 +135,7 @@ def problems(config: StackConfig) -> list[ConfigProblem]:
         list(_structure(config))
         + list(_special(config))
         + list(_vcn_blocks(config))
+        + list(_sizes(config))
         + list(_subnets(config))
         + list(_cluster(config))
         + list(_child(config))
@@ -184,6 +186,49 @@ def _structure(config: StackConfig) -> Iterator[ConfigProblem]:
             "network.existing.podSubnet",
             None,
             "is required with cniType OCI_VCN_IP_NATIVE; add {id, cidr} of the pod subnet",
+        )
+
+
+# OKE gives every worker node a /25 of a flannel cluster's pods CIDR, so the pods CIDR bounds the nodes
+# (Oracle, "CIDR Blocks and Kubernetes Engine (OKE)": "allocates a /25 CIDR block of network addresses for each
+# worker node"). OCI reserves the first two and the last address of every subnet (Oracle, "VCNs and Subnets":
+# reserved IP addresses), so a subnet of N addresses holds N - 3 nodes.
+NODE_POD_BLOCK_PREFIX = 25
+SUBNET_RESERVED_ADDRESSES = 3
+
+
+def stack_nodes(config: StackConfig) -> int:
+    """The nodes the stack runs: its GPU pools' and, when it creates one, the system pool's."""
+    return sum(p.count for p in config.node_pools) + (
+        config.system_pool.count if config.creates_system_pool else 0
+    )
+
+
+def _sizes(config: StackConfig) -> Iterator[ConfigProblem]:
+    """The pods CIDR and the worker subnet hold every node of the stack."""
+    nodes = stack_nodes(config)
+    needed = NODE_POD_BLOCK_PREFIX - math.ceil(math.log2(nodes)) if nodes > 1 else NODE_POD_BLOCK_PREFIX
+    for planned in cluster_ranges(config):
+        if planned.role is not Role.PODS_CIDR:
+            continue
+        blocks = (
+            2 ** (NODE_POD_BLOCK_PREFIX - planned.network.prefixlen) if planned.network.prefixlen <= 25 else 0
+        )
+        if blocks < nodes:
+            yield ConfigProblem(
+                planned.path,
+                str(planned.network),
+                f"holds the pod blocks of {blocks} nodes, fewer than the stack's {nodes}: OKE gives every worker "
+                f"node a /{NODE_POD_BLOCK_PREFIX} of the pods CIDR; use /{needed} or larger",
+            )
+    worker = worker_range(config)
+    room = worker.network.num_addresses - SUBNET_RESERVED_ADDRESSES
+    if room < nodes:
+        yield ConfigProblem(
+            worker.path,
+            str(worker.network),
+            f"has addresses for {max(room, 0)} nodes, fewer than the stack's {nodes} (OCI reserves "
+            f"{SUBNET_RESERVED_ADDRESSES} addresses of every subnet); use a larger subnet",
         )
 
 

@@ -7,6 +7,7 @@ refused before anything is declared.
 
 from __future__ import annotations
 
+from .address_plan import stack_nodes
 from .model import MAX_NODES_PER_CLUSTER, NodePoolConfig, StackConfig
 from .problems import ConfigProblem
 
@@ -24,9 +25,7 @@ def acceptance_pool(config: StackConfig) -> NodePoolConfig | None:
 
 def problems(config: StackConfig) -> list[ConfigProblem]:
     found: list[ConfigProblem] = []
-    nodes = sum(p.count for p in config.node_pools) + (
-        config.system_pool.count if config.creates_system_pool else 0
-    )
+    nodes = stack_nodes(config)
     if nodes > MAX_NODES_PER_CLUSTER:
         found.append(
             ConfigProblem(

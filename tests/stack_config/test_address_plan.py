@@ -69,3 +69,24 @@ def test_a_vcn_takes_five_blocks_none_overlapping() -> None:
     raw["network"]["existing"]["vcnCidrs"] = ["10.140.0.0/16"] + [f"10.{i}.0.0/16" for i in range(1, 6)]
     (line,) = lines(raw)
     assert line.endswith("List should have at most 5 items after validation, not 6")
+
+
+def test_the_pods_cidr_holds_a_slash_25_for_every_node() -> None:
+    raw = raw_config("full")  # 2 + 2 GPU nodes and 2 system nodes
+    raw["cluster"]["create"]["podsCidr"] = "10.240.0.0/23"
+    assert lines(raw) == [
+        f"{SOURCE}: cluster.create.podsCidr = '10.240.0.0/23': holds the pod blocks of 4 nodes, fewer than the "
+        "stack's 6: OKE gives every worker node a /25 of the pods CIDR; use /22 or larger"
+    ]
+    raw["cluster"]["create"]["podsCidr"] = "10.240.0.0/22"
+    load_stack(raw, SOURCE, EXAMPLE_REGION)
+
+
+def test_the_worker_subnet_holds_every_node() -> None:
+    raw = raw_config("full")
+    raw["network"]["create"]["workerSubnetCidr"] = "10.140.64.0/30"
+    found = lines(raw)
+    assert (
+        f"{SOURCE}: network.create.workerSubnetCidr = '10.140.64.0/30': has addresses for 1 nodes, fewer than the "
+        "stack's 6 (OCI reserves 3 addresses of every subnet); use a larger subnet"
+    ) in found
