@@ -4,7 +4,7 @@ export outputs."""
 import pulumi
 
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport
-from components.cluster import OkeCluster, OkeClusterArgs, existing_cluster_version
+from components.cluster import OkeCluster, OkeClusterArgs, read_existing_cluster
 from components.dra_drivers import (
     DevicePluginArgs,
     DraDriverArgs,
@@ -59,9 +59,9 @@ except pulumi.ConfigTypeError as err:  # e.g. oci:retryDurationSeconds: soon
     raise pulumi.RunError(str(err)) from None
 existing_cluster = config.cluster.existing
 if existing_cluster is not None:
-    # The version OCI reports for the cluster, checked before anything is declared.
+    # The version and type OCI reports for the cluster, checked before anything is declared.
     try:
-        running = existing_cluster_version(existing_cluster.id)
+        running = read_existing_cluster(existing_cluster.id)
     except Exception as err:  # an invoke failure: OCI's own message, on one line
         problem = ConfigProblem(
             "cluster.existing.id",

@@ -9,10 +9,11 @@ import pulumi_kubernetes as k8s
 import pulumi_oci as oci
 
 from oke_gpu_rdma import resource_types
+from stack_config.cluster_version import ENHANCED_CLUSTER, RunningCluster
 from stack_config.model import ClusterConfig
 
-# Compute-cluster node pools and DRA need the ENHANCED cluster type.
-CLUSTER_TYPE = "ENHANCED_CLUSTER"
+# The cluster type this stack creates and needs (stack_config/cluster_version.py says why).
+CLUSTER_TYPE = ENHANCED_CLUSTER
 
 
 @dataclass
@@ -33,13 +34,15 @@ class OkeClusterArgs:
     """Protect a created cluster from deletion."""
 
 
-def existing_cluster_version(cluster_id: str) -> str:
-    """The Kubernetes version an existing cluster's control plane runs, read from OCI.
+def read_existing_cluster(cluster_id: str) -> RunningCluster:
+    """The Kubernetes version an existing cluster's control plane runs and its type, read from OCI.
 
     A plain (blocking) invoke, so the program can refuse a stack before it declares anything; Pulumi
-    runs invokes during `pulumi preview` too (pulumi-oci `containerengine.get_cluster`).
+    runs invokes during `pulumi preview` too (pulumi-oci `containerengine.get_cluster`: `kubernetes_version`,
+    `type` BASIC_CLUSTER or ENHANCED_CLUSTER).
     """
-    return oci.containerengine.get_cluster(cluster_id=cluster_id).kubernetes_version
+    found = oci.containerengine.get_cluster(cluster_id=cluster_id)
+    return RunningCluster(found.kubernetes_version, found.type)
 
 
 class OkeCluster(pulumi.ComponentResource):

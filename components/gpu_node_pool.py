@@ -207,6 +207,16 @@ def _setting_kind(annotation: Any) -> str:
     return {bool: "bool", int: "int"}.get(annotation, "str")
 
 
+def typed_provider_settings() -> frozenset[str]:
+    """The `oci:` keys whose value the program reads as a bool, int or list (the rest are text)."""
+    parameters = inspect.signature(oci.ProviderArgs.__init__).parameters.items()
+    return frozenset(
+        f"oci:{_camel(name)}"
+        for name, parameter in parameters
+        if name != "__self__" and _setting_kind(parameter.annotation) != "str"
+    )
+
+
 def oci_provider_settings() -> dict[str, pulumi.Input[Any]]:
     """Every `oci:*` provider setting the stack sets, as keyword arguments of `oci.Provider`.
 

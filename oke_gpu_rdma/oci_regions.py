@@ -12,6 +12,8 @@ table below is the OCI Python SDK's (oracle/oci-python-sdk `src/oci/regions_defi
 from __future__ import annotations
 
 import difflib
+import re
+from dataclasses import dataclass
 from typing import Final
 
 # Region name -> region key.
@@ -129,16 +131,91 @@ def _same_region(text: str, region: str) -> bool:
     return text in (region.lower(), region_key(region)) or f"{text}-1" == region.lower()
 
 
+# --- OCIDs ---------------------------------------------------------------------------------------
+
+# Oracle's "Resource Identifiers": ocid1.<RESOURCE TYPE>.<REALM>.[REGION][.FUTURE USE].<UNIQUE ID>; the
+# realm is oc1 (commercial), oc2, oc3, ... ; the region field is empty for tenancy-wide resources.
+_OCID = re.compile(
+    r"^ocid1\.(?P<kind>[a-z0-9]+)\.(?P<realm>oc[0-9]+)\.(?P<region>[a-z0-9-]*)(?:\.[a-z0-9-]*)?\.[a-z0-9]+$"
+)
+
+
+@dataclass(frozen=True)
+class Ocid:
+    """The fields of an OCID: its resource type (`kind`), realm and region (None when tenancy-wide)."""
+
+    kind: str
+    realm: str
+    region: str | None
+
+
+def parse_ocid(text: str) -> Ocid | None:
+    """The fields of ``text`` when it has the OCID format, else None."""
+    match = _OCID.match(text)
+    if match is None:
+        return None
+    return Ocid(match["kind"], match["realm"], match["region"] or None)
+
+
 def ocid_region(ocid: str) -> str | None:
     """The region field of an OCID; None for tenancy-wide OCIDs (empty field) or text that is no OCID."""
-    parts = ocid.split(".")
-    return parts[3] or None if len(parts) >= 5 and parts[0] == "ocid1" else None
+    parsed = parse_ocid(ocid)
+    return parsed.region if parsed is not None else None
 
 
 def ocid_in_region(ocid: str, region: str) -> bool:
     """Whether a regional OCID belongs to ``region`` (tenancy-wide OCIDs belong to every region)."""
     found = ocid_region(ocid)
     return found is None or _same_region(found, region)
+
+
+# --- availability domains ---------------------------------------------------------------------------
+
+# Regions with three availability domains; every other region has one. Oracle, "Regions and Availability
+# Domains" (docs.oracle.com/iaas/Content/General/Concepts/regions.htm): the regions table's availability
+# domain count, and "we have chosen to launch regions in new geographies with one availability domain".
+THREE_AD_REGIONS: Final = frozenset(
+    {"us-ashburn-1", "us-phoenix-1", "us-chicago-1", "eu-frankfurt-1", "uk-london-1"}
+)
+# How AD names spell the region: the upper-case region identifier (`EU-FRANKFURT-1-AD-1`), except the two
+# oldest regions, named before region identifiers had their number: `US-ASHBURN-AD-1` and `PHX-AD-1`
+# (`oci iam availability-domain list` in each).
+_AD_REGION_PARTS: Final = {"us-ashburn-1": "US-ASHBURN", "us-phoenix-1": "PHX"}
+# `<tenancy prefix>:<REGION>-AD-<n>`: the prefix is a few letters and digits, e.g. `Uocm`.
+_AD = re.compile(r"^(?P<prefix>[A-Za-z0-9]+):(?P<region>[A-Za-z0-9-]+)-AD-(?P<n>[0-9]+)$")
+
+
+def availability_domain_count(region: str) -> int:
+    """How many availability domains ``region`` has (3 or 1)."""
+    return 3 if region.lower() in THREE_AD_REGIONS else 1
+
+
+def availability_domain_name(prefix: str, region: str, number: int) -> str:
+    """The AD name OCI prints for AD ``number`` of ``region`` in a tenancy whose AD prefix is ``prefix``."""
+    part = _AD_REGION_PARTS.get(region.lower(), region.upper())
+    return f"{prefix}:{part}-AD-{number}"
+
+
+def availability_domain_problem(availability_domain: str, region: str) -> str | None:
+    """Why ``availability_domain`` is no AD of ``region`` (a known region), None when it is one."""
+    count = availability_domain_count(region)
+    match = _AD.match(availability_domain)
+    prefix = match["prefix"] if match else "<prefix>"
+    names = [availability_domain_name(prefix, region, n) for n in range(1, count + 1)]
+    choices = names[0] if count == 1 else ", ".join(names[:-1]) + f" or {names[-1]}"
+    fix = f"use {choices} with your tenancy's prefix (oci iam availability-domain list)"
+    if match is None:
+        return f"is not an availability domain name (<prefix>:<REGION>-AD-<n>, e.g. {names[0]}); {fix}"
+    if match["region"] != _AD_REGION_PARTS.get(region.lower(), region.upper()):
+        if _same_region(match["region"], region):
+            return f"spells the region as OCI does not; {fix}"
+        return f"is not an availability domain of oci:region {region}; {fix}, or change oci:region"
+    if match["n"] != str(int(match["n"])):
+        return f"writes the AD number as OCI does not ({match['n']}); {fix}"
+    if not 1 <= int(match["n"]) <= count:
+        has = "has 1 availability domain" if count == 1 else f"has {count} availability domains"
+        return f"names AD {int(match['n'])}, but {region} {has}; {fix}"
+    return None
 
 
 def availability_domain_region(availability_domain: str) -> str:

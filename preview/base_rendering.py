@@ -2,8 +2,10 @@
 
 `make preview` compares with the committed rendering at HEAD (what the branch last agreed on); CI
 passes the pull request's base commit. Reading goes through the `git` command (ls-tree, then one
-cat-file --batch for every file), so nothing is checked out. Without git, without the ref, or without
-the stack in it there is no base, and the plan says why: everything is then a create.
+cat-file --batch for every file), so nothing is checked out. Without git, outside a git repository, or
+without the stack in the ref there is no base, and the plan says why: everything is then a create. A ref
+that names no commit is an error (:class:`BaseRefError`): a typo in `BASE=` must not turn the plan into
+"create everything".
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ class BaseFiles:
     """Where the base comes from (`rendered/dev/ at HEAD (8cfd9db)`), or why there is none."""
 
 
+class BaseRefError(Exception):
+    """`--base` (`BASE=`) names no commit of the repository; the message says which ref and what to pass."""
+
+
 def _no_base(reason: str) -> BaseFiles:
     return BaseFiles(None, f"no base: {reason}; everything is a create")
 
@@ -36,6 +42,23 @@ def from_git(stack: str, ref: str, root: Path = ROOT, folder: str = "rendered") 
         return _no_base("git is not installed")
     if not root.is_dir():
         return _no_base(f"{root} is not a folder")
+    inside = subprocess.run(
+        ["git", "rev-parse", "--git-dir"], cwd=root, capture_output=True, check=False
+    ).returncode
+    if inside != 0:
+        return _no_base(f"{root} is not a git repository")
+    # `<ref>^{commit}`: the ref must resolve to a commit (a tag is peeled; a tree or blob is refused).
+    resolved = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+        cwd=root,
+        capture_output=True,
+        check=False,
+    )
+    if resolved.returncode != 0 or ref.startswith("-"):
+        raise BaseRefError(
+            f"--base {ref} (BASE={ref}) names no commit of this repository; pass a branch, tag or commit "
+            "(default HEAD; git branch -a lists them)"
+        )
     listed = subprocess.run(
         ["git", "ls-tree", "-r", "-z", "--name-only", ref, "--", prefix],
         cwd=root,
@@ -44,7 +67,7 @@ def from_git(stack: str, ref: str, root: Path = ROOT, folder: str = "rendered") 
     )
     if listed.returncode != 0:
         error = listed.stderr.decode(errors="replace").strip().splitlines()
-        return _no_base(f"{ref} is not a commit of this repository ({error[0] if error else 'git failed'})")
+        return _no_base(f"git could not list {prefix} at {ref} ({error[0] if error else 'git failed'})")
     paths = [p for p in listed.stdout.decode().split("\0") if p]
     if not paths:
         return _no_base(f"{prefix} is not in {ref}")

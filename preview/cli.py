@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import yaml
 
 from oke_gpu_rdma import mpi_operator, resource_types
 from oke_gpu_rdma.scheduling import Verdict
@@ -44,6 +43,7 @@ from .mock_runtime import (
 )
 from .plan import change_plan, gpu_impact
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
+from .stack_file import StackFileError, read_stack_file, undecryptable
 from .stacks import EXAMPLES, USER_STACKS, stack_names
 
 STACKS_DIR = USER_STACKS
@@ -80,12 +80,9 @@ def load_stack_file(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Mapping[st
     """The stack file's YAML document, checked to hold a `config:` mapping."""
     path = stack_file(stack, dirs)
     try:
-        document = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise PreviewError(f"{_shown(path)} is not valid YAML: {err}") from None
-    if not isinstance(document, Mapping) or not isinstance(document.get("config") or {}, Mapping):
-        raise PreviewError(f"{_shown(path)} must be a mapping with a `config:` mapping of keys to values")
-    return document
+        return read_stack_file(path, _shown(path))
+    except StackFileError as err:
+        raise PreviewError(str(err)) from None
 
 
 @dataclass
@@ -108,6 +105,13 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
     (the program names stacks/Pulumi.<stack>.yaml, where the CLI keeps stack files).
     """
     document = load_stack_file(stack, dirs)
+    # Imported here, with pulumi-oci: the program imports it next anyway, and a stack file refused above
+    # is refused without that cost.
+    from components.gpu_node_pool import typed_provider_settings
+
+    secrets = undecryptable(document, _shown(stack_file(stack, dirs)), typed_provider_settings())
+    if secrets:
+        raise PreviewError("\n  ".join(["invalid stack config:", *secrets]))
     config_map = pulumi_config_map(document)
     try:
         run = run_program(stack, config_map, secret_keys=secret_config_keys(document))
@@ -284,15 +288,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summary", type=Path, default=None, help="append the plan as Markdown to this file")
     args = parser.parse_args(argv)
     try:
+        # Read the base first: a --base that names no commit fails before the run, and --base-dir may be
+        # the folder about to be replaced.
+        if args.base_dir is not None:
+            base = base_rendering.from_folder(args.base_dir)
+        else:
+            base = base_rendering.from_git(args.stack, args.base)
         result = preview(args.stack, [args.stacks_dir] if args.stacks_dir else STACK_DIRS)
-    except (PreviewError, PackConfigError) as err:
+    except (PreviewError, PackConfigError, base_rendering.BaseRefError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    # Read the base before writing: --base-dir may be the folder about to be replaced.
-    if args.base_dir is not None:
-        base = base_rendering.from_folder(args.base_dir)
-    else:
-        base = base_rendering.from_git(args.stack, args.base)
     # Rendered once: the plan reads the run's documents, and the same files are written below.
     loaded: dict[str, Any] = {}
     files = rendered_files(result, loaded)

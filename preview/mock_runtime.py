@@ -26,7 +26,8 @@ from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import run_pulumi_func
 
 from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.oci_regions import region_key
+from oke_gpu_rdma.oci_regions import availability_domain_name, region_key
+from stack_config.cluster_version import ENHANCED_CLUSTER
 
 T = TypeVar("T")
 
@@ -131,6 +132,11 @@ class OfflineMocks(mocks.Mocks):
         version: str = existing["kubernetesVersion"]
         return version
 
+    def cluster_type(self, cluster_id: str) -> str:
+        """The type OCI would report for an existing cluster: offline, the ENHANCED_CLUSTER the stack requires
+        (`pulumi preview`/`up` read the real one and refuse a BASIC_CLUSTER)."""
+        return ENHANCED_CLUSTER
+
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         state = dict(args.inputs)
         kind = _OCID_KINDS.get(args.typ)
@@ -159,7 +165,7 @@ class OfflineMocks(mocks.Mocks):
                 "id": cluster_id,
                 "kubernetesVersion": self.cluster_version(cluster_id),
                 "state": "ACTIVE",
-                "type": "ENHANCED_CLUSTER",
+                "type": self.cluster_type(cluster_id),
             }, []
         if args.token == "oci:Core/getServices:getServices":
             key = (region_key(self.region) if self.region else None) or "region"
@@ -173,7 +179,7 @@ class OfflineMocks(mocks.Mocks):
         if args.token == "oci:Core/getComputeCluster:getComputeCluster":
             return {
                 "computeClusterId": args.args.get("computeClusterId"),
-                "availabilityDomain": f"Uocm:{(self.region or 'REGION-1').upper()}-AD-1",
+                "availabilityDomain": availability_domain_name("Uocm", self.region or "region-1", 1),
                 "state": "ACTIVE",
             }, []
         raise NotImplementedError(

@@ -7,6 +7,7 @@ policy pack.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -130,7 +131,44 @@ def rdma_range(config: StackConfig) -> PlannedRange:
 
 def problems(config: StackConfig) -> list[ConfigProblem]:
     """Every cross-value problem of the config, in key order."""
-    return list(_structure(config)) + list(_subnets(config)) + list(_cluster(config)) + list(_child(config))
+    return (
+        list(_structure(config))
+        + list(_special(config))
+        + list(_vcn_blocks(config))
+        + list(_sizes(config))
+        + list(_subnets(config))
+        + list(_cluster(config))
+        + list(_child(config))
+    )
+
+
+# The largest services CIDR Kubernetes takes: kube-apiserver refuses a --service-cluster-ip-range with more
+# than 20 host bits ("specified --service-cluster-ip-range is too large; for 32-bit addresses, the mask must
+# be >= 12": kubernetes cmd/kube-apiserver/app/options/validation.go, maxCIDRBits = 20).
+MIN_SERVICES_PREFIX = 12
+
+
+def _special(config: StackConfig) -> Iterator[ConfigProblem]:
+    """Every range of the plan is unicast address space a network can hold: none of them may touch this-network,
+    loopback, link-local, multicast or reserved space (IANA IPv4 Special-Purpose Address Registry, RFC 6890;
+    the same SPECIAL_RANGES the child range and the VF pool are held to)."""
+    for planned in [*vcn_ranges(config), *subnet_ranges(config), *cluster_ranges(config), rdma_range(config)]:
+        for label, special in cidr.SPECIAL_RANGES:
+            if special.overlaps(planned.network):
+                yield ConfigProblem(
+                    planned.path,
+                    str(planned.network),
+                    f"overlaps {label}, which no network may use; pick a private range (RFC 1918: 10.0.0.0/8, "
+                    "172.16.0.0/12 or 192.168.0.0/16)",
+                )
+                break
+        if planned.role is Role.SERVICES_CIDR and planned.network.prefixlen < MIN_SERVICES_PREFIX:
+            yield ConfigProblem(
+                planned.path,
+                str(planned.network),
+                f"is larger than Kubernetes takes: the API server refuses a services range shorter than "
+                f"/{MIN_SERVICES_PREFIX}; use /{MIN_SERVICES_PREFIX} to /24 (e.g. 10.96.0.0/16)",
+            )
 
 
 def _structure(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -149,6 +187,61 @@ def _structure(config: StackConfig) -> Iterator[ConfigProblem]:
             None,
             "is required with cniType OCI_VCN_IP_NATIVE; add {id, cidr} of the pod subnet",
         )
+
+
+# OKE gives every worker node a /25 of a flannel cluster's pods CIDR, so the pods CIDR bounds the nodes
+# (Oracle, "CIDR Blocks and Kubernetes Engine (OKE)": "allocates a /25 CIDR block of network addresses for each
+# worker node"). OCI reserves the first two and the last address of every subnet (Oracle, "VCNs and Subnets":
+# reserved IP addresses), so a subnet of N addresses holds N - 3 nodes.
+NODE_POD_BLOCK_PREFIX = 25
+SUBNET_RESERVED_ADDRESSES = 3
+
+
+def stack_nodes(config: StackConfig) -> int:
+    """The nodes the stack runs: its GPU pools' and, when it creates one, the system pool's."""
+    return sum(p.count for p in config.node_pools) + (
+        config.system_pool.count if config.creates_system_pool else 0
+    )
+
+
+def _sizes(config: StackConfig) -> Iterator[ConfigProblem]:
+    """The pods CIDR and the worker subnet hold every node of the stack."""
+    nodes = stack_nodes(config)
+    needed = NODE_POD_BLOCK_PREFIX - math.ceil(math.log2(nodes)) if nodes > 1 else NODE_POD_BLOCK_PREFIX
+    for planned in cluster_ranges(config):
+        if planned.role is not Role.PODS_CIDR:
+            continue
+        blocks = (
+            2 ** (NODE_POD_BLOCK_PREFIX - planned.network.prefixlen) if planned.network.prefixlen <= 25 else 0
+        )
+        if blocks < nodes:
+            yield ConfigProblem(
+                planned.path,
+                str(planned.network),
+                f"holds the pod blocks of {blocks} nodes, fewer than the stack's {nodes}: OKE gives every worker "
+                f"node a /{NODE_POD_BLOCK_PREFIX} of the pods CIDR; use /{needed} or larger",
+            )
+    worker = worker_range(config)
+    room = worker.network.num_addresses - SUBNET_RESERVED_ADDRESSES
+    if room < nodes:
+        yield ConfigProblem(
+            worker.path,
+            str(worker.network),
+            f"has addresses for {max(room, 0)} nodes, fewer than the stack's {nodes} (OCI reserves "
+            f"{SUBNET_RESERVED_ADDRESSES} addresses of every subnet); use a larger subnet",
+        )
+
+
+def _vcn_blocks(config: StackConfig) -> Iterator[ConfigProblem]:
+    """A VCN's CIDR blocks must not overlap one another (OCI, "VCNs and Subnets")."""
+    blocks = vcn_ranges(config)
+    for i, block in enumerate(blocks):
+        for other in blocks[:i]:
+            if other.network.overlaps(block.network):
+                yield block.overlap_problem(
+                    other, "the CIDR blocks of a VCN must not overlap; list each once"
+                )
+                break
 
 
 def _subnets(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -1,21 +1,46 @@
-"""The existing cluster's Kubernetes version, as OCI reports it, against the stack's.
+"""The existing cluster as OCI reports it (its Kubernetes version and type) against the stack's.
 
 The node pools are created with `cluster.existing.kubernetesVersion`, and every DRA object is
 resource.k8s.io/v1, which the API server serves from v1.34 on. The program reads the version the
-cluster's control plane runs from OCI (components/cluster.py) and refuses the stack here before it
-declares anything when the two differ, or when the cluster runs something older than v1.34.
+cluster's control plane runs and the cluster's type from OCI (components/cluster.py) and refuses the
+stack here before it declares anything when the versions differ, when the cluster runs something older
+than v1.34, or when it is not an ENHANCED cluster.
+
+Why ENHANCED: the stack is sized by the enhanced cluster's limits (stack_config/model.py: up to 1,000 nodes
+a pool and 2,000 a cluster; "Kubernetes Engine Limits", "Considerations when Defining Enhanced Clusters
+with Large Numbers of Managed Nodes"), and what it creates itself is an enhanced cluster
+(components/cluster.py). Oracle, "Enhanced Clusters and Basic Clusters" (OKE concepts): enhanced clusters
+support every feature, including more worker nodes per cluster and the financially backed SLA, where basic
+clusters support the core features only; a basic cluster can be upgraded in place (UpdateClusterDetails
+`type`), an enhanced one never downgraded ("Creating an Enhanced Cluster").
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .model import MIN_KUBERNETES_MINOR, ExistingCluster, kubernetes_minor
 from .problems import ConfigProblem
 
 KEY = "cluster.existing.kubernetesVersion"
+# OCI's ClusterType values (OCI API, Cluster.type): BASIC_CLUSTER, ENHANCED_CLUSTER.
+ENHANCED_CLUSTER = "ENHANCED_CLUSTER"
 
 
-def problems(existing: ExistingCluster, running: str) -> list[ConfigProblem]:
-    """What is wrong with the stack's version for a cluster whose control plane runs ``running``."""
+@dataclass(frozen=True)
+class RunningCluster:
+    """What OCI reports for an existing cluster."""
+
+    kubernetes_version: str
+    type: str | None
+    """BASIC_CLUSTER or ENHANCED_CLUSTER (None if OCI did not say)."""
+
+
+def problems(existing: ExistingCluster, running: str | RunningCluster) -> list[ConfigProblem]:
+    """What is wrong with the stack for a cluster whose control plane runs ``running`` (a version, or what
+    OCI reports: version and type)."""
+    if isinstance(running, RunningCluster):
+        return _type_problems(existing, running.type) + problems(existing, running.kubernetes_version)
     minor = kubernetes_minor(running)
     if minor is not None and minor < MIN_KUBERNETES_MINOR:
         return [
@@ -37,3 +62,18 @@ def problems(existing: ExistingCluster, running: str) -> list[ConfigProblem]:
             )
         ]
     return []
+
+
+def _type_problems(existing: ExistingCluster, cluster_type: str | None) -> list[ConfigProblem]:
+    if cluster_type is None or cluster_type == ENHANCED_CLUSTER:
+        return []
+    return [
+        ConfigProblem(
+            "cluster.existing.id",
+            existing.id,
+            f"the cluster is a {cluster_type} (read from OCI); this stack needs an {ENHANCED_CLUSTER}, whose limits "
+            "it is sized by (1,000 nodes a pool, 2,000 a cluster); upgrade the cluster in place (oci ce cluster "
+            "update --cluster-id <id> --type ENHANCED_CLUSTER; it cannot be downgraded later), or use "
+            "cluster.create",
+        )
+    ]

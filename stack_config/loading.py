@@ -9,14 +9,17 @@ until the whole config is valid.
 from __future__ import annotations
 
 import json
+import sys
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pydantic
 
-from . import address_plan, placement_plan, region_checks, system_pool_checks
+from . import address_plan, capacity, config_namespaces, placement_plan, region_checks, system_pool_checks
 from .claim_plan import ClaimPlan, plan_claims
+from .config_namespaces import closest
 from .model import PROJECT, StackConfig, config_keys
 from .problems import ConfigError, ConfigProblem
 from .sriov_plan import SriovPlan, plan_sriov
@@ -53,7 +56,9 @@ def _problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem
             problems.append(ConfigProblem(_path(loc), None, "is missing; it is required"))
             continue
         if item["type"] == "extra_forbidden":
-            problems.append(ConfigProblem(_path(loc), None, "is not a known key; check its spelling"))
+            guess = closest(str(loc[-1]), known_keys(loc[:-1]))
+            fix = f"did you mean {guess}?" if guess else "check its spelling"
+            problems.append(ConfigProblem(_path(loc), None, f"is not a known key; {fix}"))
             continue
         # A model-level check (no single field) is reported on the object it belongs to, without
         # echoing the whole object back.
@@ -63,24 +68,57 @@ def _problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem
     return problems
 
 
-def load_stack(raw: Mapping[str, Any], source: str, region: str | None) -> Stack:
+def _model_in(annotation: Any) -> type[pydantic.BaseModel] | None:
+    """The model class a field holds (through Optional, list and dict), None for plain values."""
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def known_keys(loc: Sequence[int | str]) -> list[str]:
+    """The keys the model takes at ``loc`` (a pydantic location: keys and list indexes), [] if unknown."""
+    model: type[pydantic.BaseModel] | None = StackConfig
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        field = next((f for name, f in model.model_fields.items() if (f.alias or name) == part), None)
+        if field is None:
+            return []
+        model = _model_in(field.annotation)
+    return [f.alias or name for name, f in model.model_fields.items()] if model is not None else []
+
+
+def load_stack(
+    raw: Mapping[str, Any], source: str, region: str | None, found_before: Sequence[ConfigProblem] = ()
+) -> Stack:
     """Validate raw config values (keys without the project prefix) for a stack in ``region`` (`oci:region`).
 
-    ConfigError lists every problem.
+    ConfigError lists every problem, ``found_before`` (keys of other namespaces, values that could not be
+    decoded) first.
     """
     # Unknown keys, top-level ones included, are reported by the model (extra="forbid").
     try:
         config = StackConfig.model_validate(dict(raw))
     except pydantic.ValidationError as err:
+        # A value left out as undecodable is not missing as well.
+        said = {p.path for p in found_before}
+        from_model = [p for p in _problems_from_pydantic(err) if p.path not in said]
         raise ConfigError(
-            source, region_checks.region_name_problems(region) + _problems_from_pydantic(err)
+            source, [*found_before, *region_checks.region_name_problems(region), *from_model]
         ) from None
+    if found_before:
+        raise ConfigError(source, [*found_before, *region_checks.region_name_problems(region)])
     claims = plan_claims(config)
     sriov, sriov_problems = plan_sriov(config)
     found = (
         address_plan.problems(config)
         + region_checks.problems(config, region)
         + system_pool_checks.problems(config)
+        + capacity.problems(config)
         + placement_plan.problems(config)
         + list(claims.problems)
         + sriov_problems
@@ -95,26 +133,65 @@ def parse_stack_config(raw: Mapping[str, Any], source: str, region: str | None) 
     return load_stack(raw, source, region).config
 
 
+class UndecodableValue(ValueError):
+    """A structured config value whose JSON text the program cannot read (the message says why)."""
+
+
+# Python refuses to convert integers of more digits than this to and from text (CPython's
+# int_max_str_digits, 4300 by default): no setting takes such a number, so the value is refused whole.
+_MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        raise UndecodableValue(
+            f"is JSON with an integer of {len(text.lstrip('-'))} digits; no setting takes a number that large"
+        )
+    return int(text)
+
+
 def decode_config_value(value: str, structured: bool) -> Any:
-    """Pulumi hands structured config values to programs as JSON text."""
+    """Pulumi hands structured config values to programs as JSON text.
+
+    Text that is no JSON is kept as it is, so the model says what the key takes; UndecodableValue for
+    JSON the program cannot hold (a huge integer, nesting deeper than Python recurses).
+    """
     if not structured:
         return value
     try:
-        return json.loads(value)
+        return json.loads(value, parse_int=_bounded_int)
     except json.JSONDecodeError:
         return value
+    except RecursionError:
+        raise UndecodableValue(
+            "is JSON nested deeper than Python reads; no setting nests that deep"
+        ) from None
+
+
+def decoded_config(config_map: Mapping[str, object]) -> tuple[dict[str, Any], list[ConfigProblem]]:
+    """`oke-gpu-rdma:*` entries of a Pulumi config map (`project:key` -> text), decoded, without the prefix;
+    and a problem for each value that could not be decoded (left out of the dict)."""
+    keys = config_keys()
+    raw: dict[str, Any] = {}
+    found: list[ConfigProblem] = []
+    for full_key, value in config_map.items():
+        prefix, _, key = full_key.partition(":")
+        if prefix != PROJECT:
+            continue
+        try:
+            # Unknown keys are kept as they are, so parse_stack_config reports them.
+            raw[key] = decode_config_value(value, keys.get(key, False)) if isinstance(value, str) else value
+        except UndecodableValue as err:
+            found.append(ConfigProblem(key, None, str(err)))
+    return raw, found
 
 
 def raw_config(config_map: Mapping[str, str]) -> dict[str, Any]:
-    """`oke-gpu-rdma:*` entries of a Pulumi config map (`project:key` -> text), decoded, without the prefix."""
-    keys = config_keys()
-    raw: dict[str, Any] = {}
-    for full_key, value in config_map.items():
-        prefix, _, key = full_key.partition(":")
-        if prefix == PROJECT:
-            # Unknown keys are kept as they are, so parse_stack_config reports them.
-            raw[key] = decode_config_value(value, keys.get(key, False)) if isinstance(value, str) else value
-    return raw
+    """`oke-gpu-rdma:*` entries of a Pulumi config map (`project:key` -> text), decoded, without the prefix.
+
+    Values that cannot be decoded are left out (:func:`decoded_config` says which).
+    """
+    return decoded_config(config_map)[0]
 
 
 def stack_source(stack: str) -> str:
@@ -125,9 +202,12 @@ def stack_source(stack: str) -> str:
 def load_program_stack(config_env: Mapping[str, Any], stack: str) -> Stack:
     """The stack of a running Pulumi program, from the config the CLI passes it (`project:key` -> text).
 
-    Everything the CLI passed is read, so misspelt top-level keys are reported too.
+    Everything the CLI passed is read, so misspelt top-level keys are reported too, and keys of namespaces
+    nothing reads (stack_config/config_namespaces.py).
     """
     region = config_env.get(region_checks.REGION_KEY)
+    raw, undecodable = decoded_config(config_env)
+    foreign = config_namespaces.problems(config_env, config_keys())
     return load_stack(
-        raw_config(config_env), stack_source(stack), region if isinstance(region, str) else None
+        raw, stack_source(stack), region if isinstance(region, str) else None, [*foreign, *undecodable]
     )

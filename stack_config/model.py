@@ -8,6 +8,7 @@ Components receive the validated objects, never raw dictionaries.
 
 from __future__ import annotations
 
+import difflib
 import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any, Literal
@@ -19,7 +20,7 @@ from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, RDMA_PATH_LABEL
-from oke_gpu_rdma.oci_regions import is_known_region, unknown_region
+from oke_gpu_rdma.oci_regions import is_known_region, parse_ocid, unknown_region
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import MAX_VFS_PER_PF, RdmaMode, RdmaPath
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
@@ -30,19 +31,70 @@ PROJECT = "oke-gpu-rdma"
 # metal (BM.); a VM GPU shape such as VM.GPU.A10.1 has no RDMA rails.
 VM_SHAPE_PREFIX = "VM."
 
-_OCID = re.compile(r"^ocid1\.[a-z0-9]+\.[a-z0-9-]+\.[a-z0-9-]*\.[a-z0-9]+$")
 _K8S_VERSION = re.compile(r"^v1\.(\d+)\.\d+$")
 # Every DRA object here is resource.k8s.io/v1, served from Kubernetes 1.34 on (KEP-4381: DRA GA in 1.34).
 MIN_KUBERNETES_MINOR = 34
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+# Kubernetes' label limits (apimachinery pkg/util/validation/validation.go: IsQualifiedName, a name part
+# of at most 63 characters and a DNS-1123 subdomain prefix of at most 253; IsValidLabelValue, at most 63).
+LABEL_NAME_MAX = 63
+LABEL_PREFIX_MAX = 253
+LABEL_VALUE_MAX = 63
 
 
-def _ocid(value: str) -> str:
-    if not _OCID.match(value):
-        raise ValueError("is not an OCI OCID (expected ocid1.<type>.<realm>.<region>.<unique id>)")
-    return value
+def is_label_key(key: str) -> bool:
+    """Whether ``key`` is a Kubernetes label (or taint) key, lengths included."""
+    prefix, _, name = key.rpartition("/")
+    return bool(_LABEL_KEY.match(key)) and len(name) <= LABEL_NAME_MAX and len(prefix) <= LABEL_PREFIX_MAX
+
+
+def is_label_value(value: str) -> bool:
+    """Whether ``value`` is a Kubernetes label (or taint) value."""
+    return bool(_LABEL_VALUE.match(value)) and len(value) <= LABEL_VALUE_MAX
+
+
+# OKE's node limits for enhanced clusters (Oracle, "Considerations when Defining Enhanced Clusters with Large
+# Numbers of Managed Nodes" and "Kubernetes Engine Limits"): at most 1,000 managed nodes in a node pool and
+# 2,000 in a cluster. The node pools of a stack therefore number at most 2,000 as well (each has a node).
+MAX_NODES_PER_POOL = 1000
+MAX_NODES_PER_CLUSTER = 2000
+MAX_NODE_POOLS = MAX_NODES_PER_CLUSTER
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
+
+
+def _ocid_of(*kinds: str, regional: bool) -> AfterValidator:
+    """An OCID of one of ``kinds`` (resource types); with a region exactly when the kind is ``regional``.
+
+    Oracle, "Resource Identifiers": ocid1.<RESOURCE TYPE>.<REALM>.[REGION][.FUTURE USE].<UNIQUE ID>; the
+    region is empty for tenancy-wide resources (tenancy, compartments) and set for regional ones (VCNs,
+    subnets, clusters, images, compute clusters). OCI answers a wrong kind with 404 NotAuthorizedOrNotFound
+    only after some resources exist.
+    """
+    example = f"ocid1.{kinds[0]}.oc1.{'<region>' if regional else ''}.<unique id>"
+    wanted = " or ".join(kinds)
+
+    def check(value: str) -> str:
+        parsed = parse_ocid(value)
+        if parsed is None:
+            raise ValueError(f"is not an OCI OCID (expected {example})")
+        if parsed.kind not in kinds:
+            raise ValueError(f"is {_a(parsed.kind)} OCID; this key takes {_a(wanted)} OCID ({example})")
+        if regional and parsed.region is None:
+            raise ValueError(
+                f"has no region, but {_a(parsed.kind)} OCID is regional ({example}); copy it whole from OCI"
+            )
+        if not regional and parsed.region is not None:
+            raise ValueError(
+                f"has a region, but {_a(parsed.kind)} OCID is tenancy-wide ({example}); copy it whole from OCI"
+            )
+        return value
+
+    return AfterValidator(check)
 
 
 def kubernetes_minor(version: str) -> int | None:
@@ -105,11 +157,19 @@ def _region(value: str) -> str:
 def _shape(value: str) -> str:
     names = CATALOG.names
     if value not in names:
-        raise ValueError(f"is not a known RDMA GPU shape; known shapes: {', '.join(sorted(names))}")
+        by_case = [n for n in names if n.lower() == value.lower()]
+        close = by_case or difflib.get_close_matches(value, list(names), n=1, cutoff=0.6)
+        guess = f"did you mean {close[0]}? (shape names are case-sensitive) " if close else ""
+        raise ValueError(f"is not a known RDMA GPU shape; {guess}known shapes: {', '.join(sorted(names))}")
     return value
 
 
-Ocid = Annotated[str, AfterValidator(_ocid)]
+CompartmentOcid = Annotated[str, _ocid_of("compartment", "tenancy", regional=False)]
+VcnOcid = Annotated[str, _ocid_of("vcn", regional=True)]
+SubnetOcid = Annotated[str, _ocid_of("subnet", regional=True)]
+ClusterOcid = Annotated[str, _ocid_of("cluster", regional=True)]
+ImageOcid = Annotated[str, _ocid_of("image", regional=True)]
+ComputeClusterOcid = Annotated[str, _ocid_of("computecluster", regional=True)]
 KubernetesVersion = Annotated[str, AfterValidator(_k8s_version)]
 Cidr = Annotated[IPv4Network, BeforeValidator(_cidr)]
 OciBlock = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_oci_block)]
@@ -129,7 +189,7 @@ class _Model(BaseModel):
 class SubnetRef(_Model):
     """An existing subnet: its OCID for the resources, its CIDR for the address-plan checks."""
 
-    id: Ocid = Field(description="Subnet OCID.")
+    id: SubnetOcid = Field(description="Subnet OCID.")
     cidr: OciBlock = Field(description="The subnet's IPv4 CIDR, as OCI shows it.")
 
 
@@ -170,12 +230,20 @@ class NewNetwork(_Model):
     dns_label: DnsLabel = Field("okegpu", alias="dnsLabel", description="VCN DNS label.")
 
 
+# OCI, "VCNs and Subnets" (Networking documentation, "VCN CIDR blocks"): a VCN has at most five IPv4 CIDR
+# blocks, and they must not overlap one another.
+MAX_VCN_CIDRS = 5
+
+
 class ExistingNetwork(_Model):
     """Subnets that already exist; their CIDRs feed the address-plan checks and the policy pack."""
 
-    vcn_id: Ocid = Field(alias="vcnId", description="VCN OCID.")
+    vcn_id: VcnOcid = Field(alias="vcnId", description="VCN OCID.")
     vcn_cidrs: list[OciBlock] = Field(
-        alias="vcnCidrs", min_length=1, description="All CIDR blocks of the VCN."
+        alias="vcnCidrs",
+        min_length=1,
+        max_length=MAX_VCN_CIDRS,
+        description=f"All CIDR blocks of the VCN (OCI: at most {MAX_VCN_CIDRS}, none overlapping another).",
     )
     worker_subnet: SubnetRef = Field(
         alias="workerSubnet", description="Subnet of the GPU nodes' primary VNICs."
@@ -227,7 +295,7 @@ KubeconfigEndpoint = Literal["PUBLIC_ENDPOINT", "PRIVATE_ENDPOINT", "VCN_HOSTNAM
 class ExistingCluster(_Model):
     """An existing ENHANCED cluster; its CIDRs feed the address-plan checks."""
 
-    id: Ocid = Field(description="Cluster OCID.")
+    id: ClusterOcid = Field(description="Cluster OCID.")
     kubeconfig_endpoint: KubeconfigEndpoint = Field(
         "PUBLIC_ENDPOINT",
         alias="kubeconfigEndpoint",
@@ -270,9 +338,9 @@ class Taint(_Model):
 
     @model_validator(mode="after")
     def _valid(self) -> Taint:
-        if not _LABEL_KEY.match(self.key):
+        if not is_label_key(self.key):
             raise ValueError(f"taint key {self.key!r} is not a valid Kubernetes label key")
-        if not _LABEL_VALUE.match(self.value) or len(self.value) > 63:
+        if not is_label_value(self.value):
             raise ValueError(f"taint value {self.value!r} is not a valid Kubernetes label value")
         return self
 
@@ -379,8 +447,12 @@ class NodePoolConfig(_Model):
         DEFAULT_SHAPE,
         description="GPU shape: bare metal for a pool with rails, a VM shape only with rdma: none.",
     )
-    count: StrictInt = Field(ge=1, description="Number of nodes.")
-    image_id: Ocid = Field(
+    count: StrictInt = Field(
+        ge=1,
+        le=MAX_NODES_PER_POOL,
+        description=f"Number of nodes (OKE: at most {MAX_NODES_PER_POOL} a pool).",
+    )
+    image_id: ImageOcid = Field(
         alias="imageId", description="Custom image OCID (Ubuntu with DOCA-OFED and the GPU driver)."
     )
     availability_domain: str | None = Field(
@@ -389,7 +461,7 @@ class NodePoolConfig(_Model):
         description="AD of the compute cluster and the nodes, e.g. Uocm:US-ASHBURN-AD-1. Required when the "
         "compute cluster is created here.",
     )
-    compute_cluster_id: Ocid | None = Field(
+    compute_cluster_id: ComputeClusterOcid | None = Field(
         None, alias="computeClusterId", description="Use this compute cluster instead of creating one."
     )
     boot_volume_size_gbs: StrictInt = Field(500, ge=50, le=32768, alias="bootVolumeSizeGbs")
@@ -481,8 +553,34 @@ class NodePoolConfig(_Model):
                 "when the GPU DRA driver is on); remove it from labels"
             )
         for key, value in self.labels.items():
-            if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value) or len(value) > 63:
-                raise ValueError(f"label {key}={value!r} is not a valid Kubernetes label")
+            if not is_label_key(key) or not is_label_value(value):
+                raise ValueError(
+                    f"label {key}={value!r} is not a valid Kubernetes label (key: an optional DNS prefix of at "
+                    f"most {LABEL_PREFIX_MAX} characters and '/', then at most {LABEL_NAME_MAX} letters, digits, "
+                    f"'-', '_' or '.'; value: at most {LABEL_VALUE_MAX} of those)"
+                )
+        # The API server refuses a Node with two taints of one key and effect (kubernetes
+        # pkg/apis/core/validation/validation.go validateNodeTaints: "taints must be unique by key and effect
+        # pair"), so the node would never register.
+        seen: set[tuple[str, str]] = set()
+        for taint in self.taints:
+            if (taint.key, taint.effect) in seen:
+                raise ValueError(
+                    f"taints: {taint.key}:{taint.effect} is given twice; Kubernetes refuses a node whose taints "
+                    "repeat a key and effect, so keep one"
+                )
+            seen.add((taint.key, taint.effect))
+        # OCI's node cycling takes 0 to the pool's size for both (OCI API NodePoolCyclingDetails:
+        # maximumSurge and maximumUnavailable "Ranges from 0 to Nodepool size").
+        for setting, nodes in (
+            ("maximumSurge", self.cycling.maximum_surge),
+            ("maximumUnavailable", self.cycling.maximum_unavailable),
+        ):
+            if nodes > self.count:
+                raise ValueError(
+                    f"cycling.{setting} {nodes} is more than the pool's {self.count} nodes; OKE takes 0 to the pool "
+                    "size"
+                )
         return self
 
 
@@ -628,6 +726,11 @@ def _known_mpi_operator(version: str) -> str:
     return version
 
 
+# pulumi-kubernetes reads pulumi.com/timeoutSeconds into a Go time.Duration (int64 nanoseconds), which holds
+# at most 2^63 ns, about 292 years: 153,722,867 minutes.
+MAX_TIMEOUT_MINUTES = (2**63 - 1) // (60 * 10**9)
+
+
 class AcceptanceJobsConfig(_Model):
     """Jobs that measure what the setup delivers (off by default: they hold whole nodes)."""
 
@@ -640,7 +743,9 @@ class AcceptanceJobsConfig(_Model):
         "iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
         description="Image with NCCL tests, perftest and sshd (the seed's).",
     )
-    workers: StrictInt = Field(2, ge=2, description="MPIJob workers, one per node.")
+    workers: StrictInt = Field(
+        2, ge=2, le=MAX_NODES_PER_POOL, description="MPIJob workers, one per node of the jobs' pool."
+    )
     claim_template: DnsLabel = Field(
         "aligned-8gpu-16rails", alias="claimTemplate", description="Template the NCCL workers use."
     )
@@ -659,6 +764,7 @@ class AcceptanceJobsConfig(_Model):
         None,
         alias="railGbps",
         gt=0,
+        allow_inf_nan=False,
         description="Minimum ib_write_bw per rail in Gb/s; a rail below it fails the job and `pulumi up`. "
         f"Default: the seed's lowest rail, DRANET {SEED_RAIL_GBPS['dranet']} (seed 000), SR-IOV "
         f"{SEED_RAIL_GBPS['sriov']} (seed 001).",
@@ -667,6 +773,7 @@ class AcceptanceJobsConfig(_Model):
         None,
         alias="ncclBusbwGBs",
         gt=0,
+        allow_inf_nan=False,
         description="Minimum NCCL all_reduce busbw at 8 GiB (out of place) in GB/s of each NCCL job; below "
         "it the job fails and `pulumi up` with it. Default: the seed's figure for the job's GPUs per worker "
         f"on 2 nodes, DRANET {SEED_NCCL_BUSBW_GBS['dranet']} (seed 000), SR-IOV "
@@ -676,6 +783,7 @@ class AcceptanceJobsConfig(_Model):
         30,
         alias="timeoutMinutes",
         ge=1,
+        le=MAX_TIMEOUT_MINUTES,
         description="How long `pulumi up` waits for a job to succeed (pulumi.com/timeoutSeconds): a job that "
         "fails shows as this timeout, since the job's Succeeded condition never comes.",
     )
@@ -745,9 +853,12 @@ class SystemPoolConfig(_Model):
         16, ge=1, alias="memoryGbs", description="Memory per node in GB (flexible shapes)."
     )
     count: StrictInt = Field(
-        2, ge=1, description="Nodes: two keep CoreDNS and the controllers up through a node loss."
+        2,
+        ge=1,
+        le=MAX_NODES_PER_POOL,
+        description="Nodes: two keep CoreDNS and the controllers up through a node loss.",
     )
-    image_id: Ocid | None = Field(
+    image_id: ImageOcid | None = Field(
         None,
         alias="imageId",
         description="An OKE Oracle Linux image for the cluster's Kubernetes version (`oci ce node-pool-options "
@@ -782,10 +893,12 @@ class SystemPoolConfig(_Model):
 class StackConfig(_Model):
     """Everything one stack declares."""
 
-    compartment_id: Ocid = Field(alias="compartmentId", description="Compartment of every resource.")
+    compartment_id: CompartmentOcid = Field(
+        alias="compartmentId", description="Compartment (or the tenancy) of every resource."
+    )
     network: NetworkConfig
     cluster: ClusterConfig
-    node_pools: list[NodePoolConfig] = Field(alias="nodePools", min_length=1)
+    node_pools: list[NodePoolConfig] = Field(alias="nodePools", min_length=1, max_length=MAX_NODE_POOLS)
     dranet: DranetConfig = Field(default_factory=lambda: DranetConfig())
     gpu_driver: GpuDriverConfig = Field(default_factory=lambda: GpuDriverConfig(), alias="gpuDriver")
     network_operator: NetworkOperatorConfig = Field(

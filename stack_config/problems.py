@@ -23,7 +23,11 @@ class ConfigProblem:
 
 
 def _show(value: object) -> str:
-    text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    try:
+        text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    except (ValueError, RecursionError):
+        # A number too long to print, or a value nested deeper than json recurses: name its kind only.
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 

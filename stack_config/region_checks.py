@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from oke_gpu_rdma.oci_regions import (
-    availability_domain_in_region,
+    availability_domain_problem,
     is_known_region,
     ocid_in_region,
     unknown_region,
@@ -49,6 +49,15 @@ def _acceptance_pool(config: StackConfig) -> Iterator[ConfigProblem]:
         )
 
 
+def availability_domains(config: StackConfig) -> Iterator[tuple[str, str]]:
+    """(key path, AD name) of every availability domain the stack config names."""
+    for i, pool in enumerate(config.node_pools):
+        if pool.availability_domain is not None:
+            yield f"nodePools[{i}].availabilityDomain", pool.availability_domain
+    for i, ad in enumerate(config.system_pool.availability_domains):
+        yield f"systemPool.availabilityDomains[{i}]", ad
+
+
 def regional_ocids(config: StackConfig) -> Iterator[tuple[str, str]]:
     """(key path, OCID) of every OCID the stack config names that lives in one region."""
     existing = config.network.existing
@@ -68,6 +77,8 @@ def regional_ocids(config: StackConfig) -> Iterator[tuple[str, str]]:
         yield f"nodePools[{i}].imageId", pool.image_id
         if pool.compute_cluster_id is not None:
             yield f"nodePools[{i}].computeClusterId", pool.compute_cluster_id
+    if config.system_pool.image_id is not None:
+        yield "systemPool.imageId", config.system_pool.image_id
 
 
 def region_name_problems(region: str | None) -> list[ConfigProblem]:
@@ -92,14 +103,18 @@ def _region(config: StackConfig, region: str | None) -> Iterator[ConfigProblem]:
     if named or region is None:
         yield from named
         return
-    for i, pool in enumerate(config.node_pools):
-        ad = pool.availability_domain
-        if ad and not availability_domain_in_region(ad, region):
+    for path, ad in availability_domains(config):
+        problem = availability_domain_problem(ad, region)
+        if problem is not None:
+            yield ConfigProblem(path, ad, problem)
+    listed = config.system_pool.availability_domains
+    for i, ad in enumerate(listed):
+        if ad in listed[:i]:
+            # The pool places one set of nodes per AD: a second entry would be dropped without a word.
             yield ConfigProblem(
-                f"nodePools[{i}].availabilityDomain",
+                f"systemPool.availabilityDomains[{i}]",
                 ad,
-                f"is not an availability domain of {REGION_KEY} {region}; use one of that region's ADs "
-                "(oci iam availability-domain list), or change oci:region",
+                "is listed twice; list each availability domain once",
             )
     for path, ocid in regional_ocids(config):
         if not ocid_in_region(ocid, region):

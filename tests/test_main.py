@@ -232,3 +232,32 @@ def test_no_logical_name_carries_the_stack_name(run_stack: Callable[..., Run]) -
     assert [r.name for r in run.resources[1:] if r.name.startswith("full-")] == []
     # Display names keep the stack, so two stacks stay apart in the console.
     assert run.one(resource_types.VCN).inputs["displayName"] == "full-network-vcn"
+
+
+# --- no setting silently ignored, no traceback from a value -----------------------------------------
+
+
+def test_the_program_refuses_a_key_nothing_reads() -> None:
+    document = as_stack_file(raw_config("dev"))
+    document["config"]["oke-gpu-rmda:dranet"] = {"enabled": False}
+    with pytest.raises(pulumi.RunError) as caught:
+        run_program("dev", pulumi_config_map(document))
+    assert str(caught.value).splitlines() == [
+        "invalid stack config:",
+        "  stacks/Pulumi.dev.yaml: oke-gpu-rmda:dranet is in namespace 'oke-gpu-rmda', which nothing of this stack "
+        "reads (the program reads oke-gpu-rdma:, the OCI provider oci:, the engine pulumi:); did you mean "
+        "oke-gpu-rdma:dranet?",
+    ]
+
+
+def test_a_number_python_cannot_read_is_a_message_not_a_traceback() -> None:
+    # `pulumi up` hands structured values as JSON text: a 5,000-digit count reaches the program as such.
+    config_map = pulumi_config_map(as_stack_file(raw_config("dev")))
+    config_map["oke-gpu-rdma:nodePools"] = '[{"name": "a", "count": ' + "1" * 5000 + "}]"
+    with pytest.raises(pulumi.RunError) as caught:
+        run_program("dev", config_map)
+    assert str(caught.value).splitlines() == [
+        "invalid stack config:",
+        "  stacks/Pulumi.dev.yaml: nodePools is JSON with an integer of 5000 digits; no setting takes a number "
+        "that large",
+    ]

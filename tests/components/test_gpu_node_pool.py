@@ -111,8 +111,9 @@ def test_existing_compute_cluster_is_used_not_created(run_stack: Callable[..., R
     assert run.of_type(COMPUTE_CLUSTER) == []
     details = run.one(NODE_POOL).inputs["nodeConfigDetails"]
     assert details["computeClusterId"] == existing
-    # The AD comes from the existing compute cluster (looked up through the OCI API).
-    assert details["placementConfigs"][0]["availabilityDomain"] == "Uocm:US-ASHBURN-1-AD-1"
+    # The AD comes from the existing compute cluster (looked up through the OCI API), named as OCI names
+    # Ashburn's ADs.
+    assert details["placementConfigs"][0]["availabilityDomain"] == "Uocm:US-ASHBURN-AD-1"
 
 
 def test_launch_policy_is_created_once_and_pools_wait_for_it(run_stack: Callable[..., Run]) -> None:

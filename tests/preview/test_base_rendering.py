@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from preview import base_rendering
 
 
@@ -43,11 +45,23 @@ def test_no_base_says_why(tmp_path: Path) -> None:
     missing = base_rendering.from_git("prod", "HEAD", repo)
     assert missing.files is None
     assert missing.description == "no base: rendered/prod/ is not in HEAD; everything is a create"
-    bad_ref = base_rendering.from_git("dev", "no-such-ref", repo)
-    assert bad_ref.files is None and bad_ref.description.startswith("no base: no-such-ref is not a commit")
-    assert bad_ref.description.endswith("; everything is a create")
     outside = base_rendering.from_git("dev", "HEAD", tmp_path / "nowhere")
     assert outside.files is None
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    not_git = base_rendering.from_git("dev", "HEAD", plain)
+    assert not_git.description == f"no base: {plain} is not a git repository; everything is a create"
+
+
+@pytest.mark.parametrize("ref", ["no-such-ref", "HEAD~5", "--output=x", "HEAD^{tree}"])
+def test_a_base_ref_that_names_no_commit_is_an_error(tmp_path: Path, ref: str) -> None:
+    repo = repo_with_rendering(tmp_path)
+    with pytest.raises(base_rendering.BaseRefError) as caught:
+        base_rendering.from_git("dev", ref, repo)
+    assert str(caught.value) == (
+        f"--base {ref} (BASE={ref}) names no commit of this repository; pass a branch, tag or commit "
+        "(default HEAD; git branch -a lists them)"
+    )
 
 
 def test_a_rendering_without_records_is_no_base(tmp_path: Path) -> None:

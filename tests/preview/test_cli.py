@@ -228,7 +228,7 @@ def test_stack_file_whose_config_is_not_a_mapping(tmp_path: Path, capsys: pytest
     out, err = capsys.readouterr()
     assert out == ""
     assert (
-        err == "error: stacks/Pulumi.odd.yaml must be a mapping with a `config:` mapping of keys to values\n"
+        err == "error: stacks/Pulumi.odd.yaml: must be a mapping with a `config:` mapping of keys to values\n"
     )
 
 
@@ -465,3 +465,65 @@ def test_giving_dranet_a_pool_of_a_shape_without_topology_is_refused_with_how_to
         "recorded); supply its topology with topology_from_dict (see oke_gpu_rdma.topology for the format); add "
         "shapeTopologies.BM.GPU.H100.8 or set workloads.claimTemplates to [] and workloads.railsOnlyTemplate to null",
     ]
+
+
+@pytest.mark.parametrize(
+    ("key", "line"),
+    [
+        (
+            "oke-gpu-rmda:dranet",
+            "oke-gpu-rmda:dranet is in namespace 'oke-gpu-rmda', which nothing of this stack reads (the program reads "
+            "oke-gpu-rdma:, the OCI provider oci:, the engine pulumi:); did you mean oke-gpu-rdma:dranet?",
+        ),
+        (
+            "oci:regoin",
+            "oci:regoin is not a setting of the OCI provider (pulumi-oci's provider arguments: oci:region, oci:auth, "
+            "oci:configFileProfile, ...); did you mean oci:region?",
+        ),
+    ],
+)
+def test_a_key_nothing_reads_fails_the_preview_in_one_line(tmp_path: Path, key: str, line: str) -> None:
+    document = as_stack_file(raw_config("dev"))
+    document["config"][key] = {"enabled": False} if key.endswith("dranet") else "us-phoenix-1"
+    (tmp_path / "Pulumi.typo.yaml").write_text(yaml.safe_dump(document))
+    result = run_cli("typo", stacks_dir=tmp_path, rendered=tmp_path / "out")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == f"error: invalid stack config:\n  stacks/Pulumi.typo.yaml: {line}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_base_that_names_no_commit_fails_before_the_run(tmp_path: Path) -> None:
+    result = run_cli("dev", EXAMPLES, tmp_path / "out", "--base", "no-such-branch")
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: --base no-such-branch (BASE=no-such-branch) names no commit of this repository; pass a branch, tag "
+        "or commit (default HEAD; git branch -a lists them)\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_secret_of_the_program_is_named_not_judged(tmp_path: Path) -> None:
+    document = as_stack_file(raw_config("dev"))
+    document["config"]["oke-gpu-rdma:compartmentId"] = {"secure": "v1:Y2lwaGVydGV4dA=="}
+    (tmp_path / "Pulumi.sec.yaml").write_text(yaml.safe_dump(document))
+    result = run_cli("sec", stacks_dir=tmp_path, rendered=tmp_path / "out")
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: invalid stack config:\n  stacks/Pulumi.sec.yaml: oke-gpu-rdma:compartmentId is a secret (secure:) "
+        "the offline preview cannot decrypt, so it cannot judge the value; keep this setting in plain text (a "
+        "compartment or subnet OCID is no secret), or check the stack with pulumi preview\n"
+    )
+
+
+def test_a_duplicate_key_fails_the_preview_naming_both_lines(tmp_path: Path) -> None:
+    text = (EXAMPLES / "Pulumi.dev.yaml").read_text() + "  oci:region: us-phoenix-1\n"
+    (tmp_path / "Pulumi.twice.yaml").write_text(text)
+    result = run_cli("twice", stacks_dir=tmp_path, rendered=tmp_path / "out")
+    assert result.returncode == 1
+    first = next(i for i, line in enumerate(text.splitlines(), 1) if "oci:region" in line)
+    last = len(text.splitlines())
+    assert result.stderr == (
+        f"error: stacks/Pulumi.twice.yaml: is not a valid stack file: line {last}, column 3: the key 'oci:region' "
+        f"is given twice in one mapping (lines {first} and {last}); keep one\n"
+    )

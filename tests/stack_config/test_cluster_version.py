@@ -78,3 +78,31 @@ def test_a_cluster_oci_cannot_read_is_one_line(monkeypatch: pytest.MonkeyPatch) 
         "oci:ContainerEngine/getCluster:getCluster failed: 404-NotAuthorizedOrNotFound, Authorization failed or "
         "requested resource not found (clusterId)); check the OCID, oci:region and the credentials",
     ]
+
+
+def test_a_cluster_that_is_not_enhanced_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mock_runtime.OfflineMocks, "cluster_type", lambda self, cluster_id: "BASIC_CLUSTER")
+    registered: list[str] = []
+    original = mock_runtime.RecordingMonitor.RegisterResource
+
+    def register(self: mock_runtime.RecordingMonitor, request: Any) -> Any:
+        registered.append(request.type)
+        return original(self, request)
+
+    monkeypatch.setattr(mock_runtime.RecordingMonitor, "RegisterResource", register)
+    with pytest.raises(pulumi.RunError) as caught:
+        run_program("dev", pulumi_config_map(as_stack_file(raw_config("dev"))))
+    assert registered == [mock_runtime.STACK_TYPE]
+    assert str(caught.value).splitlines() == [
+        "invalid stack config:",
+        f"  stacks/Pulumi.dev.yaml: cluster.existing.id = '{CLUSTER}': the cluster is a BASIC_CLUSTER (read from "
+        "OCI); this stack needs an ENHANCED_CLUSTER, whose limits it is sized by (1,000 nodes a pool, 2,000 a "
+        "cluster); upgrade the cluster in place (oci ce cluster update --cluster-id <id> --type ENHANCED_CLUSTER; "
+        "it cannot be downgraded later), or use cluster.create",
+    ]
+
+
+def test_the_offline_preview_answers_the_type_the_stack_needs() -> None:
+    run = run_program("dev", pulumi_config_map(as_stack_file(raw_config("dev"))))
+    assert ("oci:ContainerEngine/getCluster:getCluster", {"clusterId": CLUSTER}) in run.invokes
+    assert mock_runtime.OfflineMocks().cluster_type(CLUSTER) == "ENHANCED_CLUSTER"

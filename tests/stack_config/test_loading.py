@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from ipaddress import IPv4Network
 from typing import Any
 
 import pytest
 
 from oke_gpu_rdma import cidr_rules as cidr
-from stack_config.loading import ConfigError, parse_stack_config
+from preview.mock_runtime import pulumi_config_map
+from stack_config.loading import ConfigError, load_program_stack, parse_stack_config
 from stack_config.model import GPU_TAINT, StackConfig
-from tests.support import EXAMPLE_REGION, raw_config
+from tests.support import EXAMPLE_REGION, raw_config, stack_document
 
 SOURCE = "stacks/Pulumi.dev.yaml"
 
@@ -137,11 +139,13 @@ def test_availability_domain_optional_with_existing_compute_cluster() -> None:
 def test_misspelt_key_is_an_error() -> None:
     raw = raw_config("dev")
     raw["nodePools"][0]["cout"] = 3
-    assert only_problem(raw) == f"{SOURCE}: nodePools[0].cout is not a known key; check its spelling"
+    assert only_problem(raw) == f"{SOURCE}: nodePools[0].cout is not a known key; did you mean count?"
     raw = raw_config("dev")
     raw["nodepools"] = raw.pop("nodePools")
     lines = problems_of(raw)
-    assert f"{SOURCE}: nodepools is not a known key; check its spelling" in [line.strip() for line in lines]
+    assert f"{SOURCE}: nodepools is not a known key; did you mean nodePools?" in [
+        line.strip() for line in lines
+    ]
 
 
 def test_every_problem_is_reported_once() -> None:
@@ -284,7 +288,7 @@ def test_a_boolean_is_not_a_node_count() -> None:
 def test_unknown_top_level_key_is_reported_once() -> None:
     raw = raw_config("dev")
     raw["nodepool"] = []
-    assert only_problem(raw) == f"{SOURCE}: nodepool is not a known key; check its spelling"
+    assert only_problem(raw) == f"{SOURCE}: nodepool is not a known key; did you mean nodePools?"
 
 
 def test_a_pool_without_rails_needs_its_ad_and_no_compute_cluster() -> None:
@@ -325,4 +329,155 @@ def test_a_vm_shape_with_rails_is_refused() -> None:
         f"{SOURCE}: nodePools[0]: shape VM.GPU.A10.1 is a VM shape but rdma is dranet: the RDMA rails need the "
         "pool in a compute cluster, which takes bare-metal shapes only. Set rdma: none for a pool without rails, "
         "or use a bare-metal (BM.) shape"
+    )
+
+
+def test_a_structured_value_with_a_number_python_cannot_read_is_one_line() -> None:
+    # The CLI hands the program JSON text; an integer of more than 4,300 digits cannot become an int.
+    config_map = pulumi_config_map(stack_document("dev"))
+    config_map["oke-gpu-rdma:nodePools"] = '[{"name": "a", "count": ' + "9" * 5000 + "}]"
+    with pytest.raises(ConfigError) as caught:
+        load_program_stack(config_map, "dev")
+    assert str(caught.value).splitlines()[1:] == [
+        f"  {SOURCE}: nodePools is JSON with an integer of 5000 digits; no setting takes a number that large"
+    ]
+
+
+def test_a_structured_value_nested_past_recursion_is_one_line() -> None:
+    config_map = pulumi_config_map(stack_document("dev"))
+    config_map["oke-gpu-rdma:dranet"] = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(ConfigError) as caught:
+        load_program_stack(config_map, "dev")
+    assert str(caught.value).splitlines()[1:] == [
+        f"  {SOURCE}: dranet is JSON nested deeper than Python reads; no setting nests that deep"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("set_value", "line"),
+    [
+        (
+            lambda raw: raw.update(compartmentId="ocid1.subnet.oc1.iad.aaaaaaaaexample"),
+            "compartmentId = 'ocid1.subnet.oc1.iad.aaaaaaaaexample': is a subnet OCID; this key takes a "
+            "compartment or tenancy OCID (ocid1.compartment.oc1..<unique id>)",
+        ),
+        (
+            lambda raw: raw.update(compartmentId="ocid1.compartment.oc1.iad.aaaaaaaaexample"),
+            "compartmentId = 'ocid1.compartment.oc1.iad.aaaaaaaaexample': has a region, but a compartment OCID is "
+            "tenancy-wide (ocid1.compartment.oc1..<unique id>); copy it whole from OCI",
+        ),
+        (
+            lambda raw: raw["network"]["existing"]["workerSubnet"].update(
+                id="ocid1.vcn.oc1.iad.aaaaaaaaexample"
+            ),
+            "network.existing.workerSubnet.id = 'ocid1.vcn.oc1.iad.aaaaaaaaexample': is a vcn OCID; this key takes "
+            "a subnet OCID (ocid1.subnet.oc1.<region>.<unique id>)",
+        ),
+        (
+            lambda raw: raw["network"]["existing"].update(vcnId="ocid1.subnet.oc1.iad.aaaaaaaaexample"),
+            "network.existing.vcnId = 'ocid1.subnet.oc1.iad.aaaaaaaaexample': is a subnet OCID; this key takes a "
+            "vcn OCID (ocid1.vcn.oc1.<region>.<unique id>)",
+        ),
+        (
+            lambda raw: raw["cluster"]["existing"].update(id="ocid1.nodepool.oc1.iad.aaaaaaaaexample"),
+            "cluster.existing.id = 'ocid1.nodepool.oc1.iad.aaaaaaaaexample': is a nodepool OCID; this key takes a "
+            "cluster OCID (ocid1.cluster.oc1.<region>.<unique id>)",
+        ),
+        (
+            lambda raw: raw["nodePools"][0].update(imageId="ocid1.image.oc1..aaaaaaaaexample"),
+            "nodePools[0].imageId = 'ocid1.image.oc1..aaaaaaaaexample': has no region, but an image OCID is "
+            "regional (ocid1.image.oc1.<region>.<unique id>); copy it whole from OCI",
+        ),
+        (
+            lambda raw: raw["nodePools"][0].update(computeClusterId="ocid1.cluster.oc1.iad.aaaaaaaaexample"),
+            "nodePools[0].computeClusterId = 'ocid1.cluster.oc1.iad.aaaaaaaaexample': is a cluster OCID; this key "
+            "takes a computecluster OCID (ocid1.computecluster.oc1.<region>.<unique id>)",
+        ),
+        (
+            lambda raw: raw.update(compartmentId="ocid2.compartment.oc1..x"),
+            "compartmentId = 'ocid2.compartment.oc1..x': is not an OCI OCID (expected "
+            "ocid1.compartment.oc1..<unique id>)",
+        ),
+    ],
+)
+def test_an_ocid_of_the_wrong_kind_or_region_form_is_refused(set_value: Any, line: str) -> None:
+    raw = raw_config("dev")
+    set_value(raw)
+    assert only_problem(raw) == f"{SOURCE}: {line}"
+
+
+def test_ocids_of_every_documented_form_pass() -> None:
+    # The tenancy as compartment; a regional OCID with the optional future-use field.
+    raw = raw_config("dev")
+    raw["compartmentId"] = "ocid1.tenancy.oc1..aaaaaaaaexampletenancy"
+    raw["nodePools"][0]["imageId"] = "ocid1.image.oc1.iad.future.aaaaaaaaexampleimage"
+    parse_stack_config(raw, SOURCE, EXAMPLE_REGION)
+
+
+def test_a_shape_in_the_wrong_case_gets_the_closest_name() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["shape"] = "bm.gpu.h100.8"
+    assert only_problem(raw).startswith(
+        f"{SOURCE}: nodePools[0].shape = 'bm.gpu.h100.8': is not a known RDMA GPU shape; did you mean "
+        "BM.GPU.H100.8? (shape names are case-sensitive) known shapes: BM.GPU.A100-v2.8,"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "line"),
+    [
+        (
+            lambda raw: raw["nodePools"][0].update(count=10**30),
+            "nodePools[0].count = 1000000000000000000000000000000: Input should be less than or equal to 1000",
+        ),
+        (
+            lambda raw: raw["nodePools"][0].update(
+                taints=[{"key": "gpu", "value": "a"}, {"key": "gpu", "value": "b", "effect": "NoSchedule"}]
+            ),
+            "nodePools[0]: taints: gpu:NoSchedule is given twice; Kubernetes refuses a node whose taints repeat a "
+            "key and effect, so keep one",
+        ),
+        (
+            lambda raw: raw["nodePools"][0].update(labels={"team/" + "x" * 64: "a"}),
+            f"nodePools[0]: label team/{'x' * 64}='a' is not a valid Kubernetes label (key: an optional DNS prefix "
+            "of at most 253 characters and '/', then at most 63 letters, digits, '-', '_' or '.'; value: at most 63 "
+            "of those)",
+        ),
+        (
+            lambda raw: raw["nodePools"][0].update(cycling={"maximumSurge": 3}),
+            "nodePools[0]: cycling.maximumSurge 3 is more than the pool's 2 nodes; OKE takes 0 to the pool size",
+        ),
+        (
+            lambda raw: raw.update(workloads={"acceptanceJobs": {"enabled": True, "railGbps": float("inf")}}),
+            "workloads.acceptanceJobs.railGbps = Infinity: Input should be a finite number",
+        ),
+        (
+            lambda raw: raw.update(workloads={"acceptanceJobs": {"ncclBusbwGBs": float("nan")}}),
+            "workloads.acceptanceJobs.ncclBusbwGBs = NaN: Input should be a finite number",
+        ),
+        (
+            lambda raw: raw.update(workloads={"acceptanceJobs": {"railGbps": -5}}),
+            "workloads.acceptanceJobs.railGbps = -5: Input should be greater than 0",
+        ),
+        (
+            lambda raw: raw.update(workloads={"acceptanceJobs": {"timeoutMinutes": 10**30}}),
+            "workloads.acceptanceJobs.timeoutMinutes = 1000000000000000000000000000000: Input should be less than "
+            "or equal to 153722867",
+        ),
+    ],
+)
+def test_values_past_oci_and_kubernetes_limits_are_refused(change: Any, line: str) -> None:
+    raw = raw_config("dev")
+    change(raw)
+    assert only_problem(raw) == f"{SOURCE}: {line}"
+
+
+def test_five_thousand_pools_are_refused_quickly() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"] = [dict(raw["nodePools"][0], name=f"p{i}") for i in range(5000)]
+    started = time.monotonic()
+    line = only_problem(raw)
+    assert time.monotonic() - started < 5
+    assert line.startswith(f"{SOURCE}: nodePools = [") and line.endswith(
+        ": List should have at most 2000 items after validation, not 5000"
     )

@@ -91,6 +91,8 @@ def test_the_offline_run_follows_the_stacks_region() -> None:
     for pool in raw["nodePools"]:
         pool["availabilityDomain"] = "Uocm:EU-FRANKFURT-1-AD-1"
         pool["imageId"] = "ocid1.image.oc1.eu-frankfurt-1.aaaaaaaaexampleimage"
+    raw["systemPool"]["availabilityDomains"] = ["Uocm:EU-FRANKFURT-1-AD-1"]
+    raw["systemPool"]["imageId"] = "ocid1.image.oc1.eu-frankfurt-1.aaaaaaaaexampleolimage"
     run = Run(run_program("full", pulumi_config_map(as_stack_file(raw, region="eu-frankfurt-1"))))
     assert run.one(resource_types.VCN).id.startswith("ocid1.vcn.oc1.fra.")
     assert run.one(resource_types.CLUSTER).id.startswith("ocid1.cluster.oc1.fra.")
@@ -130,4 +132,90 @@ def test_both_regions_misspelt_are_one_line_each() -> None:
     assert [line.split(": ", 2)[1] for line in problems(raw, region="eu-frankfrut-1")] == [
         "oci:region = 'eu-frankfrut-1'",
         "homeRegion = 'eu-frankfrut-1'",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "region", "message"),
+    [
+        (
+            "nodePools[0].availabilityDomain",
+            "Uocm:US-ASHBURN-AD-4",
+            "us-ashburn-1",
+            "names AD 4, but us-ashburn-1 has 3 availability domains; use Uocm:US-ASHBURN-AD-1, "
+            "Uocm:US-ASHBURN-AD-2 or Uocm:US-ASHBURN-AD-3 with your tenancy's prefix (oci iam availability-domain "
+            "list)",
+        ),
+        (
+            "nodePools[0].availabilityDomain",
+            "Uocm:US-ASHBURN-1-AD-1",
+            "us-ashburn-1",
+            "spells the region as OCI does not; use Uocm:US-ASHBURN-AD-1, Uocm:US-ASHBURN-AD-2 or "
+            "Uocm:US-ASHBURN-AD-3 with your tenancy's prefix (oci iam availability-domain list)",
+        ),
+        (
+            "nodePools[0].availabilityDomain",
+            "uocm:us-ashburn-ad-1",
+            "us-ashburn-1",
+            "is not an availability domain name (<prefix>:<REGION>-AD-<n>, e.g. <prefix>:US-ASHBURN-AD-1); use "
+            "<prefix>:US-ASHBURN-AD-1, <prefix>:US-ASHBURN-AD-2 or <prefix>:US-ASHBURN-AD-3 with your tenancy's "
+            "prefix (oci iam availability-domain list)",
+        ),
+        (
+            "nodePools[0].availabilityDomain",
+            "Uocm:US-ASHBURN-AD-01",
+            "us-ashburn-1",
+            "writes the AD number as OCI does not (01); use Uocm:US-ASHBURN-AD-1, Uocm:US-ASHBURN-AD-2 or "
+            "Uocm:US-ASHBURN-AD-3 with your tenancy's prefix (oci iam availability-domain list)",
+        ),
+        (
+            "nodePools[0].availabilityDomain",
+            "Uocm:US-PHOENIX-1-AD-1",
+            "us-phoenix-1",
+            "spells the region as OCI does not; use Uocm:PHX-AD-1, Uocm:PHX-AD-2 or Uocm:PHX-AD-3 with your "
+            "tenancy's prefix (oci iam availability-domain list)",
+        ),
+        (
+            "nodePools[0].availabilityDomain",
+            "xxxx:AP-SINGAPORE-1-AD-2",
+            "ap-singapore-1",
+            "names AD 2, but ap-singapore-1 has 1 availability domain; use xxxx:AP-SINGAPORE-1-AD-1 with your "
+            "tenancy's prefix (oci iam availability-domain list)",
+        ),
+        (
+            "systemPool.availabilityDomains[1]",
+            "Uocm:EU-FRANKFURT-1-AD-1",
+            "us-ashburn-1",
+            "is not an availability domain of oci:region us-ashburn-1; use Uocm:US-ASHBURN-AD-1, "
+            "Uocm:US-ASHBURN-AD-2 or Uocm:US-ASHBURN-AD-3 with your tenancy's prefix (oci iam availability-domain "
+            "list), or change oci:region",
+        ),
+    ],
+)
+def test_every_availability_domain_has_its_regions_form_and_number(
+    key: str, value: str, region: str, message: str
+) -> None:
+    raw = raw_config("full")
+    if key.startswith("systemPool"):
+        raw["systemPool"]["availabilityDomains"][1] = value
+    else:
+        raw["nodePools"][0]["availabilityDomain"] = value
+    found = [line for line in problems(raw, region) if line.startswith(f"{SOURCE}: {key} ")]
+    assert found == [f"{SOURCE}: {key} = {value!r}: {message}"]
+
+
+def test_the_ads_oci_prints_pass() -> None:
+    # Ashburn and Phoenix keep their old names; newer regions carry the region identifier.
+    raw = raw_config("full")
+    raw["nodePools"][1]["availabilityDomain"] = "xxxx:US-ASHBURN-AD-3"
+    raw["systemPool"]["availabilityDomains"] = ["Uocm:US-ASHBURN-AD-1", "xxxx:US-ASHBURN-AD-3"]
+    load_stack(raw, SOURCE, EXAMPLE_REGION)
+
+
+def test_an_availability_domain_listed_twice_is_refused() -> None:
+    raw = raw_config("full")
+    raw["systemPool"]["availabilityDomains"].append("Uocm:US-ASHBURN-AD-1")
+    assert problems(raw) == [
+        f"{SOURCE}: systemPool.availabilityDomains[2] = 'Uocm:US-ASHBURN-AD-1': is listed twice; list each "
+        "availability domain once"
     ]

@@ -111,7 +111,7 @@ def test_network_operator_without_sriov_pools_and_unknown_keys() -> None:
     raw = raw_config("sriov")
     raw["networkOperator"]["rdmaQos"] = 41
     (line,) = problems_of(raw)
-    assert line == f"{SOURCE}: networkOperator.rdmaQos is not a known key; check its spelling"
+    assert line == f"{SOURCE}: networkOperator.rdmaQos is not a known key; did you mean rdmaMode?"
     raw = raw_config("sriov")
     raw["networkOperator"]["rdmaMode"] = "exclusiv"
     (line,) = problems_of(raw)
