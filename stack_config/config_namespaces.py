@@ -93,12 +93,14 @@ def problems(config_map: Mapping[str, object], project_keys: Iterable[str]) -> l
         if namespace == OCI:
             if key not in OCI_PROVIDER_KEYS:
                 setting = closest(key, OCI_PROVIDER_KEYS)
+                meant = f"{OCI}:{setting}" if setting else None
                 found.append(
                     ConfigProblem(
                         full,
                         None,
                         "is not a setting of the OCI provider (pulumi-oci's provider arguments: oci:region, "
-                        f"oci:auth, oci:configFileProfile, ...); {_fix(setting and f'{OCI}:{setting}')}",
+                        f"oci:auth, oci:configFileProfile, ...); {_fix(meant)}",
+                        suggests=meant,
                     )
                 )
             continue
@@ -122,6 +124,7 @@ def problems(config_map: Mapping[str, object], project_keys: Iterable[str]) -> l
                 None,
                 f"is in namespace {namespace!r}, which nothing of this stack reads (the program reads "
                 f"{PROJECT}:, the OCI provider {OCI}:, the engine {ENGINE}:); {_fix(guess)}",
+                suggests=guess,
             )
         )
     return found

@@ -92,6 +92,14 @@ def known_keys(loc: Sequence[int | str]) -> list[str]:
     return [f.alias or name for name, f in model.model_fields.items()] if model is not None else []
 
 
+def _not_twice(problems: Sequence[ConfigProblem]) -> list[ConfigProblem]:
+    """Without the "is missing" of a key another problem already points to (`oci:regoin`: did you mean
+    oci:region?): one mistake, one line."""
+    meant = {p.suggests for p in problems if p.suggests}
+    meant |= {m.removeprefix(f"{PROJECT}:") for m in meant}
+    return [p for p in problems if not (p.path in meant and p.message.startswith("is missing"))]
+
+
 def load_stack(
     raw: Mapping[str, Any], source: str, region: str | None, found_before: Sequence[ConfigProblem] = ()
 ) -> Stack:
@@ -108,10 +116,11 @@ def load_stack(
         said = {p.path for p in found_before}
         from_model = [p for p in _problems_from_pydantic(err) if p.path not in said]
         raise ConfigError(
-            source, [*found_before, *region_checks.region_name_problems(region), *from_model]
+            source,
+            _not_twice([*found_before, *region_checks.region_name_problems(region), *from_model]),
         ) from None
     if found_before:
-        raise ConfigError(source, [*found_before, *region_checks.region_name_problems(region)])
+        raise ConfigError(source, _not_twice([*found_before, *region_checks.region_name_problems(region)]))
     claims = plan_claims(config)
     sriov, sriov_problems = plan_sriov(config)
     found = (

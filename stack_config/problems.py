@@ -14,6 +14,9 @@ class ConfigProblem:
     path: str
     value: object
     message: str
+    suggests: str | None = None
+    """The key the user probably meant (a misspelt key's closest valid one): that key's own "is missing" is
+    the same mistake said twice, so it is not reported."""
 
     def render(self) -> str:
         if self.value is None:

@@ -81,3 +81,16 @@ def test_the_program_refuses_a_misspelt_namespace_before_anything_else() -> None
         f"{SOURCE}: oci:regoin is not a setting of the OCI provider (pulumi-oci's provider arguments: oci:region, "
         "oci:auth, oci:configFileProfile, ...); did you mean oci:region?",
     ]
+
+
+def test_a_misspelt_key_in_place_of_a_required_one_is_one_line() -> None:
+    """`oci:regoin` instead of `oci:region`: the misspelling names the fix; the key it meant is not also
+    reported missing."""
+    document = stack_document("dev")
+    document["config"]["oci:regoin"] = document["config"].pop("oci:region")
+    with pytest.raises(ConfigError) as caught:
+        load_program_stack(pulumi_config_map(document), "dev")
+    assert [p.render() for p in caught.value.problems] == [
+        "oci:regoin is not a setting of the OCI provider (pulumi-oci's provider arguments: oci:region, "
+        "oci:auth, oci:configFileProfile, ...); did you mean oci:region?",
+    ]
