@@ -17,8 +17,8 @@ from components.gpu_node_pool import (
     ComputeClusterLaunchPolicy,
     ComputeClusterLaunchPolicyArgs,
     RdmaGpuNodePool,
-    RdmaGpuNodePoolArgs,
     oci_provider_settings,
+    pool_args,
 )
 from components.network import Network, NetworkArgs
 from components.network_operator import (
@@ -144,11 +144,11 @@ pool_target = NodePoolTarget(
 pools = {
     pool.name: RdmaGpuNodePool(
         pool.name,
-        RdmaGpuNodePoolArgs(
-            target=pool_target,
+        pool_args(
+            pool,
+            pool_target,
             gpus_from_dra=config.gpu_driver.enabled,
             sriov_rdma_mode=config.network_operator.rdma_mode,
-            pool=pool,
             protect=config.protect,
         ),
         opts=pulumi.ResourceOptions(depends_on=pool_dependencies),

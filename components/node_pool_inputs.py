@@ -45,7 +45,7 @@ def pod_network_option(
 
 
 def image_source(
-    image_id: str, boot_volume_size_gbs: int
+    image_id: pulumi.Input[str], boot_volume_size_gbs: int
 ) -> oci.containerengine.NodePoolNodeSourceDetailsArgs:
     """`node_source_details` of source_type IMAGE."""
     return oci.containerengine.NodePoolNodeSourceDetailsArgs(

@@ -42,7 +42,7 @@ def _path(loc: Sequence[int | str]) -> str:
     return out
 
 
-def _problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem]:
+def problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem]:
     problems = []
     for item in err.errors(include_url=False):
         loc = list(item["loc"])
@@ -73,7 +73,7 @@ def load_stack(raw: Mapping[str, Any], source: str, region: str | None) -> Stack
         config = StackConfig.model_validate(dict(raw))
     except pydantic.ValidationError as err:
         raise ConfigError(
-            source, region_checks.region_name_problems(region) + _problems_from_pydantic(err)
+            source, region_checks.region_name_problems(region) + problems_from_pydantic(err)
         ) from None
     claims = plan_claims(config)
     sriov, sriov_problems = plan_sriov(config)
