@@ -6,12 +6,12 @@ import pulumi
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport
 from components.cluster import OkeCluster, OkeClusterArgs, existing_cluster_version
 from components.dra_drivers import (
-    DraDriverArgs,
     Dranet,
-    DriverConfig,
     GpuOperator,
     GpuOperatorArgs,
     NvidiaGpuDraDriver,
+    dranet_args,
+    gpu_driver_args,
 )
 from components.gpu_node_pool import (
     ComputeClusterLaunchPolicy,
@@ -189,23 +189,29 @@ device_classes: list[str] = []
 drivers: list[pulumi.Resource] = []
 
 
-def on_dra_pools(driver: DriverConfig) -> DraDriverArgs[DriverConfig]:
-    """A DRA driver on the rdma: dranet pools, tolerating their taints, declared once they exist."""
-    return DraDriverArgs(
-        config=driver,
-        pools=dra_pool_names,
-        taints=taints,
-        provider=cluster.provider,
-        node_pools=[pools[name] for name in dra_pool_names],
+def on_dra_pools() -> pulumi.ResourceOptions:
+    """A DRA driver on the rdma: dranet pools runs on the cluster, declared once the pools exist."""
+    return pulumi.ResourceOptions(
+        providers=[cluster.provider], depends_on=[pools[name] for name in dra_pool_names]
     )
 
 
 if config.dranet.enabled:
-    drivers.append(Dranet("dranet", on_dra_pools(config.dranet), opts=renamed("dranet")))
+    drivers.append(
+        Dranet(
+            "dranet",
+            dranet_args(config.dranet, dra_pool_names, taints),
+            opts=pulumi.ResourceOptions.merge(renamed("dranet"), on_dra_pools()),
+        )
+    )
     device_classes.append(attributes.DRANET_DEVICE_CLASS)
 if config.gpu_driver.enabled:
     drivers.append(
-        NvidiaGpuDraDriver("gpu-dra-driver", on_dra_pools(config.gpu_driver), opts=renamed("gpu-dra-driver"))
+        NvidiaGpuDraDriver(
+            "gpu-dra-driver",
+            gpu_driver_args(config.gpu_driver, dra_pool_names, taints),
+            opts=pulumi.ResourceOptions.merge(renamed("gpu-dra-driver"), on_dra_pools()),
+        )
     )
     device_classes.append(attributes.NVIDIA_GPU_DEVICE_CLASS)
 
