@@ -30,9 +30,9 @@ from components.network_operator import (
 from components.node_pool_inputs import NodePoolTarget
 from components.rdma_workloads import (
     GpuRailClaimTemplates,
-    GpuRailClaimTemplatesArgs,
     RdmaWorkloadNamespace,
     RdmaWorkloadNamespaceArgs,
+    claim_template_args,
 )
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from components.system_pool import SystemNodePool, SystemNodePoolArgs
@@ -223,20 +223,23 @@ if config.dra_pools:
     namespaces = {
         namespace: RdmaWorkloadNamespace(
             "workloads" if namespace == workloads.namespace else f"workloads-{namespace}",
-            RdmaWorkloadNamespaceArgs(namespace=namespace, provider=cluster.provider),
-            opts=renamed("workloads") if namespace == workloads.namespace else None,
+            RdmaWorkloadNamespaceArgs(namespace=namespace),
+            opts=pulumi.ResourceOptions.merge(
+                renamed("workloads") if namespace == workloads.namespace else None,
+                pulumi.ResourceOptions(providers=[cluster.provider]),
+            ),
         )
         for namespace in dict.fromkeys([workloads.namespace, *valid_stack.claims.namespaces])
     }
-    # Templates were judged aligned on every pool shape while the config loaded; they are emitted as judged.
+    # The component builds and judges the templates as the stack config did while it loaded
+    # (stack_config/claim_plan.py judged_templates): the same templates.
     claim_templates = GpuRailClaimTemplates(
         "claim-templates",
-        GpuRailClaimTemplatesArgs(
-            templates=valid_stack.claims.templates,
-            provider=cluster.provider,
-            depends_on=list(namespaces.values()),
+        claim_template_args(valid_stack.claims, config),
+        opts=pulumi.ResourceOptions.merge(
+            renamed("claim-templates"),
+            pulumi.ResourceOptions(providers=[cluster.provider], depends_on=list(namespaces.values())),
         ),
-        opts=renamed("claim-templates"),
     )
 
 # --- Kubernetes: SR-IOV rails (NVIDIA Network Operator) for rdma: sriov pools ----------------------
@@ -308,7 +311,7 @@ pulumi.export(
     {name: p.compute_cluster_id for name, p in pools.items() if p.compute_cluster_id is not None},
 )
 pulumi.export("deviceClasses", device_classes)
-pulumi.export("claimTemplates", claim_templates.names if claim_templates is not None else [])
+pulumi.export("claimTemplates", claim_templates.claim_templates if claim_templates is not None else [])
 pulumi.export("ncclSettings", dict(NCCL_SETTINGS))
 if acceptance_reports:
     pulumi.export("acceptanceJobs", {job: report.to_output() for job, report in acceptance_reports.items()})

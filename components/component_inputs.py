@@ -50,6 +50,12 @@ class ComponentInputError(pulumi.RunError):
         super().__init__(f"{component} {name!r}: invalid inputs:\n  " + "\n  ".join(lines))
 
 
+def schema_name(name: str) -> str:
+    """The schema's (camelCase) name of a Python input name, as the SDK's schema inference spells it."""
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
 def is_known(value: object) -> bool:
     """Whether ``value`` is a plain value here, not an Output or awaitable resolved at apply time."""
     return not isinstance(value, pulumi.Output | Awaitable)

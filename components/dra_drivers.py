@@ -17,7 +17,7 @@ from oke_gpu_rdma.labels import POOL_LABEL
 from stack_config.model import DranetConfig, GpuDriverConfig, GpuOperatorConfig, Taint, tolerations
 from stack_config.problems import ConfigProblem
 
-from .component_inputs import ComponentInputError, PoolTaint, taint_inputs, taints, validated
+from .component_inputs import ComponentInputError, PoolTaint, schema_name, taint_inputs, taints, validated
 from .typed_inputs import to_input_type
 
 M = TypeVar("M", DranetConfig, GpuDriverConfig)
@@ -168,7 +168,7 @@ def _driver_settings(
     model: type[M], args: Mapping[str, Any], keys: Sequence[str], component: str, name: str
 ) -> tuple[M, list[Taint]]:
     """The driver's settings checked by its stack-config model, and its pools' taints."""
-    data = {_camel(key): args.get(key) for key in keys}
+    data = {schema_name(key): args.get(key) for key in keys}
     config = validated(model, data, component, name)
     if not args.get("pools"):
         raise ComponentInputError(
@@ -177,11 +177,6 @@ def _driver_settings(
             [ConfigProblem("pools", None, "is empty; name the GPU node pools the driver runs on")],
         )
     return config, taints(args.get("taints", []), component, name)
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def _release(

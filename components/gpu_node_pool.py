@@ -29,6 +29,7 @@ from .component_inputs import (
     PoolTaint,
     is_known,
     known_or,
+    schema_name,
     taint_inputs,
     validated,
     value_problems,
@@ -122,7 +123,7 @@ def pool_config(name: str, args: RdmaGpuNodePoolArgs) -> NodePoolConfig:
         "bootVolumeSizeGbs": args.get("boot_volume_size_gbs"),
         "labels": args.get("labels"),
         "taints": [dict(t) for t in args["taints"]] if "taints" in args else None,
-        "cycling": {_camel(k): v for k, v in cycling.items()} if cycling is not None else None,
+        "cycling": {schema_name(k): v for k, v in cycling.items()} if cycling is not None else None,
         "sshPublicKey": known_or(args.get("ssh_public_key"), "(known after apply)"),
         "rdma": args.get("rdma"),
         "replaceOrder": args.get("replace_order"),
@@ -345,11 +346,6 @@ def launch_statement(compartment_id: str) -> str:
     )
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 def _setting_kind(annotation: Any) -> str:
     """`str`, `bool`, `int` or `list`: what a pulumi-oci ProviderArgs input holds (``Input[Optional[...]]``)."""
     if typing.get_origin(annotation) is Sequence:
@@ -374,7 +370,7 @@ def oci_provider_settings() -> dict[str, pulumi.Input[Any]]:
     for name, parameter in inspect.signature(oci.ProviderArgs.__init__).parameters.items():
         if name == "__self__":
             continue
-        key = _camel(name)
+        key = schema_name(name)
         if config.get(key) is None:
             continue
         kind = _setting_kind(parameter.annotation)
