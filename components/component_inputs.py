@@ -31,7 +31,7 @@ class PoolTaint(TypedDict):
     """A taint a node pool's kubelet registers its nodes with (`key=value:Effect`)."""
 
     key: str
-    """Taint key, a Kubernetes label key (e.g. nvidia.com/gpu)."""
+    """Taint key, a Kubernetes label key (e.g. the GPU resource name OKE GPU nodes are tainted with)."""
     value: NotRequired[str]
     """Taint value, a Kubernetes label value (default empty)."""
     effect: NotRequired[str]
@@ -48,6 +48,23 @@ class ComponentInputError(pulumi.RunError):
         self.problems = list(problems)
         lines = [f"input {p.render()}" for p in self.problems]
         super().__init__(f"{component} {name!r}: invalid inputs:\n  " + "\n  ".join(lines))
+
+
+def from_wire(value: Any) -> Any:
+    """``value`` with whole-number floats as ints, deeply.
+
+    Numbers cross the gRPC wire as doubles; the SDK's component host means to turn the integer inputs
+    back into ints but then stores the float it received (pulumi/provider/experimental/component.py
+    map_input_properties: ``int(input_val)`` is overwritten by ``input_val``), so a `count: 2` from a
+    YAML program arrives as 2.0, which the strict models refuse.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: from_wire(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_wire(v) for v in value]
+    return value
 
 
 def schema_name(name: str) -> str:

@@ -116,7 +116,7 @@ class DranetArgs(TypedDict):
     image_tag: NotRequired[str]
     """DRANET image tag (default: the chart version)."""
     child_range: NotRequired[str]
-    """The IPvlan child range of the rails (DRANET's default 10.224.0.0/12 unless set)."""
+    """The IPvlan child range of the rails (unset: DRANET's default); it must overlap no VCN, pod or service range."""
     native_infiniband: NotRequired[bool]
     """Rails are native InfiniBand: moveIBInterfaces false."""
     mount_oca_config: NotRequired[bool]

@@ -27,6 +27,7 @@ from .component_inputs import (
     STAND_IN_OCID,
     ComponentInputError,
     PoolTaint,
+    from_wire,
     is_known,
     known_or,
     schema_name,
@@ -94,7 +95,7 @@ class RdmaGpuNodePoolArgs(TypedDict):
     labels: NotRequired[dict[str, str]]
     """Extra initial node labels."""
     taints: NotRequired[list[PoolTaint]]
-    """Taints the kubelet registers the nodes with (default nvidia.com/gpu=present:NoSchedule)."""
+    """Taints the kubelet registers the nodes with (default: the GPU taint OKE GPU nodes carry, value present, NoSchedule)."""
     cycling: NotRequired[PoolCycling]
     """Node cycling settings."""
     ssh_public_key: NotRequired[pulumi.Input[str]]
@@ -112,6 +113,7 @@ class RdmaGpuNodePoolArgs(TypedDict):
 def pool_config(name: str, args: RdmaGpuNodePoolArgs) -> NodePoolConfig:
     """The pool's settings checked by the stack config's own model (OCIDs that are Outputs stand in as
     well-formed ones), or :class:`ComponentInputError` naming each bad input."""
+    args = typing.cast(RdmaGpuNodePoolArgs, from_wire(args))
     cycling = args.get("cycling")
     data: dict[str, Any] = {
         "name": name,

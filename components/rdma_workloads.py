@@ -2,6 +2,7 @@
 that pair GPUs with the rails on their PCIe root.
 """
 
+import typing
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict
@@ -25,7 +26,7 @@ from stack_config.claim_plan import (
 )
 from stack_config.model import ClaimTemplateConfig, DnsLabel, ShapeName, StackConfig
 
-from .component_inputs import ComponentInputError, is_known, schema_name, validated, value_problems
+from .component_inputs import ComponentInputError, from_wire, is_known, schema_name, validated, value_problems
 from .typed_inputs import to_input_type
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -138,6 +139,7 @@ COMPONENT_KEYS: Final = TemplateKeys("claimTemplates", "railsOnlyTemplate")
 def planned_templates(name: str, args: GpuRailClaimTemplatesArgs) -> tuple[PlannedTemplate, ...]:
     """The templates of ``args``, built and judged as the stack config builds and judges them, or
     :class:`ComponentInputError` naming each input at fault."""
+    args = typing.cast(GpuRailClaimTemplatesArgs, from_wire(args))
     component = "GpuRailClaimTemplates"
     shapes = list(args["shapes"])
     requests = list(args.get("claim_templates", []))
