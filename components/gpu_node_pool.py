@@ -130,13 +130,17 @@ def pool_config(name: str, args: RdmaGpuNodePoolArgs) -> NodePoolConfig:
         "rdma": args.get("rdma"),
         "replaceOrder": args.get("replace_order"),
     }
-    pool = validated(NodePoolConfig, data, "RdmaGpuNodePool", name)
+    problems: list[ConfigProblem] = []
+    try:
+        pool = validated(NodePoolConfig, data, "RdmaGpuNodePool", name)
+    except ComponentInputError as err:
+        problems += err.problems  # reported with the checks below, all at once
     checks: list[tuple[str, Any, Any]] = [
         ("kubernetesVersion", args.get("kubernetes_version"), KubernetesVersion),
         ("cniType", args.get("cni_type", "FLANNEL_OVERLAY"), CniType),
         ("sriovRdmaMode", args.get("sriov_rdma_mode", "shared"), RdmaMode),
     ]
-    problems = [
+    problems += [
         problem
         for key, value, annotation in checks
         if is_known(value)

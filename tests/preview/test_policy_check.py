@@ -9,7 +9,14 @@ from pulumi.runtime.proto import analyzer_pb2
 from preview import policy_check
 from preview.cli import load_stack
 from preview.mock_runtime import run_program
-from preview.policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
+from preview.policy_check import (
+    Finding,
+    PackConfigError,
+    analyze_run,
+    format_findings,
+    has_mandatory,
+    pack_version,
+)
 from preview.stacks import EXAMPLES
 from tests.fixtures import seed000
 from tests.policies.policy_helpers import dranet_release, k8s, seed_plan
@@ -41,7 +48,10 @@ def test_dev_stack_with_a_conflicting_existing_cidr_fails():
     findings = analyze_run(run_program("dev", load_stack("dev", [EXAMPLES])), config)
     assert has_mandatory(findings)
     text = format_findings(findings)
-    assert text.startswith("Policy Violations:\n    [mandatory]  oke-gpu-rdma v0.1.0  dranet-child-range (")
+    # The version is the pack's own (PulumiPolicy.yaml; `make pack` writes the release tag's).
+    assert text.startswith(
+        f"Policy Violations:\n    [mandatory]  oke-gpu-rdma v{pack_version()}  dranet-child-range ("
+    )
     assert "kubernetes:helm.sh/v3:Release)" in text and "peered VCN" in text
 
 
