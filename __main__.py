@@ -35,7 +35,7 @@ from components.rdma_workloads import (
     claim_template_args,
 )
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
-from components.system_pool import SystemNodePool, SystemNodePoolArgs
+from components.system_pool import SystemNodePool, system_pool_args
 from oke_gpu_rdma import attributes
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config import cluster_version
@@ -163,12 +163,7 @@ if config.creates_system_pool:
     system_nodes.append(
         SystemNodePool(
             config.system_pool.name,
-            SystemNodePoolArgs(
-                target=pool_target,
-                pool=config.system_pool,
-                availability_domains=config.system_pool_ads,
-                protect=config.protect,
-            ),
+            system_pool_args(config.system_pool, pool_target, config.system_pool_ads, config.protect),
         )
     )
 

@@ -19,7 +19,7 @@ import pulumi_oci as oci
 from oke_gpu_rdma import provisioning, resource_types
 from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
 from oke_gpu_rdma.sriov import RdmaMode, RdmaPath
-from stack_config.model import CniType, KubernetesVersion, NodePoolConfig
+from stack_config.model import CniType, NodePoolConfig
 from stack_config.pool_nodes import gpu_pool_labels
 from stack_config.problems import ConfigProblem
 
@@ -35,7 +35,7 @@ from .component_inputs import (
     validated,
     value_problems,
 )
-from .node_pool_inputs import NodePoolTarget, image_source, node_labels, pod_network_option
+from .node_pool_inputs import NodePoolTarget, image_source, node_labels, pod_network_option, target_problems
 
 
 def custom_timeouts(timeouts: provisioning.Timeouts) -> pulumi.CustomTimeouts:
@@ -135,21 +135,9 @@ def pool_config(name: str, args: RdmaGpuNodePoolArgs) -> NodePoolConfig:
         pool = validated(NodePoolConfig, data, "RdmaGpuNodePool", name)
     except ComponentInputError as err:
         problems += err.problems  # reported with the checks below, all at once
-    checks: list[tuple[str, Any, Any]] = [
-        ("kubernetesVersion", args.get("kubernetes_version"), KubernetesVersion),
-        ("cniType", args.get("cni_type", "FLANNEL_OVERLAY"), CniType),
-        ("sriovRdmaMode", args.get("sriov_rdma_mode", "shared"), RdmaMode),
-    ]
-    problems += [
-        problem
-        for key, value, annotation in checks
-        if is_known(value)
-        for problem in value_problems(key, value, annotation)
-    ]
-    if args.get("cni_type") == "OCI_VCN_IP_NATIVE" and args.get("pod_subnet_id") is None:
-        problems.append(
-            ConfigProblem("podSubnetId", None, "is missing; OCI_VCN_IP_NATIVE pods need a pod subnet")
-        )
+    problems += target_problems(args)
+    if is_known(args.get("sriov_rdma_mode", "shared")):
+        problems += value_problems("sriovRdmaMode", args.get("sriov_rdma_mode", "shared"), RdmaMode)
     if problems:
         raise ComponentInputError("RdmaGpuNodePool", name, problems)
     return pool

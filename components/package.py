@@ -10,6 +10,7 @@ from oke_gpu_rdma import resource_types
 from .dra_drivers import Dranet, NvidiaGpuDraDriver
 from .gpu_node_pool import RdmaGpuNodePool
 from .rdma_workloads import GpuRailClaimTemplates, RdmaWorkloadNamespace
+from .system_pool import SystemNodePool
 
 PACKAGE_NAME: Final = resource_types.PACKAGE
 """The package name, the first part of every component's type token."""
@@ -18,6 +19,7 @@ PACKAGE_NAMESPACE: Final = "oke-gpu-rdma"
 
 PACKAGE_COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
     RdmaGpuNodePool,
+    SystemNodePool,
     Dranet,
     NvidiaGpuDraDriver,
     RdmaWorkloadNamespace,

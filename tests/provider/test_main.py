@@ -235,6 +235,26 @@ def test_node_pool_from_plain_inputs(plugin: tuple[Any, str]) -> None:
     assert state["availabilityDomain"] == "Uocm:US-ASHBURN-AD-1"
 
 
+def test_system_pool_from_plain_inputs(plugin: tuple[Any, str]) -> None:
+    inputs = {
+        key: POOL_INPUTS[key]
+        for key in ("compartmentId", "clusterId", "kubernetesVersion", "workerSubnetId", "imageId")
+    }
+    ads = ["Uocm:US-ASHBURN-AD-1", "Uocm:US-ASHBURN-AD-2"]
+    engine, state = construct(
+        plugin, resource_types.SYSTEM_POOL_COMPONENT, "system", {**inputs, "availabilityDomains": ads}
+    )
+    nodes = engine.one(resource_types.NODE_POOL)
+    assert nodes.inputs["name"] == "system" and nodes.inputs["nodeShape"] == "VM.Standard.E5.Flex"
+    assert nodes.inputs["nodeShapeConfig"] == {"ocpus": 2, "memoryInGbs": 16}
+    placements = nodes.inputs["nodeConfigDetails"]["placementConfigs"]
+    assert [p["availabilityDomain"] for p in placements] == ads
+    assert nodes.inputs["nodeConfigDetails"]["size"] == 2
+    assert [label["key"] for label in nodes.inputs["initialNodeLabels"]] == [POOL_LABEL]
+    assert "taints" not in json.dumps(nodes.inputs) and nodes.protect
+    assert state["nodePoolId"].startswith("ocid1.nodepool.")
+
+
 def test_node_pool_bad_input_is_named_with_its_value_and_fix() -> None:
     message = construct_error(
         resource_types.NODE_POOL_COMPONENT, "gpu-b4", {**POOL_INPUTS, "imageId": "my-image"}
