@@ -4,7 +4,7 @@ export outputs."""
 import pulumi
 
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport
-from components.cluster import OkeCluster, OkeClusterArgs, existing_cluster_version
+from components.cluster import OkeCluster, cluster_args, existing_cluster_version
 from components.dra_drivers import (
     Dranet,
     GpuOperator,
@@ -104,9 +104,9 @@ network = Network(
 )
 cluster = OkeCluster(
     "oke",
-    OkeClusterArgs(
-        compartment_id=config.compartment_id,
-        cluster=config.cluster,
+    cluster_args(
+        config.compartment_id,
+        config.cluster,
         vcn_id=network.vcn_id,
         api_endpoint_subnet_id=network.api_endpoint_subnet_id,
         load_balancer_subnet_id=network.load_balancer_subnet_id,

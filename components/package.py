@@ -7,6 +7,7 @@ import pulumi
 
 from oke_gpu_rdma import resource_types
 
+from .cluster import OkeCluster
 from .dra_drivers import Dranet, NvidiaGpuDraDriver
 from .gpu_node_pool import RdmaGpuNodePool
 from .rdma_workloads import GpuRailClaimTemplates, RdmaWorkloadNamespace
@@ -18,6 +19,7 @@ PACKAGE_NAMESPACE: Final = "oke-gpu-rdma"
 """The publisher namespace the generated SDKs are named with."""
 
 PACKAGE_COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
+    OkeCluster,
     RdmaGpuNodePool,
     SystemNodePool,
     Dranet,

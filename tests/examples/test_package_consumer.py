@@ -56,8 +56,9 @@ def test_every_component_it_declares_is_the_packages_with_known_inputs(
         assert given <= set(spec["inputProperties"]), f"{name}: {given - set(spec['inputProperties'])}"
         assert set(spec.get("requiredInputs", [])) <= given, name
     # The Kubernetes components reach the cluster through the providers option.
-    kubernetes = [r for r in declared.values() if r["type"] != f"{PACKAGE_NAME}:index:RdmaGpuNodePool"]
-    assert all(r["options"]["providers"] == ["${oke}"] for r in kubernetes)
+    oci = {f"{PACKAGE_NAME}:index:{name}" for name in ("OkeCluster", "RdmaGpuNodePool")}
+    kubernetes = [r for r in declared.values() if r["type"] not in oci]
+    assert kubernetes and all(r["options"]["providers"] == ["${oke.provider}"] for r in kubernetes)
 
 
 def test_its_claim_templates_are_judged_aligned(program: dict[str, Any]) -> None:

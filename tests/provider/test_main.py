@@ -255,6 +255,31 @@ def test_system_pool_from_plain_inputs(plugin: tuple[Any, str]) -> None:
     assert state["nodePoolId"].startswith("ocid1.nodepool.")
 
 
+def test_existing_cluster_gets_its_kubeconfig_from_oci(plugin: tuple[Any, str]) -> None:
+    cluster_id = "ocid1.cluster.oc1.iad.aaaaaaaaexamplecluster"
+    engine, state = construct(
+        plugin,
+        resource_types.CLUSTER_COMPONENT,
+        "oke",
+        {
+            "compartmentId": COMPARTMENT,
+            "existingClusterId": cluster_id,
+            "kubeconfigEndpoint": "PRIVATE_ENDPOINT",
+        },
+    )
+    # No cluster is created; the kubeconfig is OCI's, asked for by an invoke (answered as offline).
+    assert not [r for r in engine.registrations if r.type == resource_types.CLUSTER]
+    (invoke,) = [args for token, args in engine.invokes if token.endswith("getClusterKubeConfig")]
+    assert invoke == {"clusterId": cluster_id, "endpoint": "PRIVATE_ENDPOINT", "tokenVersion": "2.0.0"}
+    provider = engine.one("pulumi:providers:kubernetes")
+    # The kubeconfig reaches the provider as a secret (the wire's secret signature).
+    assert (
+        provider.inputs["kubeconfig"]["4dabf18193072939515e22adb298388d"]
+        == "1b47061264138c4ac30d75fd1eb44270"
+    )
+    assert state["clusterId"] == cluster_id
+
+
 def test_node_pool_bad_input_is_named_with_its_value_and_fix() -> None:
     message = construct_error(
         resource_types.NODE_POOL_COMPONENT, "gpu-b4", {**POOL_INPUTS, "imageId": "my-image"}
