@@ -20,7 +20,7 @@ from components.gpu_node_pool import (
     oci_provider_settings,
     pool_args,
 )
-from components.network import Network, NetworkArgs
+from components.network import Network, network_args
 from components.network_operator import (
     NetworkOperator,
     NetworkOperatorArgs,
@@ -93,9 +93,9 @@ def renamed(name: str) -> pulumi.ResourceOptions:
 
 network = Network(
     "network",
-    NetworkArgs(
-        compartment_id=config.compartment_id,
-        network=config.network,
+    network_args(
+        config.compartment_id,
+        config.network,
         vcn_native_pods=cluster_spec.cni_type == "OCI_VCN_IP_NATIVE",
         display_prefix=f"{stack}-network",
         protect=config.protect,

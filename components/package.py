@@ -10,6 +10,7 @@ from oke_gpu_rdma import resource_types
 from .cluster import OkeCluster
 from .dra_drivers import Dranet, NvidiaGpuDraDriver
 from .gpu_node_pool import RdmaGpuNodePool
+from .network import Network
 from .rdma_workloads import GpuRailClaimTemplates, RdmaWorkloadNamespace
 from .system_pool import SystemNodePool
 
@@ -19,6 +20,7 @@ PACKAGE_NAMESPACE: Final = "oke-gpu-rdma"
 """The publisher namespace the generated SDKs are named with."""
 
 PACKAGE_COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
+    Network,
     OkeCluster,
     RdmaGpuNodePool,
     SystemNodePool,

@@ -47,9 +47,11 @@ def test_every_component_it_declares_is_the_packages_with_known_inputs(
     declared = {
         name: r for name, r in program["resources"].items() if r["type"].startswith(f"{PACKAGE_NAME}:")
     }
-    # An existing cluster has somewhere to run CoreDNS: every component but the system pool.
+    # The program has its VCN, and an existing cluster somewhere to run CoreDNS: every component but the
+    # network and the system pool.
     used = {r["type"] for r in declared.values()}
-    assert used == set(schema["resources"]) - {f"{PACKAGE_NAME}:index:SystemNodePool"}
+    unused = {f"{PACKAGE_NAME}:index:{name}" for name in ("Network", "SystemNodePool")}
+    assert used == set(schema["resources"]) - unused
     for name, resource in declared.items():
         spec = schema["resources"][resource["type"]]
         given = set(resource.get("properties", {}))

@@ -255,6 +255,30 @@ def test_system_pool_from_plain_inputs(plugin: tuple[Any, str]) -> None:
     assert state["nodePoolId"].startswith("ocid1.nodepool.")
 
 
+def test_network_creates_a_vcn_with_a_subnet_per_role(plugin: tuple[Any, str]) -> None:
+    engine, state = construct(
+        plugin,
+        resource_types.NETWORK_COMPONENT,
+        "network",
+        {
+            "compartmentId": COMPARTMENT,
+            "create": {"vcnCidr": "10.150.0.0/16", "workerSubnetCidr": "10.150.64.0/19"},
+        },
+    )
+    vcn = engine.one(resource_types.VCN)
+    assert (
+        vcn.inputs["cidrBlocks"] == ["10.140.0.0/16"] and vcn.inputs["dnsLabel"] == "training" and vcn.protect
+    )
+    subnets = {r.name: r.inputs["cidrBlock"] for r in engine.registrations if r.type == resource_types.SUBNET}
+    # The stack config's defaults; no pod subnet without vcnNativePods.
+    assert subnets == {
+        "network-api-endpoint": "10.140.0.0/28",
+        "network-load-balancers": "10.140.1.0/24",
+        "network-workers": "10.140.64.0/19",
+    }
+    assert state["workerSubnetId"].startswith("ocid1.subnet.")
+
+
 def test_existing_cluster_gets_its_kubeconfig_from_oci(plugin: tuple[Any, str]) -> None:
     cluster_id = "ocid1.cluster.oc1.iad.aaaaaaaaexamplecluster"
     engine, state = construct(
