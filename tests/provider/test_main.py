@@ -262,7 +262,7 @@ def test_network_creates_a_vcn_with_a_subnet_per_role(plugin: tuple[Any, str]) -
         "network",
         {
             "compartmentId": COMPARTMENT,
-            "create": {"vcnCidr": "10.150.0.0/16", "workerSubnetCidr": "10.150.64.0/19"},
+            "create": {"dnsLabel": "training"},
         },
     )
     vcn = engine.one(resource_types.VCN)
