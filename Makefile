@@ -3,7 +3,8 @@
 # installs what the program runs with (requirements.txt, all that `pulumi up` installs) and what the
 # preview adds (requirements-preview.txt: the schemas; plus the pack's SDK pulumi-policy, since the
 # preview runs the policy pack in-process); `make test` adds the dev tools (requirements-dev.txt)
-# and the policy pack's own policies/venv. Each is reinstalled when its requirements change.
+# and the policy pack's own policies/venv and the component package's provider/venv. Each is reinstalled when
+# its requirements change.
 #
 # uv installs them, from the same plain pip requirements files `pulumi up` hands to pip: it takes
 # seconds where pip takes a minute and a half, and its cache (~/.cache/uv) makes the next virtualenv
@@ -30,6 +31,9 @@ PACK_VENV := policies/venv
 PACK_STAMP := $(PACK_VENV)/.installed
 # The pack's SDK at the version the pack pins.
 PACK_SDK := $(shell grep -E '^pulumi-policy==' policies/requirements.txt)
+# The component package (provider/) runs from its folder with a virtualenv of its own, as the CLI starts it.
+PROVIDER_VENV := provider/venv
+PROVIDER_STAMP := $(PROVIDER_VENV)/.installed
 # A self-contained copy of the pack for `pulumi policy publish` (tools/build_pack.py).
 PACK_OUT ?= build/policy-pack
 # Its version: the release tag vX.Y.Z on HEAD unless given.
@@ -73,6 +77,12 @@ $(PACK_STAMP): policies/requirements.txt pyproject.toml | $(UV)
 	cd policies && ../$(UV_INSTALL) --python venv/bin/python -r requirements.txt
 	touch $@
 
+# From provider/, so that its `-e ..` is the repository root, as when the CLI installs it.
+$(PROVIDER_STAMP): provider/requirements.txt pyproject.toml | $(UV)
+	test -x $(PROVIDER_VENV)/bin/python || $(PYTHON) -m venv $(PROVIDER_VENV)
+	cd provider && ../$(UV_INSTALL) --python venv/bin/python -r requirements.txt
+	touch $@
+
 preview: $(RUNTIME_STAMP)
 	$(PY) -m preview --stack $(STACK) $(PLAN_ARGS)
 
@@ -97,11 +107,11 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
-unit: $(DEV_STAMP) $(PACK_STAMP)
+unit: $(DEV_STAMP) $(PACK_STAMP) $(PROVIDER_STAMP)
 	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile
 
 bench: $(RUNTIME_STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(PACK_VENV) build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PACK_VENV) $(PROVIDER_VENV) build .pytest_cache .mypy_cache .ruff_cache

@@ -4,25 +4,25 @@ export outputs."""
 import pulumi
 
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport
-from components.cluster import OkeCluster, OkeClusterArgs, read_existing_cluster
+from components.cluster import OkeCluster, cluster_args, read_existing_cluster
 from components.dra_drivers import (
     DevicePluginArgs,
-    DraDriverArgs,
     Dranet,
-    DriverConfig,
     GpuOperator,
     GpuOperatorArgs,
     NvidiaDevicePlugin,
     NvidiaGpuDraDriver,
+    dranet_args,
+    gpu_driver_args,
 )
 from components.gpu_node_pool import (
     ComputeClusterLaunchPolicy,
     ComputeClusterLaunchPolicyArgs,
     RdmaGpuNodePool,
-    RdmaGpuNodePoolArgs,
     oci_provider_settings,
+    pool_args,
 )
-from components.network import Network, NetworkArgs
+from components.network import Network, network_args
 from components.network_operator import (
     NetworkOperator,
     NetworkOperatorArgs,
@@ -32,12 +32,12 @@ from components.network_operator import (
 from components.node_pool_inputs import NodePoolTarget
 from components.rdma_workloads import (
     GpuRailClaimTemplates,
-    GpuRailClaimTemplatesArgs,
     RdmaWorkloadNamespace,
     RdmaWorkloadNamespaceArgs,
+    claim_template_args,
 )
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
-from components.system_pool import SystemNodePool, SystemNodePoolArgs
+from components.system_pool import SystemNodePool, system_pool_args
 from oke_gpu_rdma import attributes
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config import cluster_version, gpu_operator_plan
@@ -95,9 +95,9 @@ def renamed(name: str) -> pulumi.ResourceOptions:
 
 network = Network(
     "network",
-    NetworkArgs(
-        compartment_id=config.compartment_id,
-        network=config.network,
+    network_args(
+        config.compartment_id,
+        config.network,
         vcn_native_pods=cluster_spec.cni_type == "OCI_VCN_IP_NATIVE",
         display_prefix=f"{stack}-network",
         protect=config.protect,
@@ -106,9 +106,9 @@ network = Network(
 )
 cluster = OkeCluster(
     "oke",
-    OkeClusterArgs(
-        compartment_id=config.compartment_id,
-        cluster=config.cluster,
+    cluster_args(
+        config.compartment_id,
+        config.cluster,
         vcn_id=network.vcn_id,
         api_endpoint_subnet_id=network.api_endpoint_subnet_id,
         load_balancer_subnet_id=network.load_balancer_subnet_id,
@@ -146,11 +146,11 @@ pool_target = NodePoolTarget(
 pools = {
     pool.name: RdmaGpuNodePool(
         pool.name,
-        RdmaGpuNodePoolArgs(
-            target=pool_target,
+        pool_args(
+            pool,
+            pool_target,
             gpus_from_dra=config.gpu_driver.enabled,
             sriov_rdma_mode=config.network_operator.rdma_mode,
-            pool=pool,
             protect=config.protect,
         ),
         opts=pulumi.ResourceOptions(depends_on=pool_dependencies),
@@ -165,12 +165,7 @@ if config.creates_system_pool:
     system_nodes.append(
         SystemNodePool(
             config.system_pool.name,
-            SystemNodePoolArgs(
-                target=pool_target,
-                pool=config.system_pool,
-                availability_domains=config.system_pool_ads,
-                protect=config.protect,
-            ),
+            system_pool_args(config.system_pool, pool_target, config.system_pool_ads, config.protect),
         )
     )
 
@@ -207,23 +202,29 @@ device_classes: list[str] = []
 drivers: list[pulumi.Resource] = []
 
 
-def on_dra_pools(driver: DriverConfig) -> DraDriverArgs[DriverConfig]:
-    """A DRA driver on the rdma: dranet pools, tolerating their taints, declared once they exist."""
-    return DraDriverArgs(
-        config=driver,
-        pools=dra_pool_names,
-        taints=taints,
-        provider=cluster.provider,
-        node_pools=[pools[name] for name in dra_pool_names],
+def on_dra_pools() -> pulumi.ResourceOptions:
+    """A DRA driver on the rdma: dranet pools runs on the cluster, declared once the pools exist."""
+    return pulumi.ResourceOptions(
+        providers=[cluster.provider], depends_on=[pools[name] for name in dra_pool_names]
     )
 
 
 if config.dranet.enabled:
-    drivers.append(Dranet("dranet", on_dra_pools(config.dranet), opts=renamed("dranet")))
+    drivers.append(
+        Dranet(
+            "dranet",
+            dranet_args(config.dranet, dra_pool_names, taints),
+            opts=pulumi.ResourceOptions.merge(renamed("dranet"), on_dra_pools()),
+        )
+    )
     device_classes.append(attributes.DRANET_DEVICE_CLASS)
 if config.gpu_driver.enabled:
     drivers.append(
-        NvidiaGpuDraDriver("gpu-dra-driver", on_dra_pools(config.gpu_driver), opts=renamed("gpu-dra-driver"))
+        NvidiaGpuDraDriver(
+            "gpu-dra-driver",
+            gpu_driver_args(config.gpu_driver, dra_pool_names, taints),
+            opts=pulumi.ResourceOptions.merge(renamed("gpu-dra-driver"), on_dra_pools()),
+        )
     )
     device_classes.append(attributes.NVIDIA_GPU_DEVICE_CLASS)
 
@@ -235,20 +236,23 @@ if config.dra_pools:
     namespaces = {
         namespace: RdmaWorkloadNamespace(
             "workloads" if namespace == workloads.namespace else f"workloads-{namespace}",
-            RdmaWorkloadNamespaceArgs(namespace=namespace, provider=cluster.provider),
-            opts=renamed("workloads") if namespace == workloads.namespace else None,
+            RdmaWorkloadNamespaceArgs(namespace=namespace),
+            opts=pulumi.ResourceOptions.merge(
+                renamed("workloads") if namespace == workloads.namespace else None,
+                pulumi.ResourceOptions(providers=[cluster.provider]),
+            ),
         )
         for namespace in dict.fromkeys([workloads.namespace, *valid_stack.claims.namespaces])
     }
-    # Templates were judged aligned on every pool shape while the config loaded; they are emitted as judged.
+    # The component builds and judges the templates as the stack config did while it loaded
+    # (stack_config/claim_plan.py judged_templates): the same templates.
     claim_templates = GpuRailClaimTemplates(
         "claim-templates",
-        GpuRailClaimTemplatesArgs(
-            templates=valid_stack.claims.templates,
-            provider=cluster.provider,
-            depends_on=list(namespaces.values()),
+        claim_template_args(valid_stack.claims, config),
+        opts=pulumi.ResourceOptions.merge(
+            renamed("claim-templates"),
+            pulumi.ResourceOptions(providers=[cluster.provider], depends_on=list(namespaces.values())),
         ),
-        opts=renamed("claim-templates"),
     )
 
 # --- Kubernetes: SR-IOV rails (NVIDIA Network Operator) for rdma: sriov pools ----------------------
@@ -325,7 +329,7 @@ pulumi.export(
     {name: p.compute_cluster_id for name, p in pools.items() if p.compute_cluster_id is not None},
 )
 pulumi.export("deviceClasses", device_classes)
-pulumi.export("claimTemplates", claim_templates.names if claim_templates is not None else [])
+pulumi.export("claimTemplates", claim_templates.claim_templates if claim_templates is not None else [])
 pulumi.export("ncclSettings", dict(NCCL_SETTINGS))
 if acceptance_reports:
     pulumi.export("acceptanceJobs", {job: report.to_output() for job, report in acceptance_reports.items()})

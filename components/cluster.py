@@ -1,8 +1,7 @@
 """The OKE cluster (an ENHANCED cluster created here, or an existing one) and its Kubernetes provider."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
+from dataclasses import replace
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -10,28 +9,117 @@ import pulumi_oci as oci
 
 from oke_gpu_rdma import resource_types
 from stack_config.cluster_version import ENHANCED_CLUSTER, RunningCluster
-from stack_config.model import ClusterConfig
+from stack_config.model import ClusterConfig, ClusterOcid, KubeconfigEndpoint, NewCluster
+from stack_config.problems import ConfigProblem
+
+from .component_inputs import ComponentInputError, is_known, schema_name, validated, value_problems
 
 # The cluster type this stack creates and needs (stack_config/cluster_version.py says why).
 CLUSTER_TYPE = ENHANCED_CLUSTER
 
 
-@dataclass
-class OkeClusterArgs:
-    compartment_id: str
+class NewClusterArgs(TypedDict):
+    """An ENHANCED OKE cluster to create."""
+
+    kubernetes_version: str
+    """Kubernetes version of the control plane, v1.34.0 or later (the DRA objects are resource.k8s.io/v1)."""
+    name: NotRequired[str]
+    """Cluster name (default oke-gpu-rdma)."""
+    cni_type: NotRequired[str]
+    """Pod networking: FLANNEL_OVERLAY (default) or OCI_VCN_IP_NATIVE."""
+    pods_cidr: NotRequired[str]
+    """Pod CIDR (flannel)."""
+    services_cidr: NotRequired[str]
+    """Service CIDR."""
+
+
+class OkeClusterArgs(TypedDict):
+    """The inputs of the cluster: ``create`` one, or name an existing one by ``existingClusterId``."""
+
+    compartment_id: pulumi.Input[str]
     """Compartment of the cluster."""
-    cluster: ClusterConfig
-    """Validated cluster config: `create` or `existing`."""
-    vcn_id: pulumi.Input[str]
-    """VCN of the cluster (used only when creating it)."""
-    api_endpoint_subnet_id: pulumi.Input[str] | None
-    """Subnet of the API endpoint (used only when creating it)."""
-    load_balancer_subnet_id: pulumi.Input[str] | None
-    """Subnet for service load balancers (used only when creating it)."""
-    api_endpoint_public: bool = False
-    """Whether the created endpoint gets a public IP."""
-    protect: bool = True
-    """Protect a created cluster from deletion."""
+    create: NotRequired[NewClusterArgs]
+    """The cluster to create (create-only settings: plain)."""
+    existing_cluster_id: NotRequired[pulumi.Input[str]]
+    """OCID of an existing ENHANCED cluster, instead of creating one."""
+    kubeconfig_endpoint: NotRequired[str]
+    """Which API endpoint the kubeconfig of an existing cluster uses (default PUBLIC_ENDPOINT)."""
+    vcn_id: NotRequired[pulumi.Input[str]]
+    """VCN of a created cluster."""
+    api_endpoint_subnet_id: NotRequired[pulumi.Input[str]]
+    """Subnet of a created cluster's API endpoint."""
+    load_balancer_subnet_id: NotRequired[pulumi.Input[str]]
+    """Subnet for a created cluster's service load balancers."""
+    api_endpoint_public: NotRequired[bool]
+    """Whether a created cluster's endpoint gets a public IP (default false)."""
+    protect: NotRequired[bool]
+    """Protect a created cluster from deletion (default true)."""
+
+
+def new_cluster(name: str, args: OkeClusterArgs) -> NewCluster | None:
+    """The cluster to create, checked by the stack config's model (None for an existing one), or
+    :class:`ComponentInputError` naming each bad input."""
+    create = args.get("create")
+    problems: list[ConfigProblem] = []
+    if (create is None) == (args.get("existing_cluster_id") is None):
+        problems.append(ConfigProblem("create", None, "set exactly one of create or existingClusterId"))
+    elif create is None:
+        existing = args.get("existing_cluster_id")
+        if is_known(existing):
+            problems += value_problems("existingClusterId", existing, ClusterOcid)
+        problems += value_problems(
+            "kubeconfigEndpoint", args.get("kubeconfig_endpoint", "PUBLIC_ENDPOINT"), KubeconfigEndpoint
+        )
+    elif args.get("api_endpoint_subnet_id") is None or args.get("vcn_id") is None:
+        problems.append(
+            ConfigProblem(
+                "apiEndpointSubnetId",
+                None,
+                "is missing; creating a cluster needs vcnId and apiEndpointSubnetId",
+            )
+        )
+    config = None
+    if create is not None:
+        try:
+            config = validated(NewCluster, {schema_name(k): v for k, v in create.items()}, "OkeCluster", name)
+        except ComponentInputError as err:
+            problems += [replace(p, path=f"create.{p.path}") for p in err.problems]
+    if problems:
+        raise ComponentInputError("OkeCluster", name, problems)
+    return config
+
+
+def cluster_args(
+    compartment_id: str,
+    cluster: ClusterConfig,
+    vcn_id: pulumi.Input[str],
+    api_endpoint_subnet_id: pulumi.Input[str] | None,
+    load_balancer_subnet_id: pulumi.Input[str] | None,
+    api_endpoint_public: bool,
+    protect: bool,
+) -> OkeClusterArgs:
+    """The Args of the stack's validated cluster config on its network (what __main__.py declares)."""
+    args = OkeClusterArgs(compartment_id=compartment_id, protect=protect)
+    if cluster.create is not None:
+        new = cluster.create
+        args["create"] = NewClusterArgs(
+            name=new.name,
+            kubernetes_version=new.kubernetes_version,
+            cni_type=new.cni_type,
+            pods_cidr=str(new.pods_cidr),
+            services_cidr=str(new.services_cidr),
+        )
+        args["vcn_id"] = vcn_id
+        args["api_endpoint_public"] = api_endpoint_public
+        if api_endpoint_subnet_id is not None:
+            args["api_endpoint_subnet_id"] = api_endpoint_subnet_id
+        if load_balancer_subnet_id is not None:
+            args["load_balancer_subnet_id"] = load_balancer_subnet_id
+    else:
+        assert cluster.existing is not None  # ClusterConfig guarantees one of the two
+        args["existing_cluster_id"] = cluster.existing.id
+        args["kubeconfig_endpoint"] = cluster.existing.kubeconfig_endpoint
+    return args
 
 
 def read_existing_cluster(cluster_id: str) -> RunningCluster:
@@ -46,48 +134,49 @@ def read_existing_cluster(cluster_id: str) -> RunningCluster:
 
 
 class OkeCluster(pulumi.ComponentResource):
-    """The cluster's OCID, its kubeconfig (secret) and a Kubernetes provider built from it."""
+    """An ENHANCED OKE cluster (created, or an existing one): its OCID, its kubeconfig (secret) and a
+    Kubernetes provider built from it."""
 
     cluster_id: pulumi.Output[str]
+    """OCID of the cluster."""
     kubeconfig: pulumi.Output[str]
+    """Kubeconfig of the cluster (token v2: runs `oci ce cluster generate-token`), secret."""
     provider: k8s.Provider
+    """A Kubernetes provider for the cluster: pass it in the providers option of the Kubernetes components."""
 
     def __init__(self, name: str, args: OkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(resource_types.CLUSTER_COMPONENT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        new = args.cluster.create
+        new = new_cluster(name, args)
         if new is not None:
-            if args.api_endpoint_subnet_id is None:
-                raise ValueError("creating a cluster needs an API endpoint subnet")
+            public = args.get("api_endpoint_public", False)
+            load_balancer_subnet_id = args.get("load_balancer_subnet_id")
             cluster = oci.containerengine.Cluster(
                 f"{name}-cluster",
-                compartment_id=args.compartment_id,
+                compartment_id=args["compartment_id"],
                 name=new.name,
                 kubernetes_version=new.kubernetes_version,
                 type=CLUSTER_TYPE,
-                vcn_id=args.vcn_id,
+                vcn_id=args["vcn_id"],
                 cluster_pod_network_options=[
                     oci.containerengine.ClusterClusterPodNetworkOptionArgs(cni_type=new.cni_type)
                 ],
                 endpoint_config=oci.containerengine.ClusterEndpointConfigArgs(
-                    subnet_id=args.api_endpoint_subnet_id, is_public_ip_enabled=args.api_endpoint_public
+                    subnet_id=args["api_endpoint_subnet_id"], is_public_ip_enabled=public
                 ),
                 options=oci.containerengine.ClusterOptionsArgs(
                     kubernetes_network_config=oci.containerengine.ClusterOptionsKubernetesNetworkConfigArgs(
                         pods_cidr=str(new.pods_cidr), services_cidr=str(new.services_cidr)
                     ),
-                    service_lb_subnet_ids=[args.load_balancer_subnet_id]
-                    if args.load_balancer_subnet_id
-                    else None,
+                    service_lb_subnet_ids=[load_balancer_subnet_id] if load_balancer_subnet_id else None,
                 ),
-                opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+                opts=pulumi.ResourceOptions(parent=self, protect=args.get("protect", True)),
             )
             self.cluster_id = cluster.id
-            endpoint = "PUBLIC_ENDPOINT" if args.api_endpoint_public else "PRIVATE_ENDPOINT"
+            endpoint = "PUBLIC_ENDPOINT" if public else "PRIVATE_ENDPOINT"
         else:
-            assert args.cluster.existing is not None  # ClusterConfig guarantees one of the two
-            self.cluster_id = pulumi.Output.from_input(args.cluster.existing.id)
-            endpoint = args.cluster.existing.kubeconfig_endpoint
+            self.cluster_id = pulumi.Output.from_input(args["existing_cluster_id"])
+            endpoint = args.get("kubeconfig_endpoint", "PUBLIC_ENDPOINT")
 
         # The same call for a new and an existing cluster: OCI generates the kubeconfig on request.
         # Token v2 kubeconfigs run `oci ce cluster generate-token`: the OCI CLI must be configured

@@ -4,11 +4,9 @@ Values are built by plain functions (`dranet_values`, `gpu_driver_values`) and c
 keys each chart documents before a release is declared: the dranet chart rejects unknown values.
 """
 
-from __future__ import annotations
-
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -18,8 +16,12 @@ from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.labels import POOL_LABEL
 from stack_config import gpu_operator_plan
 from stack_config.model import DranetConfig, GpuDriverConfig, GpuOperatorConfig, Taint, tolerations
+from stack_config.problems import ConfigProblem
 
+from .component_inputs import ComponentInputError, PoolTaint, schema_name, taint_inputs, taints, validated
 from .typed_inputs import to_input_type
+
+M = TypeVar("M", DranetConfig, GpuDriverConfig)
 
 # Where Oracle Cloud Agent keeps its RDMA network config (seed 003).
 OCA_CONFIG_DIR = "/etc/oracle-cloud-agent/plugins/oci-hpc/oci-hpc-configure"
@@ -102,64 +104,124 @@ def _documented(values: dict[str, Any], documented: frozenset[str], chart: str) 
     return values
 
 
-# Which driver a DraDriverArgs configures.
-DriverConfig = TypeVar("DriverConfig", DranetConfig, GpuDriverConfig)
+class DranetArgs(TypedDict):
+    """The inputs of DRANET. The Kubernetes provider of the cluster comes from the resource options
+    (``providers``); the releases wait for the component's ``depends_on`` (the GPU node pools)."""
+
+    pools: list[str]
+    """Names of the GPU node pools (their oke-gpu-rdma/node-pool label) DRANET runs on."""
+    taints: NotRequired[list[PoolTaint]]
+    """Taints of those pools, which DRANET's pods tolerate."""
+    chart_version: NotRequired[str]
+    """Version of the dranet Helm chart."""
+    image_tag: NotRequired[str]
+    """DRANET image tag (default: the chart version)."""
+    child_range: NotRequired[str]
+    """The IPvlan child range of the rails (unset: DRANET's default); it must overlap no VCN, pod or service range."""
+    native_infiniband: NotRequired[bool]
+    """Rails are native InfiniBand: moveIBInterfaces false."""
+    mount_oca_config: NotRequired[bool]
+    """Mount the Oracle Cloud Agent RDMA config read-only (images that use another RDMA network)."""
 
 
-@dataclass
-class DraDriverArgs(Generic[DriverConfig]):
-    """What either DRA driver takes: its config, and the GPU pools its kubelet plugin runs on."""
+class NvidiaGpuDraDriverArgs(TypedDict):
+    """The inputs of the NVIDIA GPU DRA driver. The Kubernetes provider of the cluster comes from the
+    resource options (``providers``); the release waits for the component's ``depends_on``."""
 
-    config: DriverConfig
-    """Validated driver config."""
-    pools: Sequence[str]
-    """Names of the GPU pools the driver runs on."""
-    taints: Sequence[Taint]
-    """Taints of those pools, which the driver's pods tolerate."""
-    provider: k8s.Provider
-    """Provider of the target cluster."""
-    node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
-    """The pools to wait for: the DaemonSet is only useful once the nodes exist."""
+    pools: list[str]
+    """Names of the GPU node pools (their oke-gpu-rdma/node-pool label) the kubelet plugin runs on."""
+    taints: NotRequired[list[PoolTaint]]
+    """Taints of those pools, which the kubelet plugin tolerates."""
+    chart_version: NotRequired[str]
+    """Version of dra-driver-nvidia-gpu."""
+    namespace: NotRequired[str]
+    """Namespace of the driver (created)."""
+
+
+def dranet_args(config: DranetConfig, pools: Sequence[str], taints: Sequence[Taint]) -> DranetArgs:
+    """The Args of the stack's validated DRANET config on ``pools`` (what __main__.py declares)."""
+    args = DranetArgs(
+        pools=list(pools),
+        taints=taint_inputs(taints),
+        chart_version=config.chart_version,
+        child_range=str(config.child_range),
+        native_infiniband=config.native_infiniband,
+        mount_oca_config=config.mount_oca_config,
+    )
+    if config.image_tag is not None:
+        args["image_tag"] = config.image_tag
+    return args
+
+
+def gpu_driver_args(
+    config: GpuDriverConfig, pools: Sequence[str], taints: Sequence[Taint]
+) -> NvidiaGpuDraDriverArgs:
+    """The Args of the stack's validated GPU DRA driver config on ``pools``."""
+    return NvidiaGpuDraDriverArgs(
+        pools=list(pools),
+        taints=taint_inputs(taints),
+        chart_version=config.chart_version,
+        namespace=config.namespace,
+    )
+
+
+def _driver_settings(
+    model: type[M], args: Mapping[str, Any], keys: Sequence[str], component: str, name: str
+) -> tuple[M, list[Taint]]:
+    """The driver's settings checked by its stack-config model, and its pools' taints."""
+    data = {schema_name(key): args.get(key) for key in keys}
+    config = validated(model, data, component, name)
+    if not args.get("pools"):
+        raise ComponentInputError(
+            component,
+            name,
+            [ConfigProblem("pools", None, "is empty; name the GPU node pools the driver runs on")],
+        )
+    return config, taints(args.get("taints", []), component, name)
 
 
 def _release(
     name: str,
     parent: pulumi.Resource,
-    args: DraDriverArgs[Any],
+    opts: pulumi.ResourceOptions | None,
     release: str,
     chart: str,
+    version: str,
     namespace: str,
     values: dict[str, Any],
     create_namespace: bool | None = None,
 ) -> k8s.helm.v3.Release:
-    """A driver's Helm release, declared once its node pools exist."""
+    """A driver's Helm release, declared once what the component depends on (its node pools) exists: a
+    child does not wait for its parent's dependencies by itself."""
     return k8s.helm.v3.Release(
         f"{name}-release",
         k8s.helm.v3.ReleaseArgs(
             name=release,
             chart=chart,
-            version=args.config.chart_version,
+            version=version,
             namespace=namespace,
             create_namespace=create_namespace,
             values=values,
             timeout=RELEASE_TIMEOUT_SECONDS,
         ),
-        opts=pulumi.ResourceOptions(parent=parent, provider=args.provider, depends_on=list(args.node_pools)),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=opts.depends_on if opts else None),
     )
 
 
 class Dranet(pulumi.ComponentResource):
-    """DeviceClass `dra.net` and the dranet Helm release in kube-system."""
+    """DRANET, the DRA driver for the RDMA rails: DeviceClass `dra.net` and the dranet Helm release in
+    kube-system, on the named GPU pools."""
 
     device_class: pulumi.Output[str]
+    """The DeviceClass claims name for rails (dra.net)."""
     release_name: pulumi.Output[str | None]
+    """Name of the Helm release."""
 
-    def __init__(
-        self, name: str, args: DraDriverArgs[DranetConfig], opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    def __init__(self, name: str, args: DranetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(resource_types.DRANET_COMPONENT, name, None, opts)
-        values = dranet_values(args.config, args.pools, args.taints)
-        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        keys = ("chart_version", "image_tag", "child_range", "native_infiniband", "mount_oca_config")
+        config, pool_taints = _driver_settings(DranetConfig, args, keys, "Dranet", name)
+        values = dranet_values(config, args["pools"], pool_taints)
         # The chart creates no DeviceClass; claims name this one (seed 000 deviceclass.yaml).
         device_class = k8s.resource.v1.DeviceClass(
             f"{name}-device-class",
@@ -168,10 +230,17 @@ class Dranet(pulumi.ComponentResource):
                 k8s.resource.v1.DeviceClassSpecArgs,
                 {"selectors": [{"cel": {"expression": attributes.DRANET_CLASS_SELECTOR}}]},
             ),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
         release = _release(
-            name, self, args, charts.DRANET_RELEASE, charts.DRANET_CHART, charts.DRANET_NAMESPACE, values
+            name,
+            self,
+            opts,
+            charts.DRANET_RELEASE,
+            charts.DRANET_CHART,
+            config.chart_version,
+            charts.DRANET_NAMESPACE,
+            values,
         )
         self.device_class = device_class.metadata.apply(lambda m: m.name or attributes.DRANET_DEVICE_CLASS)
         self.release_name = release.name
@@ -179,27 +248,34 @@ class Dranet(pulumi.ComponentResource):
 
 
 class NvidiaGpuDraDriver(pulumi.ComponentResource):
-    """The dra-driver-nvidia-gpu release; the chart creates the `gpu.nvidia.com` DeviceClass."""
+    """The NVIDIA DRA driver for GPUs (dra-driver-nvidia-gpu release) on the named GPU pools; the chart
+    creates the `gpu.nvidia.com` DeviceClass."""
 
-    device_class: str
+    device_class: pulumi.Output[str]
+    """The DeviceClass claims name for GPUs (gpu.nvidia.com)."""
     release_name: pulumi.Output[str | None]
+    """Name of the Helm release."""
 
     def __init__(
-        self, name: str, args: DraDriverArgs[GpuDriverConfig], opts: pulumi.ResourceOptions | None = None
+        self, name: str, args: NvidiaGpuDraDriverArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(resource_types.GPU_DRIVER_COMPONENT, name, None, opts)
-        values = gpu_driver_values(args.pools, args.taints)
+        config, pool_taints = _driver_settings(
+            GpuDriverConfig, args, ("chart_version", "namespace"), "NvidiaGpuDraDriver", name
+        )
+        values = gpu_driver_values(args["pools"], pool_taints)
         release = _release(
             name,
             self,
-            args,
+            opts,
             charts.NVIDIA_GPU_RELEASE,
             charts.NVIDIA_GPU_CHART,
-            args.config.namespace,
+            config.chart_version,
+            config.namespace,
             values,
             True,
         )
-        self.device_class = attributes.NVIDIA_GPU_DEVICE_CLASS
+        self.device_class = pulumi.Output.from_input(attributes.NVIDIA_GPU_DEVICE_CLASS)
         self.release_name = release.name
         self.register_outputs({"deviceClass": self.device_class, "releaseName": self.release_name})
 

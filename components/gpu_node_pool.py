@@ -6,14 +6,12 @@ cluster's availability domain with no fault domains (Oracle documentation, "Usin
 Provision Managed Nodes"; pulumi-oci `NodePoolNodeConfigDetails.compute_cluster_id`).
 """
 
-from __future__ import annotations
-
 import base64
 import inspect
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_oci as oci
@@ -21,10 +19,23 @@ import pulumi_oci as oci
 from oke_gpu_rdma import provisioning, resource_types
 from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
 from oke_gpu_rdma.sriov import RdmaMode, RdmaPath
-from stack_config.model import NodePoolConfig
+from stack_config.model import CniType, NodePoolConfig
 from stack_config.pool_nodes import gpu_pool_labels
+from stack_config.problems import ConfigProblem
 
-from .node_pool_inputs import NodePoolTarget, image_source, node_labels, pod_network_option
+from .component_inputs import (
+    ComponentInputError,
+    PoolTaint,
+    from_wire,
+    is_known,
+    known_or,
+    schema_name,
+    stand_in_ocid,
+    taint_inputs,
+    validated,
+    value_problems,
+)
+from .node_pool_inputs import NodePoolTarget, image_source, node_labels, pod_network_option, target_problems
 
 
 def custom_timeouts(timeouts: provisioning.Timeouts) -> pulumi.CustomTimeouts:
@@ -32,18 +43,104 @@ def custom_timeouts(timeouts: provisioning.Timeouts) -> pulumi.CustomTimeouts:
     return pulumi.CustomTimeouts(create=timeouts.create, update=timeouts.update, delete=timeouts.delete)
 
 
-@dataclass
-class RdmaGpuNodePoolArgs:
-    target: NodePoolTarget
-    """The cluster the pool joins and its network."""
-    pool: NodePoolConfig
-    """Validated pool config."""
-    gpus_from_dra: bool = True
-    """The NVIDIA DRA driver serves the GPUs: the device plugin is labelled off (DRANET pools only)."""
-    sriov_rdma_mode: RdmaMode = "shared"
-    """RDMA namespace mode of an rdma: sriov pool's nodes (DRANET pools are always shared)."""
-    protect: bool = True
-    """Protect the compute cluster and the node pool from deletion (bare-metal GPU capacity)."""
+class PoolCycling(TypedDict, total=False):
+    """How OKE replaces the pool's nodes when its image, version or cloud-init changes."""
+
+    enabled: bool
+    """Replace nodes automatically after a pool change (default true)."""
+    maximum_surge: int
+    """Extra nodes during cycling (default 0: bare-metal capacity is scarce)."""
+    maximum_unavailable: int
+    """Nodes taken down at once (default 1)."""
+    cycle_modes: list[str]
+    """OKE's cycle modes in order (unset: OKE's default): BOOT_VOLUME_REPLACE keeps each bare-metal host,
+    INSTANCE_REPLACE replaces the node."""
+
+
+class RdmaGpuNodePoolArgs(TypedDict):
+    """The inputs of an RDMA GPU node pool. The pool's OKE name is the component's name.
+
+    Plain (not Input) are the values that decide which resources exist or their options: the shape and
+    rdma path (a compute cluster or not), the node count and cycling (the create and update timeouts),
+    the taints and labels (the cloud-init and initial labels, checked before anything is declared).
+    """
+
+    compartment_id: pulumi.Input[str]
+    """Compartment of the node pool and of its compute cluster."""
+    cluster_id: pulumi.Input[str]
+    """The OKE cluster the pool joins (an ENHANCED cluster)."""
+    kubernetes_version: pulumi.Input[str]
+    """Kubernetes version of the nodes, v1.34.0 or later (the cluster's)."""
+    worker_subnet_id: pulumi.Input[str]
+    """Regional worker subnet: the nodes' primary VNICs."""
+    image_id: pulumi.Input[str]
+    """Custom image OCID (Ubuntu with DOCA-OFED and the GPU driver)."""
+    count: int
+    """Number of nodes."""
+    shape: NotRequired[str]
+    """GPU shape (default BM.GPU.B4.8): bare metal for a pool with rails, a VM shape only with rdma none."""
+    rdma: NotRequired[RdmaPath]
+    """Where pods get the rails: dranet (default), sriov or none (no rails, no compute cluster)."""
+    availability_domain: NotRequired[pulumi.Input[str]]
+    """AD of the compute cluster and the nodes, e.g. Uocm:US-ASHBURN-AD-1; required unless computeClusterId
+    is set (and with rdma none)."""
+    compute_cluster_id: NotRequired[pulumi.Input[str]]
+    """An existing compute cluster to launch into, instead of creating one."""
+    cni_type: NotRequired[str]
+    """The cluster's CNI: FLANNEL_OVERLAY (default) or OCI_VCN_IP_NATIVE (which needs podSubnetId)."""
+    pod_subnet_id: NotRequired[pulumi.Input[str]]
+    """Pod subnet, for OCI_VCN_IP_NATIVE."""
+    boot_volume_size_gbs: NotRequired[int]
+    """Boot volume size in GB (default 500)."""
+    labels: NotRequired[dict[str, str]]
+    """Extra initial node labels."""
+    taints: NotRequired[list[PoolTaint]]
+    """Taints the kubelet registers the nodes with (default: the GPU taint OKE GPU nodes carry, value present, NoSchedule)."""
+    cycling: NotRequired[PoolCycling]
+    """Node cycling settings."""
+    ssh_public_key: NotRequired[pulumi.Input[str]]
+    """Public key for the node user."""
+    replace_order: NotRequired[str]
+    """How a replacement of the pool goes: deleteFirst (default; needs no extra hosts) or createFirst."""
+    gpus_from_dra: NotRequired[bool]
+    """The NVIDIA DRA driver serves the GPUs (default true): the device plugin is labelled off (dranet pools)."""
+    sriov_rdma_mode: NotRequired[str]
+    """RDMA namespace mode of an rdma sriov pool's nodes: shared (default) or exclusive."""
+    protect: NotRequired[bool]
+    """Protect the compute cluster and the node pool from deletion (default true: bare-metal GPU capacity)."""
+
+
+def pool_config(name: str, args: RdmaGpuNodePoolArgs) -> NodePoolConfig:
+    """The pool's settings checked by the stack config's own model (OCIDs that are Outputs stand in as
+    well-formed ones), or :class:`ComponentInputError` naming each bad input."""
+    args = typing.cast(RdmaGpuNodePoolArgs, from_wire(args))
+    cycling = args.get("cycling")
+    data: dict[str, Any] = {
+        "name": name,
+        "shape": args.get("shape"),
+        "count": args.get("count"),
+        "imageId": known_or(args.get("image_id"), stand_in_ocid("image")),
+        "availabilityDomain": known_or(args.get("availability_domain"), "(known after apply)"),
+        "computeClusterId": known_or(args.get("compute_cluster_id"), stand_in_ocid("computecluster")),
+        "bootVolumeSizeGbs": args.get("boot_volume_size_gbs"),
+        "labels": args.get("labels"),
+        "taints": [dict(t) for t in args["taints"]] if "taints" in args else None,
+        "cycling": {schema_name(k): v for k, v in cycling.items()} if cycling is not None else None,
+        "sshPublicKey": known_or(args.get("ssh_public_key"), "(known after apply)"),
+        "rdma": args.get("rdma"),
+        "replaceOrder": args.get("replace_order"),
+    }
+    problems: list[ConfigProblem] = []
+    try:
+        pool = validated(NodePoolConfig, data, "RdmaGpuNodePool", name)
+    except ComponentInputError as err:
+        problems += err.problems  # reported with the checks below, all at once
+    problems += target_problems(args)
+    if is_known(args.get("sriov_rdma_mode", "shared")):
+        problems += value_problems("sriovRdmaMode", args.get("sriov_rdma_mode", "shared"), RdmaMode)
+    if problems:
+        raise ComponentInputError("RdmaGpuNodePool", name, problems)
+    return pool
 
 
 def initial_node_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]:
@@ -64,31 +161,40 @@ def cloud_init(pool: NodePoolConfig, sriov_rdma_mode: RdmaMode = "shared") -> st
 
 
 class RdmaGpuNodePool(pulumi.ComponentResource):
-    """Compute cluster (created or existing) plus the node pool launched into it; a pool without rails
-    (rdma: none) gets no compute cluster and is placed in its AD on the worker subnet, as the system pool."""
+    """RDMA GPU nodes on OKE: a compute cluster (created, or an existing one) and the node pool launched
+    into it, labelled and tainted for the DRA drivers; a pool without rails (rdma none) gets no compute
+    cluster and is placed in its AD on the worker subnet."""
 
     compute_cluster_id: pulumi.Output[str] | None
+    """The compute cluster the nodes are placed in (none for an rdma none pool)."""
     node_pool_id: pulumi.Output[str]
+    """OCID of the node pool."""
     availability_domain: pulumi.Output[str]
+    """The AD of the nodes."""
 
     def __init__(
         self, name: str, args: RdmaGpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(resource_types.NODE_POOL_COMPONENT, name, None, opts)
-        kept = pulumi.ResourceOptions(parent=self, protect=args.protect)
-        pool = args.pool
-        target = args.target
+        pool = pool_config(name, args)
+        protect = args.get("protect", True)
+        gpus_from_dra = args.get("gpus_from_dra", True)
+        sriov_rdma_mode = typing.cast(RdmaMode, args.get("sriov_rdma_mode", "shared"))
+        cni_type = typing.cast(CniType, args.get("cni_type", "FLANNEL_OVERLAY"))
+        availability_domain = args.get("availability_domain")
+        compute_cluster_id = args.get("compute_cluster_id")
+        kept = pulumi.ResourceOptions(parent=self, protect=protect)
         if not pool.in_compute_cluster:
             # A compute cluster is for the RDMA fabric between bare-metal nodes (a VM shape cannot join one).
-            assert pool.availability_domain is not None  # NodePoolConfig requires it here
+            assert availability_domain is not None  # NodePoolConfig requires it here
             self.compute_cluster_id = None
-            self.availability_domain = pulumi.Output.from_input(pool.availability_domain)
-        elif pool.compute_cluster_id is None:
-            assert pool.availability_domain is not None  # NodePoolConfig requires it here
+            self.availability_domain = pulumi.Output.from_input(availability_domain)
+        elif compute_cluster_id is None:
+            assert availability_domain is not None  # NodePoolConfig requires it here
             compute_cluster = oci.core.ComputeCluster(
                 f"{name}-compute-cluster",
-                compartment_id=target.compartment_id,
-                availability_domain=pool.availability_domain,
+                compartment_id=args["compartment_id"],
+                availability_domain=availability_domain,
                 display_name=f"{name}-compute-cluster",
                 opts=pulumi.ResourceOptions.merge(
                     kept,
@@ -100,23 +206,23 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
             self.compute_cluster_id = compute_cluster.id
             self.availability_domain = compute_cluster.availability_domain
         else:
-            self.compute_cluster_id = pulumi.Output.from_input(pool.compute_cluster_id)
-            if pool.availability_domain:
-                self.availability_domain = pulumi.Output.from_input(pool.availability_domain)
+            self.compute_cluster_id = pulumi.Output.from_input(compute_cluster_id)
+            if availability_domain:
+                self.availability_domain = pulumi.Output.from_input(availability_domain)
             else:
                 existing = oci.core.get_compute_cluster_output(
-                    compute_cluster_id=pool.compute_cluster_id, opts=pulumi.InvokeOutputOptions(parent=self)
+                    compute_cluster_id=compute_cluster_id, opts=pulumi.InvokeOutputOptions(parent=self)
                 )
                 self.availability_domain = existing.availability_domain
 
         node_pool = oci.containerengine.NodePool(
             f"{name}-nodes",
-            compartment_id=target.compartment_id,
-            cluster_id=target.cluster_id,
+            compartment_id=args["compartment_id"],
+            cluster_id=args["cluster_id"],
             name=name,
-            kubernetes_version=target.kubernetes_version,
+            kubernetes_version=args["kubernetes_version"],
             node_shape=pool.shape,
-            node_source_details=image_source(pool.image_id, pool.boot_volume_size_gbs),
+            node_source_details=image_source(args["image_id"], pool.boot_volume_size_gbs),
             node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
                 size=pool.count,
                 compute_cluster_id=self.compute_cluster_id,
@@ -124,16 +230,14 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 # without one is kept in its one AD too).
                 placement_configs=[
                     oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(
-                        availability_domain=self.availability_domain, subnet_id=target.worker_subnet_id
+                        availability_domain=self.availability_domain, subnet_id=args["worker_subnet_id"]
                     )
                 ],
-                node_pool_pod_network_option_details=pod_network_option(
-                    target.cni_type, target.pod_subnet_id
-                ),
+                node_pool_pod_network_option_details=pod_network_option(cni_type, args.get("pod_subnet_id")),
             ),
-            initial_node_labels=node_labels(initial_node_labels(pool, args.gpus_from_dra)),
+            initial_node_labels=node_labels(initial_node_labels(pool, gpus_from_dra)),
             node_metadata={
-                "user_data": base64.b64encode(cloud_init(pool, args.sriov_rdma_mode).encode()).decode()
+                "user_data": base64.b64encode(cloud_init(pool, sriov_rdma_mode).encode()).decode()
             },
             node_pool_cycling_details=oci.containerengine.NodePoolNodePoolCyclingDetailsArgs(
                 is_node_cycling_enabled=pool.cycling.enabled,
@@ -142,7 +246,7 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 # Sent only when the stack sets it: unset keeps OKE's default and today's renderings.
                 cycle_modes=pool.cycling.cycle_modes,
             ),
-            ssh_public_key=pool.ssh_public_key,
+            ssh_public_key=args.get("ssh_public_key"),
             # The order a replacement takes is the stack's choice (nodePools[].replaceOrder): capacity
             # against downtime. The compute cluster above is always created first: it holds no hosts.
             opts=pulumi.ResourceOptions.merge(
@@ -171,6 +275,51 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
         )
 
 
+def pool_args(
+    pool: NodePoolConfig,
+    target: NodePoolTarget,
+    gpus_from_dra: bool,
+    sriov_rdma_mode: RdmaMode,
+    protect: bool,
+) -> RdmaGpuNodePoolArgs:
+    """The Args of a validated stack-config pool joining ``target`` (what __main__.py declares)."""
+    args = RdmaGpuNodePoolArgs(
+        compartment_id=target.compartment_id,
+        cluster_id=target.cluster_id,
+        kubernetes_version=target.kubernetes_version,
+        worker_subnet_id=target.worker_subnet_id,
+        cni_type=target.cni_type,
+        image_id=pool.image_id,
+        count=pool.count,
+        shape=pool.shape,
+        rdma=pool.rdma,
+        boot_volume_size_gbs=pool.boot_volume_size_gbs,
+        labels=dict(pool.labels),
+        taints=taint_inputs(pool.taints),
+        cycling=PoolCycling(
+            enabled=pool.cycling.enabled,
+            maximum_surge=pool.cycling.maximum_surge,
+            maximum_unavailable=pool.cycling.maximum_unavailable,
+        ),
+        replace_order=pool.replace_order,
+        gpus_from_dra=gpus_from_dra,
+        sriov_rdma_mode=sriov_rdma_mode,
+        protect=protect,
+    )
+    if pool.cycling.cycle_modes is not None:
+        args["cycling"]["cycle_modes"] = list(pool.cycling.cycle_modes)
+    optional: dict[str, pulumi.Input[str] | None] = {
+        "pod_subnet_id": target.pod_subnet_id,
+        "availability_domain": pool.availability_domain,
+        "compute_cluster_id": pool.compute_cluster_id,
+        "ssh_public_key": pool.ssh_public_key,
+    }
+    for key, value in optional.items():
+        if value is not None:
+            args[key] = value  # type: ignore[literal-required]
+    return args
+
+
 def is_tenancy(ocid: str) -> bool:
     """Whether an OCID names the tenancy itself, i.e. its root compartment (`ocid1.tenancy.<realm>..<id>`)."""
     return ocid.startswith("ocid1.tenancy.")
@@ -191,11 +340,6 @@ def launch_statement(compartment_id: str) -> str:
     )
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 def _setting_kind(annotation: Any) -> str:
     """`str`, `bool`, `int` or `list`: what a pulumi-oci ProviderArgs input holds (``Input[Optional[...]]``)."""
     if typing.get_origin(annotation) is Sequence:
@@ -211,7 +355,7 @@ def typed_provider_settings() -> frozenset[str]:
     """The `oci:` keys whose value the program reads as a bool, int or list (the rest are text)."""
     parameters = inspect.signature(oci.ProviderArgs.__init__).parameters.items()
     return frozenset(
-        f"oci:{_camel(name)}"
+        f"oci:{schema_name(name)}"
         for name, parameter in parameters
         if name != "__self__" and _setting_kind(parameter.annotation) != "str"
     )
@@ -230,7 +374,7 @@ def oci_provider_settings() -> dict[str, pulumi.Input[Any]]:
     for name, parameter in inspect.signature(oci.ProviderArgs.__init__).parameters.items():
         if name == "__self__":
             continue
-        key = _camel(name)
+        key = schema_name(name)
         if config.get(key) is None:
             continue
         kind = _setting_kind(parameter.annotation)

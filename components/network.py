@@ -1,14 +1,16 @@
 """The VCN and subnets the cluster and the GPU nodes use: created here, or existing ones by OCID."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
+from dataclasses import replace
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_oci as oci
 
 from oke_gpu_rdma import resource_types
-from stack_config.model import NetworkConfig, NewNetwork, SubnetRef
+from stack_config.model import NetworkConfig, NewNetwork, SubnetOcid, VcnOcid
+from stack_config.problems import ConfigProblem
+
+from .component_inputs import ComponentInputError, is_known, schema_name, validated, value_problems
 
 ALL_TRAFFIC = "all"
 ANYWHERE = "0.0.0.0/0"
@@ -16,41 +18,157 @@ ANYWHERE = "0.0.0.0/0"
 API_PORTS = (6443, 12250)
 
 
-@dataclass
-class NetworkArgs:
-    compartment_id: str
+class NewNetworkArgs(TypedDict, total=False):
+    """A VCN to create, with one regional subnet per role (create-only settings: plain)."""
+
+    vcn_cidr: str
+    """VCN CIDR block (default 10.140.0.0/16)."""
+    api_endpoint_subnet_cidr: str
+    """Kubernetes API endpoint subnet (default 10.140.0.0/28)."""
+    load_balancer_subnet_cidr: str
+    """Service load balancer subnet (default 10.140.1.0/24)."""
+    worker_subnet_cidr: str
+    """Worker (primary VNIC) subnet (default 10.140.64.0/19); its size decides the DRANET child range size."""
+    pod_subnet_cidr: str
+    """Pod subnet, created only with vcnNativePods (default 10.140.128.0/18)."""
+    api_endpoint_public: bool
+    """Give the API endpoint a public IP, in a public subnet (default false)."""
+    api_allowed_cidrs: list[str]
+    """Extra CIDRs allowed to reach the API endpoint on 6443 (the VCN always is)."""
+    dns_label: str
+    """VCN DNS label (default okegpu)."""
+
+
+class ExistingNetworkArgs(TypedDict):
+    """Subnets that already exist, by OCID."""
+
+    vcn_id: pulumi.Input[str]
+    """VCN OCID."""
+    worker_subnet_id: pulumi.Input[str]
+    """Subnet of the GPU nodes' primary VNICs."""
+    api_endpoint_subnet_id: NotRequired[pulumi.Input[str]]
+    """Subnet of the API endpoint (needed only to create a cluster)."""
+    load_balancer_subnet_id: NotRequired[pulumi.Input[str]]
+    """Subnet for service load balancers."""
+    pod_subnet_id: NotRequired[pulumi.Input[str]]
+    """Pod subnet (needed with vcnNativePods)."""
+
+
+class NetworkArgs(TypedDict):
+    """The inputs of the network: ``create`` a VCN, or name ``existing`` subnets."""
+
+    compartment_id: pulumi.Input[str]
     """Compartment for created resources."""
-    network: NetworkConfig
-    """Validated network config: `create` or `existing`."""
-    vcn_native_pods: bool
-    """Whether the cluster's CNI is OCI_VCN_IP_NATIVE (then a pod subnet is needed)."""
-    display_prefix: str | None = None
-    """Prefix of the OCI display names (default: the component's name); the program passes the stack's."""
-    protect: bool = True
-    """Protect the created VCN from deletion (subnets, gateways and the cluster depend on it)."""
+    create: NotRequired[NewNetworkArgs]
+    """The VCN and subnets to create."""
+    existing: NotRequired[ExistingNetworkArgs]
+    """Existing subnets to use instead."""
+    vcn_native_pods: NotRequired[bool]
+    """The cluster's CNI is OCI_VCN_IP_NATIVE: a pod subnet is created or needed (default false)."""
+    display_prefix: NotRequired[str]
+    """Prefix of the OCI display names (default: the component's name)."""
+    protect: NotRequired[bool]
+    """Protect a created VCN from deletion (default true: subnets, gateways and the cluster depend on it)."""
+
+
+def new_network(name: str, args: NetworkArgs) -> NewNetwork | None:
+    """The VCN to create checked by the stack config's model (None for existing subnets), or
+    :class:`ComponentInputError` naming each bad input."""
+    create, existing = args.get("create"), args.get("existing")
+    problems: list[ConfigProblem] = []
+    config = None
+    if (create is None) == (existing is None):
+        problems.append(ConfigProblem("create", None, "set exactly one of create or existing"))
+    elif create is not None:
+        try:
+            config = validated(NewNetwork, {schema_name(k): v for k, v in create.items()}, "Network", name)
+        except ComponentInputError as err:
+            problems += [replace(p, path=f"create.{p.path}") for p in err.problems]
+    else:
+        assert existing is not None
+        for key in (
+            "vcn_id",
+            "worker_subnet_id",
+            "api_endpoint_subnet_id",
+            "load_balancer_subnet_id",
+            "pod_subnet_id",
+        ):
+            value = existing.get(key)
+            if value is not None and is_known(value):
+                kind = VcnOcid if key == "vcn_id" else SubnetOcid
+                problems += value_problems(f"existing.{schema_name(key)}", value, kind)
+        if args.get("vcn_native_pods") and existing.get("pod_subnet_id") is None:
+            problems.append(
+                ConfigProblem("existing.podSubnetId", None, "is missing; vcnNativePods needs a pod subnet")
+            )
+    if problems:
+        raise ComponentInputError("Network", name, problems)
+    return config
+
+
+def network_args(
+    compartment_id: str, network: NetworkConfig, vcn_native_pods: bool, display_prefix: str, protect: bool
+) -> NetworkArgs:
+    """The Args of the stack's validated network config (what __main__.py declares)."""
+    args = NetworkArgs(
+        compartment_id=compartment_id,
+        vcn_native_pods=vcn_native_pods,
+        display_prefix=display_prefix,
+        protect=protect,
+    )
+    if network.create is not None:
+        new = network.create
+        args["create"] = NewNetworkArgs(
+            vcn_cidr=str(new.vcn_cidr),
+            api_endpoint_subnet_cidr=str(new.api_endpoint_subnet_cidr),
+            load_balancer_subnet_cidr=str(new.load_balancer_subnet_cidr),
+            worker_subnet_cidr=str(new.worker_subnet_cidr),
+            pod_subnet_cidr=str(new.pod_subnet_cidr),
+            api_endpoint_public=new.api_endpoint_public,
+            api_allowed_cidrs=[str(c) for c in new.api_allowed_cidrs],
+            dns_label=new.dns_label,
+        )
+    else:
+        existing = network.existing
+        assert existing is not None  # NetworkConfig guarantees one of the two
+        refs = ExistingNetworkArgs(vcn_id=existing.vcn_id, worker_subnet_id=existing.worker_subnet.id)
+        if existing.api_endpoint_subnet is not None:
+            refs["api_endpoint_subnet_id"] = existing.api_endpoint_subnet.id
+        if existing.load_balancer_subnet is not None:
+            refs["load_balancer_subnet_id"] = existing.load_balancer_subnet.id
+        if existing.pod_subnet is not None:
+            refs["pod_subnet_id"] = existing.pod_subnet.id
+        args["existing"] = refs
+    return args
 
 
 class Network(pulumi.ComponentResource):
-    """Subnet OCIDs for the endpoint, the workers, the pods and load balancers."""
+    """The VCN and regional subnets an RDMA GPU cluster uses (API endpoint, workers, pods, load balancers)
+    with their gateways, route tables and security lists, or existing subnets by OCID."""
 
     vcn_id: pulumi.Output[str]
+    """OCID of the VCN."""
     worker_subnet_id: pulumi.Output[str]
+    """The workers' subnet."""
     api_endpoint_subnet_id: pulumi.Output[str] | None
+    """The API endpoint's subnet."""
     load_balancer_subnet_id: pulumi.Output[str] | None
+    """The load balancers' subnet."""
     pod_subnet_id: pulumi.Output[str] | None
+    """The pods' subnet (VCN-native pods)."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(resource_types.NETWORK_COMPONENT, name, None, opts)
-        if args.network.create is not None:
-            self._create(name, args, args.network.create)
+        new = new_network(name, args)
+        if new is not None:
+            self._create(name, args, new)
         else:
-            existing = args.network.existing
-            assert existing is not None  # NetworkConfig guarantees one of the two
-            self.vcn_id = pulumi.Output.from_input(existing.vcn_id)
-            self.worker_subnet_id = pulumi.Output.from_input(existing.worker_subnet.id)
-            self.api_endpoint_subnet_id = _subnet_id(existing.api_endpoint_subnet)
-            self.load_balancer_subnet_id = _subnet_id(existing.load_balancer_subnet)
-            self.pod_subnet_id = _subnet_id(existing.pod_subnet)
+            existing = args["existing"]
+            self.vcn_id = pulumi.Output.from_input(existing["vcn_id"])
+            self.worker_subnet_id = pulumi.Output.from_input(existing["worker_subnet_id"])
+            self.api_endpoint_subnet_id = _subnet_id(existing.get("api_endpoint_subnet_id"))
+            self.load_balancer_subnet_id = _subnet_id(existing.get("load_balancer_subnet_id"))
+            self.pod_subnet_id = _subnet_id(existing.get("pod_subnet_id"))
         self.register_outputs(
             {
                 "vcnId": self.vcn_id,
@@ -64,15 +182,15 @@ class Network(pulumi.ComponentResource):
     def _create(self, name: str, args: NetworkArgs, new: NewNetwork) -> None:
         child = pulumi.ResourceOptions(parent=self)
         # Logical names follow the component (URNs); display names the prefix (what the console shows).
-        shown = args.display_prefix or name
-        compartment = args.compartment_id
+        shown = args.get("display_prefix") or name
+        compartment = args["compartment_id"]
         vcn = oci.core.Vcn(
             f"{name}-vcn",
             compartment_id=compartment,
             cidr_blocks=[str(new.vcn_cidr)],
             display_name=f"{shown}-vcn",
             dns_label=new.dns_label.replace("-", "")[:15],
-            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.get("protect", True)),
         )
         services = oci.core.get_services_output(
             filters=[
@@ -187,8 +305,10 @@ class Network(pulumi.ComponentResource):
         ).id
         self.load_balancer_subnet_id = subnet("load-balancers", str(new.load_balancer_subnet_cidr)).id
         self.worker_subnet_id = subnet("workers", str(new.worker_subnet_cidr)).id
-        self.pod_subnet_id = subnet("pods", str(new.pod_subnet_cidr)).id if args.vcn_native_pods else None
+        self.pod_subnet_id = (
+            subnet("pods", str(new.pod_subnet_cidr)).id if args.get("vcn_native_pods") else None
+        )
 
 
-def _subnet_id(subnet: SubnetRef | None) -> pulumi.Output[str] | None:
-    return None if subnet is None else pulumi.Output.from_input(subnet.id)
+def _subnet_id(subnet_id: pulumi.Input[str] | None) -> pulumi.Output[str] | None:
+    return None if subnet_id is None else pulumi.Output.from_input(subnet_id)

@@ -5,15 +5,17 @@ the initial node labels.
 Inputs follow pulumi-oci's NodePool (terraform-provider-oci `containerengine_node_pool_resource.go`).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_oci as oci
 
-from stack_config.model import CniType
+from stack_config.model import CniType, KubernetesVersion
+from stack_config.problems import ConfigProblem
+
+from .component_inputs import is_known, value_problems
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ def pod_network_option(
 
 
 def image_source(
-    image_id: str, boot_volume_size_gbs: int
+    image_id: pulumi.Input[str], boot_volume_size_gbs: int
 ) -> oci.containerengine.NodePoolNodeSourceDetailsArgs:
     """`node_source_details` of source_type IMAGE."""
     return oci.containerengine.NodePoolNodeSourceDetailsArgs(
@@ -56,3 +58,20 @@ def image_source(
 def node_labels(labels: Mapping[str, str]) -> list[oci.containerengine.NodePoolInitialNodeLabelArgs]:
     """`initial_node_labels`: the labels every node of the pool starts with."""
     return [oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v) for k, v in labels.items()]
+
+
+def target_problems(args: Mapping[str, Any]) -> list[ConfigProblem]:
+    """What is wrong with the cluster a pool's Args name to join: its Kubernetes version (when plain), its
+    CNI, and the pod subnet VCN-native pods need."""
+    problems: list[ConfigProblem] = []
+    for key, value, annotation in (
+        ("kubernetesVersion", args.get("kubernetes_version"), KubernetesVersion),
+        ("cniType", args.get("cni_type", "FLANNEL_OVERLAY"), CniType),
+    ):
+        if is_known(value):
+            problems += value_problems(key, value, annotation)
+    if args.get("cni_type") == "OCI_VCN_IP_NATIVE" and args.get("pod_subnet_id") is None:
+        problems.append(
+            ConfigProblem("podSubnetId", None, "is missing; OCI_VCN_IP_NATIVE pods need a pod subnet")
+        )
+    return problems

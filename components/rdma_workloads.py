@@ -2,11 +2,10 @@
 that pair GPUs with the rails on their PCIe root.
 """
 
-from __future__ import annotations
-
-from collections.abc import Sequence
-from dataclasses import dataclass
+import typing
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, Final, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -14,8 +13,20 @@ import pulumi_kubernetes as k8s
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.labels import POD_SECURITY_BASELINE, POD_SECURITY_ENFORCE_LABEL
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
-from stack_config.claim_plan import PlannedTemplate
+from oke_gpu_rdma.shape_catalog import CATALOG
+from stack_config.claim_plan import (
+    ClaimPlan,
+    PlannedTemplate,
+    TemplateKeys,
+    TemplateRequest,
+    emits_aligned_templates,
+    emits_rails_only_template,
+    judged_templates,
+    topology_problems,
+)
+from stack_config.model import ClaimTemplateConfig, DnsLabel, ShapeName, StackConfig
 
+from .component_inputs import ComponentInputError, from_wire, is_known, schema_name, validated, value_problems
 from .typed_inputs import to_input_type
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -32,34 +43,42 @@ def tool_scripts() -> dict[str, str]:
     return {name: (SCRIPTS / name).read_text() for name in ("rail-map.sh",)}
 
 
-@dataclass
-class RdmaWorkloadNamespaceArgs:
-    namespace: str
-    """Namespace name."""
-    provider: k8s.Provider
-    """Provider of the target cluster."""
+class RdmaWorkloadNamespaceArgs(TypedDict):
+    """The inputs of a workload namespace. The Kubernetes provider of the cluster comes from the
+    resource options (``providers``)."""
+
+    namespace: pulumi.Input[str]
+    """Namespace name (a DNS label): created with Pod Security baseline, the rail tools and NCCL settings."""
 
 
 class RdmaWorkloadNamespace(pulumi.ComponentResource):
-    """Namespace with Pod Security baseline, the rail tools ConfigMap and the NCCL settings ConfigMap."""
+    """A namespace for RDMA training pods: Pod Security baseline, the rail tools ConfigMap and the NCCL
+    settings ConfigMap."""
 
     namespace: pulumi.Output[str]
-    nccl_settings: dict[str, str]
+    """The namespace's name."""
+    nccl_settings: pulumi.Output[dict[str, str]]
+    """The NCCL environment in the nccl-env ConfigMap (envFrom it)."""
 
     def __init__(
         self, name: str, args: RdmaWorkloadNamespaceArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(resource_types.WORKLOAD_NAMESPACE_COMPONENT, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        given = args["namespace"]
+        if is_known(given):
+            found = value_problems("namespace", given, DnsLabel)
+            if found:
+                raise ComponentInputError("RdmaWorkloadNamespace", name, found)
+        child = pulumi.ResourceOptions(parent=self)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace, labels=POD_SECURITY_LABELS),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=given, labels=POD_SECURITY_LABELS),
             opts=child,
         )
-        in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
+        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
         k8s.core.v1.ConfigMap(
             f"{name}-tools",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOOLS_CONFIGMAP, namespace=args.namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOOLS_CONFIGMAP, namespace=given),
             data=tool_scripts(),
             opts=in_namespace,
         )
@@ -67,23 +86,43 @@ class RdmaWorkloadNamespace(pulumi.ComponentResource):
         # stay unset on purpose (NCCL finds the children's GID index and devices itself).
         k8s.core.v1.ConfigMap(
             f"{name}-nccl",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NCCL_CONFIGMAP, namespace=args.namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NCCL_CONFIGMAP, namespace=given),
             data=dict(NCCL_SETTINGS),
             opts=in_namespace,
         )
-        self.namespace = namespace.metadata.apply(lambda m: m.name or args.namespace)
-        self.nccl_settings = dict(NCCL_SETTINGS)
+        created = namespace.metadata.apply(lambda m: m.name)
+        self.namespace = pulumi.Output.all(created, given).apply(lambda names: names[0] or names[1])
+        self.nccl_settings = pulumi.Output.from_input(dict(NCCL_SETTINGS))
         self.register_outputs({"namespace": self.namespace, "ncclSettings": self.nccl_settings})
 
 
-@dataclass
-class GpuRailClaimTemplatesArgs:
-    templates: Sequence[PlannedTemplate]
-    """Templates, already judged by the DRA core (stack_config.claim_plan)."""
-    provider: k8s.Provider
-    """Provider of the target cluster."""
-    depends_on: Sequence[pulumi.Resource] = ()
-    """The namespace (and the drivers) the templates need."""
+class ClaimTemplateRequest(TypedDict):
+    """An aligned ResourceClaimTemplate asked for: GPUs with the rails on their PCIe roots."""
+
+    name: str
+    """Template name (a DNS label); pods name it in resourceClaims. With several shapes it ends with the shape."""
+    gpus_per_worker: int
+    """GPUs one pod gets, each with the rails on its PCIe root."""
+    namespace: NotRequired[str]
+    """Namespace of the template (default: the component's namespace)."""
+
+
+class GpuRailClaimTemplatesArgs(TypedDict):
+    """The inputs of the claim templates: the shapes of the DRANET pools and the templates asked for,
+    which the component builds from each shape's topology and judges on it (stack_config/claim_plan.py
+    judged_templates, as the stack config does). The Kubernetes provider comes from the resource options
+    (``providers``); the templates wait for the component's ``depends_on`` (their namespaces)."""
+
+    shapes: list[str]
+    """The shapes of the GPU node pools the templates are for (rdma dranet pools)."""
+    namespace: str
+    """Namespace of the rails-only template and of the templates that name none."""
+    claim_templates: NotRequired[list[ClaimTemplateRequest]]
+    """The aligned GPU+rail templates (they need both DRANET and the NVIDIA GPU DRA driver)."""
+    rails_only_template: NotRequired[str]
+    """Name of a template for every rail of a node and no GPU (unset: none)."""
+    shape_topologies: NotRequired[dict[str, Any]]
+    """Topologies of shapes the catalog does not verify, by shape (the stack config's shapeTopologies format)."""
 
 
 # ResourceClaimTemplate.spec is immutable in resource.k8s.io/v1 (kubernetes/kubernetes
@@ -93,18 +132,97 @@ class GpuRailClaimTemplatesArgs:
 # new pods get claims from the new one.
 SPEC_IS_IMMUTABLE = pulumi.ResourceOptions(replace_on_changes=["spec"], delete_before_replace=True)
 
+# The component's inputs, as its problems name them.
+COMPONENT_KEYS: Final = TemplateKeys("claimTemplates", "railsOnlyTemplate")
+
+
+def planned_templates(name: str, args: GpuRailClaimTemplatesArgs) -> tuple[PlannedTemplate, ...]:
+    """The templates of ``args``, built and judged as the stack config builds and judges them, or
+    :class:`ComponentInputError` naming each input at fault."""
+    args = typing.cast(GpuRailClaimTemplatesArgs, from_wire(args))
+    component = "GpuRailClaimTemplates"
+    shapes = list(args["shapes"])
+    requests = list(args.get("claim_templates", []))
+    rails_only = args.get("rails_only_template")
+    problems = [p for i, shape in enumerate(shapes) for p in value_problems(f"shapes[{i}]", shape, ShapeName)]
+    problems += value_problems("namespace", args["namespace"], DnsLabel)
+    if rails_only is not None:
+        problems += value_problems("railsOnlyTemplate", rails_only, DnsLabel)
+    checked: list[ClaimTemplateConfig] = []
+    for i, request in enumerate(requests):
+        try:
+            checked.append(
+                validated(
+                    ClaimTemplateConfig, {schema_name(k): v for k, v in request.items()}, component, name
+                )
+            )
+        except ComponentInputError as err:
+            problems += [replace(p, path=f"claimTemplates[{i}].{p.path}") for p in err.problems]
+    if problems:
+        raise ComponentInputError(component, name, problems)
+    supplied = dict(args.get("shape_topologies", {}))
+    catalog = CATALOG.with_topologies(supplied)
+    shape_keys: dict[str, str] = {}
+    for i, shape in enumerate(shapes):
+        shape_keys.setdefault(shape, f"shapes[{i}]")
+    found = topology_problems(
+        catalog,
+        shape_keys,
+        supplied,
+        COMPONENT_KEYS,
+        "ask for no templates (claimTemplates [] and no railsOnlyTemplate)",
+    )
+    if found:
+        raise ComponentInputError(component, name, found)
+    plan = judged_templates(
+        catalog,
+        shapes,
+        [TemplateRequest(t.name, t.gpus_per_worker, t.namespace or args["namespace"]) for t in checked],
+        rails_only,
+        args["namespace"],
+        COMPONENT_KEYS,
+    )
+    if plan.problems:
+        raise ComponentInputError(component, name, plan.problems)
+    return plan.templates
+
+
+def claim_template_args(plan: ClaimPlan, config: StackConfig) -> GpuRailClaimTemplatesArgs:
+    """The Args that give the templates of the stack's plan (what __main__.py declares): its shapes,
+    its requests when their drivers are on, and its shapeTopologies."""
+    workloads = config.workloads
+    args = GpuRailClaimTemplatesArgs(
+        shapes=list(plan.shapes),
+        namespace=workloads.namespace,
+        claim_templates=[
+            ClaimTemplateRequest(
+                name=t.name, gpus_per_worker=t.gpus_per_worker, namespace=t.namespace or workloads.namespace
+            )
+            for t in workloads.claim_templates
+        ]
+        if emits_aligned_templates(config)
+        else [],
+        shape_topologies=dict(config.shape_topologies),
+    )
+    if emits_rails_only_template(config) and workloads.rails_only_template:
+        args["rails_only_template"] = workloads.rails_only_template
+    return args
+
 
 class GpuRailClaimTemplates(pulumi.ComponentResource):
-    """ResourceClaimTemplates (resource.k8s.io/v1) built with the typed input classes."""
+    """ResourceClaimTemplates (resource.k8s.io/v1) that pair GPUs with the RDMA rails on their PCIe roots,
+    built from each shape's topology and judged aligned before any is declared."""
 
-    names: list[dict[str, str]]
+    claim_templates: pulumi.Output[list[dict[str, str]]]
+    """The templates declared: name and namespace of each."""
 
     def __init__(
         self, name: str, args: GpuRailClaimTemplatesArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(resource_types.CLAIM_TEMPLATES_COMPONENT, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on))
-        for template in args.templates:
+        templates = planned_templates(name, args)
+        child = pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on if opts else None)
+        for template in templates:
             k8s.resource.v1.ResourceClaimTemplate(
                 f"{name}-{template.namespace}-{template.name}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=template.name, namespace=template.namespace),
@@ -113,5 +231,7 @@ class GpuRailClaimTemplates(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions.merge(child, SPEC_IS_IMMUTABLE),
             )
-        self.names = [{"name": t.name, "namespace": t.namespace} for t in args.templates]
-        self.register_outputs({"claimTemplates": self.names})
+        self.claim_templates = pulumi.Output.from_input(
+            [{"name": t.name, "namespace": t.namespace} for t in templates]
+        )
+        self.register_outputs({"claimTemplates": self.claim_templates})

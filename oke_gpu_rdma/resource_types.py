@@ -37,8 +37,10 @@ SRIOV_NETWORK: Final = "kubernetes:sriovnetwork.openshift.io/v1:SriovNetwork"
 SRIOV_POOL_CONFIG: Final = "kubernetes:sriovnetwork.openshift.io/v1:SriovNetworkPoolConfig"
 NETWORK_ATTACHMENT: Final = "kubernetes:k8s.cni.cncf.io/v1:NetworkAttachmentDefinition"
 
-# This program's components (type oke-gpu-rdma:index:<Name>).
-_COMPONENT: Final = "oke-gpu-rdma:index:"
+# This program's components (type oke-gpu-rdma:index:<Name>), which the component package (provider/)
+# serves under the same tokens.
+PACKAGE: Final = "oke-gpu-rdma"
+_COMPONENT: Final = PACKAGE + ":index:"
 NETWORK_COMPONENT: Final = _COMPONENT + "Network"
 CLUSTER_COMPONENT: Final = _COMPONENT + "OkeCluster"
 NODE_POOL_COMPONENT: Final = _COMPONENT + "RdmaGpuNodePool"

@@ -12,9 +12,9 @@ emits exactly these) or the problems, each naming the key to change.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, nccl_threshold
 from oke_gpu_rdma.claims import Verdict, aligned_claim_spec, judge_claim, rails_only_claim_spec
@@ -105,6 +105,124 @@ def emits_rails_only_template(config: StackConfig) -> bool:
     return config.dranet.enabled and bool(config.workloads.rails_only_template)
 
 
+@dataclass(frozen=True)
+class TemplateRequest:
+    """An aligned template asked for: its name, the GPUs one pod gets and its namespace."""
+
+    name: str
+    gpus_per_worker: int
+    namespace: str
+
+
+@dataclass(frozen=True)
+class TemplateKeys:
+    """Where a caller keeps what :func:`judged_templates` reads, so each problem names the caller's key:
+    the stack config's (``workloads.claimTemplates``) or a component's inputs (``claimTemplates``)."""
+
+    claim_templates: str
+    rails_only_template: str
+    shape_topologies: str = "shapeTopologies"
+
+
+STACK_KEYS: Final = TemplateKeys("workloads.claimTemplates", "workloads.railsOnlyTemplate")
+
+
+def topology_problems(
+    catalog: ShapeCatalog, shapes: Mapping[str, str], supplied: Collection[str], keys: TemplateKeys, fix: str
+) -> list[ConfigProblem]:
+    """Supplied topologies that do not parse, then the first of ``shapes`` (shape -> the key naming it)
+    without a usable topology; ``fix`` says how to ask for no templates instead."""
+    problems = [
+        ConfigProblem(f"{keys.shape_topologies}.{shape}", None, problem)
+        for shape, found in catalog.problems().items()
+        for problem in found
+    ]
+    for shape, key in shapes.items():
+        if shape in supplied:
+            continue  # reported above if malformed
+        try:
+            catalog.topology(shape)
+        except TopologyError as err:
+            problems.append(ConfigProblem(key, shape, f"{err}; add {keys.shape_topologies}.{shape} or {fix}"))
+            break
+    return problems
+
+
+def judged_templates(
+    catalog: ShapeCatalog,
+    shapes: Sequence[str],
+    aligned_requests: Sequence[TemplateRequest],
+    rails_only_template: str | None,
+    rails_only_namespace: str,
+    keys: TemplateKeys,
+    kubernetes_version: str | None = None,
+    child_range: str | None = None,
+) -> ClaimPlan:
+    """The templates of every shape, built from its topology and judged on it, or the problems.
+
+    The one place templates are built and judged: the stack config (:func:`plan_claims`) and the
+    claim-template component (components/rdma_workloads.py) both call it, so a caller that passes shapes
+    and template requests gets the templates a stack with those pools gets. With several shapes each
+    name ends with its shape and its requests are pinned to it (:func:`template_name`). Each is judged at
+    ``kubernetes_version`` with the rails publishing ``child_range`` (the judge's defaults when None).
+    """
+    shapes = tuple(dict.fromkeys(shapes))
+    pinned = len(shapes) > 1
+    problems: list[ConfigProblem] = []
+    aligned: list[PlannedTemplate] = []
+    rails_only: list[PlannedTemplate] = []
+    for shape in shapes:
+        topology = catalog.topology(shape)
+        for i, wanted in enumerate(aligned_requests):
+            key = f"{keys.claim_templates}[{i}].gpusPerWorker"
+            name = template_name(wanted.name, shape, shapes)
+            try:
+                spec = aligned_claim_spec(topology, wanted.gpus_per_worker, pin_shape=pinned)
+            except PairingError as err:
+                problems.append(ConfigProblem(key, wanted.gpus_per_worker, str(err)))
+                continue
+            verdict = judge_claim(
+                spec, topology, name=name, kubernetes_version=kubernetes_version, child_range=child_range
+            )
+            if verdict.kind != "aligned":
+                problems.append(
+                    ConfigProblem(
+                        key,
+                        wanted.gpus_per_worker,
+                        f"the claim for {wanted.gpus_per_worker} GPUs is {verdict.kind} on {verdict.shape}: "
+                        f"{verdict.message}",
+                    )
+                )
+                continue
+            aligned.append(
+                PlannedTemplate(
+                    name, wanted.namespace, spec, wanted.gpus_per_worker, (verdict,), shape, wanted.name
+                )
+            )
+        if rails_only_template:
+            name = template_name(rails_only_template, shape, shapes)
+            spec = rails_only_claim_spec(topology, pin_shape=pinned)
+            verdict = judge_claim(
+                spec, topology, name=name, kubernetes_version=kubernetes_version, child_range=child_range
+            )
+            if not verdict.allocatable:
+                problems.append(
+                    ConfigProblem(
+                        keys.rails_only_template,
+                        rails_only_template,
+                        f"a claim for every rail of {shape} cannot be allocated on {verdict.shape}: "
+                        f"{verdict.message}",
+                    )
+                )
+            else:
+                rails_only.append(
+                    PlannedTemplate(
+                        name, rails_only_namespace, spec, 0, (verdict,), shape, rails_only_template
+                    )
+                )
+    return ClaimPlan(shapes, tuple(aligned), tuple(rails_only), tuple(problems))
+
+
 def plan_claims(config: StackConfig) -> ClaimPlan:
     """The judged templates, or a plan whose ``problems`` say which key to change."""
     shapes = pool_shapes(config)
@@ -113,90 +231,40 @@ def plan_claims(config: StackConfig) -> ClaimPlan:
         return ClaimPlan(shapes, problems=tuple(problems))
     if not (emits_aligned_templates(config) or emits_rails_only_template(config)):
         return ClaimPlan(shapes)
-    catalog = shape_catalog(config)
-    pinned = len(shapes) > 1
-    # Judged as the pack judges them: at the cluster's release, the rails publishing the configured range.
-    version, child_range = config.cluster.spec.kubernetes_version, str(config.dranet.child_range)
     workloads = config.workloads
-    aligned: list[PlannedTemplate] = []
-    rails_only: list[PlannedTemplate] = []
-    for shape in shapes:
-        topology = catalog.topology(shape)
-        if emits_aligned_templates(config):
-            for i, wanted in enumerate(workloads.claim_templates):
-                key = f"workloads.claimTemplates[{i}].gpusPerWorker"
-                name = template_name(wanted.name, shape, shapes)
-                try:
-                    spec = aligned_claim_spec(topology, wanted.gpus_per_worker, pin_shape=pinned)
-                except PairingError as err:
-                    problems.append(ConfigProblem(key, wanted.gpus_per_worker, str(err)))
-                    continue
-                verdict = judge_claim(
-                    spec, topology, name=name, kubernetes_version=version, child_range=child_range
-                )
-                if verdict.kind != "aligned":
-                    problems.append(
-                        ConfigProblem(
-                            key,
-                            wanted.gpus_per_worker,
-                            f"the claim for {wanted.gpus_per_worker} GPUs is {verdict.kind} on {verdict.shape}: "
-                            f"{verdict.message}",
-                        )
-                    )
-                    continue
-                namespace = wanted.namespace or workloads.namespace
-                aligned.append(
-                    PlannedTemplate(
-                        name, namespace, spec, wanted.gpus_per_worker, (verdict,), shape, wanted.name
-                    )
-                )
-        if emits_rails_only_template(config) and workloads.rails_only_template:
-            name = template_name(workloads.rails_only_template, shape, shapes)
-            spec = rails_only_claim_spec(topology, pin_shape=pinned)
-            verdict = judge_claim(
-                spec, topology, name=name, kubernetes_version=version, child_range=child_range
-            )
-            if not verdict.allocatable:
-                problems.append(
-                    ConfigProblem(
-                        "workloads.railsOnlyTemplate",
-                        workloads.rails_only_template,
-                        f"a claim for every rail of {shape} cannot be allocated on {verdict.shape}: "
-                        f"{verdict.message}",
-                    )
-                )
-            else:
-                rails_only.append(
-                    PlannedTemplate(
-                        name, workloads.namespace, spec, 0, (verdict,), shape, workloads.rails_only_template
-                    )
-                )
-    return ClaimPlan(shapes, tuple(aligned), tuple(rails_only), tuple(problems))
+    requests = [
+        TemplateRequest(t.name, t.gpus_per_worker, t.namespace or workloads.namespace)
+        for t in workloads.claim_templates
+    ]
+    return judged_templates(
+        shape_catalog(config),
+        shapes,
+        requests if emits_aligned_templates(config) else [],
+        workloads.rails_only_template if emits_rails_only_template(config) else None,
+        workloads.namespace,
+        STACK_KEYS,
+        # Judged as the pack judges them: at the cluster's release, the rails publishing the configured range.
+        kubernetes_version=config.cluster.spec.kubernetes_version,
+        child_range=str(config.dranet.child_range),
+    )
 
 
-def _topology_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+def _topology_problems(config: StackConfig) -> list[ConfigProblem]:
     """Supplied topologies that do not parse, and pool shapes without a usable topology."""
-    catalog = shape_catalog(config)
-    for shape, problems in catalog.problems().items():
-        for problem in problems:
-            yield ConfigProblem(f"shapeTopologies.{shape}", None, problem)
-    if not (emits_aligned_templates(config) or emits_rails_only_template(config)):
-        return
+    emits = emits_aligned_templates(config) or emits_rails_only_template(config)
+    # Claim templates are for DRANET pools; SR-IOV pools' rails come from sriov_plan. Each shape is
+    # named by the first pool of it.
+    shapes: dict[str, str] = {}
     for i, pool in enumerate(config.node_pools):
-        if pool.rdma is not RdmaPath.DRANET:
-            continue  # claim templates are for DRANET pools; SR-IOV pools' rails come from sriov_plan
-        if pool.shape in config.shape_topologies:
-            continue  # reported above if malformed
-        try:
-            catalog.topology(pool.shape)
-        except TopologyError as err:
-            yield ConfigProblem(
-                f"nodePools[{i}].shape",
-                pool.shape,
-                f"{err}; add shapeTopologies.{pool.shape} or set workloads.claimTemplates to [] "
-                "and workloads.railsOnlyTemplate to null",
-            )
-            return
+        if emits and pool.rdma is RdmaPath.DRANET:
+            shapes.setdefault(pool.shape, f"nodePools[{i}].shape")
+    return topology_problems(
+        shape_catalog(config),
+        shapes,
+        config.shape_topologies,
+        STACK_KEYS,
+        "set workloads.claimTemplates to [] and workloads.railsOnlyTemplate to null",
+    )
 
 
 def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:

@@ -45,7 +45,7 @@ def _path(loc: Sequence[int | str]) -> str:
     return out
 
 
-def _problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem]:
+def problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem]:
     problems = []
     for item in err.errors(include_url=False):
         loc = list(item["loc"])
@@ -114,7 +114,7 @@ def load_stack(
     except pydantic.ValidationError as err:
         # A value left out as undecodable is not missing as well.
         said = {p.path for p in found_before}
-        from_model = [p for p in _problems_from_pydantic(err) if p.path not in said]
+        from_model = [p for p in problems_from_pydantic(err) if p.path not in said]
         raise ConfigError(
             source,
             _not_twice([*found_before, *region_checks.region_name_problems(region), *from_model]),

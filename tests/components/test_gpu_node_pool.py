@@ -11,7 +11,8 @@ import pulumi_oci
 import pulumi_oci.config.vars
 import yaml
 
-from components.gpu_node_pool import _camel, launch_statement
+from components.component_inputs import schema_name
+from components.gpu_node_pool import launch_statement
 from oke_gpu_rdma import cloud_init
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL
 from oke_gpu_rdma.resource_types import LAUNCH_POLICY_COMPONENT, NODE_POOL_COMPONENT
@@ -189,7 +190,7 @@ def test_provider_settings_are_read_under_the_keys_pulumi_oci_reads() -> None:
     source = inspect.getsource(pulumi_oci.config.vars)
     read = set(re.findall(r"__config__\.get\w*\('(\w+)'\)", source))
     parameters = set(inspect.signature(pulumi_oci.ProviderArgs.__init__).parameters) - {"__self__"}
-    assert {_camel(name) for name in parameters} == read
+    assert {schema_name(name) for name in parameters} == read
 
 
 def test_bare_metal_pools_and_compute_clusters_get_bare_metal_timeouts(run_stack: Callable[..., Run]) -> None:

@@ -7,7 +7,7 @@ import inspect
 import pulumi_oci as oci
 import pytest
 
-from components.gpu_node_pool import _camel
+from components.component_inputs import schema_name
 from preview.mock_runtime import pulumi_config_map
 from stack_config import config_namespaces
 from stack_config.loading import load_program_stack
@@ -20,7 +20,7 @@ SOURCE = "stacks/Pulumi.dev.yaml"
 
 def test_the_oci_keys_are_the_installed_providers_arguments() -> None:
     parameters = inspect.signature(oci.ProviderArgs.__init__).parameters
-    assert {_camel(p) for p in parameters if p != "__self__"} == config_namespaces.OCI_PROVIDER_KEYS
+    assert {schema_name(p) for p in parameters if p != "__self__"} == config_namespaces.OCI_PROVIDER_KEYS
 
 
 @pytest.mark.parametrize(

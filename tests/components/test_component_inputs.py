@@ -1,0 +1,137 @@
+"""How components check plain inputs (components/component_inputs.py), and the Args a component is
+checked from when another program's values reach it (the node pool, the DRA drivers, the templates)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pulumi
+import pytest
+
+from components.component_inputs import (
+    ComponentInputError,
+    PoolTaint,
+    from_wire,
+    is_known,
+    taints,
+    value_problems,
+)
+from components.dra_drivers import Dranet, _driver_settings
+from components.gpu_node_pool import RdmaGpuNodePoolArgs, pool_config
+from components.rdma_workloads import GpuRailClaimTemplatesArgs, planned_templates
+from oke_gpu_rdma.sriov import RdmaPath
+from stack_config.model import DranetConfig, KubernetesVersion, Taint
+
+IMAGE = "ocid1.image.oc1.iad.aaaaaaaaexampleimage"
+
+
+def pool(**changes: object) -> RdmaGpuNodePoolArgs:
+    args = RdmaGpuNodePoolArgs(
+        compartment_id="ocid1.compartment.oc1..aaaaaaaaexample",
+        cluster_id="ocid1.cluster.oc1.iad.aaaaaaaaexample",
+        kubernetes_version="v1.34.1",
+        worker_subnet_id="ocid1.subnet.oc1.iad.aaaaaaaaexample",
+        image_id=IMAGE,
+        count=2,
+        availability_domain="Uocm:US-ASHBURN-AD-1",
+    )
+    args.update(changes)  # type: ignore[typeddict-item]
+    return args
+
+
+def an_output() -> pulumi.Output[str]:
+    future: asyncio.Future[str] = asyncio.get_event_loop().create_future()
+    future.set_result("ocid1.image.oc1.iad.aaaaaaaafromanotherresource")
+    return pulumi.Output.from_input(future)
+
+
+def test_defaults_are_the_stack_configs() -> None:
+    config = pool_config("gpu-b4", pool())
+    assert config.shape == "BM.GPU.B4.8" and config.rdma is RdmaPath.DRANET
+    assert config.taints == [Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")]
+    assert config.delete_before_replace and config.boot_volume_size_gbs == 500
+
+
+def test_an_output_is_not_checked_but_the_rest_is() -> None:
+    output = an_output()
+    assert not is_known(output) and is_known(IMAGE)
+    # The image OCID from another resource stands in; the shape check still runs.
+    assert pool_config("gpu-b4", pool(image_id=output)).image_id != IMAGE
+    with pytest.raises(ComponentInputError) as raised:
+        pool_config("gpu-b4", pool(image_id=output, shape="VM.GPU.A10.1"))
+    assert "shape VM.GPU.A10.1 is a VM shape but rdma is dranet" in str(raised.value)
+
+
+def test_every_bad_input_is_one_line_with_its_value() -> None:
+    with pytest.raises(ComponentInputError) as raised:
+        pool_config("gpu-b4", pool(count=0, kubernetes_version="1.34", cni_type="CALICO"))
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "RdmaGpuNodePool 'gpu-b4': invalid inputs:"
+    assert "  input count = 0: Input should be greater than or equal to 1" in lines
+    assert any(
+        line.startswith("  input kubernetesVersion = '1.34': is not a Kubernetes version") for line in lines
+    )
+    assert "  input cniType = 'CALICO': Input should be 'FLANNEL_OVERLAY' or 'OCI_VCN_IP_NATIVE'" in lines
+    # RunError: the program ends with the message, no traceback.
+    assert isinstance(raised.value, pulumi.RunError)
+
+
+def test_vcn_native_pods_need_the_pod_subnet() -> None:
+    with pytest.raises(
+        ComponentInputError, match="input podSubnetId is missing; OCI_VCN_IP_NATIVE pods need"
+    ):
+        pool_config("gpu-b4", pool(cni_type="OCI_VCN_IP_NATIVE"))
+
+
+def test_numbers_from_the_wire_are_ints_again() -> None:
+    assert from_wire({"count": 2.0, "cycling": {"maximumSurge": 1.0}, "x": [0.5, True]}) == {
+        "count": 2,
+        "cycling": {"maximumSurge": 1},
+        "x": [0.5, True],
+    }
+    assert pool_config("gpu-b4", pool(count=2.0)).count == 2
+
+
+def test_taints_are_named_by_index() -> None:
+    given = [PoolTaint(key="ok"), PoolTaint(key="bad key")]
+    with pytest.raises(ComponentInputError) as raised:
+        taints(given, "Dranet", "dranet")
+    assert "input taints[1]: taint key 'bad key' is not a valid Kubernetes label key" in str(raised.value)
+
+
+def test_value_problems_use_the_stack_configs_types() -> None:
+    assert value_problems("kubernetesVersion", "v1.36.4", KubernetesVersion) == []
+    (problem,) = value_problems("kubernetesVersion", "v1.30.0", KubernetesVersion)
+    assert problem.path == "kubernetesVersion" and "is older than v1.34" in problem.message
+
+
+def test_a_driver_needs_its_pools() -> None:
+    with pytest.raises(ComponentInputError, match="input pools is empty; name the GPU node pools"):
+        _driver_settings(DranetConfig, {"pools": []}, ("chart_version",), Dranet.__name__, "dranet")
+
+
+def test_claim_templates_name_a_shape_without_topology() -> None:
+    args = GpuRailClaimTemplatesArgs(
+        shapes=["BM.GPU.B4.8", "BM.GPU.H100.8"],
+        namespace="training",
+        claim_templates=[{"name": "aligned", "gpus_per_worker": 8}],
+    )
+    with pytest.raises(ComponentInputError) as raised:
+        planned_templates("claim-templates", args)
+    message = str(raised.value)
+    assert "input shapes[1] = 'BM.GPU.H100.8': shape BM.GPU.H100.8 has no verified GPU/NIC pairing" in message
+    assert "add shapeTopologies.BM.GPU.H100.8 or ask for no templates" in message
+
+
+def test_two_shapes_get_templates_named_and_pinned_by_shape() -> None:
+    from oke_gpu_rdma.shape_catalog import CATALOG
+    from tests.support import topology_to_dict
+
+    args = GpuRailClaimTemplatesArgs(
+        shapes=["BM.GPU.B4.8", "BM.GPU.H100.8"],
+        namespace="training",
+        claim_templates=[{"name": "aligned", "gpus_per_worker": 8}],
+        shape_topologies={"BM.GPU.H100.8": topology_to_dict(CATALOG.topology("BM.GPU.B4.8"))},
+    )
+    names = [t.name for t in planned_templates("claim-templates", args)]
+    assert names == ["aligned-bm-gpu-b4-8", "aligned-bm-gpu-h100-8"]
