@@ -20,8 +20,8 @@ from .scheduling import PodPlacement
 
 def release_workloads(chart: str, release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
     """The placements of a release's workloads (none for a chart the registry does not know)."""
-    reader = registry.chart_workloads().get(chart)
-    return reader(release, values) if reader is not None else []
+    facts = registry.release_of_chart(chart)
+    return facts.workloads(release, values) if facts is not None else []
 
 
 # kubernetes/kubernetes cluster/addons/dns/coredns/coredns.yaml.base: the Deployment tolerates only

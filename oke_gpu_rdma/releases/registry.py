@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from . import device_plugin, dranet, gpu_operator, network_operator, nvidia_gpu
-from .facts import DriverFacts, ReleaseFacts, Serves, Workloads
+from .facts import DriverFacts, ReleaseFacts, Serves
 
 # The GPU driver first: the claim inventory lists a node's slices in this order (the GPU slice, then DRANET's),
 # which is the order a first-fit allocation meets their devices in.
@@ -63,11 +63,6 @@ def device_class_selectors() -> dict[str, tuple[str, ...]]:
         for driver in dra_drivers()
         for name, selectors in driver.device_classes.items()
     }
-
-
-def chart_workloads() -> Mapping[str, Workloads]:
-    """Chart reference (every name and the OCI reference) -> the function placing that chart's pods."""
-    return {reference: release.workloads for release in releases() for reference in release.references}
 
 
 def release_of_chart(chart: str) -> ReleaseFacts | None:
