@@ -11,7 +11,7 @@ import pytest
 
 from oke_gpu_rdma import attributes, resource_types
 from oke_gpu_rdma.chart_workloads import release_workloads
-from oke_gpu_rdma.claims.inventory import node_inventory
+from oke_gpu_rdma.claims.inventory import node_inventory, shape_inventory
 from oke_gpu_rdma.releases import dranet, nvidia_gpu, registry
 from oke_gpu_rdma.releases import placement as values_of
 from oke_gpu_rdma.releases.facts import DriverFacts, NodeSlices, ReleaseFacts
@@ -76,8 +76,10 @@ SELECTOR = {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"}
 
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """EXAMPLE registered for one test; the judge's cached inventories built meanwhile are dropped after it."""
     monkeypatch.setattr(registry, "RELEASES", (*registry.RELEASES, EXAMPLE))
     yield
+    shape_inventory.cache_clear()
 
 
 def _release(chart: str = CHART) -> Any:
