@@ -38,8 +38,8 @@ from components.rdma_workloads import (
 )
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from components.system_pool import SystemNodePool, system_pool_args
-from oke_gpu_rdma import attributes
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
+from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from stack_config import cluster_version, gpu_operator_plan
 from stack_config.loading import load_program_stack, stack_source
 from stack_config.problems import ConfigError, ConfigProblem
@@ -217,7 +217,7 @@ if config.dranet.enabled:
             opts=pulumi.ResourceOptions.merge(renamed("dranet"), on_dra_pools()),
         )
     )
-    device_classes.append(attributes.DRANET_DEVICE_CLASS)
+    device_classes.append(dranet.DEVICE_CLASS)
 if config.gpu_driver.enabled:
     drivers.append(
         NvidiaGpuDraDriver(
@@ -226,7 +226,7 @@ if config.gpu_driver.enabled:
             opts=pulumi.ResourceOptions.merge(renamed("gpu-dra-driver"), on_dra_pools()),
         )
     )
-    device_classes.append(attributes.NVIDIA_GPU_DEVICE_CLASS)
+    device_classes.append(nvidia_gpu.DEVICE_CLASS)
 
 # Every namespace a claim template lives in gets the same Pod Security level and tools as the workloads'.
 workloads = config.workloads

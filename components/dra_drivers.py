@@ -11,9 +11,11 @@ from typing import Any, NotRequired, TypedDict, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import attributes, charts, provisioning, resource_types
+from oke_gpu_rdma import charts, provisioning, resource_types
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.labels import POOL_LABEL
+from oke_gpu_rdma.releases import device_plugin, dranet, nvidia_gpu
+from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from stack_config import gpu_operator_plan
 from stack_config.model import DranetConfig, GpuDriverConfig, GpuOperatorConfig, Taint, tolerations
 from stack_config.problems import ConfigProblem
@@ -65,9 +67,9 @@ def dranet_values(config: DranetConfig, pools: Sequence[str], taints: Sequence[T
         "image": {"tag": config.image_tag or config.chart_version},
         **node_placement(pools),
     }
-    charts.set_value(values, charts.DRANET_PROVIDER_HINT_VALUE, charts.DRANET_OKE_HINT)
+    charts.set_value(values, dranet.PROVIDER_HINT_VALUE, dranet.OKE_HINT)
     if config.child_range != cidr.DEFAULT_CHILD_RANGE:
-        charts.set_value(values, charts.DRANET_CHILD_RANGE_VALUE, str(config.child_range))
+        charts.set_value(values, dranet.CHILD_RANGE_VALUE, str(config.child_range))
     if config.native_infiniband:
         charts.set_value(values, "args.moveIBInterfaces", False)
     others = [t for t in taints if t.effect != "NoSchedule"]
@@ -80,7 +82,7 @@ def dranet_values(config: DranetConfig, pools: Sequence[str], taints: Sequence[T
         values["extraVolumeMounts"] = [
             {"name": "oca-hpc-config", "mountPath": OCA_CONFIG_DIR, "readOnly": True}
         ]
-    return _documented(values, charts.DRANET_VALUE_PATHS, charts.DRANET_CHART_NAME)
+    return _documented(values, dranet.VALUE_PATHS, dranet.CHART_NAME)
 
 
 def gpu_driver_values(pools: Sequence[str], taints: Sequence[Taint]) -> dict[str, Any]:
@@ -94,7 +96,7 @@ def gpu_driver_values(pools: Sequence[str], taints: Sequence[Taint]) -> dict[str
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "kubeletPlugin": kubelet_plugin,
     }
-    return _documented(values, charts.NVIDIA_GPU_VALUE_PATHS, charts.NVIDIA_GPU_RELEASE)
+    return _documented(values, nvidia_gpu.VALUE_PATHS, nvidia_gpu.RELEASE)
 
 
 def _documented(values: dict[str, Any], documented: frozenset[str], chart: str) -> dict[str, Any]:
@@ -225,10 +227,10 @@ class Dranet(pulumi.ComponentResource):
         # The chart creates no DeviceClass; claims name this one (seed 000 deviceclass.yaml).
         device_class = k8s.resource.v1.DeviceClass(
             f"{name}-device-class",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=attributes.DRANET_DEVICE_CLASS),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=dranet.DEVICE_CLASS),
             spec=to_input_type(
                 k8s.resource.v1.DeviceClassSpecArgs,
-                {"selectors": [{"cel": {"expression": attributes.DRANET_CLASS_SELECTOR}}]},
+                {"selectors": [{"cel": {"expression": dranet.CLASS_SELECTOR}}]},
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -236,13 +238,13 @@ class Dranet(pulumi.ComponentResource):
             name,
             self,
             opts,
-            charts.DRANET_RELEASE,
-            charts.DRANET_CHART,
+            dranet.RELEASE,
+            dranet.CHART,
             config.chart_version,
-            charts.DRANET_NAMESPACE,
+            dranet.NAMESPACE,
             values,
         )
-        self.device_class = device_class.metadata.apply(lambda m: m.name or attributes.DRANET_DEVICE_CLASS)
+        self.device_class = device_class.metadata.apply(lambda m: m.name or dranet.DEVICE_CLASS)
         self.release_name = release.name
         self.register_outputs({"deviceClass": self.device_class, "releaseName": self.release_name})
 
@@ -268,14 +270,14 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
             name,
             self,
             opts,
-            charts.NVIDIA_GPU_RELEASE,
-            charts.NVIDIA_GPU_CHART,
+            nvidia_gpu.RELEASE,
+            nvidia_gpu.CHART,
             config.chart_version,
             config.namespace,
             values,
             True,
         )
-        self.device_class = pulumi.Output.from_input(attributes.NVIDIA_GPU_DEVICE_CLASS)
+        self.device_class = pulumi.Output.from_input(nvidia_gpu.DEVICE_CLASS)
         self.release_name = release.name
         self.register_outputs({"deviceClass": self.device_class, "releaseName": self.release_name})
 
@@ -285,13 +287,13 @@ def gpu_operator_values(taints: Sequence[Taint], device_plugin: bool = True) -> 
     its device plugin is off when ``device_plugin`` is False (stack_config/gpu_operator_plan.py says when and
     why: the validator's plugin-validation)."""
     values = gpu_operator_plan.operator_values(taints, device_plugin)
-    return _documented(values, charts.GPU_OPERATOR_VALUE_PATHS, charts.GPU_OPERATOR_CHART_NAME)
+    return _documented(values, gpu_operator_chart.VALUE_PATHS, gpu_operator_chart.CHART_NAME)
 
 
 def device_plugin_values(taints: Sequence[Taint]) -> dict[str, Any]:
     """NVIDIA device plugin chart values for the pools that take GPUs from a device plugin."""
     values = gpu_operator_plan.device_plugin_values(taints)
-    return _documented(values, charts.DEVICE_PLUGIN_VALUE_PATHS, charts.DEVICE_PLUGIN_CHART_NAME)
+    return _documented(values, device_plugin.VALUE_PATHS, device_plugin.CHART_NAME)
 
 
 @dataclass
@@ -318,9 +320,9 @@ class GpuOperator(pulumi.ComponentResource):
         release = k8s.helm.v3.Release(
             f"{name}-release",
             k8s.helm.v3.ReleaseArgs(
-                name=charts.GPU_OPERATOR_CHART_NAME,
-                chart=charts.GPU_OPERATOR_CHART_NAME,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=charts.GPU_OPERATOR_REPO),
+                name=gpu_operator_chart.CHART_NAME,
+                chart=gpu_operator_chart.CHART_NAME,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=gpu_operator_chart.REPO),
                 version=args.config.chart_version,
                 namespace=args.config.namespace,
                 create_namespace=True,
@@ -343,7 +345,7 @@ class DevicePluginArgs:
     """Provider of the target cluster."""
     node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
     """The pools to wait for."""
-    chart_version: str = charts.DEVICE_PLUGIN_DEFAULT_VERSION
+    chart_version: str = device_plugin.DEFAULT_VERSION
     operator: pulumi.Resource | None = None
     """The GPU Operator the stack installs: its toolkit and `nvidia` RuntimeClass, which the plugin's pods use."""
 
@@ -358,11 +360,11 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
         release = k8s.helm.v3.Release(
             f"{name}-release",
             k8s.helm.v3.ReleaseArgs(
-                name=charts.DEVICE_PLUGIN_RELEASE,
-                chart=charts.DEVICE_PLUGIN_CHART_NAME,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=charts.DEVICE_PLUGIN_REPO),
+                name=device_plugin.RELEASE,
+                chart=device_plugin.CHART_NAME,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=device_plugin.REPO),
                 version=args.chart_version,
-                namespace=charts.DEVICE_PLUGIN_NAMESPACE,
+                namespace=device_plugin.NAMESPACE,
                 create_namespace=True,
                 values=device_plugin_values(args.taints),
                 timeout=RELEASE_TIMEOUT_SECONDS,

@@ -27,9 +27,10 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import charts, provisioning, resource_types, sriov
+from oke_gpu_rdma import provisioning, resource_types, sriov
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL, RDMA_PATH_LABEL, RDMA_PATH_SRIOV
-from oke_gpu_rdma.network_operator_workloads import OPERATOR_DAEMONSET_TOLERATION
+from oke_gpu_rdma.releases import network_operator
+from oke_gpu_rdma.releases.network_operator import OPERATOR_DAEMONSET_TOLERATION
 from oke_gpu_rdma.scheduling import NodeTaint, tolerates_taint
 from stack_config.model import NetworkOperatorConfig, Taint, tolerations
 from stack_config.network_operator_values import release_values
@@ -61,8 +62,8 @@ def network_operator_values(config: NetworkOperatorConfig, taints: Sequence[Tain
     """The release's values (stack_config/network_operator_values.py), each a path the chart documents."""
     return _documented(
         release_values(config, taints),
-        charts.NETWORK_OPERATOR_VALUE_PATHS,
-        charts.NETWORK_OPERATOR_CHART_NAME,
+        network_operator.VALUE_PATHS,
+        network_operator.CHART_NAME,
     )
 
 
@@ -70,7 +71,7 @@ def nic_cluster_policy_spec(config: NetworkOperatorConfig, taints: Sequence[Tain
     """seed 001 nic-cluster-policy.yaml: Multus, CNI plugins, NVIDIA IPAM; no ofedDriver (the image has DOCA-OFED).
 
     The operator's DaemonSets (Multus, CNI plugins, nv-ipam-node) have no node selector and tolerate only
-    `nvidia.com/gpu` NoSchedule besides the policy's `tolerations` (network_operator_workloads
+    `nvidia.com/gpu` NoSchedule besides the policy's `tolerations` (oke_gpu_rdma/releases/network_operator.py
     nic_cluster_policy_workloads): without more, an SR-IOV pool with another taint gets none of them and its
     VF pods never start. So the policy tolerates every other taint of the SR-IOV pools (`taints`), and its
     `nodeAffinity` keeps the DaemonSets on the SR-IOV nodes, the only ones that attach VFs, so that they do not
@@ -80,8 +81,8 @@ def nic_cluster_policy_spec(config: NetworkOperatorConfig, taints: Sequence[Tain
     def image(name: str) -> dict[str, Any]:
         return {
             "image": name,
-            "repository": charts.NETWORK_OPERATOR_IMAGE_REPOSITORY,
-            "version": charts.network_operator_image_tag(config.chart_version),
+            "repository": network_operator.IMAGE_REPOSITORY,
+            "version": network_operator.image_tag(config.chart_version),
         }
 
     spec: dict[str, Any] = {
@@ -165,9 +166,9 @@ class NetworkOperator(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             k8s.helm.v3.ReleaseArgs(
-                name=charts.NETWORK_OPERATOR_RELEASE,
-                chart=charts.NETWORK_OPERATOR_CHART_NAME,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=charts.NETWORK_OPERATOR_REPOSITORY),
+                name=network_operator.RELEASE,
+                chart=network_operator.CHART_NAME,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=network_operator.REPOSITORY),
                 version=config.chart_version,
                 namespace=config.namespace,
                 create_namespace=True,

@@ -19,14 +19,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from oke_gpu_rdma.charts import DRANET_CHILD_RANGE_KEY, DRANET_OKE_HINT, DRANET_PROVIDER_HINT_VALUE
+from oke_gpu_rdma.releases import dranet
 
 # values.schema.json args.cloudProviderHint enum; the binary also takes "none" and "" (auto-discovery).
-PROVIDER_HINTS: Final = ("GCE", "AZURE", DRANET_OKE_HINT, "AWS", "ALIBABA", "webhook", "NONE")
+PROVIDER_HINTS: Final = ("GCE", "AZURE", dranet.OKE_HINT, "AWS", "ALIBABA", "webhook", "NONE")
 FLAG_ONLY_HINTS: Final = ("none", "")
 # ParseProviderOptions: the providers that define options and the options each knows.
 OKE_OPTIONS_PROVIDER: Final = "oke"
-PROVIDER_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = {OKE_OPTIONS_PROVIDER: (DRANET_CHILD_RANGE_KEY,)}
+PROVIDER_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = {OKE_OPTIONS_PROVIDER: (dranet.CHILD_RANGE_KEY,)}
 OPTIONS_VALUE: Final = "args.cloudProviderOptions"
 HINT_FLAG: Final = "cloud-provider-hint"
 OPTIONS_FLAG: Final = "cloud-provider-options"
@@ -43,7 +43,7 @@ class DranetOptions:
     @property
     def runs_oke(self) -> bool:
         """Whether the OKE provider (and so the child range) applies: hint OKE, or auto-discovery on OKE."""
-        return self.hint in (None, "", DRANET_OKE_HINT)
+        return self.hint in (None, "", dranet.OKE_HINT)
 
 
 def _check(
@@ -67,7 +67,7 @@ def _check(
     if OKE_OPTIONS_PROVIDER in options and not found.runs_oke:
         found.problems.append(
             f"{where} sets {OKE_OPTIONS_PROVIDER}.* options, but {hint_where} is {found.hint!r}: DRANET stops "
-            f"at startup when the hint names a provider other than {DRANET_OKE_HINT}"
+            f"at startup when the hint names a provider other than {dranet.OKE_HINT}"
         )
 
 
@@ -78,7 +78,7 @@ def helm_options(args: Mapping[str, object]) -> DranetOptions:
     if hint is not None:
         if not isinstance(hint, str) or hint not in PROVIDER_HINTS:
             found.problems.append(
-                f"values.{DRANET_PROVIDER_HINT_VALUE} is {hint!r}; the chart's values schema accepts "
+                f"values.{dranet.PROVIDER_HINT_VALUE} is {hint!r}; the chart's values schema accepts "
                 f"{', '.join(PROVIDER_HINTS)} (case-sensitive), so helm install fails"
             )
             return found
@@ -89,7 +89,7 @@ def helm_options(args: Mapping[str, object]) -> DranetOptions:
     where = f"values.{OPTIONS_VALUE}"
     if not isinstance(raw, Mapping):
         found.problems.append(
-            f"{where} must be an object of providers, like {{oke: {{{DRANET_CHILD_RANGE_KEY}: ...}}}}"
+            f"{where} must be an object of providers, like {{oke: {{{dranet.CHILD_RANGE_KEY}: ...}}}}"
         )
         return found
     options: dict[str, Mapping[str, object]] = {}
@@ -98,8 +98,8 @@ def helm_options(args: Mapping[str, object]) -> DranetOptions:
             found.problems.append(f"{where}.{provider} must be an object of options")
             continue
         options[str(provider)] = values
-    _check(found, options, where, f"values.{DRANET_PROVIDER_HINT_VALUE}")
-    found.child_range = options.get(OKE_OPTIONS_PROVIDER, {}).get(DRANET_CHILD_RANGE_KEY)
+    _check(found, options, where, f"values.{dranet.PROVIDER_HINT_VALUE}")
+    found.child_range = options.get(OKE_OPTIONS_PROVIDER, {}).get(dranet.CHILD_RANGE_KEY)
     return found
 
 
@@ -144,5 +144,5 @@ def flag_options(tokens: Sequence[str]) -> DranetOptions:
             continue
         options.setdefault(provider, {})[name] = value
     _check(found, options, f"--{OPTIONS_FLAG}", f"--{HINT_FLAG}")
-    found.child_range = options.get(OKE_OPTIONS_PROVIDER, {}).get(DRANET_CHILD_RANGE_KEY)
+    found.child_range = options.get(OKE_OPTIONS_PROVIDER, {}).get(dranet.CHILD_RANGE_KEY)
     return found

@@ -2,7 +2,7 @@
 place them, and what each operand pod waits for before it is Ready.
 
 Everything here is read from NVIDIA/gpu-operator at tag v26.3.3 (the chart version this project pins,
-charts.GPU_OPERATOR_DEFAULT_VERSION):
+releases/gpu_operator.py DEFAULT_VERSION; its chart's own pods are placed there):
 
 - `controllers/state_manager.go` `labelGPUNodes` (l. 521-622): a node with any of NFD's
   `feature.node.kubernetes.io/pci-10de.present`, `pci-0302_10de.present`, `pci-0300_10de.present` = "true"
@@ -36,7 +36,8 @@ charts.GPU_OPERATOR_DEFAULT_VERSION):
 So on a node whose GPUs the NVIDIA DRA driver serves (no device plugin there, hence no `nvidia.com/gpu`
 capacity) the validator is Ready only with the ClusterPolicy's device plugin off; the validator itself must stay
 on (its toolkit-ready gates the other operands). Pools that take GPUs from a device plugin then need one placed
-apart from the operator (charts.DEVICE_PLUGIN_CHART_NAME): :func:`device_plugin_in_operator` says which.
+apart from the operator (NVIDIA's device plugin chart, releases/device_plugin.py):
+:func:`device_plugin_in_operator` says which.
 """
 
 from __future__ import annotations

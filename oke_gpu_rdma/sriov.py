@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, Literal
 
-from oke_gpu_rdma.charts import DRANET_CHART_NAME
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL, RDMA_PATH_SRIOV
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
+from oke_gpu_rdma.releases import dranet
 from oke_gpu_rdma.topology import Topology
 
 RdmaMode = Literal["shared", "exclusive"]
@@ -45,7 +45,7 @@ RdmaMode = Literal["shared", "exclusive"]
 class RdmaPath(StrEnum):
     """Where a node pool's pods get their rails (stack config `nodePools[].rdma`)."""
 
-    DRANET = DRANET_CHART_NAME
+    DRANET = dranet.CHART_NAME
     SRIOV = RDMA_PATH_SRIOV
     # No rails: GPUs only (inference), from the GPU Operator's device plugin; no compute cluster, no DRA driver.
     NONE = "none"

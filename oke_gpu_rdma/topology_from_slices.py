@@ -50,6 +50,7 @@ import yaml
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims import AttributeValue, Device, Version
 from oke_gpu_rdma.errors import ResourceSliceDumpError, TopologyError
+from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from oke_gpu_rdma.topology import RailSpec, RootSpec, TopologySpec, topology_from_dict
 
 SLICE_API_VERSION: Final = "resource.k8s.io/v1"
@@ -170,10 +171,10 @@ def node_devices(slices: Iterable[Mapping[str, Any]]) -> dict[str, NodeDevices]:
     for item in slices:
         spec = item.get("spec") or {}
         driver, node = spec.get("driver"), spec.get("nodeName")
-        if driver not in (attr.NVIDIA_GPU_DRIVER, attr.DRANET_DRIVER) or not isinstance(node, str):
+        if driver not in (nvidia_gpu.DRIVER, dranet.DRIVER) or not isinstance(node, str):
             continue
         pool = str((spec.get("pool") or {}).get("name", node))
-        devices = found.setdefault(node, {attr.NVIDIA_GPU_DRIVER: [], attr.DRANET_DRIVER: []})
+        devices = found.setdefault(node, {nvidia_gpu.DRIVER: [], dranet.DRIVER: []})
         devices[driver] += [
             _device(driver, pool, d) for d in spec.get("devices") or [] if isinstance(d, Mapping)
         ]
@@ -182,11 +183,11 @@ def node_devices(slices: Iterable[Mapping[str, Any]]) -> dict[str, NodeDevices]:
         node: NodeDevices(
             node,
             tuple(
-                d for d in devices[attr.NVIDIA_GPU_DRIVER] if d.attribute(attr.GPU_TYPE) == GPU_DEVICE_TYPE
+                d for d in devices[nvidia_gpu.DRIVER] if d.attribute(nvidia_gpu.GPU_TYPE) == GPU_DEVICE_TYPE
             ),
-            tuple(devices[attr.DRANET_DRIVER]),
-            counts.get((node, attr.NVIDIA_GPU_DRIVER), 0),
-            counts.get((node, attr.DRANET_DRIVER), 0),
+            tuple(devices[dranet.DRIVER]),
+            counts.get((node, nvidia_gpu.DRIVER), 0),
+            counts.get((node, dranet.DRIVER), 0),
         )
         for node, devices in found.items()
     }
@@ -216,7 +217,7 @@ def _gpu_number(device: Device) -> tuple[int, str]:
 
 
 def _published_shapes(node: NodeDevices) -> list[str]:
-    return sorted({s for d in node.network if (s := _string(d, attr.OKE_SHAPE))})
+    return sorted({s for d in node.network if (s := _string(d, dranet.OKE_SHAPE))})
 
 
 def _shape(node: NodeDevices, shape: str | None, labelled: str | None) -> tuple[str | None, str | None]:
@@ -225,10 +226,10 @@ def _shape(node: NodeDevices, shape: str | None, labelled: str | None) -> tuple[
     named = [(f"SHAPE={shape}", shape)] if shape else []
     if labelled:
         named.append((f"its {INSTANCE_TYPE_LABEL} label {labelled}", labelled))
-    named += [(f"its devices' {attr.OKE_SHAPE} {s}", s) for s in _published_shapes(node)]
+    named += [(f"its devices' {dranet.OKE_SHAPE} {s}", s) for s in _published_shapes(node)]
     if not named:
         return None, (
-            f"its shape: no device publishes {attr.OKE_SHAPE} (DRANET's OKE provider adds it only in some "
+            f"its shape: no device publishes {dranet.OKE_SHAPE} (DRANET's OKE provider adds it only in some "
             f"releases); give it with SHAPE= (kubectl get node {node.node} -L {INSTANCE_TYPE_LABEL}) or "
             f"NODES=<the output of {NODES_COMMAND}>"
         )
@@ -266,12 +267,12 @@ def node_layout(
     missing: list[str] = []
     if not node.gpu_slices:
         missing.append(
-            f"GPU driver slices (driver {attr.NVIDIA_GPU_DRIVER}: is the NVIDIA DRA driver's kubelet plugin running there?)"
+            f"GPU driver slices (driver {nvidia_gpu.DRIVER}: is the NVIDIA DRA driver's kubelet plugin running there?)"
         )
     elif not node.gpus:
-        missing.append(f"GPUs ({attr.NVIDIA_GPU_DRIVER} devices of type {GPU_DEVICE_TYPE})")
+        missing.append(f"GPUs ({nvidia_gpu.DRIVER} devices of type {GPU_DEVICE_TYPE})")
     if not node.dranet_slices:
-        missing.append(f"DRANET slices (driver {attr.DRANET_DRIVER}: is DRANET running there?)")
+        missing.append(f"DRANET slices (driver {dranet.DRIVER}: is DRANET running there?)")
     named_shape, shape_missing = _shape(node, shape, labelled)
     if shape_missing:
         missing.append(shape_missing)
@@ -292,23 +293,23 @@ def node_layout(
     front_end: list[str] = []
     virtual: list[str] = []
     for device in node.network:
-        ifname = _string(device, attr.DRANET_IF_NAME)
+        ifname = _string(device, dranet.IF_NAME)
         if ifname is None:
             continue
-        if device.attribute(attr.DRANET_VIRTUAL) is True:
+        if device.attribute(dranet.VIRTUAL) is True:
             virtual.append(ifname)
             continue
-        if device.attribute(attr.DRANET_RDMA) is not True:
+        if device.attribute(dranet.RDMA) is not True:
             front_end.append(ifname)
             continue
-        address, root = _string(device, attr.DRANET_PCI_ADDRESS), _string(device, attr.PCIE_ROOT)
-        numa = _int(device, attr.DRANET_NUMA_NODE, attr.NUMA_NODE)
+        address, root = _string(device, dranet.PCI_ADDRESS), _string(device, attr.PCIE_ROOT)
+        numa = _int(device, dranet.NUMA_NODE, attr.NUMA_NODE)
         absent = [
             n
             for n, v in (
-                (attr.DRANET_PCI_ADDRESS, address),
+                (dranet.PCI_ADDRESS, address),
                 (attr.PCIE_ROOT, root),
-                (attr.DRANET_NUMA_NODE, numa),
+                (dranet.NUMA_NODE, numa),
             )
             if v is None
         ]
@@ -318,14 +319,12 @@ def node_layout(
         assert address is not None and root is not None and numa is not None
         rails_by_root.setdefault(root, []).append(
             RailSpec.model_construct(
-                name=ifname, pci_address=address, rdma_device=_string(device, attr.DRANET_RDMA_DEVICE)
+                name=ifname, pci_address=address, rdma_device=_string(device, dranet.RDMA_DEVICE)
             )
         )
         numa_by_root.setdefault(root, set()).add(numa)
     if node.dranet_slices and not rails_by_root and not any("on rail" in m for m in missing):
-        missing.append(
-            f"RDMA rails ({attr.DRANET_DRIVER} devices with {attr.DRANET_RDMA}: true and an ifName)"
-        )
+        missing.append(f"RDMA rails ({dranet.DRIVER} devices with {dranet.RDMA}: true and an ifName)")
 
     roots: list[RootSpec] = []
     for root in sorted({*gpus_by_root, *rails_by_root}):
@@ -349,8 +348,8 @@ def node_layout(
         raise ResourceSliceDumpError(f"node {node.node}: missing {'; '.join(missing)}")
     assert named_shape is not None
 
-    products = sorted({p for g in node.gpus if (p := _string(g, attr.GPU_PRODUCT_NAME))})
-    memories = sorted({m for g in node.gpus if (m := g.capacity.get(attr.GPU_MEMORY_CAPACITY))})
+    products = sorted({p for g in node.gpus if (p := _string(g, nvidia_gpu.GPU_PRODUCT_NAME))})
+    memories = sorted({m for g in node.gpus if (m := g.capacity.get(nvidia_gpu.GPU_MEMORY_CAPACITY))})
     spec = TopologySpec.model_construct(
         shape=named_shape,
         gpu_product=products[0] if len(products) == 1 else "unknown",
@@ -398,13 +397,13 @@ def topology_entry(
         }
         if not nodes:
             raise ResourceSliceDumpError(
-                f"{dump_name}: no node of {shape} has {attr.DRANET_DRIVER} or {attr.NVIDIA_GPU_DRIVER} slices"
+                f"{dump_name}: no node of {shape} has {dranet.DRIVER} or {nvidia_gpu.DRIVER} slices"
             )
     if node is not None:
         if node not in nodes:
             known = ", ".join(sorted(nodes)) or "none"
             raise ResourceSliceDumpError(
-                f"{dump_name}: no {attr.DRANET_DRIVER} or {attr.NVIDIA_GPU_DRIVER} ResourceSlice of node {node} "
+                f"{dump_name}: no {dranet.DRIVER} or {nvidia_gpu.DRIVER} ResourceSlice of node {node} "
                 f"(nodes with one: {known}); pick one with NODE="
             )
         chosen = [nodes[node]]
@@ -412,7 +411,7 @@ def topology_entry(
         chosen = [nodes[n] for n in sorted(nodes)]
     else:
         raise ResourceSliceDumpError(
-            f"{dump_name}: missing the slices of both drivers ({attr.NVIDIA_GPU_DRIVER}, {attr.DRANET_DRIVER}): "
+            f"{dump_name}: missing the slices of both drivers ({nvidia_gpu.DRIVER}, {dranet.DRIVER}): "
             "are the NVIDIA DRA driver and DRANET running on the GPU nodes?"
         )
     try:
@@ -442,7 +441,7 @@ def topology_entry(
             "front_end_interfaces": sorted({i for _, _, s in layouts for i in s.front_end_interfaces}),
             "virtual_interfaces": sorted({i for _, _, s in layouts for i in s.virtual_interfaces}),
             "source": f"ResourceSlices of node{'s' if len(names) > 1 else ''} {', '.join(names)} in {dump_name} "
-            f"({attr.NVIDIA_GPU_DRIVER}, {attr.DRANET_DRIVER})",
+            f"({nvidia_gpu.DRIVER}, {dranet.DRIVER})",
         }
     )
     entry = {

@@ -4,7 +4,7 @@ The pods come from what the offline run recorded: every pod spec in a Kubernetes
 declares (found by structure: Pods, Jobs, DaemonSets, MPIJob replicas), the workloads of the Helm
 releases it installs (placement as data, oke_gpu_rdma/chart_workloads.py) and of the MPI operator's
 manifest (oke_gpu_rdma/mpi_operator.py), both applied at apply time,
-the ones the Network Operator starts for the NicClusterPolicy (oke_gpu_rdma/network_operator_workloads.py),
+the ones the Network Operator starts for the NicClusterPolicy (oke_gpu_rdma/network_operator.py),
 and CoreDNS, which every cluster runs. The pools come from the stack config (stack_config/pool_nodes.py):
 the GPU pools and the system pool, with their labels, taints and device plugins. The rules are
 Kubernetes' (oke_gpu_rdma/scheduling.py).
@@ -17,15 +17,15 @@ from typing import Any, Final
 
 from oke_gpu_rdma import (
     chart_workloads,
-    charts,
     gpu_operator,
     mpi_operator,
-    network_operator_workloads,
     resource_types,
     yamltext,
 )
 from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1, request_classes
 from oke_gpu_rdma.pod_specs import find_pod_specs
+from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
+from oke_gpu_rdma.releases import network_operator
 from oke_gpu_rdma.scheduling import SYSTEM_PRIORITY_CLASSES, PodPlacement, Verdict, check, from_pod_spec
 from stack_config import gpu_operator_plan
 from stack_config.loading import Stack
@@ -120,7 +120,7 @@ def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
             continue
         if r.type == resource_types.NIC_CLUSTER_POLICY:
             # The operator's DaemonSets and Deployments for it (not pod specs in the object itself).
-            pods += network_operator_workloads.nic_cluster_policy_workloads(r.inputs.get("spec") or {})
+            pods += network_operator.nic_cluster_policy_workloads(r.inputs.get("spec") or {})
             continue
         if not r.type.startswith("kubernetes:") or r.type.startswith(resource_types.DRA_GROUP_PREFIX):
             continue
@@ -153,17 +153,14 @@ def _config_daemon_selector(resources: list[RecordedResource]) -> dict[str, str]
     """The configDaemonNodeSelector of the SriovOperatorConfig the network-operator release renders (None:
     no release runs the SR-IOV Network Operator with one)."""
     for r in resources:
-        if (
-            r.type == resource_types.HELM_RELEASE
-            and r.inputs.get("chart") == charts.NETWORK_OPERATOR_CHART_NAME
-        ):
+        if r.type == resource_types.HELM_RELEASE and r.inputs.get("chart") == network_operator.CHART_NAME:
             values = r.inputs.get("values") or {}
-            merged = network_operator_workloads.chart_values(values)
-            sriov = network_operator_workloads.sriov_values(values)
+            merged = network_operator.chart_values(values)
+            sriov = network_operator.sriov_values(values)
             if (merged.get("sriovNetworkOperator") or {}).get("enabled") is True and (
                 sriov.get("sriovOperatorConfig") or {}
             ).get("deploy") is True:
-                return network_operator_workloads.config_daemon_node_selector(values)
+                return network_operator.config_daemon_node_selector(values)
     return None
 
 
@@ -184,12 +181,10 @@ def _operator_release(resources: list[RecordedResource]) -> tuple[str, Mapping[s
     for r in resources:
         if (
             r.type == resource_types.HELM_RELEASE
-            and str(r.inputs.get("chart")) == charts.GPU_OPERATOR_CHART_NAME
+            and str(r.inputs.get("chart")) == gpu_operator_chart.CHART_NAME
         ):
             release = str(r.inputs.get("name") or r.name)
-            return f"(chart {charts.GPU_OPERATOR_CHART_NAME}, release {release})", r.inputs.get(
-                "values"
-            ) or {}
+            return f"(chart {gpu_operator_chart.CHART_NAME}, release {release})", r.inputs.get("values") or {}
     return None
 
 
@@ -215,7 +210,7 @@ def check_run(resources: list[RecordedResource], stack: Stack) -> Verdict:
     config = stack.config
     vf_resources = stack.sriov.pool_vf_resources() if stack.sriov is not None else {}
     pods = pod_placements(resources)
-    pools = network_operator_workloads.with_operator_labels(
+    pools = network_operator.with_operator_labels(
         planned_pools(config, vf_resources),
         _nic_cluster_policy(resources),
         _config_daemon_selector(resources),
@@ -234,7 +229,7 @@ def check_run(resources: list[RecordedResource], stack: Stack) -> Verdict:
         problems += gpu_operator.operand_problems(values, pools, plugins, where)
     problems += gpu_operator.device_plugin_gaps(pools, plugins)
     if stack.sriov is not None:
-        problems += network_operator_workloads.missing_node_agents(verdict.placements, stack.sriov.pools)
+        problems += network_operator.missing_node_agents(verdict.placements, stack.sriov.pools)
     return Verdict(
         tuple(problems),
         verdict.notes,

@@ -22,8 +22,9 @@ from typing import Any, Final
 
 from oke_gpu_rdma import charts, gpu_operator, scheduling
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
-from oke_gpu_rdma.chart_workloads import DEVICE_PLUGIN_DEFAULT_TOLERATIONS, NFD_WORKER_DEFAULT_TOLERATIONS
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF
+from oke_gpu_rdma.releases import device_plugin
+from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 
 from .model import NodePoolConfig, StackConfig, Taint, tolerations
 from .pool_nodes import gpu_pool_labels
@@ -80,15 +81,17 @@ def operator_values(taints: Sequence[Taint], device_plugin: bool = True) -> dict
     tolerate the pools' taints, and the operator's device plugin is off where ``device_plugin`` is False."""
     values: dict[str, Any] = {"driver": {"enabled": False}}
     if not device_plugin:
-        charts.set_value(values, charts.GPU_OPERATOR_DEVICE_PLUGIN_VALUE, False)
+        charts.set_value(values, gpu_operator_chart.DEVICE_PLUGIN_VALUE, False)
     if taints:
         values["daemonsets"] = {"tolerations": tolerations(list(taints))}
     # NFD's worker labels the GPU nodes (pci-10de) that the operator labels for its operands; its chart default
     # tolerates only the control-plane taint and nvidia.com/gpu, so a pool with another taint never gets them.
-    defaults = [dict(t) for t in NFD_WORKER_DEFAULT_TOLERATIONS]
+    defaults = [dict(t) for t in gpu_operator_chart.NFD_WORKER_DEFAULT_TOLERATIONS]
     missing = _untolerated(taints, defaults)
     if missing:
-        charts.set_value(values, charts.NFD_WORKER_TOLERATIONS_VALUE, [*defaults, *tolerations(missing)])
+        charts.set_value(
+            values, gpu_operator_chart.NFD_WORKER_TOLERATIONS_VALUE, [*defaults, *tolerations(missing)]
+        )
     return values
 
 
@@ -115,7 +118,7 @@ def device_plugin_values(taints: Sequence[Taint]) -> dict[str, Any]:
         "migStrategy": OPERATOR_MIG_STRATEGY,
         "cdi": {"nvidiaHookPath": OPERATOR_CDI_HOOK_PATH},
     }
-    defaults = [dict(t) for t in DEVICE_PLUGIN_DEFAULT_TOLERATIONS]
+    defaults = [dict(t) for t in device_plugin.DEFAULT_TOLERATIONS]
     missing = _untolerated(taints, defaults)
     if missing:
         # A list value replaces the chart's default list: keep its tolerations and add the pools' others.
@@ -142,7 +145,7 @@ def required_settings(config: StackConfig) -> list[str]:
         if separate_device_plugin(config):
             names = ", ".join(p.name for p in device_plugin_pools(config))
             found.append(
-                f"pool(s) {names} then take {NVIDIA_GPU_RESOURCE} from the {charts.DEVICE_PLUGIN_CHART_NAME} chart this "
+                f"pool(s) {names} then take {NVIDIA_GPU_RESOURCE} from the {device_plugin.CHART_NAME} chart this "
                 f"stack installs on the nodes labelled {DEVICE_PLUGIN_LABEL}={DEVICE_PLUGIN_ON}"
             )
     elif config.node_pools:

@@ -15,12 +15,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, model_validator
 
-from oke_gpu_rdma import charts, mpi_operator
 from oke_gpu_rdma import cidr_rules as cidr
+from oke_gpu_rdma import mpi_operator
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, RDMA_PATH_LABEL
 from oke_gpu_rdma.oci_regions import is_known_region, parse_ocid, unknown_region
+from oke_gpu_rdma.releases import dranet, network_operator, nvidia_gpu
+from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import MAX_VFS_PER_PF, RdmaMode, RdmaPath
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
@@ -589,7 +591,7 @@ class DranetConfig(_Model):
 
     enabled: bool = Field(True, description="Deploy DRANET and its DeviceClass.")
     chart_version: str = Field(
-        charts.DRANET_DEFAULT_VERSION, alias="chartVersion", description="Version of the dranet Helm chart."
+        dranet.DEFAULT_VERSION, alias="chartVersion", description="Version of the dranet Helm chart."
     )
     image_tag: str | None = Field(
         None, alias="imageTag", description="DRANET image tag; defaults to chartVersion."
@@ -597,7 +599,7 @@ class DranetConfig(_Model):
     child_range: ChildRange = Field(
         cidr.DEFAULT_CHILD_RANGE,
         alias="childRange",
-        description=f"{charts.DRANET_CHILD_RANGE_OPTION}: the IPvlan child range of the rails (DRANET default "
+        description=f"{dranet.CHILD_RANGE_OPTION}: the IPvlan child range of the rails (DRANET default "
         f"{cidr.DEFAULT_CHILD_RANGE}).",
     )
     native_infiniband: bool = Field(
@@ -617,11 +619,11 @@ class GpuDriverConfig(_Model):
         True, description=f"Deploy the driver; GPUs then come from DRA claims, not {NVIDIA_GPU_RESOURCE}."
     )
     chart_version: str = Field(
-        charts.NVIDIA_GPU_DEFAULT_VERSION,
+        nvidia_gpu.DEFAULT_VERSION,
         alias="chartVersion",
         description="Version of dra-driver-nvidia-gpu.",
     )
-    namespace: DnsLabel = Field(charts.NVIDIA_GPU_NAMESPACE, description="Namespace of the driver.")
+    namespace: DnsLabel = Field(nvidia_gpu.NAMESPACE, description="Namespace of the driver.")
 
 
 class GpuOperatorConfig(_Model):
@@ -634,12 +636,12 @@ class GpuOperatorConfig(_Model):
         "existing cluster (which usually runs one already, as the seed cluster did).",
     )
     chart_version: str = Field(
-        charts.GPU_OPERATOR_DEFAULT_VERSION,
+        gpu_operator_chart.DEFAULT_VERSION,
         alias="chartVersion",
         description="Version of the gpu-operator chart.",
     )
     namespace: DnsLabel = Field(
-        charts.GPU_OPERATOR_NAMESPACE, description="Namespace of the operator (created)."
+        gpu_operator_chart.NAMESPACE, description="Namespace of the operator (created)."
     )
 
 
@@ -678,11 +680,11 @@ class NetworkOperatorConfig(_Model):
     """The NVIDIA Network Operator for pools with rdma: sriov (deployed only when a pool has it)."""
 
     chart_version: str = Field(
-        charts.NETWORK_OPERATOR_DEFAULT_VERSION,
+        network_operator.DEFAULT_VERSION,
         alias="chartVersion",
         description="network-operator chart version; the NicClusterPolicy images use network-operator-v<version>.",
     )
-    namespace: DnsLabel = Field(charts.NETWORK_OPERATOR_NAMESPACE, description="Namespace of the operator.")
+    namespace: DnsLabel = Field(network_operator.NAMESPACE, description="Namespace of the operator.")
     deploy_nfd: bool = Field(
         False,
         alias="deployNfd",

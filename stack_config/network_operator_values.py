@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from oke_gpu_rdma import charts
-from oke_gpu_rdma.network_operator_workloads import CHART_DEFAULTS, NFD_SUBCHART
+from oke_gpu_rdma.releases import network_operator
+from oke_gpu_rdma.releases.network_operator import CHART_DEFAULTS, NFD_SUBCHART
 from oke_gpu_rdma.scheduling import NodeTaint, tolerates_taint
 
 from .model import NetworkOperatorConfig, Taint, tolerations
@@ -33,12 +33,12 @@ def release_values(config: NetworkOperatorConfig, taints: Sequence[Taint] = ()) 
     values: dict[str, Any] = {
         "nfd": {"enabled": config.deploy_nfd},
         "sriovNetworkOperator": {"enabled": True},
-        charts.SRIOV_SUBCHART: {
+        network_operator.SRIOV_SUBCHART: {
             "sriovOperatorConfig": {
                 "deploy": True,
                 "disableDrain": False,
                 "configurationMode": "daemon",
-                "disablePlugins": [charts.SRIOV_FIRMWARE_PLUGIN],
+                "disablePlugins": [network_operator.SRIOV_FIRMWARE_PLUGIN],
             }
         },
         "operator": {"resources": OPERATOR_RESOURCES},

@@ -9,7 +9,9 @@ checks it while the config loads, so `pulumi preview` and `pulumi up` stop befor
 
 from __future__ import annotations
 
-from oke_gpu_rdma import chart_workloads, charts, mpi_operator
+from oke_gpu_rdma import chart_workloads, mpi_operator
+from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
+from oke_gpu_rdma.releases import network_operator
 from oke_gpu_rdma.scheduling import PodPlacement, check
 
 from .model import StackConfig
@@ -24,16 +26,14 @@ def controllers(config: StackConfig) -> list[PodPlacement]:
     pods = [chart_workloads.COREDNS]
     if config.deploys_gpu_operator:
         pods += [
-            p for p in chart_workloads.gpu_operator(charts.GPU_OPERATOR_CHART_NAME, {}) if not p.daemonset
+            p for p in gpu_operator_chart.workloads(gpu_operator_chart.CHART_NAME, {}) if not p.daemonset
         ]
     if config.sriov_pools:
         values = release_values(
             config.network_operator, list({t: None for p in config.sriov_pools for t in p.taints})
         )
         pods += [
-            p
-            for p in chart_workloads.network_operator(charts.NETWORK_OPERATOR_RELEASE, values)
-            if not p.daemonset
+            p for p in network_operator.release_workloads(network_operator.RELEASE, values) if not p.daemonset
         ]
     acceptance = config.workloads.acceptance_jobs
     if acceptance.enabled and acceptance.nccl:

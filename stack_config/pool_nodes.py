@@ -5,7 +5,7 @@ Labels are the pools' initial node labels plus what is set at run time: the kube
 shapes NFD's `feature.node.kubernetes.io/pci-10de.present` and what the GPU Operator sets from it:
 `nvidia.com/gpu.present` and its `nvidia.com/gpu.deploy.<operand>` labels, which keep a value the pool
 already sets (oke_gpu_rdma/gpu_operator.py operator_node_labels). The labels the network operators set
-from the objects a run declares are added by the preview (oke_gpu_rdma/network_operator_workloads.py
+from the objects a run declares are added by the preview (oke_gpu_rdma/network_operator.py
 with_operator_labels).
 """
 
@@ -24,7 +24,7 @@ from oke_gpu_rdma.labels import (
     RDMA_PATH_LABEL,
     RDMA_PATH_SRIOV,
 )
-from oke_gpu_rdma.network_operator_workloads import KUBELET_OS_LABELS, MELLANOX_NIC_LABEL
+from oke_gpu_rdma.releases.network_operator import KUBELET_OS_LABELS, MELLANOX_NIC_LABEL
 from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import RdmaPath
@@ -50,7 +50,7 @@ def gpu_pool_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]
 def node_agent_labels(pool: NodePoolConfig) -> dict[str, str]:
     """Labels a GPU pool's nodes get at run time from the kubelet and NFD that the SR-IOV path selects on:
     the kubelet's OS labels, and NFD's NVIDIA NIC label on a pool with rails (the rails are ConnectX NICs,
-    PCI vendor 15b3, which the node policies select; oke_gpu_rdma/network_operator_workloads.py)."""
+    PCI vendor 15b3, which the node policies select; oke_gpu_rdma/network_operator.py)."""
     labels = dict(KUBELET_OS_LABELS)
     if pool.rdma is not RdmaPath.NONE:
         labels[MELLANOX_NIC_LABEL] = "true"

@@ -236,7 +236,7 @@ def _drivers_without_pools(config: StackConfig) -> Iterator[ConfigProblem]:
 
 def _no_nfd(config: StackConfig) -> Iterator[ConfigProblem]:
     """The SR-IOV config daemon runs only where NFD labels a Mellanox NIC (the chart's configDaemonNodeSelector
-    needs mofed.wait, which the operator sets on such nodes; oke_gpu_rdma/network_operator_workloads.py), and
+    needs mofed.wait, which the operator sets on such nodes; oke_gpu_rdma/network_operator.py), and
     the chart's NodeFeatureRule needs NFD's CRD: a cluster the stack creates has an NFD only from the GPU
     Operator or from the chart itself."""
     if config.cluster.create is None or config.deploys_gpu_operator or config.network_operator.deploy_nfd:

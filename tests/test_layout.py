@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 import preview.policy_check  # noqa: F401  (puts policies/ on sys.path)
-from oke_gpu_rdma import charts, labels, pack_settings, sriov, stack_keys
+from oke_gpu_rdma import labels, pack_settings, sriov, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
+from oke_gpu_rdma.releases import dranet, network_operator, nvidia_gpu
 from stack_config.model import StackConfig
 
 import oke_rdma_policies  # isort: skip
@@ -77,11 +78,11 @@ SHARED = {
     "ocaRdmaNetwork": "oke_gpu_rdma/pack_settings.py",
     "existingCidrs": "oke_gpu_rdma/pack_settings.py",
     "workerSubnetCidrs": "oke_gpu_rdma/pack_settings.py",
-    charts.DRANET_CHILD_RANGE_KEY: "oke_gpu_rdma/charts.py",
-    charts.NVIDIA_GPU_CHART_NAME: "oke_gpu_rdma/charts.py",
+    dranet.CHILD_RANGE_KEY: "oke_gpu_rdma/releases/dranet.py",
+    nvidia_gpu.CHART_NAME: "oke_gpu_rdma/releases/nvidia_gpu.py",
     labels.POD_SECURITY_ENFORCE_LABEL: "oke_gpu_rdma/labels.py",
     NVIDIA_GPU_RESOURCE: "oke_gpu_rdma/attributes.py",
-    charts.NETWORK_OPERATOR_NAMESPACE: "oke_gpu_rdma/charts.py",
+    network_operator.NAMESPACE: "oke_gpu_rdma/releases/network_operator.py",
     labels.RDMA_PATH_LABEL: "oke_gpu_rdma/labels.py",
     sriov.RDMA_QOS_KEY: "oke_gpu_rdma/sriov.py",
     sriov.NETWORKS_ANNOTATION: "oke_gpu_rdma/sriov.py",

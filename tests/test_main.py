@@ -12,8 +12,10 @@ from typing import Any
 import pulumi
 import pytest
 
-from oke_gpu_rdma import charts, resource_types
+from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, POOL_LABEL
+from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
+from oke_gpu_rdma.releases import nvidia_gpu
 from preview.mock_runtime import pulumi_config_map, run_program, secret_config_keys
 from tests.support import Run, as_stack_file, raw_config
 
@@ -107,14 +109,14 @@ def test_a_provider_setting_of_the_wrong_type_is_one_message_and_nothing_declare
 
 
 def gpu_operator(run: Run) -> list[Any]:
-    return [r for r in run.of_type(RELEASE) if r.inputs["chart"] == charts.GPU_OPERATOR_CHART_NAME]
+    return [r for r in run.of_type(RELEASE) if r.inputs["chart"] == gpu_operator_chart.CHART_NAME]
 
 
 def test_a_created_cluster_gets_the_gpu_operator_with_the_images_driver(
     run_stack: Callable[..., Run],
 ) -> None:
     (release,) = gpu_operator(run_stack("full"))
-    assert release.inputs["repositoryOpts"] == {"repo": charts.GPU_OPERATOR_REPO}
+    assert release.inputs["repositoryOpts"] == {"repo": gpu_operator_chart.REPO}
     assert (release.inputs["version"], release.inputs["namespace"]) == ("v26.3.3", "gpu-operator")
     assert release.inputs["values"]["driver"] == {"enabled": False}
 
@@ -131,7 +133,7 @@ def test_the_gpu_dra_driver_selects_exactly_the_gpu_pools_by_their_initial_label
     run_stack: Callable[..., Run], stack: str
 ) -> None:
     run = run_stack(stack)
-    (driver,) = [r for r in run.of_type(RELEASE) if r.inputs["chart"] == charts.NVIDIA_GPU_CHART]
+    (driver,) = [r for r in run.of_type(RELEASE) if r.inputs["chart"] == nvidia_gpu.CHART]
     affinity = driver.inputs["values"]["kubeletPlugin"]["affinity"]["nodeAffinity"]
     (term,) = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     (expression,) = term["matchExpressions"]

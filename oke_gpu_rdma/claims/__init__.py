@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims import pairing
 from oke_gpu_rdma.claims.inventory import AttributeValue, Device, NodeInventory, Version, shape_inventory
 from oke_gpu_rdma.claims.judging import judge
@@ -36,6 +35,7 @@ from oke_gpu_rdma.claims.landing import (
 from oke_gpu_rdma.claims.pairing import Pair
 from oke_gpu_rdma.claims.spec import claim_spec_to_v1
 from oke_gpu_rdma.claims.verdicts import DeviceRef, UnsatisfiableCause, Verdict, VerdictKind
+from oke_gpu_rdma.releases import registry
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import Topology
 
@@ -70,7 +70,7 @@ def judge_claim(
     shape: ShapeArg,
     inventory: NodeInventory | None = None,
     name: str | None = None,
-    device_classes: Mapping[str, Sequence[str]] = DEVICE_CLASS_SELECTORS,
+    device_classes: Mapping[str, Sequence[str]] = registry.DEVICE_CLASS_SELECTORS,
     api_version: str | None = None,
     kubernetes_version: str | None = None,
     child_range: str | None = None,

@@ -25,11 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims.device_cel import compile_selector
 from oke_gpu_rdma.claims.inventory import AttributeValue, Device
 from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, DeviceSelection
 from oke_gpu_rdma.errors import AllocationAbortedError
+from oke_gpu_rdma.releases import registry
 
 ValueKey = tuple[str, object]
 """An attribute value with its type name: equal keys are equal values of one type."""
@@ -99,7 +99,7 @@ class ClaimToAllocate:
         self,
         spec: ClaimSpec,
         devices: Sequence[Device],
-        device_classes: Mapping[str, Sequence[str]] = DEVICE_CLASS_SELECTORS,
+        device_classes: Mapping[str, Sequence[str]] = registry.DEVICE_CLASS_SELECTORS,
     ) -> None:
         self.spec = spec
         self.devices = tuple(devices)

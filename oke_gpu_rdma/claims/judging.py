@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, PCIE_ROOT
+from oke_gpu_rdma.attributes import PCIE_ROOT
 from oke_gpu_rdma.claims import messages
 from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey
 from oke_gpu_rdma.claims.device_cel import compile_selector
@@ -39,6 +39,7 @@ from oke_gpu_rdma.claims.verdicts import (
     misplaced_devices,
 )
 from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
+from oke_gpu_rdma.releases import registry
 from oke_gpu_rdma.topology import Topology
 
 
@@ -86,7 +87,7 @@ def judge(
     claim: Mapping[str, Any],
     topology: Topology,
     inventory: NodeInventory | None = None,
-    device_classes: Mapping[str, Sequence[str]] = DEVICE_CLASS_SELECTORS,
+    device_classes: Mapping[str, Sequence[str]] = registry.DEVICE_CLASS_SELECTORS,
     name: str | None = None,
     api_version: str | None = None,
     kubernetes_version: str | None = None,

@@ -25,11 +25,11 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Final
 
-from oke_gpu_rdma.attributes import OKE_SHAPE
 from oke_gpu_rdma.claims.candidates import ClaimToAllocate
 from oke_gpu_rdma.claims.inventory import Device, shape_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
+from oke_gpu_rdma.releases import dranet
 from oke_gpu_rdma.scheduling import NodeTaint, PodPlacement, PoolNodes, rejections
 from oke_gpu_rdma.topology import Topology
 
@@ -66,7 +66,9 @@ def _as_shape(topology: Topology, shape: str, child_range: str | None) -> tuple[
     ``oke.dra.net/shape`` (DRANET's OKE provider publishes the node's shape there)."""
     inventory = shape_inventory(topology, child_range) if child_range else shape_inventory(topology)
     return tuple(
-        replace(d, attributes={**d.attributes, OKE_SHAPE: shape}) if OKE_SHAPE in d.attributes else d
+        replace(d, attributes={**d.attributes, dranet.OKE_SHAPE: shape})
+        if dranet.OKE_SHAPE in d.attributes
+        else d
         for d in inventory.devices()
     )
 

@@ -11,14 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from oke_gpu_rdma.attributes import (
-    DRANET_DEVICE_CLASS,
-    NVIDIA_GPU_DEVICE_CLASS,
-    OKE_SHAPE,
-    PCIE_ROOT,
-    RAIL_SELECTOR,
-)
+from oke_gpu_rdma.attributes import PCIE_ROOT
 from oke_gpu_rdma.errors import PairingError
+from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from oke_gpu_rdma.topology import Topology
 
 
@@ -97,24 +92,24 @@ def suggest_pairs(topology: Topology, gpus: int, rails: int) -> list[Pair] | Non
 def shape_selector(shape: str) -> str:
     """CEL that keeps a request to rails of nodes of ``shape``: DRANET's OKE provider publishes the instance
     shape as ``oke.dra.net/shape`` on every device (seed 000, seed 003)."""
-    domain, _, name = OKE_SHAPE.partition("/")
+    domain, _, name = dranet.OKE_SHAPE.partition("/")
     return f'device.attributes["{domain}"].{name} == "{shape}"'
 
 
 def rail_request(name: str, count: int, shape: str | None = None) -> dict[str, Any]:
     """A DRANET rail request with the seed's rail selector; with ``shape``, only rails of that shape."""
-    selectors = [{"cel": {"expression": RAIL_SELECTOR}}]
+    selectors = [{"cel": {"expression": dranet.RAIL_SELECTOR}}]
     if shape is not None:
         selectors.append({"cel": {"expression": shape_selector(shape)}})
     return {
         "name": name,
-        "exactly": {"deviceClassName": DRANET_DEVICE_CLASS, "count": count, "selectors": selectors},
+        "exactly": {"deviceClassName": dranet.DEVICE_CLASS, "count": count, "selectors": selectors},
     }
 
 
 def gpu_request(name: str, count: int) -> dict[str, Any]:
     """A request for whole GPUs from the NVIDIA DRA driver."""
-    return {"name": name, "exactly": {"deviceClassName": NVIDIA_GPU_DEVICE_CLASS, "count": count}}
+    return {"name": name, "exactly": {"deviceClassName": nvidia_gpu.DEVICE_CLASS, "count": count}}
 
 
 def pairs_claim_spec(pairs: list[Pair], shape: str | None = None) -> dict[str, Any]:

@@ -13,16 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.attributes import (
-    DRANET_DEVICE_CLASS,
-    DRANET_DRIVER,
-    NVIDIA_GPU_DEVICE_CLASS,
-    NVIDIA_GPU_DRIVER,
-    NVIDIA_GPU_RESOURCE,
-)
+from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.claims import spec as claim_spec
 from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1
 from oke_gpu_rdma.pod_specs import find_pod_specs
+from oke_gpu_rdma.releases import registry
 
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig, plain
 
@@ -148,8 +143,8 @@ class DeviceClasses:
     select nothing here, and gpu-rail-claims-aligned reports them.
     """
 
-    dranet: frozenset[str] = frozenset({DRANET_DEVICE_CLASS})
-    gpu: frozenset[str] = frozenset({NVIDIA_GPU_DEVICE_CLASS})
+    dranet: frozenset[str] = field(default_factory=lambda: registry.classes_serving("rails"))
+    gpu: frozenset[str] = field(default_factory=lambda: registry.classes_serving("gpus"))
     selectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     problems: tuple[tuple[PlainResource, str], ...] = ()
 
@@ -177,9 +172,12 @@ def _class_selectors(res: PlainResource) -> tuple[str, ...] | None:
 
 
 def device_classes(resources: list[PlainResource]) -> DeviceClasses:
-    """DeviceClasses the stack declares, sorted by the driver their CEL selectors name."""
-    dranet = {DRANET_DEVICE_CLASS}
-    gpu = {NVIDIA_GPU_DEVICE_CLASS}
+    """DeviceClasses the stack declares, sorted by the driver their CEL selectors name: a class naming a
+    registered rail driver (DRANET) selects rails, one naming a registered GPU driver GPUs."""
+    dranet = set(registry.classes_serving("rails"))
+    gpu = set(registry.classes_serving("gpus"))
+    rail_drivers = registry.drivers_serving("rails")
+    gpu_drivers = registry.drivers_serving("gpus")
     selectors: dict[str, tuple[str, ...]] = {}
     problems: list[tuple[PlainResource, str]] = []
     for res in resources:
@@ -197,9 +195,9 @@ def device_classes(resources: list[PlainResource]) -> DeviceClasses:
             continue
         selectors[name] = exprs
         drivers = {m for e in exprs for m in _DRIVER_IN_CEL.findall(e)}
-        if DRANET_DRIVER in drivers:
+        if drivers & rail_drivers:
             dranet.add(name)
-        if NVIDIA_GPU_DRIVER in drivers:
+        if drivers & gpu_drivers:
             gpu.add(name)
     return DeviceClasses(frozenset(dranet), frozenset(gpu), selectors, tuple(problems))
 

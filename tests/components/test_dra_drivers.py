@@ -16,8 +16,10 @@ from components.dra_drivers import (
     gpu_driver_values,
     gpu_operator_values,
 )
-from oke_gpu_rdma import charts
-from oke_gpu_rdma.charts import DRANET_VALUE_PATHS, NVIDIA_GPU_VALUE_PATHS, undocumented_value_paths
+from oke_gpu_rdma.charts import undocumented_value_paths
+from oke_gpu_rdma.releases import dranet as dranet_chart
+from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
+from oke_gpu_rdma.releases import nvidia_gpu
 from stack_config.model import GPU_TAINT, DranetConfig, Taint
 from tests.support import Run, raw_config
 
@@ -72,7 +74,7 @@ def test_native_infiniband_and_oca_mount() -> None:
     assert values["extraVolumeMounts"] == [
         {"name": "oca-hpc-config", "mountPath": OCA_CONFIG_DIR, "readOnly": True}
     ]
-    assert undocumented_value_paths(values, DRANET_VALUE_PATHS) == []
+    assert undocumented_value_paths(values, dranet_chart.VALUE_PATHS) == []
 
 
 def test_several_pools_are_one_affinity_term() -> None:
@@ -103,36 +105,36 @@ def test_gpu_driver_seed_values_and_tolerations() -> None:
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
         },
     }
-    assert undocumented_value_paths(gpu_driver_values(POOLS, taints), NVIDIA_GPU_VALUE_PATHS) == []
+    assert undocumented_value_paths(gpu_driver_values(POOLS, taints), nvidia_gpu.VALUE_PATHS) == []
 
 
 def test_misspelt_value_is_refused() -> None:
     with pytest.raises(
         ChartValuesError, match=r"dranet chart values have undocumented keys: args\.moveIbInterfaces"
     ):
-        _documented({"args": {"moveIbInterfaces": False}}, DRANET_VALUE_PATHS, "dranet")
+        _documented({"args": {"moveIbInterfaces": False}}, dranet_chart.VALUE_PATHS, "dranet")
 
 
 def test_releases_as_declared(run_stack: Callable[..., Run]) -> None:
     run = run_stack("dev")
     releases = {r.inputs["chart"]: r.inputs for r in run.of_type(RELEASE)}
     # The dev stack's cluster exists and runs its own GPU Operator (seed 000): only the DRA drivers.
-    assert set(releases) == {charts.DRANET_CHART, charts.NVIDIA_GPU_CHART}
-    dranet_release = releases[charts.DRANET_CHART]
+    assert set(releases) == {dranet_chart.CHART, nvidia_gpu.CHART}
+    dranet_release = releases[dranet_chart.CHART]
     assert (dranet_release["name"], dranet_release["namespace"], dranet_release["version"]) == (
         "dranet",
         "kube-system",
         "v1.5.0",
     )
     assert dranet_release["values"] == dranet_values(dranet(), POOLS)
-    gpu = releases[charts.NVIDIA_GPU_CHART]
+    gpu = releases[nvidia_gpu.CHART]
     assert (gpu["namespace"], gpu["version"], gpu["createNamespace"]) == (
         "dra-driver-nvidia-gpu",
         "0.5.1",
         True,
     )
     for inputs in releases.values():
-        documented = DRANET_VALUE_PATHS if inputs is dranet_release else NVIDIA_GPU_VALUE_PATHS
+        documented = dranet_chart.VALUE_PATHS if inputs is dranet_release else nvidia_gpu.VALUE_PATHS
         assert undocumented_value_paths(inputs["values"], documented) == []
 
 
@@ -162,7 +164,7 @@ def test_custom_child_range_reaches_the_release(run_stack: Callable[..., Run]) -
     raw = raw_config("dev")
     raw["dranet"] = {"childRange": "10.192.0.0/14"}
     run = run_stack("dev", raw)
-    (release,) = [r for r in run.of_type(RELEASE) if r.inputs["chart"] == charts.DRANET_CHART]
+    (release,) = [r for r in run.of_type(RELEASE) if r.inputs["chart"] == dranet_chart.CHART]
     assert IPv4Network(
         release.inputs["values"]["args"]["cloudProviderOptions"]["oke"]["rdma-child-ipv4-cidr"]
     ) == (IPv4Network("10.192.0.0/14"))
@@ -184,7 +186,7 @@ def test_dranet_tolerates_pool_taints_the_chart_default_misses() -> None:
         {"operator": "Exists", "effect": "NoSchedule"},
         {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"},
     ]
-    assert undocumented_value_paths(values, DRANET_VALUE_PATHS) == []
+    assert undocumented_value_paths(values, dranet_chart.VALUE_PATHS) == []
 
 
 def test_nfd_worker_tolerates_a_pool_taint_its_chart_default_does_not() -> None:
@@ -209,7 +211,7 @@ def test_gpu_operator_device_plugin_off_is_a_value_the_chart_reads() -> None:
     assert "devicePlugin" not in gpu_operator_values([GPU_TAINT])
     values = gpu_operator_values([GPU_TAINT], device_plugin=False)
     assert values["devicePlugin"] == {"enabled": False}
-    assert undocumented_value_paths(values, charts.GPU_OPERATOR_VALUE_PATHS) == []
+    assert undocumented_value_paths(values, gpu_operator_chart.VALUE_PATHS) == []
 
 
 def test_the_device_plugin_chart_release_in_a_mixed_fleet(run_stack: Callable[..., Run]) -> None:

@@ -15,6 +15,8 @@ from components.network_operator import MULTUS_RESOURCES, NIC_POLICY_READY, WAIT
 from components.sriov_acceptance import EXPECTED_TWO_JOBS, EXPECTED_VF_RAILS
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL, RDMA_PATH_LABEL
+from oke_gpu_rdma.releases import dranet, network_operator, nvidia_gpu
+from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from oke_gpu_rdma.sriov import NETWORKS_ANNOTATION
 from preview.rendering import manifest
 from tests.fixtures import seed001
@@ -51,7 +53,7 @@ def test_release_has_the_seed_values(sriov_run: Run) -> None:
     )
     assert inputs["repositoryOpts"] == {"repo": "https://helm.ngc.nvidia.com/nvidia"}
     assert inputs["values"] == seed001("values")
-    assert charts.undocumented_value_paths(inputs["values"], charts.NETWORK_OPERATOR_VALUE_PATHS) == []
+    assert charts.undocumented_value_paths(inputs["values"], network_operator.VALUE_PATHS) == []
 
 
 SRIOV_NODES_ONLY = {
@@ -243,8 +245,8 @@ def test_dra_drivers_stay_off_sriov_pools_in_a_mixed_stack(run_stack: Callable[.
     # Both DRA drivers select the DRANET pools by name: the SR-IOV pool is not among them.
     only_dra = [{"key": POOL_LABEL, "operator": "In", "values": ["gpu-b4"]}]
     for affinity in (
-        releases[charts.DRANET_CHART]["affinity"],
-        releases[charts.NVIDIA_GPU_CHART]["kubeletPlugin"]["affinity"],
+        releases[dranet.CHART]["affinity"],
+        releases[nvidia_gpu.CHART]["kubeletPlugin"]["affinity"],
     ):
         (term,) = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"
@@ -353,10 +355,10 @@ def test_without_its_own_nfd_the_release_waits_for_the_gpu_operators(run_stack: 
     run = run_stack("sriov", raw)
     by_chart = {r.inputs["chart"]: r for r in run.of_type(RELEASE)}
     # Depending on the component is depending on its children: the engine gets the release.
-    gpu_release = by_chart[charts.GPU_OPERATOR_CHART_NAME].urn
-    assert gpu_release in by_chart[charts.NETWORK_OPERATOR_CHART_NAME].dependencies
+    gpu_release = by_chart[gpu_operator_chart.CHART_NAME].urn
+    assert gpu_release in by_chart[network_operator.CHART_NAME].dependencies
     raw["networkOperator"]["deployNfd"] = True
     run = run_stack("sriov", raw)
     by_chart = {r.inputs["chart"]: r for r in run.of_type(RELEASE)}
-    gpu_release = by_chart[charts.GPU_OPERATOR_CHART_NAME].urn
-    assert gpu_release not in by_chart[charts.NETWORK_OPERATOR_CHART_NAME].dependencies
+    gpu_release = by_chart[gpu_operator_chart.CHART_NAME].urn
+    assert gpu_release not in by_chart[network_operator.CHART_NAME].dependencies

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from oke_gpu_rdma import gpu_operator
-from oke_gpu_rdma.chart_workloads import nvidia_device_plugin
 from oke_gpu_rdma.gpu_operator import (
     device_plugin_gaps,
     operand_placements,
@@ -12,6 +11,7 @@ from oke_gpu_rdma.gpu_operator import (
     operator_node_labels,
 )
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, GPU_PRESENT_LABEL, NFD_NVIDIA_PCI_LABEL
+from oke_gpu_rdma.releases import device_plugin
 from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
 
 A100 = "NVIDIA A100-SXM4-40GB"
@@ -117,7 +117,7 @@ def test_every_operand_is_ready_with_the_operator_device_plugin_off_on_dra_and_m
     assert device_plugin_gaps(pools, []) == [
         "pool infer: its pods ask for nvidia.com/gpu, but no device plugin runs there"
     ]
-    plugin = nvidia_device_plugin("nvidia-device-plugin", {"nodeSelector": {DEVICE_PLUGIN_LABEL: "true"}})
+    plugin = device_plugin.workloads("nvidia-device-plugin", {"nodeSelector": {DEVICE_PLUGIN_LABEL: "true"}})
     assert device_plugin_gaps(pools, plugin) == []
 
 

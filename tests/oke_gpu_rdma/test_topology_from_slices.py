@@ -18,6 +18,7 @@ import yaml
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims.inventory import AttributeValue, ResourceSlice, Version, node_inventory
 from oke_gpu_rdma.errors import ResourceSliceDumpError
+from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import topology_from_dict
 from oke_gpu_rdma.topology_from_slices import load_dump, node_shapes, quantity_value, topology_entry
@@ -130,7 +131,7 @@ def refusal(slices: list[Any], **kwargs: Any) -> str:
 
 
 def test_a_dump_without_gpu_driver_slices_is_refused_naming_them():
-    slices = [s for s in dump_slices() if s["spec"]["driver"] != attr.NVIDIA_GPU_DRIVER]
+    slices = [s for s in dump_slices() if s["spec"]["driver"] != nvidia_gpu.DRIVER]
     assert refusal(slices, node=NODES[0]) == (
         "d.yaml: node 10.140.64.11: missing GPU driver slices (driver gpu.nvidia.com: is the NVIDIA DRA "
         "driver's kubelet plugin running there?)"
@@ -148,7 +149,7 @@ def test_a_dump_without_pcie_root_names_every_device_missing_it():
 
 
 def test_without_a_published_shape_the_shape_must_be_given():
-    slices = without_attribute(dump_slices(), attr.OKE_SHAPE)
+    slices = without_attribute(dump_slices(), dranet.OKE_SHAPE)
     assert refusal(slices, node=NODES[0]) == (
         "d.yaml: node 10.140.64.11: missing its shape: no device publishes oke.dra.net/shape (DRANET's OKE "
         "provider adds it only in some releases); give it with SHAPE= (kubectl get node 10.140.64.11 -L "
@@ -193,7 +194,7 @@ def test_a_nodes_dump_names_each_node_s_shape_and_a_shape_picks_its_nodes():
         "10.140.64.12": "BM.GPU.H100.8",
         "10.140.0.5": "VM.Standard.E5.Flex",
     }
-    slices = without_attribute(dump_slices(), attr.OKE_SHAPE)
+    slices = without_attribute(dump_slices(), dranet.OKE_SHAPE)
     assert refusal(slices, labels=labels) == (
         "d.yaml: nodes of several shapes: BM.GPU.B4.8 (10.140.64.11); BM.GPU.H100.8 (10.140.64.12); "
         "pick one node with NODE="
@@ -261,8 +262,8 @@ def test_a_rail_the_rail_selector_would_miss_is_refused_by_the_format():
     slices = dump_slices()
     for s in slices:
         for d in s["spec"]["devices"]:
-            if d["attributes"].get(attr.DRANET_IF_NAME) == {"string": "rdma3"}:
-                d["attributes"][attr.DRANET_IF_NAME] = {"string": "ens3f1"}
+            if d["attributes"].get(dranet.IF_NAME) == {"string": "rdma3"}:
+                d["attributes"][dranet.IF_NAME] = {"string": "ens3f1"}
     assert refusal(slices, node=NODES[0]) == (
         "d.yaml: the slices of 10.140.64.11 give no valid topology: topology.roots[0].rails[0].name: "
         "'ens3f1' is not a rail name like rdma4 (the rail selector matches the rdma prefix)"

@@ -20,9 +20,10 @@ from pulumi.runtime.proto import provider_pb2
 from components.component_inputs import from_wire
 from components.package import PACKAGE_COMPONENTS, PACKAGE_NAME
 from components.rdma_workloads import COMPONENT_KEYS
-from oke_gpu_rdma import attributes, charts, resource_types
+from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.claims import aligned_claim_spec, judge_claim, rails_only_claim_spec
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, POOL_LABEL
+from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from oke_gpu_rdma.shape_catalog import CATALOG
 from stack_config.claim_plan import TemplateRequest, judged_templates
 from tests.provider.provider_support import (
@@ -333,12 +334,10 @@ def test_dranet_from_plain_inputs(plugin: tuple[Any, str]) -> None:
     assert {device_class.parent, release.parent} == {component.urn}
     # The Kubernetes provider reaches the children through the component's providers option.
     assert device_class.provider == release.provider == K8S_PROVIDER
-    assert device_class.inputs["metadata"]["name"] == attributes.DRANET_DEVICE_CLASS
-    assert device_class.inputs["spec"]["selectors"] == [
-        {"cel": {"expression": attributes.DRANET_CLASS_SELECTOR}}
-    ]
-    assert release.inputs["chart"] == charts.DRANET_CHART and release.inputs["namespace"] == "kube-system"
-    assert release.inputs["version"] == charts.DRANET_DEFAULT_VERSION
+    assert device_class.inputs["metadata"]["name"] == dranet.DEVICE_CLASS
+    assert device_class.inputs["spec"]["selectors"] == [{"cel": {"expression": dranet.CLASS_SELECTOR}}]
+    assert release.inputs["chart"] == dranet.CHART and release.inputs["namespace"] == "kube-system"
+    assert release.inputs["version"] == dranet.DEFAULT_VERSION
     values_ = release.inputs["values"]
     terms = values_["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
@@ -347,7 +346,7 @@ def test_dranet_from_plain_inputs(plugin: tuple[Any, str]) -> None:
     assert values_["args"] == {"cloudProviderHint": "OKE"}
     # The release waits for the pools the component depends on.
     assert POOLS_URN in release.dependencies
-    assert state["deviceClass"] == attributes.DRANET_DEVICE_CLASS
+    assert state["deviceClass"] == dranet.DEVICE_CLASS
 
 
 def test_dranet_bad_child_range_is_named() -> None:
@@ -375,11 +374,8 @@ def test_gpu_dra_driver_from_plain_inputs(plugin: tuple[Any, str]) -> None:
     )
     release = engine.one(HELM_RELEASE)
     assert release.provider == K8S_PROVIDER and POOLS_URN in release.dependencies
-    assert release.inputs["chart"] == charts.NVIDIA_GPU_CHART
-    assert (
-        release.inputs["namespace"] == charts.NVIDIA_GPU_NAMESPACE
-        and release.inputs["createNamespace"] is True
-    )
+    assert release.inputs["chart"] == nvidia_gpu.CHART
+    assert release.inputs["namespace"] == nvidia_gpu.NAMESPACE and release.inputs["createNamespace"] is True
     plugin_values = release.inputs["values"]["kubeletPlugin"]
     assert plugin_values["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -388,7 +384,7 @@ def test_gpu_dra_driver_from_plain_inputs(plugin: tuple[Any, str]) -> None:
         "gpus": {"enabled": True},
         "computeDomains": {"enabled": False},
     }
-    assert state["deviceClass"] == attributes.NVIDIA_GPU_DEVICE_CLASS
+    assert state["deviceClass"] == nvidia_gpu.DEVICE_CLASS
 
 
 def test_claim_templates_from_a_shape_and_requests(plugin: tuple[Any, str]) -> None:

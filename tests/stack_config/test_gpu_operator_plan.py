@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from oke_gpu_rdma import charts
-from oke_gpu_rdma.chart_workloads import nvidia_device_plugin
 from oke_gpu_rdma.gpu_operator import device_plugin_gaps, operand_problems
+from oke_gpu_rdma.releases import device_plugin
 from stack_config import gpu_operator_plan as plan
 from stack_config.loading import load_stack
 from stack_config.model import GPU_TAINT, StackConfig, Taint
@@ -65,11 +65,11 @@ def test_a_mixed_fleet_gets_the_device_plugin_chart_for_its_rail_less_pool() -> 
         "migStrategy": "single",
         "cdi": {"nvidiaHookPath": "/usr/local/nvidia/toolkit/nvidia-cdi-hook"},
     }
-    assert charts.undocumented_value_paths(values, charts.DEVICE_PLUGIN_VALUE_PATHS) == []
+    assert charts.undocumented_value_paths(values, device_plugin.VALUE_PATHS) == []
     pools = planned_pools(config)
     operator = plan.stack_operator_values(config)
     assert operand_problems(operator, pools) == []
-    assert device_plugin_gaps(pools, nvidia_device_plugin(charts.DEVICE_PLUGIN_RELEASE, values)) == []
+    assert device_plugin_gaps(pools, device_plugin.workloads(device_plugin.RELEASE, values)) == []
 
 
 def test_the_device_plugin_chart_keeps_its_default_tolerations_and_adds_other_taints() -> None:

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from pulumi_policy import StackValidationArgs
 
-from oke_gpu_rdma import charts, resource_types
+from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.cidr_rules import (
     DEFAULT_CHILD_RANGE,
     OKE_DEFAULT_PODS_CIDR,
@@ -30,6 +30,7 @@ from oke_gpu_rdma.cidr_rules import (
 )
 from oke_gpu_rdma.dranet_options import DranetOptions, flag_options, helm_options
 from oke_gpu_rdma.pack_settings import ChildRangeSettings
+from oke_gpu_rdma.releases import dranet
 
 from .. import settings
 from ..environment import command_texts
@@ -40,8 +41,8 @@ from ..report import Reporter, guarded, stack_where
 from ..stack import StackView
 from ..values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
-CIDR_VALUE: Final = f"values.{charts.DRANET_CHILD_RANGE_VALUE}"
-OPTION: Final = charts.DRANET_CHILD_RANGE_OPTION
+CIDR_VALUE: Final = f"values.{dranet.CHILD_RANGE_VALUE}"
+OPTION: Final = dranet.CHILD_RANGE_OPTION
 OCA_KEY: Final = ChildRangeSettings.key("oca_rdma_network")
 EXISTING_KEY: Final = ChildRangeSettings.key("existing_cidrs")
 WORKERS_KEY: Final = ChildRangeSettings.key("worker_subnet_cidrs")
@@ -89,7 +90,7 @@ def _helm_deployment(res: PlainResource, reporter: Reporter) -> Deployment | Non
         reporter.unchecked(f"{where}: values.args unknown until apply, child range not checked")
         return None
     opts = helm_options(as_map(args, "values.args"))
-    fix = f"set {CIDR_VALUE} of {where} (and {charts.DRANET_PROVIDER_HINT_VALUE}: {charts.DRANET_OKE_HINT} or unset)"
+    fix = f"set {CIDR_VALUE} of {where} (and {dranet.PROVIDER_HINT_VALUE}: {dranet.OKE_HINT} or unset)"
     _broken(res, where, opts, fix, reporter)
     return _deployment(res, opts, f"sets {CIDR_VALUE}", f"set {CIDR_VALUE} of {where}")
 
@@ -101,7 +102,7 @@ def _daemonset_deployment(view: StackView, res: PlainResource, reporter: Reporte
             command = container.get("command")
             first = command[0] if isinstance(command, list) and command else None
             runs_dranet = (isinstance(image, str) and _DRANET_IMAGE.search(image.split("@")[0])) or (
-                isinstance(first, str) and first.rsplit("/", 1)[-1] == charts.DRANET_BINARY
+                isinstance(first, str) and first.rsplit("/", 1)[-1] == dranet.BINARY
             )
             if not runs_dranet:
                 continue
@@ -118,7 +119,7 @@ def _daemonset_deployment(view: StackView, res: PlainResource, reporter: Reporte
                 res,
                 where,
                 opts,
-                f"{fix} and --cloud-provider-hint={charts.DRANET_OKE_HINT} (or none)",
+                f"{fix} and --cloud-provider-hint={dranet.OKE_HINT} (or none)",
                 reporter,
             )
             return _deployment(res, opts, f"passes --cloud-provider-options={OPTION}", fix)
@@ -139,7 +140,7 @@ def deployments(view: StackView, reporter: Reporter) -> list[Deployment]:
     charts_by_urn: dict[str, PlainResource] = {}
     rendered: set[str] = set()
     for res in view.resources:
-        if helm_chart_is(res, (charts.DRANET_CHART_NAME,)):
+        if helm_chart_is(res, (dranet.CHART_NAME,)):
             charts_by_urn[res.urn] = res
     for res in view.resources:
         if res.type != resource_types.DAEMONSET:

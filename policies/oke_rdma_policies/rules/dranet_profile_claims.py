@@ -16,7 +16,7 @@ from typing import Any
 from pulumi_policy import ResourceValidationArgs
 
 from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.attributes import DRANET_DRIVER
+from oke_gpu_rdma.releases import dranet
 
 from ..kube import DeviceClasses, PlainResource, is_claim, request_classes, resource_claim_spec_v1
 from ..registry import resource_rule
@@ -99,7 +99,7 @@ def check(res: PlainResource, reporter: Reporter) -> None:
         if driver is UNKNOWN:
             reporter.unchecked(f"{res.label}: {where}.opaque.driver unknown until apply")
             continue
-        if driver != DRANET_DRIVER or not _applies(entry, spec, classes):
+        if driver != dranet.DRIVER or not _applies(entry, spec, classes):
             continue
         interface = dig(opaque, "parameters.interface", f"{where}.opaque")
         if interface is None:

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from pulumi_policy import StackValidationArgs
 
-from oke_gpu_rdma import charts, resource_types, stack_keys
+from oke_gpu_rdma import resource_types, stack_keys
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import (
     DEVICE_PLUGIN_LABEL,
@@ -30,6 +30,7 @@ from oke_gpu_rdma.labels import (
     INSTANCE_TYPE_LABEL,
 )
 from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
+from oke_gpu_rdma.releases import nvidia_gpu
 
 from ..helm import helm_values
 from ..kube import PlainResource, helm_chart_is, pod_specs
@@ -38,7 +39,7 @@ from ..report import Reporter, guarded, stack_where
 from ..stack import StackView, node_labels
 from ..values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
-_DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, charts.NVIDIA_GPU_CHART_NAMES)) + ")[:@]?")
+_DRIVER_IMAGE: Final = re.compile("(" + "|".join(map(re.escape, nvidia_gpu.CHART_NAMES)) + ")[:@]?")
 
 
 @dataclass
@@ -58,10 +59,10 @@ def _helm_driver(res: PlainResource, reporter: Reporter) -> Driver | None:
     values = helm_values(res, reporter)
     if values is None:
         return None
-    selector = dig(values, charts.NVIDIA_GPU_KUBELET_NODE_SELECTOR_VALUE, "values")
-    affinity = dig(values, charts.NVIDIA_GPU_KUBELET_AFFINITY_VALUE, "values")
+    selector = dig(values, nvidia_gpu.KUBELET_NODE_SELECTOR_VALUE, "values")
+    affinity = dig(values, nvidia_gpu.KUBELET_AFFINITY_VALUE, "values")
     # The chart renders kubeletPlugin.affinity; values that set none keep the chart's default.
-    return Driver(res, selector, charts.NVIDIA_GPU_DEFAULT_KUBELET_AFFINITY if affinity is None else affinity)
+    return Driver(res, selector, nvidia_gpu.DEFAULT_KUBELET_AFFINITY if affinity is None else affinity)
 
 
 def _daemonset_driver(res: PlainResource) -> Driver | None:
@@ -81,7 +82,7 @@ def _drivers(view: StackView, reporter: Reporter) -> list[Driver]:
     found: list[Driver | None] = []
     helm = set()
     for res in view.resources:
-        if helm_chart_is(res, charts.NVIDIA_GPU_CHART_NAMES):
+        if helm_chart_is(res, nvidia_gpu.CHART_NAMES):
             helm.add(res.urn)
             found.append(
                 reporter.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_driver, res, reporter))

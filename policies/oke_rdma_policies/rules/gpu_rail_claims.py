@@ -35,8 +35,8 @@ from typing import Any, Final
 
 from pulumi_policy import StackValidationArgs
 
-from oke_gpu_rdma import chart_workloads, charts, resource_types, stack_keys
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, DRANET_DRIVER, PCIE_ROOT
+from oke_gpu_rdma import chart_workloads, resource_types, stack_keys
+from oke_gpu_rdma.attributes import PCIE_ROOT
 from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
 from oke_gpu_rdma.claims import (
     UnsatisfiableCause,
@@ -57,6 +57,7 @@ from oke_gpu_rdma.claims.spec import admin_access_requests
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import ADMIN_ACCESS_ENABLED, ADMIN_ACCESS_NAMESPACE_LABEL
 from oke_gpu_rdma.pack_settings import ClaimsSettings
+from oke_gpu_rdma.releases import registry
 from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import DEFAULT_SHAPE, Topology
@@ -102,7 +103,7 @@ class _Judging:
     classes_key: str
     pools: list[_Pool]
     deployed: frozenset[str]
-    """Drivers whose placement the stack declares (a Helm release of DRANET or the NVIDIA GPU driver)."""
+    """Drivers whose placement the stack declares (a Helm release of a registered DRA driver)."""
     namespaces: Mapping[str, Any] = field(default_factory=dict)
     """The labels of each namespace the stack declares (UNKNOWN when unknown until apply)."""
     kubernetes_version: str = ""
@@ -172,7 +173,7 @@ def _driver_plugins(
     plugins: list[PodPlacement] = []
     unknown: set[str] = set()
     for res in view.resources:
-        if not helm_chart_is(res, (charts.DRANET_CHART_NAME, *charts.NVIDIA_GPU_CHART_NAMES)):
+        if not helm_chart_is(res, registry.dra_driver_chart_names()):
             continue
         chart = chart_basename(res.props.get("chart")) or ""
         release = res.props.get("name")
@@ -216,7 +217,7 @@ def _pools(view: StackView, conf: ClaimsSettings, reporter: Reporter) -> tuple[l
     for pool in view.of_type(resource_types.NODE_POOL):
         if pool.props.get("nodeShape") is UNKNOWN:
             reporter.unchecked(f"node pool {pool.name}: nodeShape unknown until apply")
-    classes = {**DEVICE_CLASS_SELECTORS, **view.classes.selectors}
+    classes = {**registry.device_class_selectors(), **view.classes.selectors}
     plugins, deployed = _driver_plugins(view, classes)
     gpu_pools = view.gpu_node_pools()
     nodes = {p.urn: _pool_nodes(p) for p in gpu_pools}
@@ -316,7 +317,7 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
     for workload in view.workloads:
         reporter.guard(workload.label, workload.urn, partial(_split_pods, view, workload, reporter))
     pools, deployed = _pools(view, conf, reporter)
-    classes = {**DEVICE_CLASS_SELECTORS, **view.classes.selectors}
+    classes = {**registry.device_class_selectors(), **view.classes.selectors}
     how = _Judging(
         classes,
         json.dumps(classes, sort_keys=True),
@@ -422,8 +423,9 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
     ] or list(enumerate(how.pools))
     shapes: dict[str, tuple[Topology, list[str]]] = {}
     reference = next((p.topology for p in how.pools if p.topology is not None), None)
+    rail_drivers = registry.drivers_serving("rails")
     asks_rails = any(
-        class_driver(how.classes.get(c, ())) == DRANET_DRIVER
+        class_driver(how.classes.get(c, ())) in rail_drivers
         for used in wanted.values()
         for c in used
         if isinstance(c, str)

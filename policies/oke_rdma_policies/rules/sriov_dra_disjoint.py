@@ -17,7 +17,8 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, StackValidationArgs
 
-from oke_gpu_rdma import charts, stack_keys
+from oke_gpu_rdma import stack_keys
+from oke_gpu_rdma.releases import registry
 
 from ..kube import PlainResource, helm_chart_is
 from ..registry import stack_rule
@@ -43,12 +44,12 @@ class Selection:
 def _drivers(view: StackView, reporter: Reporter) -> list[Selection]:
     found = []
     for res in view.resources:
-        if helm_chart_is(res, (charts.DRANET_CHART_NAME,)):
-            base, what = "", "DRANET"
-        elif helm_chart_is(res, charts.NVIDIA_GPU_CHART_NAMES):
-            base, what = "kubeletPlugin.", "the NVIDIA GPU DRA driver"
-        else:
+        # The registered DRA drivers' releases, with the values that place each one's kubelet plugin.
+        release = next((r for r in registry.dra_driver_releases() if helm_chart_is(res, r.names)), None)
+        if release is None:
             continue
+        plugin = release.drivers[0]
+        what = release.title
         values = res.props.get("values")
         if values is UNKNOWN or contains_unknown(values):
             reporter.unchecked(f"{res.kind} {res.name}: values unknown until apply")
@@ -58,8 +59,8 @@ def _drivers(view: StackView, reporter: Reporter) -> list[Selection]:
             Selection(
                 res,
                 f"{what} ({res.kind} {res.name})",
-                dig(values, f"{base}nodeSelector", "values"),
-                dig(values, f"{base}affinity", "values"),
+                dig(values, plugin.plugin_node_selector_value, "values"),
+                dig(values, plugin.plugin_affinity_value, "values"),
             )
         )
     return found

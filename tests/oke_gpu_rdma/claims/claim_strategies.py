@@ -7,8 +7,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from oke_gpu_rdma import attributes as attr
+from oke_gpu_rdma.releases import dranet
 
-RAIL = [{"cel": {"expression": attr.RAIL_SELECTOR}}]
+RAIL = [{"cel": {"expression": dranet.RAIL_SELECTOR}}]
 
 
 def gpus(name: str, count: int | None = None, **extra: Any) -> dict[str, Any]:

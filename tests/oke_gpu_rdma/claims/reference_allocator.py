@@ -41,11 +41,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey, value_key
 from oke_gpu_rdma.claims.inventory import Device, DeviceID, NodeInventory
 from oke_gpu_rdma.claims.spec import ClaimSpec, DeviceSelection, MatchAttribute
 from oke_gpu_rdma.errors import AllocationAbortedError
+from oke_gpu_rdma.releases import registry
 
 DEFAULT_MAX_NODES = 500_000
 
@@ -315,7 +315,7 @@ class Allocator:
     def __init__(
         self,
         inventory: NodeInventory,
-        device_classes: Mapping[str, Sequence[str]] = DEVICE_CLASS_SELECTORS,
+        device_classes: Mapping[str, Sequence[str]] = registry.DEVICE_CLASS_SELECTORS,
         in_use: Iterable[DeviceID] = (),
         max_nodes: int = DEFAULT_MAX_NODES,
     ) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims.candidates import ClaimToAllocate
 from oke_gpu_rdma.claims.device_cel import compile_selector, selector_matches
 from oke_gpu_rdma.claims.inventory import Device, ResourceSlice, node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.errors import SelectorError
+from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from oke_gpu_rdma.shape_catalog import CATALOG
 
 B4 = CATALOG.topology("BM.GPU.B4.8")
@@ -29,9 +29,9 @@ IB_ONLY = Device(
 
 
 def test_driver_and_attributes_by_domain() -> None:
-    assert selector_matches(attr.DRANET_CLASS_SELECTOR, RDMA0)
-    assert not selector_matches(attr.DRANET_CLASS_SELECTOR, GPU0)
-    assert selector_matches(attr.NVIDIA_GPU_CLASS_SELECTOR, GPU0)
+    assert selector_matches(dranet.CLASS_SELECTOR, RDMA0)
+    assert not selector_matches(dranet.CLASS_SELECTOR, GPU0)
+    assert selector_matches(nvidia_gpu.CLASS_SELECTOR, GPU0)
     assert selector_matches('device.attributes["resource.kubernetes.io"].pcieRoot == "pci0000:3e"', GPU0)
     assert selector_matches('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("40Gi")) >= 0', GPU0)
 
@@ -44,7 +44,7 @@ def test_capacity_is_a_quantity_so_comparing_it_with_an_int_does_not_compile() -
 
 
 def test_rail_selector_matches_rails_only() -> None:
-    matched = [d.display for d in INV.devices() if selector_matches(attr.RAIL_SELECTOR, d)]
+    matched = [d.display for d in INV.devices() if selector_matches(dranet.RAIL_SELECTOR, d)]
     assert matched == [f"rdma{i}" for i in range(16)]
 
 
@@ -92,7 +92,7 @@ def test_careless_selector_on_the_modelled_node_does_not_match_eth1() -> None:
 def test_careless_selector_errors_on_a_device_without_if_name_and_aborts_allocation() -> None:
     with pytest.raises(SelectorError, match="ifName"):
         selector_matches(CARELESS, IB_ONLY)
-    assert not selector_matches(attr.RAIL_SELECTOR, IB_ONLY)  # has() guards it
+    assert not selector_matches(dranet.RAIL_SELECTOR, IB_ONLY)  # has() guards it
     node = INV.with_slices(ResourceSlice("dra.net", "node-1-ib", "node-1", (IB_ONLY,)))
     claim = parse_claim(
         {

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims.candidates import ClaimToAllocate
 from oke_gpu_rdma.claims.distinct import DistinctMatcher, SearchBudgetExceeded
 from oke_gpu_rdma.claims.inventory import shape_inventory
 from oke_gpu_rdma.claims.matching import Matcher
 from oke_gpu_rdma.claims.spec import parse_claim
+from oke_gpu_rdma.releases import registry
 from oke_gpu_rdma.shape_catalog import CATALOG
 from tests.fixtures import seed000
 
@@ -17,7 +17,7 @@ B4 = CATALOG.topology("BM.GPU.B4.8")
 
 
 def prepared(claim):
-    return ClaimToAllocate(parse_claim(claim), shape_inventory(B4).devices(), DEVICE_CLASS_SELECTORS)
+    return ClaimToAllocate(parse_claim(claim), shape_inventory(B4).devices(), registry.DEVICE_CLASS_SELECTORS)
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims import judge_claim
+from oke_gpu_rdma.releases import registry
 from tests.fixtures import seed000
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -77,7 +77,7 @@ def test_judge_claim_takes_device_classes_and_the_api_version() -> None:
     assert judge_claim(seed000("pair-check"), "BM.GPU.B4.8", api_version="resource.k8s.io/v1beta2").kind == (
         "aligned"
     )
-    no_rails = {**DEVICE_CLASS_SELECTORS, "dra.net": ('device.driver == "none"',)}
+    no_rails = {**registry.DEVICE_CLASS_SELECTORS, "dra.net": ('device.driver == "none"',)}
     verdict = judge_claim(seed000("pair-check"), "BM.GPU.B4.8", device_classes=no_rails)
     assert verdict.kind == "unsatisfiable"
     assert "request rails needs 4 device(s), 0 match its class and selectors" in verdict.message

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims.inventory import Version, node_inventory
+from oke_gpu_rdma.releases import dranet as dranet_release
 from oke_gpu_rdma.shape_catalog import CATALOG
 
 B4 = CATALOG.topology("BM.GPU.B4.8")
@@ -13,7 +14,7 @@ INV = node_inventory(B4)
 def test_rdma0_attributes_match_seed_000() -> None:
     rdma0 = INV.device("rdma0")
     assert rdma0.driver == "dra.net"
-    assert {k: v for k, v in rdma0.attributes.items() if k != attr.DRANET_VIRTUAL} == {
+    assert {k: v for k, v in rdma0.attributes.items() if k != dranet_release.VIRTUAL} == {
         "dra.net/ifName": "rdma0",
         "dra.net/rdma": True,
         "dra.net/rdmaDevice": "mlx5_5",
@@ -32,10 +33,10 @@ def test_dranet_slice_lists_front_end_and_virtual_interfaces_without_rdma() -> N
     others = {d.display: d for d in dranet if d.kind == "other"}
     assert set(others) == {"eth1", "cni0", "flannel.1"}
     for d in others.values():
-        assert d.attributes[attr.DRANET_RDMA] is False
-        assert isinstance(d.attributes[attr.DRANET_IF_NAME], str)
+        assert d.attributes[dranet_release.RDMA] is False
+        assert isinstance(d.attributes[dranet_release.IF_NAME], str)
         assert d.root is None
-    assert others["cni0"].attributes[attr.DRANET_VIRTUAL] is True
+    assert others["cni0"].attributes[dranet_release.VIRTUAL] is True
     assert [d.name for d in dranet] == sorted(d.name for d in dranet)  # DRANET sorts devices by name
 
 

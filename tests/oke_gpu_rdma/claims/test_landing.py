@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from oke_gpu_rdma import chart_workloads
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS, DRANET_DRIVER, NVIDIA_GPU_DRIVER
 from oke_gpu_rdma.claims.landing import claim_lands, class_driver, drivers_on_pools, parse_taint
 from oke_gpu_rdma.cloud_init import NodeBootstrap, registered_taints, render_cloud_init
+from oke_gpu_rdma.releases import dranet, nvidia_gpu, registry
 from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
 
 TYPE = "node.kubernetes.io/instance-type"
 
 
 def test_class_driver_reads_the_driver_a_class_requires() -> None:
-    assert class_driver(DEVICE_CLASS_SELECTORS["dra.net"]) == DRANET_DRIVER
-    assert class_driver(DEVICE_CLASS_SELECTORS["gpu.nvidia.com"]) == NVIDIA_GPU_DRIVER
+    assert class_driver(registry.DEVICE_CLASS_SELECTORS["dra.net"]) == dranet.DRIVER
+    assert class_driver(registry.DEVICE_CLASS_SELECTORS["gpu.nvidia.com"]) == nvidia_gpu.DRIVER
     assert class_driver(['device.attributes["dra.net"].rdma == true']) is None
 
 
@@ -29,10 +28,8 @@ def test_taints_round_trip_through_the_cloud_init() -> None:
 
 def test_drivers_on_pools_follow_selection_and_tolerations() -> None:
     plugins = [
-        *chart_workloads.dranet("dranet", {"nodeSelector": {TYPE: "BM.GPU.B4.8"}}),
-        *chart_workloads.nvidia_gpu_driver(
-            "gpu", {"kubeletPlugin": {"nodeSelector": {"gpu": "yes"}, "tolerations": []}}
-        ),
+        *dranet.workloads("dranet", {"nodeSelector": {TYPE: "BM.GPU.B4.8"}}),
+        *nvidia_gpu.workloads("gpu", {"kubeletPlugin": {"nodeSelector": {"gpu": "yes"}, "tolerations": []}}),
     ]
     taint = (NodeTaint("nvidia.com/gpu", "present", "NoSchedule"),)
     pools = [
@@ -40,23 +37,29 @@ def test_drivers_on_pools_follow_selection_and_tolerations() -> None:
         PoolNodes("b4-untainted", {TYPE: "BM.GPU.B4.8", "gpu": "yes", "nvidia.com/gpu.present": "true"}),
         PoolNodes("cpu", {TYPE: "VM.Standard.E5.Flex"}),
     ]
-    assert drivers_on_pools(plugins, pools, DEVICE_CLASS_SELECTORS) == {
-        "b4": frozenset({DRANET_DRIVER}),  # the GPU driver does not tolerate the GPU taint
-        "b4-untainted": frozenset({DRANET_DRIVER, NVIDIA_GPU_DRIVER}),
+    assert drivers_on_pools(plugins, pools, registry.DEVICE_CLASS_SELECTORS) == {
+        "b4": frozenset({dranet.DRIVER}),  # the GPU driver does not tolerate the GPU taint
+        "b4-untainted": frozenset({dranet.DRIVER, nvidia_gpu.DRIVER}),
         "cpu": frozenset(),
     }
 
 
 def test_claim_lands_where_every_request_has_a_driver() -> None:
-    both = frozenset({DRANET_DRIVER, NVIDIA_GPU_DRIVER})
+    both = frozenset({dranet.DRIVER, nvidia_gpu.DRIVER})
     wanted = {"gpus": {"gpu.nvidia.com"}, "rails": {"dra.net"}}
-    assert claim_lands(wanted, DEVICE_CLASS_SELECTORS, both, both)
-    assert not claim_lands(wanted, DEVICE_CLASS_SELECTORS, frozenset({NVIDIA_GPU_DRIVER}), both)
+    assert claim_lands(wanted, registry.DEVICE_CLASS_SELECTORS, both, both)
+    assert not claim_lands(wanted, registry.DEVICE_CLASS_SELECTORS, frozenset({nvidia_gpu.DRIVER}), both)
     # A driver the stack does not deploy may run anywhere.
     assert claim_lands(
-        wanted, DEVICE_CLASS_SELECTORS, frozenset({NVIDIA_GPU_DRIVER}), frozenset({NVIDIA_GPU_DRIVER})
+        wanted,
+        registry.DEVICE_CLASS_SELECTORS,
+        frozenset({nvidia_gpu.DRIVER}),
+        frozenset({nvidia_gpu.DRIVER}),
     )
     # firstAvailable: one alternative with its driver there is enough.
     assert claim_lands(
-        {"any": {"dra.net", "gpu.nvidia.com"}}, DEVICE_CLASS_SELECTORS, frozenset({NVIDIA_GPU_DRIVER}), both
+        {"any": {"dra.net", "gpu.nvidia.com"}},
+        registry.DEVICE_CLASS_SELECTORS,
+        frozenset({nvidia_gpu.DRIVER}),
+        both,
     )

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from oke_gpu_rdma import attributes as attr
-from oke_gpu_rdma.attributes import DEVICE_CLASS_SELECTORS
 from oke_gpu_rdma.claims import UnsatisfiableCause, VerdictKind, judge_claim
 from oke_gpu_rdma.claims.device_cel import selector_matches
 from oke_gpu_rdma.claims.inventory import Device, NodeInventory, node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.errors import AllocationAbortedError
+from oke_gpu_rdma.releases import dranet, registry
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import topology_from_dict
 from tests.fixtures import seed000
@@ -66,7 +66,7 @@ TINY = topology_from_dict(
 )
 TINY_DEVICES = node_inventory(TINY).devices()
 B4 = CATALOG.topology("BM.GPU.B4.8")
-RAIL = [{"cel": {"expression": attr.RAIL_SELECTOR}}]
+RAIL = [{"cel": {"expression": dranet.RAIL_SELECTOR}}]
 
 
 # -- the brute-force judge ------------------------------------------------------------------------
@@ -78,7 +78,9 @@ _SEEN: dict[tuple[str, str, tuple[str, ...]], bool] = {}
 def _matches(device: Device, cls: str, selectors: Sequence[str]) -> bool:
     key = (device.name, cls, tuple(selectors))
     if key not in _SEEN:
-        _SEEN[key] = all(selector_matches(e, device) for e in (*DEVICE_CLASS_SELECTORS[cls], *selectors))
+        _SEEN[key] = all(
+            selector_matches(e, device) for e in (*registry.DEVICE_CLASS_SELECTORS[cls], *selectors)
+        )
     return _SEEN[key]
 
 

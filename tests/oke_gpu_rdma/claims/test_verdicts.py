@@ -11,6 +11,7 @@ from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims import UnsatisfiableCause, VerdictKind, judge_claim
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
+from oke_gpu_rdma.releases import dranet
 from oke_gpu_rdma.shape_catalog import CATALOG
 from tests.fixtures import seed000
 from tests.oke_gpu_rdma.claims.claim_strategies import claims
@@ -237,7 +238,7 @@ def test_all_mode_listed_first_fixes_the_value_and_is_aligned() -> None:
 
 def test_all_mode_whose_devices_differ_in_the_attribute_never_allocates() -> None:
     """All takes every rail (four roots): the second root's rail fails the constraint, always."""
-    v = judge_claim(_all_after(GPU_1, attr.RAIL_SELECTOR), B4)
+    v = judge_claim(_all_after(GPU_1, dranet.RAIL_SELECTOR), B4)
     assert v.kind == VerdictKind.UNSATISFIABLE
     assert v.cause == UnsatisfiableCause.ALL_MODE_CONSTRAINT
     assert v.fix is not None and "allocationMode All takes every matching device" in v.fix

@@ -1,11 +1,11 @@
-"""The Network Operator's workloads (oke_gpu_rdma/network_operator_workloads.py), as the network-operator
+"""The Network Operator's workloads (oke_gpu_rdma/releases/network_operator.py), as the network-operator
 chart at v26.7.0-rc.2, the SR-IOV Network Operator and the Network Operator's state manifests place them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from oke_gpu_rdma.network_operator_workloads import (
+from oke_gpu_rdma.releases.network_operator import (
     MELLANOX_NIC_LABEL,
     MOFED_WAIT_LABEL,
     SRIOV_DEVICE_PLUGIN_LABEL,

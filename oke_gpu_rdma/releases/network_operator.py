@@ -1,4 +1,5 @@
-"""Where the NVIDIA Network Operator's pods go: the chart's own workloads and the ones its operators create.
+"""The NVIDIA Network Operator's chart (its reference, the values this project sets) and where its pods go: the
+chart's own workloads and the ones its operators create.
 
 The SR-IOV path starts pods three ways, and each is modelled from the code that places it:
 
@@ -26,9 +27,48 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from . import attributes, charts
-from .node_selection import selector_matches
-from .scheduling import PodPlacement, PoolNodes
+from oke_gpu_rdma import attributes
+from oke_gpu_rdma.node_selection import selector_matches
+from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
+
+from .facts import ReleaseFacts
+
+# The NVIDIA Network Operator (Mellanox/network-operator deployment/network-operator), from NVIDIA's Helm
+# repository, with its SR-IOV Network Operator subchart (seed 001: 26.7.1). Its images in the
+# NicClusterPolicy carry the tag network-operator-v<version>.
+CHART_NAME: Final = "network-operator"
+REPOSITORY: Final = "https://helm.ngc.nvidia.com/nvidia"
+DEFAULT_VERSION: Final = "26.7.1"
+RELEASE: Final = CHART_NAME
+NAMESPACE: Final = "nvidia-network-operator"
+IMAGE_REPOSITORY: Final = "nvcr.io/nvidia/mellanox"
+SRIOV_SUBCHART: Final = "sriov-network-operator"
+# The SR-IOV config daemon plugin that rewrites NIC firmware (and drains and reboots nodes to apply it).
+SRIOV_FIRMWARE_PLUGIN: Final = "mellanox"
+
+
+def image_tag(chart_version: str) -> str:
+    """The tag of the operator's component images for a chart version: network-operator-v26.7.1."""
+    return f"{CHART_NAME}-v{chart_version.removeprefix('v')}"
+
+
+# The chart ships no values.schema.json, so Helm ignores a misspelt value silently: the component emits only
+# these (deployment/network-operator/values.yaml and the sriov-network-operator subchart's values.yaml).
+VALUE_PATHS: Final = frozenset(
+    {
+        "nfd.enabled",
+        "node-feature-discovery.worker.tolerations",
+        "sriovNetworkOperator.enabled",
+        f"{SRIOV_SUBCHART}.sriovOperatorConfig.deploy",
+        f"{SRIOV_SUBCHART}.sriovOperatorConfig.disableDrain",
+        f"{SRIOV_SUBCHART}.sriovOperatorConfig.configurationMode",
+        f"{SRIOV_SUBCHART}.sriovOperatorConfig.disablePlugins",
+        f"{SRIOV_SUBCHART}.sriovOperatorConfig.configDaemonNodeSelector.*",
+        "operator.resources.*",
+        "operator.tolerations",
+        "operator.nodeSelector.*",
+    }
+)
 
 # --- node labels the path reads ---------------------------------------------------------------------
 
@@ -97,7 +137,7 @@ CHART_DEFAULTS: Final[dict[str, Any]] = {
         "postDeleteCleanup": False,  # :47
         "worker": {"tolerations": [_exists(_MASTER), _exists(_CONTROL_PLANE), _GPU]},  # :85-94
     },
-    charts.SRIOV_SUBCHART: {
+    SRIOV_SUBCHART: {
         "operator": {"admissionControllers": {"enabled": False}},  # :111-112
         "sriovOperatorConfig": {  # :175-182
             "deploy": True,
@@ -155,7 +195,7 @@ def chart_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def sriov_values(values: Mapping[str, Any]) -> dict[str, Any]:
     """The SR-IOV subchart's values: its defaults, under the parent's `sriov-network-operator` section."""
-    return coalesce(SRIOV_SUBCHART_DEFAULTS, _section(chart_values(values), charts.SRIOV_SUBCHART))
+    return coalesce(SRIOV_SUBCHART_DEFAULTS, _section(chart_values(values), SRIOV_SUBCHART))
 
 
 def config_daemon_node_selector(values: Mapping[str, Any]) -> dict[str, str]:
@@ -204,12 +244,12 @@ SRIOV_DEVICE_PLUGIN: Final = "sriov-device-plugin"
 def release_workloads(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
     """Every pod the release starts, directly or through the SR-IOV Network Operator."""
     merged = chart_values(values)
-    where = f"(chart {charts.NETWORK_OPERATOR_CHART_NAME}, release {release})"
+    where = f"(chart {CHART_NAME}, release {release})"
     operator = _section(merged, "operator")
     # templates/operator.yaml:38-52: operator.nodeSelector, .affinity, .tolerations, .priorityClassName.
     # templates/_helpers.tpl network-operator.fullname reads operator.fullnameOverride and .nameOverride.
     fullname = str(operator.get("fullnameOverride") or "") or _fullname(
-        release, str(operator.get("nameOverride") or "") or charts.NETWORK_OPERATOR_CHART_NAME
+        release, str(operator.get("nameOverride") or "") or CHART_NAME
     )
     pods = [
         _placed_by(
@@ -255,7 +295,7 @@ def _nfd(release: str, merged: Mapping[str, Any], where: str) -> list[PodPlaceme
 def _sriov(release: str, values: Mapping[str, Any], where: str) -> list[PodPlacement]:
     sriov = sriov_values(values)
     operator = _section(sriov, "operator")
-    fullname = _fullname(release, charts.SRIOV_SUBCHART)
+    fullname = _fullname(release, SRIOV_SUBCHART)
     pods = [
         # charts/sriov-network-operator/templates/operator.yaml:21-34: operator.* values, system-node-critical.
         _placed_by(f"Deployment {fullname} {where}", operator, priority_class="system-node-critical"),
@@ -466,3 +506,16 @@ def missing_node_agents(
                 "their rails"
             )
     return problems
+
+
+FACTS: Final = ReleaseFacts(
+    title="the NVIDIA Network Operator",
+    chart_name=CHART_NAME,
+    chart=CHART_NAME,
+    repository=REPOSITORY,
+    default_version=DEFAULT_VERSION,
+    release=RELEASE,
+    namespace=NAMESPACE,
+    value_paths=VALUE_PATHS,
+    workloads=release_workloads,
+)

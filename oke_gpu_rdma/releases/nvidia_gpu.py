@@ -1,0 +1,213 @@
+"""The NVIDIA GPU DRA driver (kubernetes-sigs/dra-driver-nvidia-gpu, formerly NVIDIA/k8s-dra-driver-gpu): its
+chart, the values it reads, where its pods go, the driver it runs, its DeviceClass, the attributes it
+publishes and the slice it publishes on a node.
+
+Sources: deployments/helm/dra-driver-nvidia-gpu (chart 0.5.0-dev at commit 95932046, the newest the snapshot
+has: it has no v0.5.1 tag; values.yaml and the templates cited below), `cmd/gpu-kubelet-plugin/deviceinfo.go`
+and the DeviceClass its chart creates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from oke_gpu_rdma import attributes, labels
+from oke_gpu_rdma.resource_slices import AttributeValue, Device, ResourceSlice, Version
+from oke_gpu_rdma.scheduling import PodPlacement
+from oke_gpu_rdma.topology import Topology
+
+from . import placement as values_of
+from .facts import DriverFacts, NodeSlices, ReleaseFacts
+
+CHART_NAME: Final = "dra-driver-nvidia-gpu"
+CHART: Final = f"oci://registry.k8s.io/dra-driver-nvidia/charts/{CHART_NAME}"
+DEFAULT_VERSION: Final = "0.5.1"
+RELEASE: Final = CHART_NAME
+NAMESPACE: Final = CHART_NAME
+# The chart's name now and under its earlier names: the policy pack recognises an installation by any of them.
+CHART_NAMES: Final = (CHART_NAME, "nvidia-dra-driver-gpu", "k8s-dra-driver-gpu")
+
+# The chart's default kubeletPlugin.affinity (values.yaml): a node with NFD's NVIDIA PCI labels, NFD's NVIDIA
+# CPU vendor, or the GPU Operator's gpu.present; the kubelet plugin template renders it whenever the values set
+# no other affinity.
+KUBELET_AFFINITY_VALUE: Final = "kubeletPlugin.affinity"
+KUBELET_NODE_SELECTOR_VALUE: Final = "kubeletPlugin.nodeSelector"
+DEFAULT_KUBELET_AFFINITY: Final[dict[str, Any]] = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                values_of.required_term(labels.NFD_NVIDIA_PCI_LABEL, "true"),
+                values_of.required_term("feature.node.kubernetes.io/pci-0302_10de.present", "true"),
+                values_of.required_term("feature.node.kubernetes.io/pci-0300_10de.present", "true"),
+                values_of.required_term("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
+                values_of.required_term(labels.GPU_PRESENT_LABEL, labels.GPU_PRESENT),
+            ]
+        }
+    }
+}
+
+# The values seed 000 sets; the templates read each one: kubeletplugin.yaml l. 15 resources.*.enabled, l. 63
+# nvidiaDriverRoot, l. 410-421 kubeletPlugin.nodeSelector/affinity/tolerations, controller.yaml l. 15 and
+# l. 122-133, validation.yaml l. 33 gpuResourcesEnabledOverride.
+VALUE_PATHS: Final = frozenset(
+    {
+        "nvidiaDriverRoot",
+        "gpuResourcesEnabledOverride",
+        "resources.gpus.enabled",
+        "resources.computeDomains.enabled",
+        "kubeletPlugin.nodeSelector.*",
+        "kubeletPlugin.tolerations",
+        "kubeletPlugin.affinity.*",
+        "controller.nodeSelector.*",
+        "controller.tolerations",
+        "controller.affinity.*",
+        "image.repository",
+        "image.tag",
+    }
+)
+
+# The driver name, as it appears in ResourceSlice.spec.driver and in `device.driver`, and its DeviceClass.
+DRIVER: Final = "gpu.nvidia.com"
+DEVICE_CLASS: Final = "gpu.nvidia.com"
+CLASS_SELECTOR: Final = (
+    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+)
+
+# The driver's attributes: published without a domain, so CEL sees them under gpu.nvidia.com.
+GPU_TYPE: Final = "type"
+GPU_UUID: Final = "uuid"
+GPU_PRODUCT_NAME: Final = "productName"
+GPU_BRAND: Final = "brand"
+GPU_ARCHITECTURE: Final = "architecture"
+GPU_CUDA_COMPUTE_CAPABILITY: Final = "cudaComputeCapability"
+GPU_DRIVER_VERSION: Final = "driverVersion"
+GPU_CUDA_DRIVER_VERSION: Final = "cudaDriverVersion"
+GPU_MEMORY_CAPACITY: Final = "memory"
+
+# values.yaml l. 241-249 and l. 255-270 (the podAntiAffinity, preferred too, is left out: it never keeps the
+# pod off a node).
+CONTROLLER_TOLERATIONS: Final[tuple[Mapping[str, Any], ...]] = (
+    {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node-role.kubernetes.io/master", "operator": "Exists", "effect": "NoSchedule"},
+    values_of.CRITICAL_ADDONS_TOLERATION,
+)
+CONTROLLER_AFFINITY: Final = values_of.preferred(
+    "node-role.kubernetes.io/control-plane", "Exists", weight=100
+)
+KUBELET_TOLERATIONS: Final = (values_of.GPU_TAINT_TOLERATION,)
+
+
+def workloads(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
+    """The kubelet plugin DaemonSet whenever GPUs or compute domains are on (templates/kubeletplugin.yaml l. 15,
+    l. 410-421; values.yaml l. 282 priority system-node-critical, l. 289-293 `nvidia.com/gpu` Exists NoSchedule
+    toleration, l. 319-352 the affinity DEFAULT_KUBELET_AFFINITY); the controller Deployment only with
+    `resources.computeDomains.enabled` (default true, values.yaml l. 83; templates/controller.yaml l. 15,
+    l. 122-133; values.yaml l. 237 priority, l. 241-249 control-plane, master and CriticalAddonsOnly tolerations,
+    l. 255-270 a preferred control-plane affinity); the webhook Deployment only with `webhook.enabled` (default
+    false, l. 173; l. 177 priority system-cluster-critical, l. 185-187 CriticalAddonsOnly)."""
+    where = f"(chart {CHART_NAME})"
+    gpus = values_of.switch(values, "resources.gpus.enabled", True)
+    compute_domains = values_of.switch(values, "resources.computeDomains.enabled", True)
+    found: list[PodPlacement] = []
+    if gpus or compute_domains:
+        found.append(
+            PodPlacement(
+                f"DaemonSet {release}-kubelet-plugin {where}",
+                node_selector=values_of.mapping(values, "kubeletPlugin.nodeSelector"),
+                affinity=values_of.mapping(values, "kubeletPlugin.affinity", DEFAULT_KUBELET_AFFINITY),
+                tolerations=values_of.tolerations(values, "kubeletPlugin.tolerations", KUBELET_TOLERATIONS),
+                daemonset=True,
+                provides_device_classes=(frozenset({DEVICE_CLASS}) if gpus else frozenset()),
+                priority_class=values_of.string(
+                    values, "kubeletPlugin.priorityClassName", values_of.SYSTEM_NODE_CRITICAL
+                ),
+            )
+        )
+    if compute_domains:
+        found.append(
+            PodPlacement(
+                f"Deployment {release}-controller {where}",
+                node_selector=values_of.mapping(values, "controller.nodeSelector"),
+                affinity=values_of.mapping(values, "controller.affinity", CONTROLLER_AFFINITY),
+                tolerations=values_of.tolerations(values, "controller.tolerations", CONTROLLER_TOLERATIONS),
+                priority_class=values_of.string(
+                    values, "controller.priorityClassName", values_of.SYSTEM_NODE_CRITICAL
+                ),
+            )
+        )
+    if values_of.switch(values, "webhook.enabled", False):
+        found.append(
+            PodPlacement(
+                f"Deployment {release}-webhook {where}",
+                node_selector=values_of.mapping(values, "webhook.nodeSelector"),
+                affinity=values_of.mapping(values, "webhook.affinity"),
+                tolerations=values_of.tolerations(
+                    values, "webhook.tolerations", (values_of.CRITICAL_ADDONS_TOLERATION,)
+                ),
+                priority_class=values_of.string(
+                    values, "webhook.priorityClassName", values_of.SYSTEM_CLUSTER_CRITICAL
+                ),
+            )
+        )
+    return found
+
+
+_GPU_FAMILIES = {"A100": ("Ampere", "8.0.0"), "H100": ("Hopper", "9.0.0"), "H200": ("Hopper", "9.0.0")}
+
+
+def nvidia_gpu_slice(
+    topology: Topology,
+    node_name: str,
+    driver_version: str = "550.0.0",
+    cuda_driver_version: str = "12.4.0",
+) -> ResourceSlice:
+    """The slice the NVIDIA DRA driver 0.5.1 publishes: full GPUs ``gpu-0`` .. ``gpu-7`` in the driver's own
+    order, with the attributes above, ``resource.kubernetes.io/pciBusID`` and ``resource.kubernetes.io/pcieRoot``,
+    and the capacity ``memory``. UUIDs and driver versions are placeholders."""
+    family = next((v for k, v in _GPU_FAMILIES.items() if k in topology.gpu_product), ("unknown", "0.0.0"))
+    devices: list[Device] = []
+    for gpu in topology.gpus_in_driver_order:
+        attrs: dict[str, AttributeValue] = {
+            GPU_TYPE: "gpu",
+            GPU_UUID: f"GPU-{node_name}-{gpu.driver_name}",
+            GPU_PRODUCT_NAME: topology.gpu_product,
+            GPU_BRAND: "Nvidia",
+            GPU_ARCHITECTURE: family[0],
+            GPU_CUDA_COMPUTE_CAPABILITY: Version(family[1]),
+            GPU_DRIVER_VERSION: Version(driver_version),
+            GPU_CUDA_DRIVER_VERSION: Version(cuda_driver_version),
+            attributes.PCI_BUS_ID: gpu.pci_bus_id,
+            attributes.PCIE_ROOT: gpu.root,
+        }
+        capacity = {GPU_MEMORY_CAPACITY: topology.gpu_memory_bytes}
+        devices.append(Device(DRIVER, node_name, gpu.driver_name, attrs, capacity, "gpu", gpu.label))
+    return ResourceSlice(DRIVER, node_name, node_name, tuple(devices))
+
+
+def _publishes(topology: Topology, node_name: str, settings: NodeSlices) -> ResourceSlice:
+    return nvidia_gpu_slice(topology, node_name)
+
+
+FACTS: Final = ReleaseFacts(
+    title="the NVIDIA GPU DRA driver",
+    chart_name=CHART_NAME,
+    chart=CHART,
+    repository=None,
+    default_version=DEFAULT_VERSION,
+    release=RELEASE,
+    namespace=NAMESPACE,
+    value_paths=VALUE_PATHS,
+    workloads=workloads,
+    chart_names=CHART_NAMES,
+    drivers=(
+        DriverFacts(
+            DRIVER,
+            "gpus",
+            {DEVICE_CLASS: (CLASS_SELECTOR,)},
+            _publishes,
+            KUBELET_NODE_SELECTOR_VALUE,
+            KUBELET_AFFINITY_VALUE,
+        ),
+    ),
+)
