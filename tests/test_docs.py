@@ -40,7 +40,7 @@ REPO_FOLDERS = (
     ".github",
 )
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
-SHELL_FENCE = re.compile(r"^```(?:sh|bash|)\n(.*?)^```", re.S | re.M)
+SHELL_FENCE = re.compile(r"^```(?:sh|bash)\n(.*?)^```", re.S | re.M)
 INLINE_CODE = re.compile(r"`([^`\n]+)`")
 
 
@@ -127,10 +127,11 @@ def _commands(page: Path) -> Iterator[str]:
             if command:
                 yield command
     for span in INLINE_CODE.findall(text):
-        if re.match(r"^(make|python3? -m|python3? \S+\.py) ", span + " "):
+        if re.match(r"^(make \S|python3? -m \S|python3? \S+\.py\b)", span):
             yield span
 
 
+OTHER_TOOLS = ("git", "kubectl", "venv/bin/pip", "python3")
 COMMANDS = sorted({(str(p.relative_to(ROOT)), c) for p in PAGES for c in _commands(p)})
 
 
@@ -164,7 +165,7 @@ def test_every_command_a_page_shows_is_one_the_repository_accepts(page: str, com
         if module in ("venv", "pip"):
             return
         assert importlib.util.find_spec(module) is not None, module
-        options = [w.split("=")[0] for w in words[3:] if w.startswith("--")]
+        options = re.findall(r"(?<![\w-])--[\w-]+", " ".join(words[3:]))
         assert [o for o in options if o not in _help(module)] == []
     elif words[0] in ("python", "python3"):
         assert (ROOT / words[1]).is_file()
@@ -172,3 +173,13 @@ def test_every_command_a_page_shows_is_one_the_repository_accepts(page: str, com
         source, target = words[1], words[2]
         assert (ROOT / source).is_file()
         assert (ROOT / target).parent.is_dir()
+    elif words[0] == "cd":
+        assert words[1].startswith("$") or (ROOT / words[1]).is_dir()
+    elif words[0] == "pulumi":
+        # No CLI here: what it is pointed at in this repository must exist.
+        for option in ("--policy-pack", "--config-file"):
+            if option in words:
+                assert (ROOT / words[words.index(option) + 1]).is_dir()
+    else:
+        # A command of another tool (git, kubectl, a virtualenv's pip) is shown for a machine of the user's.
+        assert words[0] in OTHER_TOOLS, command
