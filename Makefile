@@ -49,12 +49,13 @@ JOBS ?= $(shell [ "$$(nproc)" -gt 2 ] && echo auto || echo 0)
 # (15 s instead of 4 s to import what the program uses).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help preview render topology test lint typecheck unit bench pack clean
+.PHONY: help preview render topology docs test lint typecheck unit bench pack clean
 
 help:
 	@echo "make preview [STACK=dev] [BASE=HEAD]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: plan against rendered/<stack>/ at BASE, rendered/<stack>/, policy findings"
 	@echo "make render               make preview for every stack: rendered/<stack>/ for all of them"
 	@echo "make topology SLICES=<file> [NODE=<node>] [SHAPE=<shape>] [NODES=<file>]  the shapeTopologies entry of a node's shape, from \`kubectl get resourceslices -o yaml\` (the shape: SHAPE=, or NODES=\`kubectl get nodes -o yaml\`, when the slices do not name it)"
+	@echo "make docs                 docs/reference/ from the stack config model and the policy registry"
 	@echo "make test                 ruff, mypy, actionlint and pytest"
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
 	@echo "make pack [PACK_OUT=dir] [PACK_VERSION=X.Y.Z]  the policy pack with the domain library vendored, ready to publish (version: the release tag on HEAD)"
@@ -93,6 +94,10 @@ render: $(RUNTIME_STAMP)
 topology: $(RUNTIME_STAMP)
 	@test -n "$(SLICES)" || { echo "make topology: set SLICES=<file>, the output of kubectl get resourceslices -o yaml" >&2; exit 2; }
 	@$(PY) -m tools.make_topology "$(SLICES)" $(if $(NODE),--node "$(NODE)") $(if $(SHAPE),--shape "$(SHAPE)") $(if $(NODES),--nodes "$(NODES)")
+
+# The reference pages are printed from the code (tools/gen_docs.py); a test fails when they are stale.
+docs: $(RUNTIME_STAMP)
+	$(PY) -m tools.gen_docs
 
 pack: $(RUNTIME_STAMP)
 	$(PY) -m tools.build_pack --out $(PACK_OUT) $(if $(PACK_VERSION),--version $(PACK_VERSION))

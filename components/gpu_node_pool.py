@@ -331,7 +331,7 @@ def launch_statement(compartment_id: str) -> str:
     Granted to node pools (the OKE node pool resource principal) of the stack's own compartment only,
     and only on compute clusters in that compartment. OCI's policy language names the root compartment
     `tenancy` (Oracle, "Policy Syntax": location). Narrower is not possible
-    with the variables OCI documents: see README, "Least privilege".
+    with the variables OCI documents: see docs/plan-and-upgrades.md, "Later applies".
     """
     location = "tenancy" if is_tenancy(compartment_id) else f"compartment id {compartment_id}"
     return (

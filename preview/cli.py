@@ -319,7 +319,9 @@ def main(argv: list[str] | None = None) -> int:
         print("Schedulability: not checked for pods that may run on pools outside this stack:")
         print("\n".join(f"  {note}" for note in result.placement.notes) + "\n")
     if result.placement.settings:
-        print("GPU Operator: this cluster's own operator must have these settings (README, GPU Operator):")
+        print(
+            "GPU Operator: this cluster's own operator must have these settings (docs/gpu-operator-and-scheduling.md):"
+        )
         print("\n".join(f"  {line}" for line in result.placement.settings) + "\n")
     if result.schemas is not None:
         print("\n".join(result.schemas.lines()) + "\n")

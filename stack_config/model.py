@@ -198,7 +198,9 @@ class SubnetRef(_Model):
 class NewNetwork(_Model):
     """A VCN this stack creates, with one regional subnet per role."""
 
-    vcn_cidr: OciBlock = Field(IPv4Network("10.140.0.0/16"), alias="vcnCidr", description="VCN CIDR block.")
+    vcn_cidr: OciBlock = Field(
+        IPv4Network("10.140.0.0/16"), alias="vcnCidr", description="VCN CIDR block (OCI accepts /16 to /30)."
+    )
     api_endpoint_subnet_cidr: OciBlock = Field(
         IPv4Network("10.140.0.0/28"),
         alias="apiEndpointSubnetCidr",
@@ -222,12 +224,12 @@ class NewNetwork(_Model):
     api_endpoint_public: bool = Field(
         False,
         alias="apiEndpointPublic",
-        description="Give the API endpoint a public IP (in a public subnet).",
+        description="Give the API endpoint a public IP (in a public subnet; adds an internet gateway).",
     )
     api_allowed_cidrs: list[Cidr] = Field(
         default_factory=list,
         alias="apiAllowedCidrs",
-        description="Extra CIDRs allowed to reach the API endpoint on 6443 (the VCN always is).",
+        description="Extra CIDRs allowed to reach the API endpoint on 6443 and 12250 (the VCN always is).",
     )
     dns_label: DnsLabel = Field("okegpu", alias="dnsLabel", description="VCN DNS label.")
 
@@ -253,7 +255,9 @@ class ExistingNetwork(_Model):
     api_endpoint_subnet: SubnetRef | None = Field(
         None, alias="apiEndpointSubnet", description="Needed only when this stack creates the cluster."
     )
-    load_balancer_subnet: SubnetRef | None = Field(None, alias="loadBalancerSubnet")
+    load_balancer_subnet: SubnetRef | None = Field(
+        None, alias="loadBalancerSubnet", description="Service load balancer subnet."
+    )
     pod_subnet: SubnetRef | None = Field(
         None, alias="podSubnet", description="Needed when the CNI is OCI_VCN_IP_NATIVE."
     )
@@ -277,17 +281,25 @@ class NetworkConfig(_Model):
         return self
 
 
+_CNI = "Pod networking: FLANNEL_OVERLAY, or OCI_VCN_IP_NATIVE (pods on the pod subnet)."
+_PODS_CIDR = (
+    "Pods CIDR (flannel); OKE gives each node a /25 of it, so it must hold one for every node of the stack."
+)
+_SERVICES_CIDR = "Services CIDR, /12 or smaller (the API server's limit)."
+
+
 class NewCluster(_Model):
     """An ENHANCED OKE cluster this stack creates."""
 
     name: DnsLabel = Field("oke-gpu-rdma", description="Cluster name.")
     kubernetes_version: KubernetesVersion = Field(
-        alias="kubernetesVersion", description="For example v1.34.1."
+        alias="kubernetesVersion",
+        description="v1.X.Y, v1.34 or later (every DRA object is resource.k8s.io/v1); the node pools use it too.",
     )
-    cni_type: CniType = Field("FLANNEL_OVERLAY", alias="cniType", description="Pod networking.")
-    pods_cidr: Cidr = Field(cidr.SEED_PODS_CIDR, alias="podsCidr", description="Pod CIDR (flannel).")
+    cni_type: CniType = Field("FLANNEL_OVERLAY", alias="cniType", description=_CNI)
+    pods_cidr: Cidr = Field(cidr.SEED_PODS_CIDR, alias="podsCidr", description=_PODS_CIDR)
     services_cidr: Cidr = Field(
-        cidr.OKE_DEFAULT_SERVICES_CIDR, alias="servicesCidr", description="Service CIDR."
+        cidr.OKE_DEFAULT_SERVICES_CIDR, alias="servicesCidr", description=_SERVICES_CIDR
     )
 
 
@@ -297,18 +309,25 @@ KubeconfigEndpoint = Literal["PUBLIC_ENDPOINT", "PRIVATE_ENDPOINT", "VCN_HOSTNAM
 class ExistingCluster(_Model):
     """An existing ENHANCED cluster; its CIDRs feed the address-plan checks."""
 
-    id: ClusterOcid = Field(description="Cluster OCID.")
+    id: ClusterOcid = Field(
+        description="Existing cluster OCID. Its version and type are read from OCI: the version must equal "
+        "kubernetesVersion, the type be ENHANCED_CLUSTER (the stack is sized by enhanced clusters' limits; a basic "
+        "cluster is refused with the `oci ce cluster update --type ENHANCED_CLUSTER` that upgrades it)."
+    )
     kubeconfig_endpoint: KubeconfigEndpoint = Field(
         "PUBLIC_ENDPOINT",
         alias="kubeconfigEndpoint",
-        description="Which API endpoint the generated kubeconfig uses (PRIVATE_ENDPOINT needs a machine in the VCN).",
+        description="Which API endpoint the generated kubeconfig uses (PRIVATE_ENDPOINT needs a machine in the VCN); "
+        "a created cluster uses its own (network.create.apiEndpointPublic).",
     )
     kubernetes_version: KubernetesVersion = Field(
         alias="kubernetesVersion", description="The node pools' Kubernetes version."
     )
-    cni_type: CniType = Field("FLANNEL_OVERLAY", alias="cniType")
-    pods_cidr: Cidr = Field(cidr.SEED_PODS_CIDR, alias="podsCidr")
-    services_cidr: Cidr = Field(cidr.OKE_DEFAULT_SERVICES_CIDR, alias="servicesCidr")
+    cni_type: CniType = Field("FLANNEL_OVERLAY", alias="cniType", description=_CNI)
+    pods_cidr: Cidr = Field(cidr.SEED_PODS_CIDR, alias="podsCidr", description=_PODS_CIDR)
+    services_cidr: Cidr = Field(
+        cidr.OKE_DEFAULT_SERVICES_CIDR, alias="servicesCidr", description=_SERVICES_CIDR
+    )
 
 
 class ClusterConfig(_Model):
@@ -334,9 +353,11 @@ class ClusterConfig(_Model):
 class Taint(_Model):
     """A taint the kubelet registers the node with."""
 
-    key: str
-    value: str = ""
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+    key: str = Field(description="A Kubernetes label key.")
+    value: str = Field("", description="A Kubernetes label value (may be empty).")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        "NoSchedule", description="PreferNoSchedule never keeps a pod off the node; the other two do."
+    )
 
     @model_validator(mode="after")
     def _valid(self) -> Taint:
@@ -444,15 +465,17 @@ class SriovPoolConfig(_Model):
 class NodePoolConfig(_Model):
     """One OKE managed node pool of GPU nodes: inside a compute cluster with RDMA rails, or (rdma: none) without."""
 
-    name: DnsLabel = Field(description="Pool name; also names its Pulumi resources.")
+    name: DnsLabel = Field(description="Pool name (a lowercase DNS label); also names its Pulumi resources.")
     shape: ShapeName = Field(
         DEFAULT_SHAPE,
-        description="GPU shape: bare metal for a pool with rails, a VM shape only with rdma: none.",
+        description="GPU shape of the catalog (a file in oke_gpu_rdma/shapes/, or shapeTopologies): bare metal "
+        "for a pool with rails, a VM shape only with rdma: none.",
     )
     count: StrictInt = Field(
         ge=1,
         le=MAX_NODES_PER_POOL,
-        description=f"Number of nodes (OKE: at most {MAX_NODES_PER_POOL} a pool).",
+        description=f"Number of nodes (OKE: at most {MAX_NODES_PER_POOL:,} a pool; all pools and the system pool "
+        f"at most {MAX_NODES_PER_CLUSTER:,}).",
     )
     image_id: ImageOcid = Field(
         alias="imageId", description="Custom image OCID (Ubuntu with DOCA-OFED and the GPU driver)."
@@ -460,18 +483,27 @@ class NodePoolConfig(_Model):
     availability_domain: str | None = Field(
         None,
         alias="availabilityDomain",
-        description="AD of the compute cluster and the nodes, e.g. Uocm:US-ASHBURN-AD-1. Required when the "
-        "compute cluster is created here.",
+        description="AD of the compute cluster and the nodes, in oci:region as OCI names it (<prefix>:US-ASHBURN-AD-1, "
+        "<prefix>:PHX-AD-2, <prefix>:EU-FRANKFURT-1-AD-3; AD 1 only in single-AD regions). Required when the "
+        "compute cluster is created here, and always with rdma: none.",
     )
     compute_cluster_id: ComputeClusterOcid | None = Field(
-        None, alias="computeClusterId", description="Use this compute cluster instead of creating one."
+        None,
+        alias="computeClusterId",
+        description="Use this compute cluster instead of creating one (its AD is looked up).",
     )
-    boot_volume_size_gbs: StrictInt = Field(500, ge=50, le=32768, alias="bootVolumeSizeGbs")
+    boot_volume_size_gbs: StrictInt = Field(
+        500, ge=50, le=32768, alias="bootVolumeSizeGbs", description="Boot volume in GB, 50 to 32768."
+    )
     labels: dict[str, str] = Field(default_factory=dict, description="Extra initial node labels.")
     taints: list[Taint] = Field(
-        default_factory=lambda: [GPU_TAINT], description="Taints registered by the kubelet."
+        default_factory=lambda: [GPU_TAINT],
+        description="Taints registered by the kubelet; one per key and effect (the API server refuses a node with two).",
     )
-    cycling: NodeCycling = Field(default_factory=lambda: NodeCycling())
+    cycling: NodeCycling = Field(
+        default_factory=lambda: NodeCycling(),
+        description="Node replacement on pool changes (docs/plan-and-upgrades.md, node cycling).",
+    )
     ssh_public_key: str | None = Field(
         None, alias="sshPublicKey", description="Public key for the node user."
     )
@@ -479,7 +511,10 @@ class NodePoolConfig(_Model):
         RdmaPath.DRANET,
         description="Where pods get the rails: dranet (DRA claims, GPUs from the GPU DRA driver), sriov (one VF "
         "per rail per pod from the NVIDIA Network Operator, GPUs from the GPU Operator's device plugin) or none (no "
-        "rails: GPUs only, from the device plugin; no compute cluster, e.g. an A10 inference pool).",
+        "rails: GPUs only, from the device plugin, e.g. an A10 inference pool VM.GPU.A10.1 or a GPU pool DRANET does "
+        "not select). A none pool gets no compute cluster (placed in its availabilityDomain on the worker subnet; no "
+        "computeClusterId), no RDMA cloud-init (only the OKE bootstrap with its taints), no claim templates and no DRA "
+        "driver, and its shape needs no topology.",
     )
     sriov: SriovPoolConfig | None = Field(
         None,
@@ -600,7 +635,7 @@ class DranetConfig(_Model):
         cidr.DEFAULT_CHILD_RANGE,
         alias="childRange",
         description=f"{dranet.CHILD_RANGE_OPTION}: the IPvlan child range of the rails (DRANET default "
-        f"{cidr.DEFAULT_CHILD_RANGE}).",
+        f"{cidr.DEFAULT_CHILD_RANGE}); passed to the chart only when not the default.",
     )
     native_infiniband: bool = Field(
         False, alias="nativeInfiniband", description="Rails are native InfiniBand: moveIBInterfaces false."
@@ -689,7 +724,8 @@ class NetworkOperatorConfig(_Model):
         False,
         alias="deployNfd",
         description="Deploy the chart's Node Feature Discovery (off: the cluster already runs NFD, e.g. the GPU "
-        "Operator's).",
+        "Operator's; the release then waits for the GPU Operator's NFD, whose CRD its NodeFeatureRule needs, and a "
+        "cluster the stack creates without the GPU Operator is refused).",
     )
     rdma_mode: RdmaMode = Field(
         "shared",
@@ -702,7 +738,11 @@ class NetworkOperatorConfig(_Model):
         alias="networkNamespace",
         description="Namespace of the NetworkAttachmentDefinitions, i.e. of the pods that use the VFs.",
     )
-    vf_pool: VfPoolConfig = Field(default_factory=lambda: VfPoolConfig(), alias="vfPool")
+    vf_pool: VfPoolConfig = Field(
+        default_factory=lambda: VfPoolConfig(),
+        alias="vfPool",
+        description="The NVIDIA IPAM IPPool of the VFs.",
+    )
 
 
 class ClaimTemplateConfig(_Model):
@@ -739,7 +779,9 @@ class AcceptanceJobsConfig(_Model):
     enabled: bool = Field(False, description="Deploy the acceptance jobs chosen below.")
     nccl: bool = Field(True, description="The MPI operator and the NCCL all_reduce MPIJob.")
     rail_bandwidth: bool = Field(
-        False, alias="railBandwidth", description="The two pods for the per-rail ib_write_bw test."
+        False,
+        alias="railBandwidth",
+        description="The rail test MPIJob (ib_write_bw on every rail); not together with nccl (both take every rail).",
     )
     image: str = Field(
         "iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
@@ -755,7 +797,7 @@ class AcceptanceJobsConfig(_Model):
         mpi_operator.DEFAULT_VERSION,
         alias="mpiOperatorVersion",
         description="Kubeflow MPI operator release; its manifest is applied from the release's commit at "
-        "apply time (oke_gpu_rdma/mpi_operator.py).",
+        "apply time; its facts must be in oke_gpu_rdma/mpi_operator_releases.json (tools/mpi_operator_facts.py).",
     )
     node_pool: DnsLabel | None = Field(
         None,
@@ -812,12 +854,16 @@ class WorkloadsConfig(_Model):
             ClaimTemplateConfig.model_validate({"name": "aligned-4gpu-8rails", "gpusPerWorker": 4}),
         ],
         alias="claimTemplates",
+        description="Aligned GPU/rail claim templates; a template's namespace of its own is created like "
+        "workloads.namespace.",
     )
     rails_only_template: DnsLabel | None = Field(
         "all-rails", alias="railsOnlyTemplate", description="Name of a template with every rail (null: none)."
     )
     acceptance_jobs: AcceptanceJobsConfig = Field(
-        default_factory=lambda: AcceptanceJobsConfig(), alias="acceptanceJobs"
+        default_factory=lambda: AcceptanceJobsConfig(),
+        alias="acceptanceJobs",
+        description="Jobs that gate the apply on the fabric's measured bandwidth (docs/kubernetes.md).",
     )
 
     @model_validator(mode="after")
@@ -849,10 +895,17 @@ class SystemPoolConfig(_Model):
         "already has somewhere to run them).",
     )
     name: DnsLabel = Field("system", description="Pool name (also its oke-gpu-rdma/node-pool label).")
-    shape: str = Field("VM.Standard.E5.Flex", description="An OKE-supported CPU shape.")
-    ocpus: StrictInt = Field(2, ge=1, le=94, description="OCPUs per node (flexible shapes).")
+    shape: str = Field(
+        "VM.Standard.E5.Flex", description="An OKE-supported CPU shape (a GPU shape is refused)."
+    )
+    ocpus: StrictInt = Field(
+        2,
+        ge=1,
+        le=94,
+        description="OCPUs per node: nodeShapeConfig of a flexible shape (a fixed shape gets none).",
+    )
     memory_gbs: StrictInt = Field(
-        16, ge=1, alias="memoryGbs", description="Memory per node in GB (flexible shapes)."
+        16, ge=1, alias="memoryGbs", description="Memory per node in GB, 1 to 64 per OCPU (flexible shapes)."
     )
     count: StrictInt = Field(
         2,
@@ -869,9 +922,12 @@ class SystemPoolConfig(_Model):
     availability_domains: list[str] = Field(
         default_factory=list,
         alias="availabilityDomains",
-        description="ADs to spread the nodes over (default: the GPU pools' availability domains).",
+        description="ADs to spread the nodes over, one placement per AD on the worker subnet (default: the GPU "
+        "pools' availability domains; list them, so removing a GPU pool does not move the system pool).",
     )
-    boot_volume_size_gbs: StrictInt = Field(50, ge=50, le=32768, alias="bootVolumeSizeGbs")
+    boot_volume_size_gbs: StrictInt = Field(
+        50, ge=50, le=32768, alias="bootVolumeSizeGbs", description="Boot volume in GB, 50 to 32768."
+    )
 
     @property
     def flexible(self) -> bool:
@@ -896,7 +952,9 @@ class StackConfig(_Model):
     """Everything one stack declares."""
 
     compartment_id: CompartmentOcid = Field(
-        alias="compartmentId", description="Compartment (or the tenancy) of every resource."
+        alias="compartmentId",
+        description="Compartment OCID of every resource (ocid1.compartment.<realm>..<id>); a tenancy OCID means "
+        "the root compartment (the IAM statement then says `in tenancy`).",
     )
     network: NetworkConfig
     cluster: ClusterConfig
@@ -913,7 +971,11 @@ class StackConfig(_Model):
         description="PCIe topology per shape for shapes the catalog has not verified "
         "(format: oke_gpu_rdma/topology.py).",
     )
-    gpu_operator: GpuOperatorConfig = Field(default_factory=lambda: GpuOperatorConfig(), alias="gpuOperator")
+    gpu_operator: GpuOperatorConfig = Field(
+        default_factory=lambda: GpuOperatorConfig(),
+        alias="gpuOperator",
+        description="Its driver stays off: the custom image has it.",
+    )
     home_region: Region | None = Field(
         None,
         alias="homeRegion",

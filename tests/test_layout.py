@@ -24,7 +24,7 @@ from stack_config.model import StackConfig
 import oke_rdma_policies  # isort: skip
 
 ROOT = Path(__file__).resolve().parent.parent
-# The four jobs' packages (README, "Architecture") and the packaging and CI helpers.
+# The four jobs' packages (docs/contributing/architecture.md) and the packaging and CI helpers.
 PRODUCT = [
     "__main__.py",
     "components",
@@ -257,10 +257,12 @@ def test_the_sdk_adapter_is_where_the_private_sdk_names_are() -> None:
     assert private, "sdk_adapter.py uses no SDK internals any more: drop it and its exemption"
 
 
+ARCHITECTURE = ROOT / "docs" / "contributing" / "architecture.md"
+
+
 def _architecture_tree() -> Iterator[str]:
-    """The paths the README's layout tree names: top-level entries and the entries indented under them."""
-    readme = (ROOT / "README.md").read_text()
-    block = readme.split("## Architecture", 1)[1].split("```", 2)[1]
+    """The paths the architecture page's layout tree names: top-level entries and the entries under them."""
+    block = ARCHITECTURE.read_text().split("```", 2)[1]
     parent = ""
     for line in block.splitlines():
         match = re.match(r"^( {0,2})(\S+)(?: {2,}|$)", line)
@@ -274,48 +276,40 @@ def _architecture_tree() -> Iterator[str]:
             yield parent + name
 
 
-def test_every_path_the_readme_names_exists() -> None:
-    readme = (ROOT / "README.md").read_text()
-    # Paths in the prose that start at a folder of the repository (not rendered/<a user's stack>/, not
-    # a path on a node).
-    folders = (
-        "components",
-        "stack_config",
-        "preview",
-        "oke_gpu_rdma",
-        "policies",
-        "tools",
-        "tests",
-        "examples",
-    )
-    named = set(_architecture_tree()) | {
-        path
-        for path in re.findall(r"[\w./-]+/[\w.-]+\.(?:py|sh|json|yaml|md)\b", readme)
-        if path.split("/")[0] in folders
-    }
-    missing = sorted(p for p in named if "<" not in p and not (ROOT / p).exists())
+def test_every_path_of_the_layout_tree_exists() -> None:
+    missing = sorted(p for p in _architecture_tree() if not (ROOT / p).exists())
     assert missing == []
 
 
-def test_the_readme_maps_each_job_to_its_package() -> None:
-    readme = (ROOT / "README.md").read_text()
-    jobs = readme.split("## Architecture", 1)[1].split("```", 1)[0]
-    for package in (
-        "`components/`",
-        "`stack_config/`",
-        "`preview/`",
-        "`preview/plan/`",
-        "`oke_gpu_rdma/claims/`",
-        "`policies/`",
-    ):
-        assert package in jobs
+def test_the_layout_tree_names_every_package_and_module_of_the_product() -> None:
+    # A module added without its line in the tree is a map that no longer matches the territory.
+    named = set(_architecture_tree())
+    folders = {p for p in named if p.endswith("/")}
+    unnamed = sorted(
+        str(path.relative_to(ROOT))
+        for package in ("stack_config", "components", "oke_gpu_rdma", "preview")
+        for path in (ROOT / package).glob("*.py")
+        if path.name != "__init__.py"
+        and path.name != "__main__.py"
+        and str(path.relative_to(ROOT)) not in named
+        and not any(str(path.relative_to(ROOT)).startswith(f) and f.count("/") > 1 for f in folders)
+    )
+    assert unnamed == []
 
 
-def test_the_readme_documents_every_rdma_path_of_a_node_pool() -> None:
-    readme = (ROOT / "README.md").read_text()
-    (row,) = [line for line in readme.splitlines() if line.startswith("| `nodePools[].rdma` |")]
-    assert [p.value for p in sriov.RdmaPath if f"`{p.value}`" not in row] == []
-    assert "no compute cluster" in row and "device plugin" in row
+def test_the_architecture_page_maps_each_job_to_its_package() -> None:
+    jobs = ARCHITECTURE.read_text().split("```", 1)[0]
+    table = [line for line in jobs.splitlines() if line.startswith("| ")][1:]  # rows under the header
+    packages = {p for row in table for p in re.findall(r"`([\w./]+/)`", row.split("|")[2])}
+    assert {
+        "components/",
+        "stack_config/",
+        "preview/",
+        "preview/plan/",
+        "oke_gpu_rdma/claims/",
+        "policies/",
+    } <= packages
+    assert sorted(p for p in packages if not (ROOT / p).is_dir()) == []
 
 
 # The program's own modules: what `pulumi up` runs from the project's venv, which the CLI fills from

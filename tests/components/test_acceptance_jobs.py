@@ -10,7 +10,6 @@ import pytest
 from components.acceptance_jobs import EXPECTED_NCCL, EXPECTED_RAILS, SCRIPTS, _moved_objects
 from oke_gpu_rdma import mpi_operator
 from oke_gpu_rdma.nccl import NCCL_FORBIDDEN_WITH_DRANET, NCCL_SETTINGS
-from preview.mock_runtime import ROOT
 from stack_config.model import AcceptanceJobsConfig
 from tests.support import Run, raw_config
 
@@ -204,12 +203,6 @@ def test_a_threshold_must_be_positive(run_stack: Callable[..., Run], key: str, v
         run_stack("dev", with_jobs(**{key: value}))
     (line,) = str(caught.value).splitlines()[1:]
     assert line.startswith(f"  stacks/Pulumi.dev.yaml: workloads.acceptanceJobs.{key} = {value}: ")
-
-
-def test_every_acceptance_setting_is_in_the_readme() -> None:
-    readme = (ROOT / "README.md").read_text()
-    for name, field in AcceptanceJobsConfig.model_fields.items():
-        assert f"| `workloads.acceptanceJobs.{field.alias or name}` |" in readme, name
 
 
 def test_jobs_on_a_pool_of_a_second_shape_use_that_shapes_templates(run_stack: Callable[..., Run]) -> None:

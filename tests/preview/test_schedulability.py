@@ -380,7 +380,7 @@ def test_an_existing_cluster_is_told_which_operator_setting_it_needs(tmp_path: P
     result = run_cli("dev", rendered=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (
-        "GPU Operator: this cluster's own operator must have these settings (README, GPU Operator):\n"
+        "GPU Operator: this cluster's own operator must have these settings (docs/gpu-operator-and-scheduling.md):\n"
         "  the cluster's GPU Operator (not managed by this stack, gpuOperator.enabled: false) needs its device "
         "plugin off: Helm value devicePlugin.enabled=false"
     ) in result.stdout
