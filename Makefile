@@ -23,9 +23,10 @@ STACKS := $(sort $(patsubst examples/Pulumi.%.yaml,%,$(wildcard examples/Pulumi.
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
 # The plan starts from rendered/<stack>/ as committed at this git ref; CI passes the pull request's
-# base commit. SUMMARY=<file> appends each stack's plan there as Markdown (a CI job summary).
+# base commit. SUMMARY=<file> adds each stack's plan there as Markdown (a CI job summary; stacks
+# without changes share one closing line). SHOW_SAMES=1 lists unchanged resources in the tree too.
 BASE ?= HEAD
-PLAN_ARGS = --base $(BASE) $(if $(SUMMARY),--summary "$(SUMMARY)")
+PLAN_ARGS = --base $(BASE) $(if $(SUMMARY),--summary "$(SUMMARY)") $(if $(SHOW_SAMES),--show-sames)
 # The policy pack runs from policies/ with a virtualenv of its own, as the Pulumi CLI starts it.
 PACK_VENV := policies/venv
 PACK_STAMP := $(PACK_VENV)/.installed
@@ -52,7 +53,7 @@ export PYTHONDONTWRITEBYTECODE :=
 .PHONY: help preview render topology test lint typecheck unit bench pack clean
 
 help:
-	@echo "make preview [STACK=dev] [BASE=HEAD]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: plan against rendered/<stack>/ at BASE, rendered/<stack>/, policy findings"
+	@echo "make preview [STACK=dev] [BASE=HEAD] [SHOW_SAMES=1]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: plan against rendered/<stack>/ at BASE, rendered/<stack>/, policy findings"
 	@echo "make render               make preview for every stack: rendered/<stack>/ for all of them"
 	@echo "make topology SLICES=<file> [NODE=<node>] [SHAPE=<shape>] [NODES=<file>]  the shapeTopologies entry of a node's shape, from \`kubectl get resourceslices -o yaml\` (the shape: SHAPE=, or NODES=\`kubectl get nodes -o yaml\`, when the slices do not name it)"
 	@echo "make test                 ruff, mypy, actionlint and pytest"
