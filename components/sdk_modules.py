@@ -25,7 +25,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-SDK_ROOTS = ("pulumi_oci", "pulumi_kubernetes")
+import pulumi_kubernetes
+import pulumi_oci
+
+SDK_ROOTS = (pulumi_oci, pulumi_kubernetes)
 # Where the generated SDKs keep what no resource module of its own name defines.
 _SHARED_MODULES = ("_inputs", "outputs", "_enums")
 _STAR_IMPORT = re.compile(r"^from \.(\w+) import \*$", re.MULTILINE)
@@ -109,8 +112,7 @@ def _child(parent: ModuleType, attr: str) -> ModuleType:
 
 def defer_sdk_packages() -> None:
     """Make the SDKs' service packages resolve names one module at a time (see the module's doc)."""
-    for root_name in SDK_ROOTS:
-        root = importlib.import_module(root_name)
+    for root in SDK_ROOTS:
         for attr, value in list(vars(root).items()):
             # Only what the root loads lazily and nothing has loaded yet (a LazyLoader module keeps its
             # class until first use; type() does not trigger the load).
