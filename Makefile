@@ -39,13 +39,14 @@ PROVIDER_STAMP := $(PROVIDER_VENV)/.installed
 PACK_OUT ?= build/policy-pack
 # Its version: the release tag vX.Y.Z on HEAD unless given.
 PACK_VERSION ?=
-# pytest-xdist workers, by measurement on this machine: `make bench-test` times the suite serial and
-# with workers and writes the fastest count to $(JOBS_FILE), which `make test` then uses. Unmeasured, two
-# per core: measured on 2 shared cores, serial 203 s, 4 workers 88 s (the suite waits on subprocesses
-# and started policy packs, not only on CPU). Each test file stays on one worker, so module fixtures
-# (a started policy pack, a built one with its venv) are made once. `make test JOBS=n` overrides.
+# pytest-xdist workers, by measurement on this machine: `make bench-test` times the suite serial, with
+# one worker per core and with two, and writes the fastest count to $(JOBS_FILE), which `make test` then
+# uses. Unmeasured, one per core: on 2 shared cores it measured serial 121 s, 2 workers 67 s, 4 workers
+# 76 s (the suite waits on subprocesses and started policy packs, so workers pay even there). Each test
+# file stays on one worker, so module fixtures (a started policy pack, a built one with its venv) are
+# made once. `make test JOBS=n` overrides.
 JOBS_FILE := $(VENV)/.test-jobs
-JOBS ?= $(shell cat $(JOBS_FILE) 2>/dev/null || echo $$(( 2 * $$(nproc) )))
+JOBS ?= $(shell cat $(JOBS_FILE) 2>/dev/null || nproc)
 
 # pip compiles the bytecode of all it installs (most of its time: pulumi-oci is 330 MB of Python);
 # uv leaves it to the first import. So let Python write it then, even where PYTHONDONTWRITEBYTECODE

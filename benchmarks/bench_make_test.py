@@ -1,8 +1,8 @@
 """Wall time of `make test`'s pytest, serial against pytest-xdist workers, on this machine.
 
 `make test` takes its worker count from this measurement: `make bench-test` runs this with
-`--write venv/.test-jobs` and the Makefile reads the fastest count from there (unmeasured it uses two
-per core, what this measured on 2 shared cores). The suite waits on subprocesses (fresh interpreters
+`--write venv/.test-jobs` and the Makefile reads the fastest count from there (unmeasured it uses one
+per core, what this measured fastest on 2 shared cores). The suite waits on subprocesses (fresh interpreters
 of the preview, started policy packs and providers), so more workers than cores can pay. Prints the
 figures; it does not assert, because wall time depends on the machine.
 """
