@@ -23,9 +23,10 @@ STACKS := $(sort $(patsubst examples/Pulumi.%.yaml,%,$(wildcard examples/Pulumi.
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 DEV_STAMP := $(VENV)/.installed-dev
 # The plan starts from rendered/<stack>/ as committed at this git ref; CI passes the pull request's
-# base commit. SUMMARY=<file> appends each stack's plan there as Markdown (a CI job summary).
+# base commit. SUMMARY=<file> adds each stack's plan there as Markdown (a CI job summary; stacks
+# without changes share one closing line). SHOW_SAMES=1 lists unchanged resources in the tree too.
 BASE ?= HEAD
-PLAN_ARGS = --base $(BASE) $(if $(SUMMARY),--summary "$(SUMMARY)")
+PLAN_ARGS = --base $(BASE) $(if $(SUMMARY),--summary "$(SUMMARY)") $(if $(SHOW_SAMES),--show-sames)
 # The policy pack runs from policies/ with a virtualenv of its own, as the Pulumi CLI starts it.
 PACK_VENV := policies/venv
 PACK_STAMP := $(PACK_VENV)/.installed
@@ -38,10 +39,14 @@ PROVIDER_STAMP := $(PROVIDER_VENV)/.installed
 PACK_OUT ?= build/policy-pack
 # Its version: the release tag vX.Y.Z on HEAD unless given.
 PACK_VERSION ?=
-# pytest-xdist workers: on 2 shared cores they cost a third more CPU than they save in time, so
-# only bigger machines use them (`make test JOBS=4` chooses). Each test file stays on one worker,
-# so module fixtures (a started policy pack, a built one with its venv) are made once.
-JOBS ?= $(shell [ "$$(nproc)" -gt 2 ] && echo auto || echo 0)
+# pytest-xdist workers, by measurement on this machine: `make bench-test` times the suite serial, with
+# one worker per core and with two, and writes the fastest count to $(JOBS_FILE), which `make test` then
+# uses. Unmeasured, one per core: on 2 shared cores it measured serial 121 s, 2 workers 67 s, 4 workers
+# 76 s (the suite waits on subprocesses and started policy packs, so workers pay even there). Each test
+# file stays on one worker, so module fixtures (a started policy pack, a built one with its venv) are
+# made once. `make test JOBS=n` overrides.
+JOBS_FILE := $(VENV)/.test-jobs
+JOBS ?= $(shell cat $(JOBS_FILE) 2>/dev/null || nproc)
 
 # pip compiles the bytecode of all it installs (most of its time: pulumi-oci is 330 MB of Python);
 # uv leaves it to the first import. So let Python write it then, even where PYTHONDONTWRITEBYTECODE
@@ -49,15 +54,17 @@ JOBS ?= $(shell [ "$$(nproc)" -gt 2 ] && echo auto || echo 0)
 # (15 s instead of 4 s to import what the program uses).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help preview render topology docs test lint typecheck unit bench pack clean
+.PHONY: help preview render topology docs test lint typecheck unit bench bench-test venvs pack clean
 
 help:
-	@echo "make preview [STACK=dev] [BASE=HEAD]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: plan against rendered/<stack>/ at BASE, rendered/<stack>/, policy findings"
+	@echo "make preview [STACK=dev] [BASE=HEAD] [SHOW_SAMES=1]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: plan against rendered/<stack>/ at BASE, rendered/<stack>/, policy findings"
 	@echo "make render               make preview for every stack: rendered/<stack>/ for all of them"
 	@echo "make topology SLICES=<file> [NODE=<node>] [SHAPE=<shape>] [NODES=<file>]  the shapeTopologies entry of a node's shape, from \`kubectl get resourceslices -o yaml\` (the shape: SHAPE=, or NODES=\`kubectl get nodes -o yaml\`, when the slices do not name it)"
 	@echo "make docs                 docs/reference/ from the stack config model and the policy registry"
 	@echo "make test                 ruff, mypy, actionlint and pytest"
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
+	@echo "make bench-test           time make test's pytest serial and with workers; make test then uses the fastest"
+	@echo "make venvs                the program's and the policy pack's virtualenvs only (what pulumi up runs with)"
 	@echo "make pack [PACK_OUT=dir] [PACK_VERSION=X.Y.Z]  the policy pack with the domain library vendored, ready to publish (version: the release tag on HEAD)"
 
 $(UV):
@@ -83,6 +90,9 @@ $(PROVIDER_STAMP): provider/requirements.txt pyproject.toml | $(UV)
 	test -x $(PROVIDER_VENV)/bin/python || $(PYTHON) -m venv $(PROVIDER_VENV)
 	cd provider && ../$(UV_INSTALL) --python venv/bin/python -r requirements.txt
 	touch $@
+
+# What `pulumi up` and `pulumi preview` run in CI: the program's venv/ and the pack's policies/venv, by uv.
+venvs: $(RUNTIME_STAMP) $(PACK_STAMP)
 
 preview: $(RUNTIME_STAMP)
 	$(PY) -m preview --stack $(STACK) $(PLAN_ARGS)
@@ -117,6 +127,9 @@ unit: $(DEV_STAMP) $(PACK_STAMP) $(PROVIDER_STAMP)
 
 bench: $(RUNTIME_STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+bench-test: $(DEV_STAMP) $(PACK_STAMP) $(PROVIDER_STAMP)
+	$(PY) benchmarks/bench_make_test.py --write $(JOBS_FILE)
 
 clean:
 	rm -rf $(VENV) $(PACK_VENV) $(PROVIDER_VENV) build .pytest_cache .mypy_cache .ruff_cache

@@ -100,7 +100,7 @@ network = Network(
         config.network,
         vcn_native_pods=cluster_spec.cni_type == "OCI_VCN_IP_NATIVE",
         display_prefix=f"{stack}-network",
-        protect=config.protect,
+        protect=config.protect.network,
     ),
     opts=renamed("network"),
 )
@@ -113,7 +113,7 @@ cluster = OkeCluster(
         api_endpoint_subnet_id=network.api_endpoint_subnet_id,
         load_balancer_subnet_id=network.load_balancer_subnet_id,
         api_endpoint_public=bool(config.network.create and config.network.create.api_endpoint_public),
-        protect=config.protect,
+        protect=config.protect.cluster,
     ),
     opts=renamed("oke"),
 )
@@ -151,7 +151,7 @@ pools = {
             pool_target,
             gpus_from_dra=config.gpu_driver.enabled,
             sriov_rdma_mode=config.network_operator.rdma_mode,
-            protect=config.protect,
+            protect=config.protect.gpu_pools,
         ),
         opts=pulumi.ResourceOptions(depends_on=pool_dependencies),
     )
@@ -165,7 +165,9 @@ if config.creates_system_pool:
     system_nodes.append(
         SystemNodePool(
             config.system_pool.name,
-            system_pool_args(config.system_pool, pool_target, config.system_pool_ads, config.protect),
+            system_pool_args(
+                config.system_pool, pool_target, config.system_pool_ads, config.protect.system_pool
+            ),
         )
     )
 

@@ -6,6 +6,10 @@ pauses inside the timing (the benchmark's own claim dicts are frozen out of the 
 the five slowest claims with their requests and constraints; and the time for 2,000 distinct claims
 judged one after the other (CEL results are cached per selector, as in a policy run). Figures only;
 tests assert behaviour.
+
+Cold and warm apart (issue 25): cold is each claim's first judging in this process, nothing about it
+seen before (its selectors' CEL compiled on first sight, the claim's own caches empty); warm is the same
+claims judged again. Target: cold p99 under 5 ms.
 """
 
 from __future__ import annotations
@@ -185,8 +189,6 @@ def main() -> None:
     inv = node_inventory(b4)
     population = claims(n)
     distinct = claims(2000, seed=2026)
-    for claim in population[:50]:
-        judge_claim(claim, b4, inventory=inv)  # warm the CEL caches
     # The claim dicts above are the benchmark's data (about 20 objects per claim), not the judge's. Left to
     # the cyclic GC, one full collection walks all of them inside some claim's timing (~100 ms on this
     # machine); a policy run holds its resources too, but not 7,000 claims. Freeze them, and report the
@@ -205,15 +207,29 @@ def main() -> None:
         cpu = (time.process_time() - cpu) * 1000
         samples.append(((time.perf_counter() - start) * 1000, cpu, verdict.kind, verdict.nodes_visited, i))
         kinds[verdict.kind] += 1
+    warm: list[float] = []
+    warm_cpu: list[float] = []
+    for claim in population:
+        start, cpu = time.perf_counter(), time.process_time()
+        judge_claim(claim, b4, inventory=inv)
+        warm_cpu.append((time.process_time() - cpu) * 1000)
+        warm.append((time.perf_counter() - start) * 1000)
     gc.callbacks.remove(watch)
     gc.collect()
-    kept = len(gc.get_objects()) - tracked - len(samples) - len(kinds)  # less what this loop keeps
+    kept = len(gc.get_objects()) - tracked - len(samples) - len(kinds) - 2 * len(warm)  # less what this keeps
     print(f"judge ({Path(oke_gpu_rdma.__file__).parent}) on {b4.shape}: {len(population)} claims")
     print("  adversarial ones included, every claim counted")
-    print(f"  per claim, wall: {_percentiles([s[0] for s in samples])}")
+    cold = [s[0] for s in samples]
+    ordered = sorted(cold)
+    cold_p99 = ordered[math.ceil(len(ordered) * 0.99) - 1]
+    print(f"  per claim, wall, cold (first time seen): {_percentiles(cold)}")
+    print(f"  per claim, wall, warm (seen before):     {_percentiles(warm)}")
+    print(f"  cold p99 {cold_p99:.2f} ms (target < 5 ms): {'met' if cold_p99 < 5 else 'NOT met'}")
     print(
-        f"  per claim, CPU:  {_percentiles([s[1] for s in samples])} (this process only; the machine is shared)"
+        f"  per claim, CPU, cold: {_percentiles([s[1] for s in samples])} (this process only; the machine is "
+        "shared)"
     )
+    print(f"  per claim, CPU, warm: {_percentiles(warm_cpu)}")
     print(f"  kinds: {', '.join(f'{k} {n}' for k, n in kinds.most_common())}")
     print(
         f"  gc: {frozen} objects (claims, caches) frozen before timing; while timing {watch.full} full "

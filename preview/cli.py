@@ -170,16 +170,45 @@ def tree_lines(resources: list[RecordedResource]) -> list[tuple[str, str, str]]:
     return rows
 
 
-def format_report(run: ProgramRun, plan: change_plan.Plan | None = None) -> str:
+SHOW_SAMES_HINT = "--show-sames, or make preview SHOW_SAMES=1, lists them"
+
+
+def shown_resources(
+    resources: list[RecordedResource], plan: change_plan.Plan | None, show_sames: bool
+) -> list[RecordedResource]:
+    """The tree's rows: as `pulumi preview` shows them, the resources with a step and their ancestors (for
+    the tree's shape); unchanged ones only when asked. pulumi/pulumi pkg/backend/display/progress.go
+    drops a row that `HideRowIfUnnecessary` (a `same` step without --show-sames) unless it has shown
+    children."""
+    if plan is None or show_sames:
+        return resources
+    same = {s.record.urn for s in plan.steps if s.op == "same" and not s.notes}
+    by_urn = {r.urn: r for r in resources}
+    kept: set[str] = set()
+    for r in resources:
+        if r.urn in same:
+            continue
+        current: RecordedResource | None = r
+        while current is not None and current.urn not in kept:
+            kept.add(current.urn)
+            current = by_urn.get(current.parent)
+    return [r for r in resources if r.urn in kept]
+
+
+def format_report(run: ProgramRun, plan: change_plan.Plan | None = None, show_sames: bool = False) -> str:
     """The CLI's preview: GPU node impact first, the tree with each resource's step, the plan, the counts.
 
-    Without a plan (no base) every resource is a create.
+    Without a plan (no base) every resource is a create. Unchanged resources are a count (`Resources:`)
+    unless ``show_sames``; the tree keeps the ancestors of what changes, for its shape.
     """
-    rows = tree_lines(run.resources)
+    shown = shown_resources(run.resources, plan, show_sames)
+    rows = tree_lines(shown)
     steps = {s.record.urn: s for s in plan.steps if s.op != "delete"} if plan else {}
     deleted = [s for s in plan.steps if s.op == "delete"] if plan else []
-    width = max(len(t) for _, t, _ in [*rows, *(("", s.record.type, "") for s in deleted)]) + 2
-    names = max(len(n) for _, _, n in rows) + 2
+    # Columns as wide as the whole tree's, so that a row sits where --show-sames would put it.
+    every = tree_lines(run.resources)
+    width = max(len(t) for _, t, _ in [*every, *(("", s.record.type, "") for s in deleted)]) + 2
+    names = max(len(n) for _, _, n in every) + 2
     lines = [f"Previewing update ({run.stack}) offline: Pulumi mock runtime, nothing was sent to a cloud"]
     if plan is not None:
         impact = gpu_impact.gpu_node_lines(plan)
@@ -191,6 +220,9 @@ def format_report(run: ProgramRun, plan: change_plan.Plan | None = None) -> str:
         symbol, info = (step.symbol, _tree_info(step)) if step else ("+", "")
         lines.append(f" {symbol:<3} {type_column:<{width}}{name:<{names}}{info}".rstrip())
     lines += [f" {s.symbol:<3} {s.record.type:<{width}}{s.record.name:<{names}}delete" for s in deleted]
+    hidden = sum(1 for r in run.resources if r.urn in steps) - sum(1 for r in shown if r.urn in steps)
+    if hidden:
+        lines.append(f"     ({hidden} other unchanged resources not shown: {SHOW_SAMES_HINT})")
     if plan is not None:
         lines += ["", *change_plan.plan_lines(plan), *not_shown_lines(plan)]
     if run.outputs:
@@ -256,6 +288,9 @@ def not_shown_lines(plan: change_plan.Plan) -> list[str]:
     return lines
 
 
+NO_CHANGES = "**No changes:** "
+
+
 def summary_markdown(stack: str, plan: change_plan.Plan) -> str:
     """The plan for a CI job summary (GitHub Markdown): GPU node impact, plan lines, counts."""
     impact = gpu_impact.gpu_node_lines(plan)
@@ -266,6 +301,28 @@ def summary_markdown(stack: str, plan: change_plan.Plan) -> str:
         *change_plan.summary_lines(plan),
     ]
     return f"### Change plan: `{stack}`\n\n```text\n" + "\n".join(body) + "\n```\n\n"
+
+
+def append_summary(path: Path, stack: str, plan: change_plan.Plan) -> None:
+    """Add ``stack`` to the CI job summary at ``path``: a section if its plan changes anything, else its
+    name on the summary's one closing line of stacks without changes.
+
+    Each stack's preview is its own process (`make render`), so the closing line is read back and
+    rewritten: it stays last, after every section, however the stacks are ordered.
+    """
+    text = path.read_text() if path.exists() else ""
+    body, _, last = text.rstrip("\n").rpartition("\n")
+    unchanged: list[str] = []
+    if last.startswith(NO_CHANGES):
+        unchanged = [name.strip("` ") for name in last[len(NO_CHANGES) :].split(",")]
+        text = body + "\n" if body else ""
+    if plan.has_changes():
+        text += summary_markdown(stack, plan)
+    else:
+        unchanged.append(stack)
+    if unchanged:
+        text += NO_CHANGES + ", ".join(f"`{name}`" for name in unchanged) + "\n"
+    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -285,7 +342,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--base-dir", type=Path, default=None, help="a rendering folder to start from instead of --base"
     )
-    parser.add_argument("--summary", type=Path, default=None, help="append the plan as Markdown to this file")
+    parser.add_argument(
+        "--summary",
+        type=Path,
+        default=None,
+        help="add the plan as Markdown to this file (a stack without changes: its name on one closing line)",
+    )
+    parser.add_argument(
+        "--show-sames",
+        action="store_true",
+        help="list unchanged resources in the tree too (as pulumi preview's)",
+    )
     args = parser.parse_args(argv)
     try:
         # Read the base first: a --base that names no commit fails before the run, and --base-dir may be
@@ -302,10 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     loaded: dict[str, Any] = {}
     files = rendered_files(result, loaded)
     plan = plan_against(files, loaded, base)
-    print(format_report(result.run, plan))
+    print(format_report(result.run, plan, args.show_sames))
     if args.summary is not None:
-        with args.summary.open("a") as summary:
-            summary.write(summary_markdown(args.stack, plan))
+        append_summary(args.summary, args.stack, plan)
     where = args.rendered / args.stack
     rendering.write_files(files, where)
     shown = _shown(where) if where.is_relative_to(ROOT) else str(where)
@@ -339,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
         # As `pulumi preview` does: the engine reports a protected replacement or delete as an error.
         names = ", ".join(s.record.name for s in plan.refused())
         print(
-            f"error: preview failed: protected resources would be replaced or deleted: {names}",
+            f"error: preview failed: protected resources would be replaced or deleted: {names} "
+            f"(set {change_plan.protect_setting(*plan.refused())} in the stack file to allow it)",
             file=sys.stderr,
         )
         return 1

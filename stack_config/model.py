@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    TypeAdapter,
+    model_validator,
+)
 
 from oke_gpu_rdma import cidr_rules as cidr
-from oke_gpu_rdma import mpi_operator
+from oke_gpu_rdma import mpi_operator, resource_types
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, RDMA_PATH_LABEL
@@ -948,6 +958,44 @@ class SystemPoolConfig(_Model):
         return self
 
 
+def _protect_all(value: Any) -> Any:
+    """`protect: true|false` (the stack-wide switch it always was) sets every kind at once."""
+    if isinstance(value, Mapping):
+        return value
+    try:
+        every = TypeAdapter(bool).validate_python(value)
+    except ValueError:
+        raise ValueError(
+            "takes true, false, or a mapping of {network, cluster, gpuPools, systemPool} to true or false"
+        ) from None
+    return {"network": every, "cluster": every, "gpuPools": every, "systemPool": every}
+
+
+class ProtectConfig(_Model):
+    """What the program marks `protect` (the engine then refuses to replace or delete it), per kind.
+
+    One switch per component kind, so that a deliberate change to one kind (moving a GPU pool to
+    another availability domain) does not unprotect the others (the VCN, the cluster).
+    """
+
+    network: bool = Field(True, description="The created VCN, its subnets, gateways and route tables.")
+    cluster: bool = Field(True, description="The created OKE cluster.")
+    gpu_pools: bool = Field(
+        True, alias="gpuPools", description="The GPU node pools and their compute clusters."
+    )
+    system_pool: bool = Field(True, alias="systemPool", description="The system (CPU) node pool.")
+
+
+# Which key of `protect` each component of the program takes its flag from (__main__.py passes them):
+# how the plan names the setting that lifts a refusal.
+PROTECT_KEY_OF_COMPONENT = {
+    resource_types.NETWORK_COMPONENT: "network",
+    resource_types.CLUSTER_COMPONENT: "cluster",
+    resource_types.NODE_POOL_COMPONENT: "gpuPools",
+    resource_types.SYSTEM_POOL_COMPONENT: "systemPool",
+}
+
+
 class StackConfig(_Model):
     """Everything one stack declares."""
 
@@ -982,10 +1030,12 @@ class StackConfig(_Model):
         description="The tenancy's home region (e.g. us-ashburn-1): OCI writes IAM policies only there. "
         "Required when createComputeClusterPolicy is on.",
     )
-    protect: bool = Field(
-        True,
-        description="Protect what is expensive to lose (the created VCN and cluster, the compute clusters, the "
-        "GPU node pools) from deletion; set false for a deliberate teardown.",
+    protect: Annotated[ProtectConfig, BeforeValidator(_protect_all)] = Field(
+        default_factory=lambda: ProtectConfig(),
+        description="Protect what is expensive to lose from replacement and deletion: `true` (the default) "
+        "or `false` for every kind, or per kind `{network, cluster, gpuPools, systemPool}` (each true "
+        "unless set false), e.g. `{gpuPools: false}` to move a GPU pool while the VCN and cluster stay "
+        "protected; set false for a deliberate teardown.",
     )
     system_pool: SystemPoolConfig = Field(default_factory=lambda: SystemPoolConfig(), alias="systemPool")
     create_compute_cluster_policy: bool = Field(

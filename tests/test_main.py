@@ -263,3 +263,23 @@ def test_a_number_python_cannot_read_is_a_message_not_a_traceback() -> None:
         "  stacks/Pulumi.dev.yaml: nodePools is JSON with an integer of 5000 digits; no setting takes a number "
         "that large",
     ]
+
+
+@pytest.mark.parametrize(
+    ("protect", "unprotected"),
+    [
+        (True, set()),
+        (False, {"network-vcn", "oke-cluster", "gpu-b4-a-nodes", "gpu-b4-a-compute-cluster", "system-nodes"}),
+        ({"gpuPools": False}, {"gpu-b4-a-nodes", "gpu-b4-a-compute-cluster"}),
+        ({"network": False, "systemPool": False}, {"network-vcn", "system-nodes"}),
+    ],
+)
+def test_each_kind_takes_its_own_protect_flag(
+    run_stack: Callable[..., Run], protect: object, unprotected: set[str]
+) -> None:
+    raw = raw_config("full")
+    raw["protect"] = protect
+    run = run_stack("full", raw)
+    kinds = {"network-vcn", "oke-cluster", "gpu-b4-a-nodes", "gpu-b4-a-compute-cluster", "system-nodes"}
+    found = {r.name: bool(r.options.get("protect")) for r in run.resources if r.name in kinds}
+    assert found == {name: name not in unprotected for name in kinds}

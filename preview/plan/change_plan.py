@@ -22,6 +22,7 @@ import yaml
 
 from oke_gpu_rdma import mpi_operator, resource_types
 from preview.rendering import RESOURCES
+from stack_config.model import PROJECT, PROTECT_KEY_OF_COMPONENT
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 
 from . import kube_provider, replace_rules
@@ -155,6 +156,8 @@ class Step:
     error: str = ""
     """The error `pulumi preview` reports for this step (a protected resource it must not replace or
     delete); `pulumi up` stops there."""
+    protect_key: str = ""
+    """The key of `oke-gpu-rdma:protect` this resource's protection comes from ("" if none names it)."""
 
     @property
     def symbol(self) -> str:
@@ -182,6 +185,10 @@ class Plan:
 
     def changed(self) -> list[Step]:
         return [s for s in self.steps if s.op != "same"]
+
+    def has_changes(self) -> bool:
+        """Anything `pulumi up` would do or record: a step, an option change (notes), the pack config."""
+        return bool(self.changed() or self.pack_config_changes or any(s.notes for s in self.steps))
 
     def step(self, name: str) -> Step:
         (found,) = [s for s in self.steps if s.record.name == name]
@@ -342,7 +349,7 @@ def build(base: Rendering | None, new: Rendering, base_description: str) -> Plan
                 )
             )
         if bool(old.options.get("protect")) != bool(record.options.get("protect")):
-            step.notes.append(f"protect: {old.protect} => {record.protect}")
+            step.notes.append(f"protect: {str(old.protect).lower()} => {str(record.protect).lower()}")
         steps.append(step)
     labels = new.by_label()
     providers = {label: r for label, r in labels.items() if r.type.startswith("pulumi:providers:")}
@@ -359,10 +366,37 @@ def build(base: Rendering | None, new: Rendering, base_description: str) -> Plan
             steps.append(Step("same", base.records[urn], base.records[urn], notes=[moved[urn]]))
         elif urn not in survivors:
             steps.append(Step("delete", base.records[urn], base.records[urn]))
+    keys = {**_protect_keys(base), **_protect_keys(new)}
     for step in steps:
+        step.protect_key = keys.get(step.record.urn, "")
         step.error = protection_error(step)
     pack_changes = list(diff_values(base.pack_config, new.pack_config))
     return Plan(steps, base_description, has_base=True, pack_config_changes=pack_changes)
+
+
+def _protect_keys(rendering: Rendering) -> dict[str, str]:
+    """URN -> the `protect` key its component takes its flag from (stack_config/model.py)."""
+    labels = rendering.by_label()
+    keys: dict[str, str] = {}
+    for urn, record in rendering.records.items():
+        current: Record | None = record
+        seen: set[str] = set()
+        while current is not None and current.urn not in seen:
+            seen.add(current.urn)
+            if current.type in PROTECT_KEY_OF_COMPONENT:
+                keys[urn] = PROTECT_KEY_OF_COMPONENT[current.type]
+                break
+            current = labels.get(current.parent)
+    return keys
+
+
+def protect_setting(*steps: Step) -> str:
+    """The stack setting that unprotects the resources of `steps`: their kinds alone, or every kind."""
+    if not all(s.protect_key for s in steps):
+        return f"`{PROJECT}:protect: false`"
+    order = list(PROTECT_KEY_OF_COMPONENT.values())
+    keys = sorted({s.protect_key for s in steps}, key=order.index)
+    return f"`{PROJECT}:protect: {{{', '.join(f'{k}: false' for k in keys)}}}`"
 
 
 def _label_name(label: str) -> str:
@@ -406,22 +440,23 @@ def protection_error(step: Step) -> str:
     step_generator.go refuses a replacement only when the resource is protected before and after it
     ("we do allow unprotecting and replacing to happen in a single update cycle, we don't look at
     old.Protect here": the check is `new.Protect && old.Protect`); step.go refuses to delete a resource
-    protected in the state (`deleteProtectedError`). Both texts are the engine's.
+    protected in the state (`deleteProtectedError`). The first line of each is the engine's; the engine's
+    advice ("remove the `protect` flag from the resource in your Pulumi program") is replaced by the stack
+    setting that does it here (`oke-gpu-rdma:protect`, per kind).
     """
     if step.base is None:
         return ""
     urn = step.base.urn
     if step.op == "replace" and step.base.protect and step.record.protect:
         return (
-            f'unable to replace resource "{urn}"\nas it is currently marked for protection. To unprotect '
-            "the resource, remove the `protect` flag from the resource in your Pulumi program and run "
-            "`pulumi up`"
+            f'unable to replace resource "{urn}"\nas it is currently marked for protection. To replace it, '
+            f"set {protect_setting(step)} in the stack file: the same `pulumi up` unprotects and replaces it"
         )
     if step.op == "delete" and step.base.protect:
         return (
-            f'resource "{urn}" cannot be deleted\nbecause it is protected. To unprotect the resource, '
-            "either remove the `protect` flag from the resource in your Pulumi program and run "
-            f"`pulumi up`, or use the command:\n`pulumi state unprotect '{urn}'`"
+            f'resource "{urn}" cannot be deleted\nbecause it is protected. To delete it, first run `pulumi up` '
+            f"with {protect_setting(step)} while it is still declared, or use the command:\n"
+            f"`pulumi state unprotect '{urn}'`"
         )
     return ""
 
@@ -613,16 +648,18 @@ def plan_lines(plan: Plan) -> list[str]:
         return [f"Plan: {plan.base_description}."]
     changed = plan.changed()
     lines = [f"Plan against {plan.base_description}:"]
-    if not changed and not plan.pack_config_changes:
+    if not plan.has_changes():
         lines.append("  no changes")
     for step in changed:
         lines += step_lines(step)
-    lines += [
-        f"      ! {n}"
-        for s in plan.steps
-        if s.op == "same"
-        for n in [f"{s.record.name}: {x}" for x in s.notes]
-    ]
+    # What changes on resources that are otherwise the same (their protect option, an alias move): a line
+    # of their own per note, naming every resource it concerns, not indented under the step above.
+    noted: dict[str, list[str]] = {}
+    for s in plan.steps:
+        if s.op == "same":
+            for note in s.notes:
+                noted.setdefault(note, []).append(s.record.name)
+    lines += [f"  {', '.join(names)}: {note}" for note, names in noted.items()]
     if plan.pack_config_changes:
         lines.append(f"  ~ {PACK_CONFIG_FILE} (not a resource: the policy pack's config)")
         for change in plan.pack_config_changes:

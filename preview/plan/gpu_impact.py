@@ -35,7 +35,7 @@ from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.stack_keys import NODE_POOL_REPLACE_ORDER
 from stack_config.model import BOOT_VOLUME_REPLACE, CREATE_FIRST, DELETE_FIRST, INSTANCE_REPLACE
 
-from .change_plan import Plan, Step, root_causes
+from .change_plan import Plan, Step, protect_setting, root_causes
 from .replace_rules import UNKNOWN
 
 # NodePool input paths whose change OKE brings to existing nodes only by cycling them, and the words
@@ -158,7 +158,11 @@ def _replaceable_in_place(path: tuple[str | int, ...]) -> bool:
     return any(keys[: len(k)] == k for k in BOOT_VOLUME_REPLACEABLE)
 
 
-def _cycled_line(step: Step, cycled: Mapping[str, list[str]], unmovable: list[str]) -> str:
+# A caveat is said once, after the pool lines, naming the pools it concerns: caveat text -> pools.
+Caveats = dict[str, list[str]]
+
+
+def _cycled_line(step: Step, cycled: Mapping[str, list[str]], unmovable: list[str], caveats: Caveats) -> str:
     """What cycling does with the changed node properties, by cycleModes (the first mode OKE performs)."""
     inputs = step.record.inputs
     pool, shape, size = (
@@ -186,11 +190,21 @@ def _cycled_line(step: Step, cycled: Mapping[str, list[str]], unmovable: list[st
     mode = "" if modes else f", cycleModes unset: {INSTANCE_REPLACE}"
     line = f"{pool}: {_nodes(size, shape)} cycled ({pace}{mode}): {what}"
     if _bare_metal(shape):
-        line += f"; {BARE_METAL_DISAGREEMENT}"
+        caveats.setdefault(BARE_METAL_DISAGREEMENT, []).append(str(pool))
     return line
 
 
-def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
+CYCLING_OFF = (
+    "node cycling is off: only nodes launched later get the change, until an update with cycling on "
+    "cycles them, whatever it changes"
+)
+CYCLING_TURNED_ON = (
+    "node cycling was off in the base and is on now: this update cycles every node still built from an "
+    "older spec of the pool (changes applied while cycling was off; the renderings cannot show which nodes)"
+)
+
+
+def _pool_line(step: Step, steps_by_name: Mapping[str, Step], caveats: Caveats) -> list[str]:
     record, base = step.record, step.base
     inputs = (base or record).inputs
     pool, shape = inputs.get("name", record.name), inputs.get("nodeShape", "?")
@@ -199,7 +213,7 @@ def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
         if step.error:
             return [
                 f"{pool}: {_nodes(size, shape)} would be deleted (the pool is no longer declared), but the "
-                "apply stops here: the node pool is protected"
+                f"apply stops here: the node pool is protected ({protect_setting(step)} lifts it)"
             ]
         return [f"{pool}: {_nodes(size, shape)} deleted: the pool is no longer declared"]
     if step.op == "replace":
@@ -214,7 +228,7 @@ def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
             verb = "are" if len(names) > 1 else "is"
             return [
                 f"{pool}: {_nodes(size, shape)} would be replaced ({why}), but the apply stops here: "
-                f"{' and '.join(names)} {verb} protected"
+                f"{' and '.join(names)} {verb} protected ({protect_setting(*stopped)} lifts it)"
             ]
         return [f"{pool}: {_nodes(size, shape)} replaced: {why}; {_order(step)}"]
     if step.op != "update":
@@ -232,24 +246,18 @@ def _pool_line(step: Step, steps_by_name: Mapping[str, Step]) -> list[str]:
     if cycled:
         what = ", ".join(f"{w} ({', '.join(paths)})" for w, paths in cycled.items())
         if cycling_on:
-            lines.append(_cycled_line(step, cycled, unmovable))
+            lines.append(_cycled_line(step, cycled, unmovable, caveats))
         else:
             # terraform-provider-oci containerengine_node_pool_resource.go Update() sends
             # node_pool_cycling_details on every update (GetOkExists, no HasChange), and OKE's cycle
             # brings every node in line with the pool's spec: the first update with cycling on cycles them.
-            lines.append(
-                f"{pool}: {_nodes(size, shape)} keep the old {what}: node cycling is off, only nodes "
-                "launched later get it, until an update with cycling on cycles them, whatever it changes"
-            )
+            lines.append(f"{pool}: {_nodes(size, shape)} keep the old {what}")
+            caveats.setdefault(CYCLING_OFF, []).append(str(pool))
     if cycling_on and base is not None and not _cycling(base.inputs).get("isNodeCyclingEnabled"):
         # What the plan can know: the base ran with cycling off, so any node-property change applied then
         # (in the base's apply or earlier) may have left nodes on the old spec; which ones, the
         # renderings cannot show.
-        lines.append(
-            f"{pool}: node cycling was off in the base and is on now: this update cycles every node still "
-            "built from an older spec of the pool (changes applied while cycling was off; the renderings "
-            "cannot show which nodes)"
-        )
+        caveats.setdefault(CYCLING_TURNED_ON, []).append(str(pool))
     new_size = _get(record.inputs, *_SIZE)
     if isinstance(size, int) and isinstance(new_size, int) and new_size != size:
         delta = new_size - size
@@ -307,14 +315,17 @@ def _dranet_lines(step: Step, plan: Plan) -> list[str]:
 
 
 def gpu_node_lines(plan: Plan) -> list[str]:
-    """One line per pool an apply would replace, cycle, resize or remove, then DRANET range changes."""
+    """One line per pool an apply would replace, cycle, resize or remove; each caveat once, with the pools
+    it concerns; then DRANET range changes."""
     steps_by_name = {s.record.name: s for s in plan.steps}
     lines: list[str] = []
+    caveats: Caveats = {}
     for step in sorted(plan.steps, key=lambda s: str(s.record.inputs.get("name", s.record.name))):
         # GPU shapes only: the system pool's VMs come back in minutes (components/system_pool.py).
         inputs = (step.base or step.record).inputs
         if step.record.type == resource_types.NODE_POOL and inputs.get("nodeShape") in CATALOG.names:
-            lines += _pool_line(step, steps_by_name)
+            lines += _pool_line(step, steps_by_name, caveats)
+    lines += [f"{', '.join(dict.fromkeys(pools))}: {caveat}" for caveat, pools in caveats.items()]
     for step in plan.steps:
         if (
             step.record.type == resource_types.HELM_RELEASE

@@ -143,3 +143,101 @@ def test_workflows_hold_nothing_of_a_particular_stack(file: str) -> None:
     assert "ocid1." not in text
     assert not any(f"stack-name: {name}" in text for name in stack_names(EXAMPLES))
     assert "us-ashburn-1" not in text
+
+
+def _runs(file: str) -> dict[str, list[str]]:
+    return {
+        name: [str(s.get("run", "")) for s in job["steps"]] for name, job in workflow(file)["jobs"].items()
+    }
+
+
+def test_a_pull_request_runs_the_tests_once() -> None:
+    runs = [r for job in _runs("pull-request.yml").values() for r in job]
+    assert sum("make test" in r for r in runs) == 1
+
+
+def test_deploy_runs_the_guarding_checks_not_the_suite() -> None:
+    jobs = workflow("deploy.yml")["jobs"]
+    runs = _runs("deploy.yml")
+    assert not any("make test" in r or "pytest" in r for job in runs.values() for r in job)
+    # The rendering is current and the policy pack passes (make render fails on a mandatory violation).
+    assert "make render" in runs["checks"]
+    assert any("git status --porcelain rendered/" in r for r in runs["checks"])
+    assert set(jobs["up"]["needs"]) == {"stacks", "checks"}
+
+
+def test_deploy_runs_the_stacks_in_parallel() -> None:
+    strategy = workflow("deploy.yml")["jobs"]["up"]["strategy"]
+    assert "max-parallel" not in strategy and strategy["fail-fast"] is False
+
+
+@pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
+def test_cloud_jobs_install_with_uv_through_make(file: str, job: str) -> None:
+    runs = _runs(file)[job]
+    assert "make venvs" in runs and not any("pip install" in r for r in runs)
+    makefile = (ROOT / "Makefile").read_text()
+    assert "venvs: $(RUNTIME_STAMP) $(PACK_STAMP)" in makefile
+
+
+@pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
+def test_a_self_managed_backend_works_as_pulumi_cloud_does(file: str, job: str) -> None:
+    definition = workflow(file)["jobs"][job]
+    assert definition["env"]["PULUMI_BACKEND_URL"] == "${{ vars.PULUMI_BACKEND_URL }}"
+    assert definition["env"]["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
+    (step,) = pulumi_steps(definition)
+    assert step["with"]["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"
+    # An <org>/ prefix only for Pulumi Cloud.
+    assert "!vars.PULUMI_BACKEND_URL" in step["with"]["stack-name"]
+
+
+def test_previews_run_with_a_backend_url_and_no_cloud_token() -> None:
+    (check,) = workflow("pull-request.yml")["jobs"]["credentials"]["steps"]
+    script = check["run"]
+    assert '[ -n "$PULUMI_ACCESS_TOKEN" ] || [ -n "$PULUMI_BACKEND_URL" ]' in script
+
+
+def test_deploy_lists_only_the_stacks_not_opted_out() -> None:
+    assert any("python3 tools/stack_list.py --deploy" in r for r in _runs("deploy.yml")["stacks"])
+    assert not any("--deploy" in r for r in _runs("pull-request.yml")["stacks"])
+
+
+def _stack_list(tmp_path: Path, no_deploy: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+    for source in ("tools/stack_list.py", "preview/__init__.py", "preview/stacks.py"):
+        (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / source).write_text((ROOT / source).read_text())
+    (tmp_path / "stacks").mkdir(exist_ok=True)
+    for name in ("prod", "lab", "staging"):
+        (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text("config: {}\n")
+    listing = tmp_path / "stacks" / "no-deploy.txt"
+    if no_deploy is None:
+        listing.unlink(missing_ok=True)
+    else:
+        listing.write_text(no_deploy)
+    return subprocess.run(
+        [sys.executable, "tools/stack_list.py", *args], cwd=tmp_path, capture_output=True, text=True
+    )
+
+
+def test_a_stack_in_no_deploy_is_previewed_not_deployed(tmp_path: Path) -> None:
+    listed = _stack_list(tmp_path, "# hand-managed\nlab  # a lab cluster\n\n", "--deploy")
+    assert listed.returncode == 0 and json.loads(listed.stdout) == ["prod", "staging"]
+    previewed = _stack_list(tmp_path, None)
+    assert json.loads(previewed.stdout) == ["lab", "prod", "staging"]
+    assert json.loads(_stack_list(tmp_path, None, "--deploy").stdout) == ["lab", "prod", "staging"]
+
+
+def test_a_misspelt_name_in_no_deploy_fails_the_list_naming_it(tmp_path: Path) -> None:
+    # A typo must not deploy the stack it meant to keep out.
+    listed = _stack_list(tmp_path, "labb\n", "--deploy")
+    assert listed.returncode == 1 and listed.stdout == ""
+    assert listed.stderr == (
+        "error: stacks/no-deploy.txt: labb is no stack file stacks/Pulumi.<name>.yaml (stacks: lab, prod, "
+        "staging); fix the name or remove the line\n"
+    )
+
+
+def test_make_test_takes_its_workers_from_the_measurement() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    assert "JOBS ?= $(shell cat $(JOBS_FILE) 2>/dev/null || nproc)" in makefile
+    assert "$(PY) benchmarks/bench_make_test.py --write $(JOBS_FILE)" in makefile
+    assert "-n $(JOBS) --dist loadfile" in makefile

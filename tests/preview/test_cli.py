@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from oke_gpu_rdma.pack_settings import NamedCidr, PackConfig
-from preview import cli, rendering
+from preview import base_rendering, cli, rendering
 from preview.mock_runtime import ROOT, RecordedResource
+from preview.plan import change_plan
 from preview.stacks import EXAMPLES, stack_names
 from stack_config.model import StackConfig
 from stack_config.pack_config import policy_pack_config
@@ -38,7 +39,7 @@ def run_cli(
 
 
 def test_dev_preview_shows_the_compute_cluster_and_its_b4_pool(tmp_path: Path) -> None:
-    result = run_cli("dev", rendered=tmp_path)
+    result = run_cli("dev", EXAMPLES, tmp_path, "--show-sames")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("Previewing update (dev) offline: Pulumi mock runtime, nothing was sent to a cloud")
@@ -55,7 +56,7 @@ def test_dev_preview_shows_the_compute_cluster_and_its_b4_pool(tmp_path: Path) -
 
 
 def test_full_stack_preview_works(tmp_path: Path) -> None:
-    result = run_cli("full", rendered=tmp_path)
+    result = run_cli("full", EXAMPLES, tmp_path, "--show-sames")
     assert result.returncode == 0, result.stderr
     assert "oci:ContainerEngine/cluster:Cluster" in result.stdout
     # The two GPU pools and the system pool.
@@ -315,18 +316,19 @@ def test_gpu_node_impact_comes_first_and_goes_to_the_summary(tmp_path: Path) -> 
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout.splitlines()
-    impact = (
+    impact = [
         "  ! gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1, cycleModes unset: INSTANCE_REPLACE): "
-        "node image (nodeSourceDetails.imageId); Oracle's documents disagree whether bare-metal nodes cycle "
-        'by instance replacement (the cycling guide: "You cannot cycle nodes with bare metal shapes"; the API '
-        "takes it), the nodes may keep the old spec; BOOT_VOLUME_REPLACE is documented for bare metal"
-    )
-    assert out[1:4] == ["", "GPU nodes:", impact]
-    assert out.index(impact) < next(i for i, line in enumerate(out) if line.lstrip().startswith("Type"))
+        "node image (nodeSourceDetails.imageId)",
+        "  ! gpu-b4: Oracle's documents disagree whether bare-metal nodes cycle by instance replacement (the "
+        'cycling guide: "You cannot cycle nodes with bare metal shapes"; the API takes it), the nodes may keep '
+        "the old spec; BOOT_VOLUME_REPLACE is documented for bare metal",
+    ]
+    assert out[1:5] == ["", "GPU nodes:", *impact]
+    assert out.index(impact[-1]) < next(i for i, line in enumerate(out) if line.lstrip().startswith("Type"))
     pool_row = next(
         line for line in out if line.rstrip().endswith("update [diff: ~nodeSourceDetails.imageId]")
     )
-    assert pool_row.startswith(" ~   │  └─ oci:ContainerEngine/nodePool:NodePool")
+    assert pool_row.startswith(" ~      └─ oci:ContainerEngine/nodePool:NodePool")
     assert (
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes update [diff: ~nodeSourceDetails.imageId]"
         in out
@@ -358,10 +360,11 @@ def test_a_protected_replacement_fails_the_preview_as_pulumi_preview_does(tmp_pa
     assert "error: unable to replace resource" in result.stdout
     assert result.stderr.strip().splitlines()[-1] == (
         "error: preview failed: protected resources would be replaced or deleted: "
-        "gpu-b4-compute-cluster, gpu-b4-nodes"
+        "gpu-b4-compute-cluster, gpu-b4-nodes (set `oke-gpu-rdma:protect: {gpuPools: false}` in the stack "
+        "file to allow it)"
     )
-    # Unprotecting in the same change makes it a replacement the apply carries out.
-    raw["protect"] = False
+    # Unprotecting the GPU pools in the same change makes it a replacement the apply carries out.
+    raw["protect"] = {"gpuPools": False}
     (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
     result = run_cli("dev", tmp_path, tmp_path / "out", *base)
     assert result.returncode == 0, result.stderr
@@ -527,3 +530,86 @@ def test_a_duplicate_key_fails_the_preview_naming_both_lines(tmp_path: Path) -> 
         f"error: stacks/Pulumi.twice.yaml: is not a valid stack file: line {last}, column 3: the key 'oci:region' "
         f"is given twice in one mapping (lines {first} and {last}); keep one\n"
     )
+
+
+def _unchanged_plan(stack: str) -> Any:
+    """The plan of a stack whose rendering is its committed one (no change)."""
+    files = base_rendering.from_folder(ROOT / "rendered" / stack).files
+    assert files is not None
+    return change_plan.build(change_plan.parse(files), change_plan.parse(files), "x")
+
+
+def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(tmp_path: Path) -> None:
+    raw = raw_config("full")
+    raw["nodePools"][0]["count"] = 4
+    (tmp_path / "Pulumi.full.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    summary = tmp_path / "summary.md"
+    cli.append_summary(summary, "dev", _unchanged_plan("dev"))
+    base = ["--base-dir", str(ROOT / "rendered" / "full"), "--summary", str(summary)]
+    result = run_cli("full", tmp_path, tmp_path / "out", *base)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    pad = " " * 50
+    assert out[: out.index("Outputs:")] == [
+        "Previewing update (full) offline: Pulumi mock runtime, nothing was sent to a cloud",
+        "",
+        "GPU nodes:",
+        "  ! gpu-b4-a: 2 => 4 BM.GPU.B4.8 nodes: 2 added",
+        "",
+        "     Type" + " " * 55 + "Name",
+        "     pulumi:pulumi:Stack" + " " * 40 + "oke-gpu-rdma-full",
+        "     └─ oke-gpu-rdma:index:RdmaGpuNodePool" + " " * 22 + "gpu-b4-a",
+        " ~      └─ oci:ContainerEngine/nodePool:NodePool"
+        + " " * 16
+        + "gpu-b4-a-nodes"
+        + pad[14:]
+        + "update [diff: ~nodeConfigDetails.size]",
+        "     (36 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "",
+        f"Plan against {ROOT / 'rendered' / 'full'}:",
+        "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
+        "      ~ nodeConfigDetails.size: 2 => 4",
+        "Not shown: the objects Helm renders from the charts of dranet-release, gpu-dra-driver-release, "
+        "gpu-operator-release at apply time (the plan shows each release's chart, version and values)",
+        "",
+    ]
+    resources = out.index("Resources:")
+    assert out[resources : resources + 3] == ["Resources:", "    ~ 1 to update", "    1 change. 38 unchanged"]
+    # No unchanged resource of the 39 is in the tree.
+    assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
+    # The CI summary of a change to one stack among unchanged ones: one section, one closing line.
+    cli.append_summary(summary, "sriov", _unchanged_plan("sriov"))
+    text = summary.read_text()
+    assert text.count("### Change plan") == 1
+    assert text.startswith(
+        "### Change plan: `full`\n\n```text\n! gpu-b4-a: 2 => 4 BM.GPU.B4.8 nodes: 2 added\n"
+    )
+    assert text.endswith("```\n\n**No changes:** `dev`, `sriov`\n")
+
+
+def test_show_sames_lists_every_resource(tmp_path: Path) -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["count"] = 3
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    base = ["--base-dir", str(ROOT / "rendered" / "dev"), "--show-sames"]
+    result = run_cli("dev", tmp_path, tmp_path / "out", *base)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    tree = out[out.index(next(line for line in out if line.lstrip().startswith("Type"))) + 1 :]
+    rows = tree[: tree.index("")]
+    assert len(rows) == 23 and not any("not shown" in row for row in rows)
+    assert [row for row in rows if row.startswith(" ~ ")] == [
+        " ~   │  └─ oci:ContainerEngine/nodePool:NodePool"
+        + " " * 16
+        + "gpu-b4-nodes"
+        + " " * 38
+        + "update [diff: ~nodeConfigDetails.size]"
+    ]
+
+
+def test_a_summary_of_stacks_without_changes_is_one_line(tmp_path: Path) -> None:
+    summary = tmp_path / "summary.md"
+    summary.write_text("Earlier step's notes\n")
+    for stack in stack_names(EXAMPLES):
+        cli.append_summary(summary, stack, _unchanged_plan(stack))
+    assert summary.read_text() == "Earlier step's notes\n**No changes:** `dev`, `full`, `sriov`\n"

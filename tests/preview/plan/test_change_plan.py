@@ -103,7 +103,8 @@ def test_cloud_init_change_cycles_every_node(monkeypatch: pytest.MonkeyPatch) ->
     ]
     assert gpu_impact.gpu_node_lines(plan) == [
         "gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1, cycleModes unset: INSTANCE_REPLACE): "
-        f"cloud-init (nodeMetadata.user_data); {BARE_METAL}"
+        "cloud-init (nodeMetadata.user_data)",
+        f"gpu-b4: {BARE_METAL}",
     ]
     # The detail shows the decoded text's diff, not base64.
     detail = change_plan.step_lines(plan.step("gpu-b4-nodes"))
@@ -123,8 +124,9 @@ def test_cloud_init_change_without_cycling_leaves_the_nodes(monkeypatch: pytest.
     monkeypatch.undo()
     plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
     assert gpu_impact.gpu_node_lines(plan) == [
-        "gpu-b4: 2 BM.GPU.B4.8 nodes keep the old cloud-init (nodeMetadata.user_data): node cycling is off, "
-        "only nodes launched later get it, until an update with cycling on cycles them, whatever it changes"
+        "gpu-b4: 2 BM.GPU.B4.8 nodes keep the old cloud-init (nodeMetadata.user_data)",
+        "gpu-b4: node cycling is off: only nodes launched later get the change, until an update with cycling "
+        "on cycles them, whatever it changes",
     ]
 
 
@@ -137,7 +139,25 @@ def test_node_image_cycles_every_node() -> None:
     ]
     assert gpu_impact.gpu_node_lines(plan) == [
         "gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1, cycleModes unset: INSTANCE_REPLACE): "
-        f"node image (nodeSourceDetails.imageId); {BARE_METAL}"
+        "node image (nodeSourceDetails.imageId)",
+        f"gpu-b4: {BARE_METAL}",
+    ]
+
+
+def test_a_caveat_of_several_pools_is_said_once_naming_them() -> None:
+    def new_image(raw: Raw) -> None:
+        for each in raw["nodePools"]:
+            each["imageId"] = "ocid1.image.oc1.iad.aaaaaaaaexamplenewimage"
+
+    plan = plan_for("full", new_image)
+    cycled = (
+        "2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1, cycleModes unset: INSTANCE_REPLACE): "
+        "node image (nodeSourceDetails.imageId)"
+    )
+    assert gpu_impact.gpu_node_lines(plan) == [
+        f"gpu-b4-a: {cycled}",
+        f"gpu-b4-b: {cycled}",
+        f"gpu-b4-a, gpu-b4-b: {BARE_METAL}",
     ]
 
 
@@ -177,14 +197,15 @@ def test_a_protected_replacement_is_the_engines_error_not_a_replacement() -> Non
     urn = cluster.base.urn if cluster.base else ""
     assert change_plan.step_lines(cluster)[-2:] == [
         f'      error: unable to replace resource "{urn}"',
-        "      error: as it is currently marked for protection. To unprotect the resource, remove the "
-        "`protect` flag from the resource in your Pulumi program and run `pulumi up`",
+        "      error: as it is currently marked for protection. To replace it, set "
+        "`oke-gpu-rdma:protect: {gpuPools: false}` in the stack file: the same `pulumi up` unprotects and "
+        "replaces it",
     ]
     assert [s.record.name for s in plan.refused()] == ["gpu-b4-compute-cluster", "gpu-b4-nodes"]
     assert gpu_impact.gpu_node_lines(plan) == [
         "gpu-b4: 2 BM.GPU.B4.8 nodes would be replaced (its compute cluster gpu-b4-compute-cluster is "
         "replaced (availabilityDomain)), but the apply stops here: its compute cluster "
-        "gpu-b4-compute-cluster and the node pool are protected"
+        "gpu-b4-compute-cluster and the node pool are protected (`oke-gpu-rdma:protect: {gpuPools: false}` lifts it)"
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
@@ -300,7 +321,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
     assert nodes.error.endswith(f"`pulumi state unprotect '{nodes.record.urn}'`")
     assert gpu_impact.gpu_node_lines(plan) == [
         "gpu-b4-b: 2 BM.GPU.B4.8 nodes would be deleted (the pool is no longer declared), but the apply "
-        "stops here: the node pool is protected"
+        "stops here: the node pool is protected (`oke-gpu-rdma:protect: {gpuPools: false}` lifts it)"
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
@@ -508,10 +529,10 @@ def test_turning_cycling_on_cycles_the_nodes_an_earlier_cycling_off_change_left_
     pool(raw)["count"] = 3
     plan = change_plan.build(base, change_plan.parse(render("dev", raw)), "x")
     assert gpu_impact.gpu_node_lines(plan) == [
+        "gpu-b4: 2 => 3 BM.GPU.B4.8 nodes: 1 added",
         "gpu-b4: node cycling was off in the base and is on now: this update cycles every node still built "
         "from an older spec of the pool (changes applied while cycling was off; the renderings cannot show "
         "which nodes)",
-        "gpu-b4: 2 => 3 BM.GPU.B4.8 nodes: 1 added",
     ]
 
 
@@ -580,7 +601,8 @@ def test_a_new_worker_subnet_moves_the_nodes_by_instance_replacement_only() -> N
     )
     assert gpu_impact.gpu_node_lines(plan) == [
         "gpu-b4: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1, cycleModes unset: INSTANCE_REPLACE): "
-        f"placement (nodeConfigDetails.placementConfigs[0].subnetId); {BARE_METAL}"
+        "placement (nodeConfigDetails.placementConfigs[0].subnetId)",
+        f"gpu-b4: {BARE_METAL}",
     ]
     raw = copy.deepcopy(raw_config("dev"))
     pool(raw)["cycling"] = {"cycleModes": ["BOOT_VOLUME_REPLACE"]}
@@ -646,12 +668,14 @@ def test_the_mpi_operators_objects_move_under_its_manifest_instead_of_being_dele
     assert lines(plan) == ["+ kubernetes:yaml/v2:ConfigFile vf-acceptance-mpi-operator-manifest create"]
     text = change_plan.plan_lines(plan)
     assert (
-        "      ! vf-acceptance-mpi-operator-customresourcedefinition-mpijobs.kubeflow.org: moves under "
+        "  vf-acceptance-mpi-operator-customresourcedefinition-mpijobs.kubeflow.org: moves under "
         "ConfigFile vf-acceptance-mpi-operator-manifest as vf-acceptance-mpi-operator-manifest:"
         "mpijobs.kubeflow.org (aliased: kept, not deleted); its inputs come from the manifest fetched at "
         "apply time"
     ) in text
-    assert sum("moves under ConfigFile" in line for line in text) == 9
+    # One line per note, naming every object it concerns (objects of one name share the ConfigFile child's).
+    moved = [line.split(": moves under", 1)[0].strip() for line in text if "moves under ConfigFile" in line]
+    assert sum(len(names.split(", ")) for names in moved) == 9
 
 
 def test_objects_no_known_manifest_takes_over_are_deleted() -> None:
@@ -663,3 +687,36 @@ def test_objects_no_known_manifest_takes_over_are_deleted() -> None:
     other = dataclasses.replace(manifest, inputs={"file": "https://example.invalid/mpi-operator.yaml"})
     plan = change_plan.build(base, change_plan.Rendering({**new.records, urn: other}, new.pack_config), "x")
     assert sum(s.op == "delete" for s in plan.steps) == 9
+
+
+def test_protection_is_per_kind_and_its_change_is_a_line_of_its_own() -> None:
+    def move_gpu_pool_unprotected(raw: Raw) -> None:
+        raw["protect"] = {"gpuPools": False}
+        pool(raw).update(availabilityDomain="Uocm:US-ASHBURN-AD-2")
+
+    plan = plan_for("full", move_gpu_pool_unprotected)
+    # The moved pool's resources are unprotected and replaced in the same `pulumi up`; the VCN and the
+    # cluster stay protected.
+    assert plan.refused() == []
+    assert plan.step("network-vcn").record.protect and plan.step("oke-cluster").record.protect
+    assert plan.step("system-nodes").record.protect
+    assert change_plan.plan_lines(plan)[-1:] == [
+        "  gpu-b4-b-compute-cluster, gpu-b4-b-nodes: protect: true => false",
+    ]
+    assert [s.record.name for s in plan.changed()] == ["gpu-b4-a-compute-cluster", "gpu-b4-a-nodes"]
+
+
+def test_a_refusal_names_the_protect_key_of_its_kind() -> None:
+    plan = plan_for("full", lambda raw: raw["network"]["create"].update(dnsLabel="okegpu2"))
+    # A new VCN replaces what lives in it: each refusal knows the key of its kind.
+    assert {s.record.name: s.protect_key for s in plan.refused()} == {
+        "network-vcn": "network",
+        "oke-cluster": "cluster",
+        "gpu-b4-a-nodes": "gpuPools",
+        "gpu-b4-b-nodes": "gpuPools",
+        "system-nodes": "systemPool",
+    }
+    assert change_plan.protect_setting(plan.step("network-vcn")) == "`oke-gpu-rdma:protect: {network: false}`"
+    assert change_plan.protect_setting(*plan.refused()) == (
+        "`oke-gpu-rdma:protect: {network: false, cluster: false, gpuPools: false, systemPool: false}`"
+    )
