@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from . import attributes, labels
+from .releases.placement import get
 from .scheduling import PodPlacement, PoolNodes, rejections
 
 OPERATOR_SOURCE: Final = "NVIDIA/gpu-operator v26.3.3"
@@ -226,20 +227,11 @@ CONTAINER_STATE_COMPONENTS: Final = (
 MIG_CAPABLE_PRODUCTS: Final = ("h100", "a100", "a30")
 
 
-def _get(values: Mapping[str, Any], path: str) -> Any:
-    node: Any = values
-    for key in path.split("."):
-        if not isinstance(node, Mapping) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
 def enabled(operand: Operand, values: Mapping[str, Any]) -> bool:
     """Whether the ClusterPolicy the chart renders from ``values`` turns the operand's state on."""
     if operand.enabled_value is None:
         return True
-    value = _get(values, operand.enabled_value)
+    value = get(values, operand.enabled_value)
     return operand.enabled_default if value is None else value is True
 
 
@@ -279,14 +271,14 @@ def operator_node_labels(node_labels: Mapping[str, str], gpu_product: str = "") 
 
 def operand_tolerations(values: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
     """daemonsets.tolerations (values.yaml l. 41-44 default: nvidia.com/gpu Exists NoSchedule)."""
-    value = _get(values, "daemonsets.tolerations")
+    value = get(values, "daemonsets.tolerations")
     if isinstance(value, list) and value:
         return tuple(value)
     return OPERAND_DEFAULT_TOLERATIONS
 
 
 def operand_priority_class(values: Mapping[str, Any]) -> str:
-    value = _get(values, "daemonsets.priorityClassName")
+    value = get(values, "daemonsets.priorityClassName")
     return value if isinstance(value, str) and value else OPERAND_PRIORITY_CLASS
 
 
