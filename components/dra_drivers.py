@@ -192,21 +192,29 @@ def _release(
     namespace: str,
     values: dict[str, Any],
     create_namespace: bool | None = None,
+    repository: str | None = None,
 ) -> k8s.helm.v3.Release:
-    """A driver's Helm release, declared once what the component depends on (its node pools) exists: a
-    child does not wait for its parent's dependencies by itself."""
+    """A component's Helm release (``repository``: a chart repository URL, for a chart not named by an
+    OCI reference), declared once what the component depends on (its node pools) exists: a child does not
+    wait for its parent's dependencies by itself. ``opts`` may also name the provider when the component
+    is not given one through its own options."""
     return k8s.helm.v3.Release(
         f"{name}-release",
         k8s.helm.v3.ReleaseArgs(
             name=release,
             chart=chart,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repository) if repository else None,
             version=version,
             namespace=namespace,
             create_namespace=create_namespace,
             values=values,
             timeout=RELEASE_TIMEOUT_SECONDS,
         ),
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=opts.depends_on if opts else None),
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            provider=opts.provider if opts else None,
+            depends_on=opts.depends_on if opts else None,
+        ),
     )
 
 
@@ -317,21 +325,17 @@ class GpuOperator(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(resource_types.GPU_OPERATOR_COMPONENT, name, None, opts)
-        release = k8s.helm.v3.Release(
-            f"{name}-release",
-            k8s.helm.v3.ReleaseArgs(
-                name=gpu_operator_chart.CHART_NAME,
-                chart=gpu_operator_chart.CHART_NAME,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=gpu_operator_chart.REPO),
-                version=args.config.chart_version,
-                namespace=args.config.namespace,
-                create_namespace=True,
-                values=gpu_operator_values(args.taints, args.device_plugin),
-                timeout=RELEASE_TIMEOUT_SECONDS,
-            ),
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.node_pools)
-            ),
+        release = _release(
+            name,
+            self,
+            pulumi.ResourceOptions(provider=args.provider, depends_on=list(args.node_pools)),
+            gpu_operator_chart.CHART_NAME,
+            gpu_operator_chart.CHART_NAME,
+            args.config.chart_version,
+            args.config.namespace,
+            gpu_operator_values(args.taints, args.device_plugin),
+            create_namespace=True,
+            repository=gpu_operator_chart.REPO,
         )
         self.release_name = release.name
         self.register_outputs({"releaseName": self.release_name})
@@ -357,23 +361,18 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: DevicePluginArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(resource_types.DEVICE_PLUGIN_COMPONENT, name, None, opts)
-        release = k8s.helm.v3.Release(
-            f"{name}-release",
-            k8s.helm.v3.ReleaseArgs(
-                name=device_plugin.RELEASE,
-                chart=device_plugin.CHART_NAME,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=device_plugin.REPO),
-                version=args.chart_version,
-                namespace=device_plugin.NAMESPACE,
-                create_namespace=True,
-                values=device_plugin_values(args.taints),
-                timeout=RELEASE_TIMEOUT_SECONDS,
-            ),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                provider=args.provider,
-                depends_on=[*args.node_pools, *([args.operator] if args.operator is not None else [])],
-            ),
+        after = [*args.node_pools, *([args.operator] if args.operator is not None else [])]
+        release = _release(
+            name,
+            self,
+            pulumi.ResourceOptions(provider=args.provider, depends_on=after),
+            device_plugin.RELEASE,
+            device_plugin.CHART_NAME,
+            args.chart_version,
+            device_plugin.NAMESPACE,
+            device_plugin_values(args.taints),
+            create_namespace=True,
+            repository=device_plugin.REPO,
         )
         self.release_name = release.name
         self.register_outputs({"releaseName": self.release_name})
