@@ -19,6 +19,7 @@ gpu-operator-upgrade-crd (pre-upgrade), gpu-operator-cleanup-crd (pre-delete, of
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final
 
 from oke_gpu_rdma import gpu_operator as operands
@@ -74,20 +75,20 @@ def workloads(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
         )
     ]
     if values_of.switch(values, "nfd.enabled", True):
+        # Where the master goes; the post-delete prune Job below is placed the same way.
+        master = PodPlacement(
+            f"Deployment nfd-master {where}",
+            node_selector=values_of.mapping(values, f"{nfd}.master.nodeSelector"),
+            affinity=values_of.mapping(
+                values, f"{nfd}.master.affinity", values_of.CONTROL_PLANE_PREFERRED_AFFINITY
+            ),
+            tolerations=values_of.tolerations(
+                values, f"{nfd}.master.tolerations", values_of.CONTROL_PLANE_ONLY_TOLERATIONS
+            ),
+            priority_class=nfd_priority,
+        )
         if values_of.switch(values, f"{nfd}.master.enable", True):
-            found.append(
-                PodPlacement(
-                    f"Deployment nfd-master {where}",
-                    node_selector=values_of.mapping(values, f"{nfd}.master.nodeSelector"),
-                    affinity=values_of.mapping(
-                        values, f"{nfd}.master.affinity", values_of.CONTROL_PLANE_PREFERRED_AFFINITY
-                    ),
-                    tolerations=values_of.tolerations(
-                        values, f"{nfd}.master.tolerations", values_of.CONTROL_PLANE_ONLY_TOLERATIONS
-                    ),
-                    priority_class=nfd_priority,
-                )
-            )
+            found.append(master)
         if values_of.switch(values, f"{nfd}.gc.enable", True):
             found.append(
                 PodPlacement(
@@ -114,17 +115,9 @@ def workloads(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
         # The subchart's post-delete hook Job, placed as the master (templates/post-delete-job.yaml l. 1,
         # l. 85-96; postDeleteCleanup defaults to true, charts/node-feature-discovery/values.yaml l. 18).
         if values_of.switch(values, f"{nfd}.postDeleteCleanup", True):
+            # The Job sets no priorityClassName.
             found.append(
-                PodPlacement(
-                    f"Job nfd-prune (post-delete hook) {where}",
-                    node_selector=values_of.mapping(values, f"{nfd}.master.nodeSelector"),
-                    affinity=values_of.mapping(
-                        values, f"{nfd}.master.affinity", values_of.CONTROL_PLANE_PREFERRED_AFFINITY
-                    ),
-                    tolerations=values_of.tolerations(
-                        values, f"{nfd}.master.tolerations", values_of.CONTROL_PLANE_ONLY_TOLERATIONS
-                    ),
-                )
+                replace(master, name=f"Job nfd-prune (post-delete hook) {where}", priority_class=None)
             )
     # The CRD hook Jobs tolerate what the operator tolerates and set no selector (templates/upgrade_crd.yaml
     # l. 1, l. 52-81, operator.upgradeCRD default true, values.yaml l. 82; templates/cleanup_crd.yaml l. 1-31,
