@@ -44,3 +44,27 @@ NFD_NVIDIA_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 # namespace"; the label was resource.k8s.io/admin-access before v1.34).
 ADMIN_ACCESS_NAMESPACE_LABEL = "resource.kubernetes.io/admin-access"
 ADMIN_ACCESS_ENABLED = "true"
+
+# The RDMA fabric's levels as node labels, outermost first, then the host. Every RDMA pool's boot script
+# writes the three fabric labels from the instance metadata's /opc/v2/host/rdmaTopologyData (hashed values:
+# an OCID exceeds the 63-character label value limit), Kueue's Topology lists them as its levels, and the
+# pack checks topology requests against them. Our own prefix, not OKE's oci.oraclecloud.com/rdma.*: OKE
+# writes those itself (hashes of its own) only on some tenancies, and two writers of one key disagree.
+RDMA_HPC_ISLAND_LABEL = "oke-gpu-rdma/rdma-hpc-island"
+RDMA_NETWORK_BLOCK_LABEL = "oke-gpu-rdma/rdma-network-block"
+RDMA_LOCAL_BLOCK_LABEL = "oke-gpu-rdma/rdma-local-block"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+FABRIC_LEVEL_LABELS = (
+    RDMA_HPC_ISLAND_LABEL,
+    RDMA_NETWORK_BLOCK_LABEL,
+    RDMA_LOCAL_BLOCK_LABEL,
+    HOSTNAME_LABEL,
+)
+
+# Health marks (day 2). A rail found bad (by the rail health agent, or by a scheduled bandwidth check) is
+# tainted under this key: on its DRANET device through a DeviceTaintRule where the cluster serves
+# resource.k8s.io/v1 DeviceTaintRule (1.37+), otherwise on its node. Effect NoSchedule only: a pod already
+# using the rail is never evicted.
+RAIL_UNHEALTHY_TAINT_KEY = "oke-gpu-rdma/rail-unhealthy"
+# A node whose scheduled fabric check (NCCL) failed carries this label ("pass" or "fail").
+FABRIC_CHECK_LABEL = "oke-gpu-rdma/fabric-check"
