@@ -6,7 +6,8 @@ prepares the node for the DRA path and joins it to the cluster: CRI-O NRI for DR
 pods need no IPC_LOCK (seeds 000 and 001), ib_core in shared namespace mode for DRANET's oke-rdma
 profile (DRANET's OKE documentation: it fails claims with "use shared RDMA mode" otherwise), and
 systemd-networkd leaving the Oracle Cloud Agent's per-rail policy routes alone (oci-hpc-oke
-`terraform/files/oke-ubuntu-cloud-init.sh`).
+`terraform/files/oke-ubuntu-cloud-init.sh`), and the node's place on the RDMA fabric as node labels from
+its first registration (scripts/rdma-topology-labels.sh; docs/kubernetes.md "Fabric topology labels").
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from importlib import resources
 from typing import Literal
 
+from .labels import RDMA_HPC_ISLAND_LABEL, RDMA_LOCAL_BLOCK_LABEL, RDMA_NETWORK_BLOCK_LABEL
 from .yamltext import dump
 
 NRI_CONF = """\
@@ -53,11 +56,18 @@ ManageForeignRoutingPolicyRules=no
 """
 
 # Joins the node to OKE: images with the `oke` node client bootstrap with it, others run the init
-# script OKE publishes in the instance metadata (as OKE's own default cloud-init does).
+# script OKE publishes in the instance metadata (as OKE's own default cloud-init does). Arguments: the
+# kubelet's extra flags, then optionally a command whose output adds flags (the topology labeller); it
+# fails the bootstrap when it fails, so no RDMA node joins without its fabric labels.
 BOOTSTRAP_SH = """\
 #!/usr/bin/env bash
 set -euo pipefail
 kubelet_args="${1-}"
+if [ $# -gt 1 ]; then
+  shift
+  more_args=$("$@")
+  kubelet_args="${kubelet_args:+$kubelet_args }$more_args"
+fi
 if [ -n "$kubelet_args" ]; then set -- --kubelet-extra-args "$kubelet_args"; else set --; fi
 if command -v oke >/dev/null 2>&1; then
   oke bootstrap "$@"
@@ -74,6 +84,24 @@ MEMLOCK_PATH = "/etc/crio/crio.conf.d/61-memlock.conf"
 IB_CORE_PATH = "/etc/modprobe.d/ib_core.conf"
 NETWORKD_PATH = "/etc/systemd/networkd.conf.d/60-foreign-routes.conf"
 BOOTSTRAP_PATH = "/usr/local/sbin/oke-gpu-rdma-bootstrap.sh"
+TOPOLOGY_LABELS_PATH = "/usr/local/sbin/oke-gpu-rdma-topology-labels.sh"
+
+# Reads the instance metadata's RDMA topology and prints `--node-labels=...` (the script's header says
+# how values are derived, and what a tenancy without RDMA topology data gets). The kubelet applies its
+# --node-labels when it registers the node, so the labels are there before any pod can be placed. It may
+# set any key outside the kubernetes.io and k8s.io namespaces: the kubelet refuses other keys of those
+# namespaces at start (kubernetes cmd/kubelet/app/options/options.go ValidateKubeletFlags, with
+# k8s.io/kubelet pkg/apis/well_known_labels.go IsKubeletLabel) and NodeRestriction refuses them and the
+# node-restriction.kubernetes.io/ prefix (plugin/pkg/admission/noderestriction/admission.go). Our own
+# oke-gpu-rdma/ prefix passes both.
+TOPOLOGY_LABELS_SH = resources.files(__package__).joinpath("scripts/rdma-topology-labels.sh").read_text()
+# The label keys, passed as arguments so labels.py stays their one home.
+TOPOLOGY_LABELS_COMMAND = (
+    TOPOLOGY_LABELS_PATH,
+    RDMA_HPC_ISLAND_LABEL,
+    RDMA_NETWORK_BLOCK_LABEL,
+    RDMA_LOCAL_BLOCK_LABEL,
+)
 
 
 TAINTS_FLAG = "--register-with-taints="
@@ -126,6 +154,7 @@ def render_cloud_init(bootstrap: NodeBootstrap) -> str:
         (MEMLOCK_PATH, MEMLOCK_CONF, "0644"),
         (IB_CORE_PATH, IB_CORE_CONF if bootstrap.rdma_netns == "shared" else IB_CORE_EXCLUSIVE_CONF, "0644"),
         (NETWORKD_PATH, NETWORKD_CONF, "0644"),
+        (TOPOLOGY_LABELS_PATH, TOPOLOGY_LABELS_SH, "0755"),
         (BOOTSTRAP_PATH, BOOTSTRAP_SH, "0755"),
     ]
     document = {
@@ -143,8 +172,9 @@ def render_cloud_init(bootstrap: NodeBootstrap) -> str:
             ["systemctl", "restart", "systemd-networkd"],
             # CRI-O reads its drop-ins when it starts; an image that already runs it must restart it.
             ["sh", "-c", "if systemctl is-active --quiet crio; then systemctl restart crio; fi"],
-            # List form: cloud-init runs it without a shell, so the taint list needs no quoting.
-            [BOOTSTRAP_PATH, bootstrap.kubelet_extra_args()],
+            # List form: cloud-init runs it without a shell, so the taint list needs no quoting. The
+            # topology labeller adds the fabric labels every RDMA node registers with.
+            [BOOTSTRAP_PATH, bootstrap.kubelet_extra_args(), *TOPOLOGY_LABELS_COMMAND],
         ],
     }
     return "#cloud-config\n" + dump(document)

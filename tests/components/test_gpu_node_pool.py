@@ -100,7 +100,12 @@ def test_cloud_init_carries_every_node_setting(run_stack: Callable[..., Run]) ->
     assert "memlock=-1:-1" in files[cloud_init.MEMLOCK_PATH]
     assert "options ib_core netns_mode=1" in files[cloud_init.IB_CORE_PATH]
     assert "ManageForeignRoutes=no" in files[cloud_init.NETWORKD_PATH]
-    assert "--register-with-taints=nvidia.com/gpu=present:NoSchedule" in document["runcmd"][-1][-1]
+    assert document["runcmd"][-1] == [
+        cloud_init.BOOTSTRAP_PATH,
+        "--register-with-taints=nvidia.com/gpu=present:NoSchedule",
+        *cloud_init.TOPOLOGY_LABELS_COMMAND,
+    ]
+    assert files[cloud_init.TOPOLOGY_LABELS_PATH] == cloud_init.TOPOLOGY_LABELS_SH
 
 
 def test_existing_compute_cluster_is_used_not_created(run_stack: Callable[..., Run]) -> None:

@@ -60,16 +60,18 @@ def test_registers_taints_and_bootstraps_last() -> None:
     assert commands[-1] == [
         cloud_init.BOOTSTRAP_PATH,
         "--register-with-taints=nvidia.com/gpu=present:NoSchedule,dedicated:NoExecute",
+        *cloud_init.TOPOLOGY_LABELS_COMMAND,
     ]
     bootstrap = files_of(text)[cloud_init.BOOTSTRAP_PATH]
     assert 'set -- --kubelet-extra-args "$kubelet_args"' in bootstrap
+    assert 'more_args=$("$@")' in bootstrap
     assert 'oke bootstrap "$@"' in bootstrap
     assert "instance/metadata/oke_init_script" in bootstrap
 
 
 def test_no_taints_means_no_taint_flag() -> None:
     commands = yaml.safe_load(render_cloud_init(NodeBootstrap(taints=())))["runcmd"]
-    assert commands[-1] == [cloud_init.BOOTSTRAP_PATH, ""]
+    assert commands[-1] == [cloud_init.BOOTSTRAP_PATH, "", *cloud_init.TOPOLOGY_LABELS_COMMAND]
 
 
 def test_crio_picks_up_the_drop_ins_before_the_node_joins() -> None:
