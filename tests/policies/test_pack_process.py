@@ -15,9 +15,11 @@ from pulumi.runtime.proto import analyzer_pb2
 
 from preview.policy_check import analyze_requests, configure_request
 from tests.fixtures import seed000
+from tests.policies.kueue_helpers import flavor, kueue_objects, kueue_stack, queued_mpijob
 from tests.policies.policy_helpers import (
     dranet_release,
     k8s,
+    over_grpc,
     seed_plan,
     started_pack,
 )
@@ -55,6 +57,10 @@ def test_get_analyzer_info_lists_the_policies_with_levels_and_schemas(analyzer):
         "sriov-vf-pool-range": analyzer_pb2.MANDATORY,
         "sriov-dra-disjoint": analyzer_pb2.MANDATORY,
         "sriov-pods-all-rails": analyzer_pb2.ADVISORY,
+        "kueue-jobs-queued": analyzer_pb2.ADVISORY,
+        "kueue-topology-levels": analyzer_pb2.MANDATORY,
+        "kueue-flavor-shapes": analyzer_pb2.MANDATORY,
+        "kueue-flavor-pools": analyzer_pb2.MANDATORY,
     }
     child = next(p for p in info.policies if p.name == "dranet-child-range")
     assert child.policy_type == analyzer_pb2.POLICY_TYPE_STACK
@@ -98,3 +104,30 @@ def test_configure_analyze_and_analyze_stack(analyzer):
     assert set(by_policy) == {"dranet-child-range", "gpu-rail-claims-aligned"}
     assert "pods CIDR" in by_policy["dranet-child-range"].message
     assert by_policy["gpu-rail-claims-aligned"].urn.endswith("::shape-root")
+
+
+def test_the_kueue_policies_judge_a_stack_with_topology_aware_scheduling(analyzer):
+    """A job off the queue asking for a level the Topology lacks, and a flavor for a shape the stack has no pool
+    of: each kueue policy's verdict, level and resource as the CLI gets them."""
+    job = queued_mpijob(None)
+    job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["metadata"] = {
+        "annotations": {"kueue.x-k8s.io/podset-required-topology": "oke-gpu-rdma/rdma-rack"}
+    }
+    kueue = [*kueue_objects(), flavor("a100", {"node.kubernetes.io/instance-type": "BM.GPU.A100-v2.8"})]
+    found = [k for k in over_grpc(analyzer, kueue_stack(job, kueue=kueue)) if k[0].startswith("kueue-")]
+    assert [(policy, level, urn.rsplit("::", 1)[-1]) for policy, level, urn, _, _ in found] == [
+        ("kueue-flavor-pools", "mandatory", "resourceflavor-a100"),
+        ("kueue-jobs-queued", "advisory", "mpijob-nccl-dranet-a"),
+        ("kueue-topology-levels", "mandatory", "mpijob-nccl-dranet-a"),
+    ]
+    messages = {policy: message for policy, _, _, _, message in found}
+    assert messages["kueue-flavor-pools"].startswith(
+        "ResourceFlavor a100: spec.nodeLabels node.kubernetes.io/instance-type=BM.GPU.A100-v2.8 select no node pool"
+    )
+    assert messages["kueue-jobs-queued"].startswith(
+        "MPIJob rdma-dranet/nccl-dranet-a: a multi-node GPU job (replica Worker: 2 pods at once"
+    )
+    assert messages["kueue-topology-levels"].startswith(
+        "MPIJob rdma-dranet/nccl-dranet-a: replica Worker asks kueue.x-k8s.io/podset-required-topology: "
+        "oke-gpu-rdma/rdma-rack, a level no Topology of its flavors defines"
+    )

@@ -1,0 +1,82 @@
+"""kueue-flavor-shapes: a job's queue may admit it only on flavors of a shape its claims can be allocated on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.fixtures import seed000
+from tests.policies.kueue_helpers import kueue_stack, queued_mpijob
+from tests.policies.policy_helpers import analyze, notes, of, violations
+
+POLICY = "kueue-flavor-shapes"
+QUOTA = (
+    "Kueue counts DRA devices by DeviceClass, not by the claim's selectors, so it can admit the job there and the "
+    "pods then stay Pending holding the quota."
+)
+
+
+def pinned_to_b4() -> dict[str, Any]:
+    """aligned-4gpu-8rails-a with its rail requests pinned to BM.GPU.B4.8 by oke.dra.net/shape (what the stack's
+    multi-shape claim templates do)."""
+    claim = seed000("aligned-4gpu-8rails-a")
+    claim["metadata"]["name"] = "aligned-b4"
+    for request in claim["spec"]["spec"]["devices"]["requests"][1::2]:
+        request["exactly"]["selectors"].append(
+            {"cel": {"expression": 'device.attributes["oke.dra.net"].shape == "BM.GPU.B4.8"'}}
+        )
+    return claim
+
+
+def job_with(template: str, node_selector: bool = True) -> dict[str, Any]:
+    job = queued_mpijob("gpu")
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["resourceClaims"][0]["resourceClaimTemplateName"] = template
+    if not node_selector:
+        del worker["nodeSelector"]
+    return job
+
+
+def test_a_job_pinned_by_node_selector_to_the_shape_its_claim_fits_passes() -> None:
+    """The worker's nodeSelector (instance-type B4) rules the h100 flavor out (Kueue's flavorSelector)."""
+    assert of(analyze(kueue_stack(pinned_to_b4(), job_with("aligned-b4"))), POLICY) == []
+
+
+def test_a_flavor_whose_shape_the_claims_selectors_rule_out_is_rejected() -> None:
+    (v,) = of(analyze(kueue_stack(pinned_to_b4(), job_with("aligned-b4", node_selector=False))), POLICY)
+    assert v.level == "mandatory" and v.urn.endswith("::mpijob-nccl-dranet-a")
+    assert v.message == (
+        "MPIJob rdma-dranet/nccl-dranet-a: replica Worker uses ResourceClaimTemplate rdma-dranet/aligned-b4, and "
+        "claim aligned-b4 can never be allocated on BM.GPU.H100.8: its selectors rule the shape out. Its queue "
+        "(LocalQueue rdma-dranet/gpu -> ClusterQueue gpu) may admit it on flavor h100 (pools gpu-h100) of that "
+        f"shape: {QUOTA} Fix: pin the pod set to a shape its claims fit (nodeSelector "
+        "node.kubernetes.io/instance-type: BM.GPU.B4.8), or submit it to a queue whose flavors fit"
+    )
+
+
+def test_a_claim_the_flavors_shape_cannot_hold_is_rejected() -> None:
+    claim = seed000("aligned-4gpu-8rails-a")
+    claim["metadata"]["name"] = "nine-gpus"
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 9
+    (v,) = of(analyze(kueue_stack(claim, job_with("nine-gpus"))), POLICY)
+    assert v.message.startswith(
+        "MPIJob rdma-dranet/nccl-dranet-a: replica Worker uses ResourceClaimTemplate rdma-dranet/nine-gpus, and "
+        "claim nine-gpus can never be allocated on BM.GPU.B4.8: no PCIe root has 9 GPUs and 4 rails"
+    )
+    assert v.message.endswith(
+        "Its queue (LocalQueue rdma-dranet/gpu -> ClusterQueue gpu) may admit it on flavor b4 (pools gpu-b4) of "
+        f"that shape: {QUOTA} Fix: submit it to a queue whose flavors are a shape the claim fits, or change the claim"
+    )
+
+
+def test_the_seeds_aligned_job_fits_its_flavor() -> None:
+    assert of(analyze(kueue_stack(queued_mpijob("gpu"))), POLICY) == []
+
+
+def test_a_queue_outside_the_stack_is_a_note() -> None:
+    findings = analyze(kueue_stack(queued_mpijob("elsewhere")))
+    assert violations(findings, POLICY) == []
+    (note,) = notes(findings, POLICY)
+    assert (
+        "MPIJob rdma-dranet/nccl-dranet-a: LocalQueue rdma-dranet/elsewhere is not declared in this stack: its "
+        "flavors' shapes not checked" in note.message
+    )
