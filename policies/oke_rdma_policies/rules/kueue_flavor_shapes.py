@@ -63,6 +63,7 @@ def _check(
     kueue: KueueObjects,
     pools: PoolLabels,
     classes: Mapping[str, tuple[str, ...]],
+    judged: dict[tuple[str, str], str | None],
     workload: PlainResource,
     reporter: Reporter,
 ) -> None:
@@ -93,14 +94,18 @@ def _check(
             for shape in chosen.shapes:
                 of_shape = [p for p in chosen.pools if pools.pools[p][0] == shape]
                 shapes.setdefault(shape, []).append((name, of_shape))
+        for claim in pod_set.claims:
+            for shape in shapes:
+                if (claim.urn, shape) not in judged:  # jobs share claim templates: judge each once per run
+                    judged[(claim.urn, shape)] = why_not_on(claim, shape, classes)
         failing = {
             (claim.label, shape): reason
             for claim in pod_set.claims
             for shape in shapes
-            if (reason := why_not_on(claim, shape, classes)) is not None
+            if (reason := judged[(claim.urn, shape)]) is not None
         }
         fitting = sorted(set(shapes) - {shape for _, shape in failing})
-        for (claim, shape), reason in sorted(failing.items()):
+        for (claim_label, shape), reason in sorted(failing.items()):
             on = ", ".join(f"{flavor} (pools {', '.join(names)})" for flavor, names in shapes[shape])
             fix = (
                 f"pin the pod set to a shape its claims fit (nodeSelector {INSTANCE_TYPE_LABEL}: {fitting[0]}), or "
@@ -109,7 +114,7 @@ def _check(
                 else "submit it to a queue whose flavors are a shape the claim fits, or change the claim"
             )
             reporter.violation(
-                f"{workload.label}: {pod_set.pod.where} uses {claim}, and {reason}. Its queue ({chain}) may "
+                f"{workload.label}: {pod_set.pod.where} uses {claim_label}, and {reason}. Its queue ({chain}) may "
                 f"admit it on flavor {on} of that shape: Kueue counts DRA devices by "
                 "DeviceClass, not by the claim's selectors, so it can admit the job there and the pods then stay "
                 f"Pending holding the quota. Fix: {fix}",
@@ -124,9 +129,12 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
         return
     pools = pool_labels(view)
     classes = {**registry.device_class_selectors(), **view.classes.selectors}
+    judged: dict[tuple[str, str], str | None] = {}
     for workload in view.workloads:
         reporter.guard(
-            workload.label, workload.urn, partial(_check, view, kueue, pools, classes, workload, reporter)
+            workload.label,
+            workload.urn,
+            partial(_check, view, kueue, pools, classes, judged, workload, reporter),
         )
 
 
