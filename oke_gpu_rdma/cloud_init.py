@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Literal
 
+import yaml
+
 from .labels import RDMA_HPC_ISLAND_LABEL, RDMA_LOCAL_BLOCK_LABEL, RDMA_NETWORK_BLOCK_LABEL
 from .yamltext import dump
 
@@ -104,6 +106,9 @@ TOPOLOGY_LABELS_COMMAND = (
 )
 
 
+# libyaml's loader where PyYAML has it (the wheels do): the pack reads every pool's cloud-init.
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 TAINTS_FLAG = "--register-with-taints="
 _TAINTS = re.compile(re.escape(TAINTS_FLAG) + r"(\S*)")
 
@@ -113,6 +118,23 @@ def registered_taints(text: str) -> tuple[str, ...]:
     :func:`render_cloud_init` wrote (the last ``--register-with-taints=`` wins, as the kubelet's flag)."""
     found = _TAINTS.findall(text)
     return tuple(t for t in found[-1].strip("'\"").split(",") if t) if found else ()
+
+
+@functools.lru_cache(maxsize=64)
+def registered_label_keys(text: str) -> tuple[str, ...]:
+    """The label keys a node registers with from the topology labeller, read back from a cloud-init that
+    :func:`render_cloud_init` wrote (the arguments after :data:`TOPOLOGY_LABELS_PATH` in its runcmd); ()
+    without it or when the text is no cloud-config. The values exist only on the node; the kubelet adds
+    kubernetes.io/hostname itself."""
+    try:
+        document = yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError:
+        return ()
+    commands = document.get("runcmd") if isinstance(document, dict) else None
+    for command in commands if isinstance(commands, list) else ():
+        if isinstance(command, list) and TOPOLOGY_LABELS_PATH in command:
+            return tuple(str(k) for k in command[command.index(TOPOLOGY_LABELS_PATH) + 1 :])
+    return ()
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from oke_gpu_rdma import kueue_jobs, resource_types
-from oke_gpu_rdma.labels import FABRIC_LEVEL_LABELS
+from oke_gpu_rdma.cloud_init import registered_label_keys
+from oke_gpu_rdma.labels import FABRIC_LEVEL_LABELS, HOSTNAME_LABEL
 
 from .kube import PlainResource, PodSpec, containers, gpu_count, pod_specs
-from .stack import StackView, labels_of, node_labels
+from .stack import StackView, labels_of, node_cloud_init, node_labels
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map, contains_unknown, dig
 
 PREFIX = f"kubernetes:{kueue_jobs.GROUP}/"
@@ -136,11 +137,17 @@ def boot_time_keys(labels: Mapping[str, str]) -> list[str]:
 
 @dataclass(frozen=True)
 class PoolLabels:
-    """The stack's node pools: name -> (shape, labels every node has from boot), and the pools whose
-    labels are unknown until apply."""
+    """The stack's node pools: name -> (shape, labels every node has from boot), the keys of the labels its
+    nodes register at boot (values known only there: the fabric levels its cloud-init writes, the hostname),
+    and the pools whose labels are unknown until apply."""
 
     pools: dict[str, tuple[str, dict[str, str]]]
     unknown: tuple[str, ...]
+    at_boot: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def keys(self, pool: str) -> frozenset[str]:
+        """Every label key the pool's nodes carry once they run."""
+        return frozenset(self.pools[pool][1]) | self.at_boot.get(pool, frozenset())
 
     @property
     def shapes(self) -> dict[str, str]:
@@ -150,6 +157,7 @@ class PoolLabels:
 def pool_labels(view: StackView) -> PoolLabels:
     pools: dict[str, tuple[str, dict[str, str]]] = {}
     unknown: list[str] = []
+    at_boot: dict[str, frozenset[str]] = {}
     for pool in view.of_type(resource_types.NODE_POOL):
         shape = pool.props.get("nodeShape")
         labels = node_labels(pool)
@@ -157,7 +165,21 @@ def pool_labels(view: StackView) -> PoolLabels:
             unknown.append(pool.name)
             continue
         pools[pool.name] = (shape, {str(k): str(v) for k, v in labels.items()})
-    return PoolLabels(pools, tuple(unknown))
+        text = node_cloud_init(pool)
+        registered = registered_label_keys(text) if isinstance(text, str) else ()
+        at_boot[pool.name] = frozenset((*registered, HOSTNAME_LABEL))
+    return PoolLabels(pools, tuple(unknown), at_boot)
+
+
+def flavor_pools(labels: Mapping[str, str], pools: PoolLabels) -> kueue_jobs.FlavorPools:
+    """The pools a flavor with nodeLabels ``labels`` selects: matched on the labels known in the plan, and,
+    for keys known only at boot, on the pools whose nodes register those keys."""
+    at_boot = boot_time_keys(labels)
+    chosen = kueue_jobs.pools_of_flavor({k: v for k, v in labels.items() if k not in at_boot}, pools.pools)
+    if not at_boot:
+        return chosen
+    kept = tuple(p for p in chosen.pools if set(at_boot) <= pools.keys(p))
+    return kueue_jobs.FlavorPools(kept, tuple(sorted({pools.pools[p][0] for p in kept})))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from oke_gpu_rdma import cloud_init
+from oke_gpu_rdma import cloud_init, labels
 from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
 
 
@@ -100,3 +100,14 @@ def test_a_node_without_rails_gets_only_the_bootstrap_with_its_taints() -> None:
         [cloud_init.BOOTSTRAP_PATH, "--register-with-taints=nvidia.com/gpu=present:NoSchedule"]
     ]
     assert cloud_init.registered_taints(text) == ("nvidia.com/gpu=present:NoSchedule",)
+
+
+def test_the_registered_label_keys_read_back_from_the_cloud_init() -> None:
+    text = render_cloud_init(NodeBootstrap(taints=("nvidia.com/gpu=present:NoSchedule",)))
+    assert cloud_init.registered_label_keys(text) == (
+        labels.RDMA_HPC_ISLAND_LABEL,
+        labels.RDMA_NETWORK_BLOCK_LABEL,
+        labels.RDMA_LOCAL_BLOCK_LABEL,
+    )
+    assert cloud_init.registered_label_keys(render_cloud_init(NodeBootstrap((), None))) == ()
+    assert cloud_init.registered_label_keys("#cloud-config\n: [") == ()

@@ -4,8 +4,10 @@ LocalQueue in the workload namespace (kubernetes-sigs/kueue v0.19.2 apis/kueue/v
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
+from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
 from oke_gpu_rdma.labels import FABRIC_LEVEL_LABELS, INSTANCE_TYPE_LABEL, POOL_LABEL
 from preview.mock_runtime import RecordedResource
 from tests.fixtures import seed000
@@ -74,11 +76,22 @@ def local_queue(name: str, cq: str, namespace: str = NAMESPACE) -> dict[str, Any
     }
 
 
-def h100_pool() -> RecordedResource:
+def user_data(rdma: bool = True) -> dict[str, str]:
+    """nodeMetadata with the cloud-init the program renders: an RDMA pool's (with the topology labeller) or a
+    pool's without rails."""
+    text = render_cloud_init(NodeBootstrap((), "shared" if rdma else None))
+    return {"user_data": base64.b64encode(text.encode()).decode()}
+
+
+def h100_pool(rdma: bool = True) -> RecordedResource:
     return resource(
         "oci:ContainerEngine/nodePool:NodePool",
         "gpu-h100",
-        {"nodeShape": H100, "initialNodeLabels": [{"key": POOL_LABEL, "value": "gpu-h100"}]},
+        {
+            "nodeShape": H100,
+            "initialNodeLabels": [{"key": POOL_LABEL, "value": "gpu-h100"}],
+            "nodeMetadata": user_data(rdma),
+        },
     )
 
 
@@ -104,11 +117,17 @@ def queued_mpijob(queue: str | None = "gpu") -> dict[str, Any]:
 
 
 def kueue_stack(
-    *objects: dict[str, Any], kueue: list[dict[str, Any]] | None = None
+    *objects: dict[str, Any], kueue: list[dict[str, Any]] | None = None, h100_rails: bool = True
 ) -> list[RecordedResource]:
-    """The seed plan with an H100 pool, DRANET, the aligned claim template, the Kueue objects and ``objects``."""
+    """The seed plan (its pool with the RDMA cloud-init) with an H100 pool (without rails: ``h100_rails``
+    False), DRANET, the aligned claim template, the Kueue objects and ``objects``."""
     kinds: dict[str, int] = {}
-    out = [*seed_plan(), h100_pool(), dranet_release(), k8s(seed000("aligned-4gpu-8rails-a"))]
+    plan = seed_plan()
+    pool = plan[-1]
+    plan[-1] = resource(
+        pool.type, pool.name, {**pool.inputs, "nodeMetadata": user_data()}, dependencies=pool.dependencies
+    )
+    out = [*plan, h100_pool(h100_rails), dranet_release(), k8s(seed000("aligned-4gpu-8rails-a"))]
     for obj in [*(kueue_objects() if kueue is None else kueue), *objects]:
         key = f"{obj['kind'].lower()}-{obj['metadata']['name']}"
         kinds[key] = kinds.get(key, 0) + 1

@@ -55,6 +55,24 @@ def test_a_flavor_over_two_shapes_is_rejected(labels: dict[str, str] | None, sho
     )
 
 
+def test_a_topology_aware_flavor_over_nodes_without_the_fabric_labels_is_rejected() -> None:
+    """The H100 pool without rails gets no topology labeller: its nodes carry only kubernetes.io/hostname of
+    the Topology's levels, and Kueue's TAS leaves them out of the flavor."""
+    stack = kueue_stack(kueue=flavors(flavor("h100", {POOL_LABEL: "gpu-h100"})), h100_rails=False)
+    (v,) = of(analyze(stack), POLICY)
+    assert v.urn.endswith("::resourceflavor-h100")
+    assert v.message == (
+        "ResourceFlavor h100: its Topology rdma-fabric has levels oke-gpu-rdma/rdma-hpc-island, "
+        "oke-gpu-rdma/rdma-network-block, oke-gpu-rdma/rdma-local-block, which the nodes of pool gpu-h100 do not "
+        "carry: Kueue's topology-aware scheduling leaves a node without every level's label out of the flavor, so "
+        "those nodes never run its workloads. Fix: select pools whose nodes register every level (the RDMA pools' "
+        "cloud-init writes the fabric levels), or drop the levels from the Topology"
+    )
+    # Without topologyName the flavor is not topology-aware: no level is needed.
+    plain = kueue_stack(kueue=flavors(flavor("h100", {POOL_LABEL: "gpu-h100"}, None)), h100_rails=False)
+    assert of(analyze(plain), POLICY) == []
+
+
 def test_v1beta1_flavors_are_read_too() -> None:
     old = flavor("a100", {INSTANCE_TYPE_LABEL: "BM.GPU.A100-v2.8"}, api="kueue.x-k8s.io/v1beta1")
     (v,) = of(analyze(kueue_stack(kueue=flavors(old))), POLICY)
@@ -67,8 +85,8 @@ def test_a_fabric_label_is_known_only_at_boot_and_the_other_keys_decide() -> Non
     assert violations(findings, POLICY) == []
     (note,) = notes(findings, POLICY)
     assert (
-        "ResourceFlavor island: nodeLabels oke-gpu-rdma/rdma-hpc-island are set at boot, matched on the others"
-        in note.message
+        "ResourceFlavor island: nodeLabels oke-gpu-rdma/rdma-hpc-island have values known only on the nodes, "
+        "matched on the other keys and on the pools whose nodes register them" in note.message
     )
 
 

@@ -6,7 +6,10 @@ one that matches pools of two shapes counts hosts with different GPUs and rails 
 topology, so a job admitted on it may land on a shape its claims do not fit. Pools are matched on the
 labels their nodes have from boot (the initial node labels, `node.kubernetes.io/instance-type`, the GPU
 labels set on GPU shapes); the fabric level labels' values are known only on the nodes, so a flavor is
-matched on its other keys. Judged when the stack declares node pools.
+matched on its other keys and on the pools whose cloud-init registers those keys. A flavor with a
+`topologyName` must select nodes that carry every level of that Topology: Kueue leaves a node without one
+out of a topology-aware flavor (`pkg/util/tas/node.go` NodeMatchesFlavor). Judged when the stack declares
+node pools.
 """
 
 from __future__ import annotations
@@ -15,13 +18,20 @@ from functools import partial
 
 from pulumi_policy import StackValidationArgs
 
-from oke_gpu_rdma import kueue_jobs
-
-from ..kueue_objects import KueueObjects, boot_time_keys, flavor_labels, label, pool_labels
+from ..kube import PlainResource
+from ..kueue_objects import (
+    KueueObjects,
+    PoolLabels,
+    boot_time_keys,
+    flavor_labels,
+    flavor_pools,
+    label,
+    pool_labels,
+)
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView
-from ..values import UNKNOWN
+from ..values import UNKNOWN, dig
 
 
 def check(args: StackValidationArgs, reporter: Reporter) -> None:
@@ -43,19 +53,49 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
         at_boot = boot_time_keys(labels)
         if at_boot:
             reporter.unchecked(
-                f"{label(flavor)}: nodeLabels {', '.join(at_boot)} are set at boot, matched on the others"
+                f"{label(flavor)}: nodeLabels {', '.join(at_boot)} have values known only on the nodes, matched on "
+                "the other keys and on the pools whose nodes register them"
             )
-        matched = {k: v for k, v in labels.items() if k not in at_boot}
-        chosen = kueue_jobs.pools_of_flavor(matched, pools.pools)
+        chosen = flavor_pools(labels, pools)
         problem = chosen.problem(name, labels, pools.shapes)
-        if problem is None:
-            continue
-        if pools.unknown and not chosen.pools:
+        if problem is not None and pools.unknown and not chosen.pools:
             reporter.unchecked(
                 f"{label(flavor)}: pools {', '.join(pools.unknown)} have labels unknown until apply"
             )
-            continue
-        reporter.violation(problem, flavor.urn)
+        elif problem is not None:
+            reporter.violation(problem, flavor.urn)
+        else:
+            _levels_on_pools(kueue, name, flavor, chosen.pools, pools, reporter)
+
+
+def _levels_on_pools(
+    kueue: KueueObjects,
+    name: str,
+    flavor: PlainResource,
+    chosen: tuple[str, ...],
+    pools: PoolLabels,
+    reporter: Reporter,
+) -> None:
+    """A topology-aware flavor's nodes must carry every level of its Topology: Kueue leaves a node without one
+    out of the flavor (NodeMatchesFlavor)."""
+    topology = dig(flavor.props, "spec.topologyName")
+    if topology is UNKNOWN:
+        reporter.unchecked(f"{label(flavor)}: spec.topologyName unknown until apply")
+        return
+    if not isinstance(topology, str) or topology not in kueue.topologies:
+        return
+    levels = kueue.topologies[topology][1]
+    for pool in chosen:
+        missing = [level for level in levels if level not in pools.keys(pool)]
+        if missing:
+            reporter.violation(
+                f"ResourceFlavor {name}: its Topology {topology} has levels {', '.join(missing)}, which the nodes "
+                f"of pool {pool} do not carry: Kueue's topology-aware scheduling leaves a node without every "
+                "level's label out of the flavor, so those nodes never run its workloads. Fix: select pools whose "
+                "nodes register every level (the RDMA pools' cloud-init writes the fabric levels), or drop the "
+                "levels from the Topology",
+                flavor.urn,
+            )
 
 
 RULE = stack_rule(

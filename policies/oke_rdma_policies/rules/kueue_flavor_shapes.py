@@ -28,7 +28,7 @@ from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
 from ..kube import PlainResource, resource_claim_spec
-from ..kueue_objects import KueueObjects, PoolLabels, boot_time_keys, flavor_labels, pod_sets, pool_labels
+from ..kueue_objects import KueueObjects, PoolLabels, flavor_labels, flavor_pools, pod_sets, pool_labels
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView
@@ -89,8 +89,7 @@ def _check(
                 continue
             if not kueue_jobs.flavor_admits(labels, selector):
                 continue
-            matched = {k: v for k, v in labels.items() if k not in boot_time_keys(labels)}
-            chosen = kueue_jobs.pools_of_flavor(matched, pools.pools)
+            chosen = flavor_pools(labels, pools)
             for shape in chosen.shapes:
                 of_shape = [p for p in chosen.pools if pools.pools[p][0] == shape]
                 shapes.setdefault(shape, []).append((name, of_shape))
