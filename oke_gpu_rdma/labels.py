@@ -50,6 +50,9 @@ ADMIN_ACCESS_ENABLED = "true"
 # an OCID exceeds the 63-character label value limit), Kueue's Topology lists them as its levels, and the
 # pack checks topology requests against them. Our own prefix, not OKE's oci.oraclecloud.com/rdma.*: OKE
 # writes those itself (hashes of its own) only on some tenancies, and two writers of one key disagree.
+# DRANET publishes the same levels on every rail as oke.dra.net/{hpcIslandId,networkBlockId,localBlockId}; each
+# label value is the SHA-256 (32 hex digits) of that attribute's value (oke_gpu_rdma/scripts/rdma-topology-labels.sh,
+# docs/kubernetes.md "Fabric topology labels": a claim selector picks one node's devices, a node label places nodes).
 RDMA_HPC_ISLAND_LABEL = "oke-gpu-rdma/rdma-hpc-island"
 RDMA_NETWORK_BLOCK_LABEL = "oke-gpu-rdma/rdma-network-block"
 RDMA_LOCAL_BLOCK_LABEL = "oke-gpu-rdma/rdma-local-block"

@@ -52,6 +52,8 @@ class KueueObjects:
     local_queues: dict[tuple[str, str], PlainResource] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
     """Objects whose name or spec is unknown until apply."""
+    unknown_topologies: set[str] = field(default_factory=set)
+    """Topologies whose levels are unknown until apply (listed with no levels)."""
 
     @classmethod
     def of(cls, view: StackView) -> KueueObjects:
@@ -67,6 +69,8 @@ class KueueObjects:
                 spec = res.props.get("spec")
                 if spec is UNKNOWN or contains_unknown(spec):
                     found.unknown.append(f"{label(res)}: spec.levels unknown until apply")
+                    found.unknown_topologies.add(name)
+                    spec = None
                 found.topologies[name] = (res, kueue_jobs.topology_levels(as_map(spec, "spec")))
             elif is_kueue(res, "ResourceFlavor"):
                 found.flavors[name] = res

@@ -95,3 +95,13 @@ def test_an_unknown_level_is_a_note() -> None:
     assert violations(findings, POLICY) == []
     (note,) = notes(findings, POLICY)
     assert "kueue.x-k8s.io/podset-required-topology of replica Worker unknown until apply" in note.message
+
+
+def test_a_topology_whose_levels_are_unknown_judges_nothing_yet() -> None:
+    objects = [topology(levels=(UNKNOWN,)), *kueue_objects()[1:]]
+    findings = analyze(
+        kueue_stack(annotated("podset-required-topology", "oke-gpu-rdma/rdma-rack"), kueue=objects)
+    )
+    assert violations(findings, POLICY) == []
+    (note,) = notes(findings, POLICY)
+    assert "Topology rdma-fabric: spec.levels unknown until apply" in note.message

@@ -53,6 +53,8 @@ def _check(kueue: KueueObjects, workload: PlainResource, reporter: Reporter) -> 
             topologies = topologies or _topologies_for(kueue, workload)
             if any(level in kueue.topologies[t][1] for t in topologies):
                 continue
+            if kueue.unknown_topologies & set(topologies):
+                continue  # their levels are unknown until apply (reported as not checked)
             defined = "; ".join(
                 f"Topology {t}: {', '.join(kueue.topologies[t][1]) or 'none'}" for t in topologies
             )
