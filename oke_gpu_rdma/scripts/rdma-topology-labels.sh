@@ -29,8 +29,8 @@ island_key=$1 block_key=$2 local_key=$3
 imds=http://169.254.169.254/opc/v2
 
 imds_get() {  # body of IMDS path $1, empty where the service has none (404 for rdmaTopologyData)
-  curl --silent --fail --retry 5 --retry-delay 2 --max-time 10 -H "Authorization: Bearer Oracle" \
-    "$imds/$1" 2>/dev/null || true
+  curl --silent --fail --retry 5 --retry-connrefused --retry-delay 2 --max-time 10 \
+    -H "Authorization: Bearer Oracle" "$imds/$1" 2>/dev/null || true
 }
 
 field() {  # string value of JSON key $1 in the document on stdin (IMDS documents are flat strings here)
