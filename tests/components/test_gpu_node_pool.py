@@ -14,7 +14,7 @@ import yaml
 from components.component_inputs import schema_name
 from components.gpu_node_pool import launch_statement
 from oke_gpu_rdma import cloud_init
-from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POOL_LABEL
+from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, FABRIC_LEVEL_LABELS, HOSTNAME_LABEL, POOL_LABEL
 from oke_gpu_rdma.resource_types import LAUNCH_POLICY_COMPONENT, NODE_POOL_COMPONENT
 from preview.mock_runtime import placeholder_ocid
 from tests.support import EXAMPLE_REGION, Run, raw_config
@@ -304,3 +304,23 @@ def test_no_dra_driver_selects_a_pool_without_rails_and_the_gpu_operator_tolerat
     assert {"key": "dedicated", "operator": "Exists", "effect": "NoExecute"} in releases[
         "gpu-operator-release"
     ]["daemonsets"]["tolerations"]
+
+
+def test_every_rdma_pool_registers_the_fabric_levels_and_a_pool_without_rails_none(
+    run_stack: Callable[..., Run],
+) -> None:
+    """The full example's DRANET pools, plus pools without rails: the fabric level keys each pool's nodes
+    register at boot (the kubelet adds kubernetes.io/hostname, the Topology's last level)."""
+    run = run_stack("full", _with_railless_pools())
+    registered = {
+        r.name: cloud_init.registered_label_keys(user_data(r.inputs))
+        for r in run.of_type(NODE_POOL)
+        if r.inputs["nodeShape"] != "VM.Standard.E5.Flex"
+    }
+    assert registered == {
+        "gpu-b4-a-nodes": FABRIC_LEVEL_LABELS[:-1],
+        "gpu-b4-b-nodes": FABRIC_LEVEL_LABELS[:-1],
+        "gpu-h100-nodes": (),
+        "infer-a10-nodes": (),
+    }
+    assert FABRIC_LEVEL_LABELS[-1] == HOSTNAME_LABEL
