@@ -95,7 +95,9 @@ TOPOLOGY_LABELS_PATH = "/usr/local/sbin/oke-gpu-rdma-topology-labels.sh"
 # namespaces at start (kubernetes cmd/kubelet/app/options/options.go ValidateKubeletFlags, with
 # k8s.io/kubelet pkg/apis/well_known_labels.go IsKubeletLabel) and NodeRestriction refuses them and the
 # node-restriction.kubernetes.io/ prefix (plugin/pkg/admission/noderestriction/admission.go). Our own
-# oke-gpu-rdma/ prefix passes both.
+# oke-gpu-rdma/ prefix passes both. A second --node-labels (OKE's own bootstrap may pass one) merges with
+# ours rather than replacing it: the flag is a MapStringString whose Set adds pairs after the first call
+# (k8s.io/component-base cli/flag/map_string_string.go).
 TOPOLOGY_LABELS_SH = resources.files(__package__).joinpath("scripts/rdma-topology-labels.sh").read_text()
 # The label keys, passed as arguments so labels.py stays their one home.
 TOPOLOGY_LABELS_COMMAND = (
