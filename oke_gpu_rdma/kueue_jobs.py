@@ -20,9 +20,10 @@ Every name and rule here is Kueue's, from kubernetes-sigs/kueue at tag v0.19.2:
   (`apis/kueue/v1beta1` and `v1beta2` `*_types.go`: the same JSON names in both versions).
 - A flavor's nodes are those carrying every one of its nodeLabels, and for a topology-aware flavor every
   level's label too (`pkg/util/tas/node.go` NodeMatchesFlavor).
-- A pod set fits a flavor only if its nodeSelector agrees on the keys the flavor's nodeLabels set; keys the
-  flavor does not set are ignored (`pkg/scheduler/flavorassigner/flavorassigner.go` checkFlavorForPodSets,
-  flavorSelector).
+- A pod set fits a flavor only if its nodeSelector and required node affinity, cut to the keys the flavor's
+  nodeLabels set, match those nodeLabels (`pkg/scheduler/flavorassigner/flavorassigner.go`
+  checkFlavorForPodSets, flavorSelector). The flavor's nodeTaints against the pod's tolerations, which
+  Kueue checks as well, are not modelled here.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .labels import INSTANCE_TYPE_LABEL, POOL_LABEL
+from .node_selection import SelectionError, affinity_matches, selector_matches
 
 GROUP: Final = "kueue.x-k8s.io"
 # Topology was v1alpha1 before it moved to v1beta1 and v1beta2; the fields read here are the same in all.
@@ -133,9 +135,40 @@ def flavor_selects(flavor_labels: Mapping[str, str], node_labels: Mapping[str, s
     return all(node_labels.get(key) == value for key, value in flavor_labels.items())
 
 
-def flavor_admits(flavor_labels: Mapping[str, str], node_selector: Mapping[str, Any]) -> bool:
-    """Whether a pod set with ``node_selector`` may be assigned the flavor: it agrees on the flavor's keys."""
-    return all(flavor_labels[key] == value for key, value in node_selector.items() if key in flavor_labels)
+def flavor_admits(flavor_labels: Mapping[str, str], pod_spec: Mapping[str, Any]) -> bool:
+    """Whether Kueue may assign the flavor to a pod set with ``pod_spec``: its nodeSelector and required node
+    affinity, cut to the keys the flavor's nodeLabels set, match the flavor's nodeLabels as a node's
+    (flavorSelector: a term left without expressions matches any flavor; matchFields are dropped)."""
+    keys = set(flavor_labels)
+    selector = pod_spec.get("nodeSelector")
+    if isinstance(selector, Mapping) and not selector_matches(
+        {k: v for k, v in selector.items() if k in keys}, flavor_labels
+    ):
+        return False
+    affinity = pod_spec.get("affinity")
+    node = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = (
+        node.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node, Mapping) else None
+    )
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    if not isinstance(terms, list):
+        return True
+    kept = []
+    for term in terms:
+        exprs = term.get("matchExpressions") if isinstance(term, Mapping) else None
+        exprs = (
+            [e for e in exprs if isinstance(e, Mapping) and e.get("key") in keys]
+            if isinstance(exprs, list)
+            else []
+        )
+        if not exprs:
+            return True
+        kept.append({"matchExpressions": exprs})
+    cut = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": kept}}}
+    try:
+        return affinity_matches(cut, flavor_labels) is not False
+    except SelectionError:
+        return True  # a malformed affinity: the API server refuses the pod, not this flavor
 
 
 @dataclass(frozen=True)

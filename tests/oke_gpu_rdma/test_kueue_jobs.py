@@ -121,10 +121,30 @@ def test_a_flavor_selects_nodes_with_all_its_labels_and_admits_pods_agreeing_on_
     assert kueue_jobs.flavor_selects(flavor, {"node.kubernetes.io/instance-type": "BM.GPU.B4.8", "x": "y"})
     assert not kueue_jobs.flavor_selects(flavor, {"x": "y"})
     assert kueue_jobs.flavor_selects({}, {"x": "y"})
-    # flavorSelector: the pod's nodeSelector counts only on the keys the flavor sets.
-    assert kueue_jobs.flavor_admits(flavor, {"node.kubernetes.io/instance-type": "BM.GPU.B4.8", "other": "z"})
-    assert kueue_jobs.flavor_admits(flavor, {"other": "z"})
-    assert not kueue_jobs.flavor_admits(flavor, {"node.kubernetes.io/instance-type": "BM.GPU.H100.8"})
+    # flavorSelector: the pod's nodeSelector and required affinity count only on the keys the flavor sets.
+    b4, h100 = (
+        {"nodeSelector": {**flavor, "other": "z"}},
+        {"nodeSelector": {"node.kubernetes.io/instance-type": "H"}},
+    )
+    assert kueue_jobs.flavor_admits(flavor, b4)
+    assert kueue_jobs.flavor_admits(flavor, {"nodeSelector": {"other": "z"}})
+    assert not kueue_jobs.flavor_admits(flavor, h100)
+
+
+def affinity(*terms: list[dict[str, Any]]) -> dict[str, Any]:
+    required = {"nodeSelectorTerms": [{"matchExpressions": exprs} for exprs in terms]}
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}}
+
+
+def test_a_flavor_is_admitted_by_required_affinity_on_its_own_keys_only() -> None:
+    flavor = {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"}
+    shape_in = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["BM.GPU.H100.8"]}
+    other = {"key": "team", "operator": "In", "values": ["a"]}
+    assert not kueue_jobs.flavor_admits(flavor, affinity([shape_in, other]))
+    # A term left without the flavor's keys matches any flavor.
+    assert kueue_jobs.flavor_admits(flavor, affinity([shape_in], [other]))
+    assert kueue_jobs.flavor_admits(flavor, affinity([{**shape_in, "operator": "NotIn"}]))
+    assert kueue_jobs.flavor_admits(flavor, {})
 
 
 def test_pools_of_a_flavor_and_the_problems() -> None:

@@ -80,3 +80,16 @@ def test_a_queue_outside_the_stack_is_a_note() -> None:
         "MPIJob rdma-dranet/nccl-dranet-a: LocalQueue rdma-dranet/elsewhere is not declared in this stack: its "
         "flavors' shapes not checked" in note.message
     )
+
+
+def test_required_node_affinity_on_the_shape_pins_the_flavor_too() -> None:
+    job = job_with("aligned-b4", node_selector=False)
+    term = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["BM.GPU.B4.8"]}
+    job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [term]}]
+            }
+        }
+    }
+    assert of(analyze(kueue_stack(pinned_to_b4(), job)), POLICY) == []

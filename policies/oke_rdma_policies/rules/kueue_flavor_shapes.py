@@ -1,8 +1,8 @@
 """kueue-flavor-shapes (stack): every flavor Kueue may admit a job on is a shape its claims can be allocated on.
 
-Kueue assigns a pod set one of its ClusterQueue's flavors by quota and by the pod set's nodeSelector on the
-keys the flavor's nodeLabels set (:mod:`oke_gpu_rdma.kueue_jobs`); it counts DRA devices by DeviceClass and
-never reads a claim's selectors or its GPU/rail pairing. A job whose claim cannot be allocated on a flavor's
+Kueue assigns a pod set one of its ClusterQueue's flavors by quota and by the pod set's nodeSelector and
+required node affinity on the keys the flavor's nodeLabels set (:mod:`oke_gpu_rdma.kueue_jobs`); it counts
+DRA devices by DeviceClass and never reads a claim's selectors or its GPU/rail pairing. A job whose claim cannot be allocated on a flavor's
 shape (a selector that pins another shape, more devices than the shape has, a pairing it lacks) can be
 admitted there, and its pods then stay Pending while they hold the quota. The claim is judged by the DRA
 core on that shape (:func:`oke_gpu_rdma.claims.judge_claim`, the catalog's topologies; a shape without a
@@ -32,7 +32,7 @@ from ..kueue_objects import KueueObjects, PoolLabels, flavor_labels, flavor_pool
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView
-from ..values import UNKNOWN, as_map, contains_unknown
+from ..values import UNKNOWN, contains_unknown
 
 
 def why_not_on(claim: PlainResource, shape: str, classes: Mapping[str, tuple[str, ...]]) -> str | None:
@@ -53,11 +53,6 @@ def why_not_on(claim: PlainResource, shape: str, classes: Mapping[str, tuple[str
     return verdict.message if verdict.kind is VerdictKind.UNSATISFIABLE else None
 
 
-def _node_selector(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    selector = pod.get("nodeSelector")
-    return as_map(selector, "nodeSelector") if selector is not UNKNOWN else {}
-
-
 def _check(
     view: StackView,
     kueue: KueueObjects,
@@ -76,7 +71,6 @@ def _check(
             reporter.unchecked(f"{chain}: its flavors' shapes not checked")
         return
     for pod_set in sets:
-        selector = _node_selector(pod_set.pod.spec)
         # shape -> (flavor, its pools of that shape) for the flavors Kueue may assign this pod set
         shapes: dict[str, list[tuple[str, list[str]]]] = {}
         for name in flavors:
@@ -87,7 +81,7 @@ def _check(
                     f"{chain}: ResourceFlavor {name} is not declared in this stack or its nodeLabels are unknown"
                 )
                 continue
-            if not kueue_jobs.flavor_admits(labels, selector):
+            if not kueue_jobs.flavor_admits(labels, pod_set.pod.spec):
                 continue
             chosen = flavor_pools(labels, pools)
             for shape in chosen.shapes:
