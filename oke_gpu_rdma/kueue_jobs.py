@@ -52,7 +52,7 @@ TOPOLOGY_ANNOTATIONS: Final = (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, SLICE_REQU
 # Fields that multiply the pods of the pod templates below them: `replicas` (Deployment, StatefulSet,
 # MPIJob and PyTorchJob replica specs, JobSet replicatedJobs, LeaderWorkerSet) and a JobSpec's
 # `parallelism` (batch/v1 Job, and each JobSet job: pods that run at once; an indexed Job's completions
-# run `parallelism` at a time). Both default to 1.
+# run `parallelism` at a time). Both default to 1. A LeaderWorkerSet's group size multiplies its templates too.
 POD_MULTIPLIERS: Final = ("replicas", "parallelism")
 
 _SEGMENT: Final = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -80,12 +80,29 @@ def pods_at_once(obj: Mapping[str, Any], pod_path: str, unknown: object = None) 
                     raise Unknown(key)
                 if isinstance(value, int) and not isinstance(value, bool):
                     count *= value
+            count *= _group_pods(current, step, unknown)
             current = current.get(step) if isinstance(step, str) else None
         elif isinstance(current, list) and isinstance(step, int) and step < len(current):
             current = current[step]
         else:
             break
     return count
+
+
+def _group_pods(template: Mapping[str, Any], step: str | int, unknown: object) -> int:
+    """A LeaderWorkerSet group's pods of the template ``step`` names: `leaderWorkerTemplate.size` counts the
+    leader, which has a template of its own when `leaderTemplate` is set (lws api/leaderworkerset/v1
+    LeaderWorkerTemplate)."""
+    if step not in ("workerTemplate", "leaderTemplate") or "size" not in template:
+        return 1
+    size = template["size"]
+    if size is unknown and unknown is not None:
+        raise Unknown("size")
+    if not isinstance(size, int) or isinstance(size, bool):
+        return 1
+    if step == "leaderTemplate":
+        return 1
+    return max(size - 1, 0) if "leaderTemplate" in template else size
 
 
 def template_metadata(obj: Mapping[str, Any], pod_path: str) -> Mapping[str, Any]:

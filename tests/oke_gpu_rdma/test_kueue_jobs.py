@@ -84,6 +84,22 @@ def test_a_deployment_and_a_pytorchjob() -> None:
     assert sum(counts(job).values()) == 4
 
 
+def test_a_leader_worker_set_runs_its_groups_workers() -> None:
+    lws = {
+        "kind": "LeaderWorkerSet",
+        "spec": {
+            "replicas": 2,
+            "leaderWorkerTemplate": {"size": 4, "leaderTemplate": template(), "workerTemplate": template()},
+        },
+    }
+    assert counts(lws) == {
+        "spec.leaderWorkerTemplate.leaderTemplate.spec": 2,
+        "spec.leaderWorkerTemplate.workerTemplate.spec": 6,
+    }
+    del lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    assert counts(lws) == {"spec.leaderWorkerTemplate.workerTemplate.spec": 8}
+
+
 def test_an_unknown_replica_count_is_said_so() -> None:
     with pytest.raises(kueue_jobs.Unknown, match="replicas"):
         counts({"kind": "Deployment", "spec": {"replicas": UNKNOWN, "template": template()}})
