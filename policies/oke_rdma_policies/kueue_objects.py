@@ -195,6 +195,8 @@ class PodSet:
     pods: int
     claims: tuple[PlainResource, ...]
     device_plugin_gpus: bool
+    unresolved: tuple[str, ...] = ()
+    """Claim references the stack does not resolve (why each), so whether they give devices is not known."""
 
     @property
     def uses_devices(self) -> bool:
@@ -206,18 +208,20 @@ def pod_sets(view: StackView, workload: PlainResource) -> list[PodSet]:
     found = []
     for pod in pod_specs(workload):
         pods = kueue_jobs.pods_at_once(workload.props, pod.path, UNKNOWN)
+        references = view.resolve(workload, pod)
         claims = tuple(
             claim
-            for resolved in view.resolve(workload, pod)
+            for resolved in references
             for claim in resolved.claims
             if view.rails_of(claim) or view.gpus_of(claim)
         )
+        unresolved = tuple(r.missing for r in references if r.missing)
         plugin = False
         for path, container in containers(pod):
             count = gpu_count(container, path)
             if isinstance(count, int | float) and count > 0:
                 plugin = True
-        found.append(PodSet(pod, pods, claims, plugin))
+        found.append(PodSet(pod, pods, claims, plugin, unresolved))
     return found
 
 

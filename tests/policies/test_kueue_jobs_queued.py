@@ -98,3 +98,16 @@ def test_an_unknown_replica_count_is_a_note() -> None:
     assert violations(findings, POLICY) == []
     (note,) = notes(findings, POLICY)
     assert "MPIJob rdma-dranet/nccl-dranet-a: replicas unknown until apply" in note.message
+
+
+def test_claims_the_stack_does_not_declare_are_a_note() -> None:
+    job = queued_mpijob(None)
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["resourceClaims"][0]["resourceClaimTemplateName"] = "made-elsewhere"
+    findings = analyze(kueue_stack(job))
+    assert violations(findings, POLICY) == []
+    (note,) = notes(findings, POLICY)
+    assert (
+        "MPIJob rdma-dranet/nccl-dranet-a: ResourceClaimTemplate rdma-dranet/made-elsewhere (claim gpus-rails) is not "
+        "declared in this stack, so whether it is a multi-node GPU job" in note.message
+    )

@@ -31,18 +31,24 @@ def _check(
     view: StackView, kueue: KueueObjects, topology: str, workload: PlainResource, reporter: Reporter
 ) -> None:
     try:
-        sets = [s for s in pod_sets(view, workload) if s.uses_devices]
+        every = pod_sets(view, workload)
     except kueue_jobs.Unknown as err:
         reporter.unchecked(f"{workload.label}: {err} unknown until apply, its pod count not known")
-        return
-    pods = sum(s.pods for s in sets)
-    if pods <= 1:
         return
     queue = kueue.queue_of(workload)
     if queue is UNKNOWN:
         reporter.unchecked(f"{workload.label}: its {kueue_jobs.QUEUE_LABEL} label is unknown until apply")
         return
     if queue is not None:
+        return
+    sets = [s for s in every if s.uses_devices]
+    pods = sum(s.pods for s in sets)
+    if pods <= 1:
+        maybe = [s for s in every if s.unresolved and not s.uses_devices]
+        if pods + sum(s.pods for s in maybe) > 1:
+            reporter.unchecked(
+                f"{workload.label}: {maybe[0].unresolved[0]}, so whether it is a multi-node GPU job"
+            )
         return
     namespace = workload.namespace
     queues = sorted(name for ns, name in kueue.local_queues if ns == namespace)
