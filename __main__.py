@@ -114,6 +114,8 @@ cluster = OkeCluster(
         load_balancer_subnet_id=network.load_balancer_subnet_id,
         api_endpoint_public=bool(config.network.create and config.network.create.api_endpoint_public),
         protect=config.protect.cluster,
+        api_endpoint_nsg_id=network.api_endpoint_nsg_id,
+        kms_key_id=config.encryption.kms_key_id if config.cluster.create is not None else None,
     ),
     opts=renamed("oke"),
 )
@@ -142,6 +144,9 @@ pool_target = NodePoolTarget(
     worker_subnet_id=network.worker_subnet_id,
     cni_type=cluster_spec.cni_type,
     pod_subnet_id=network.pod_subnet_id,
+    worker_nsg_ids=tuple(i for i in [network.worker_nsg_id] if i is not None),
+    pod_nsg_ids=tuple(i for i in [network.pod_nsg_id] if i is not None),
+    kms_key_id=config.encryption.kms_key_id,
 )
 pools = {
     pool.name: RdmaGpuNodePool(
@@ -324,6 +329,9 @@ if acceptance.enabled and claim_templates is not None:
     ).reports
 
 pulumi.export("clusterId", cluster.cluster_id)
+if network.load_balancer_nsg_id is not None:
+    # For a Service's oci.oraclecloud.com/oci-network-security-groups annotation (docs/configuration.md).
+    pulumi.export("loadBalancerNsgId", network.load_balancer_nsg_id)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("nodePools", {name: p.node_pool_id for name, p in pools.items()})
 pulumi.export(

@@ -9,7 +9,7 @@ import pulumi_oci as oci
 
 from oke_gpu_rdma import resource_types
 from stack_config.cluster_version import ENHANCED_CLUSTER, RunningCluster
-from stack_config.model import ClusterConfig, ClusterOcid, KubeconfigEndpoint, NewCluster
+from stack_config.model import ClusterConfig, ClusterOcid, KmsKeyOcid, KubeconfigEndpoint, NewCluster
 from stack_config.problems import ConfigProblem
 
 from .component_inputs import ComponentInputError, is_known, schema_name, validated, value_problems
@@ -52,6 +52,10 @@ class OkeClusterArgs(TypedDict):
     """Subnet for a created cluster's service load balancers."""
     api_endpoint_public: NotRequired[bool]
     """Whether a created cluster's endpoint gets a public IP (default false)."""
+    api_endpoint_nsg_ids: NotRequired[list[pulumi.Input[str]]]
+    """NSGs of a created cluster's API endpoint (the Network's API endpoint NSG)."""
+    kms_key_id: NotRequired[pulumi.Input[str]]
+    """OCI Vault key OCID that encrypts a created cluster's Kubernetes secrets at rest (create-only)."""
     protect: NotRequired[bool]
     """Protect a created cluster from deletion (default true)."""
 
@@ -78,6 +82,26 @@ def new_cluster(name: str, args: OkeClusterArgs) -> NewCluster | None:
                 "is missing; creating a cluster needs vcnId and apiEndpointSubnetId",
             )
         )
+    kms_key_id = args.get("kms_key_id")
+    if kms_key_id is not None and create is None:
+        problems.append(
+            ConfigProblem(
+                "kmsKeyId",
+                None,
+                "is set for an existing cluster; OKE sets a cluster's secrets key when it creates it, so it "
+                "cannot be set here: remove it",
+            )
+        )
+    elif kms_key_id is not None and is_known(kms_key_id):
+        problems += value_problems("kmsKeyId", kms_key_id, KmsKeyOcid)
+    if args.get("api_endpoint_nsg_ids") and create is None:
+        problems.append(
+            ConfigProblem(
+                "apiEndpointNsgIds",
+                None,
+                "is set for an existing cluster; remove it (its endpoint is its own)",
+            )
+        )
     config = None
     if create is not None:
         try:
@@ -97,6 +121,8 @@ def cluster_args(
     load_balancer_subnet_id: pulumi.Input[str] | None,
     api_endpoint_public: bool,
     protect: bool,
+    api_endpoint_nsg_id: pulumi.Input[str] | None = None,
+    kms_key_id: str | None = None,
 ) -> OkeClusterArgs:
     """The Args of the stack's validated cluster config on its network (what __main__.py declares)."""
     args = OkeClusterArgs(compartment_id=compartment_id, protect=protect)
@@ -115,6 +141,10 @@ def cluster_args(
             args["api_endpoint_subnet_id"] = api_endpoint_subnet_id
         if load_balancer_subnet_id is not None:
             args["load_balancer_subnet_id"] = load_balancer_subnet_id
+        if api_endpoint_nsg_id is not None:
+            args["api_endpoint_nsg_ids"] = [api_endpoint_nsg_id]
+        if kms_key_id is not None:
+            args["kms_key_id"] = kms_key_id
     else:
         assert cluster.existing is not None  # ClusterConfig guarantees one of the two
         args["existing_cluster_id"] = cluster.existing.id
@@ -162,8 +192,12 @@ class OkeCluster(pulumi.ComponentResource):
                     oci.containerengine.ClusterClusterPodNetworkOptionArgs(cni_type=new.cni_type)
                 ],
                 endpoint_config=oci.containerengine.ClusterEndpointConfigArgs(
-                    subnet_id=args["api_endpoint_subnet_id"], is_public_ip_enabled=public
+                    subnet_id=args["api_endpoint_subnet_id"],
+                    is_public_ip_enabled=public,
+                    nsg_ids=args.get("api_endpoint_nsg_ids"),
                 ),
+                # Create-only in terraform-provider-oci (kms_key_id ForceNew): the key of etcd's secrets.
+                kms_key_id=args.get("kms_key_id"),
                 options=oci.containerengine.ClusterOptionsArgs(
                     kubernetes_network_config=oci.containerengine.ClusterOptionsKubernetesNetworkConfigArgs(
                         pods_cidr=str(new.pods_cidr), services_cidr=str(new.services_cidr)

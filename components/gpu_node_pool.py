@@ -35,7 +35,14 @@ from .component_inputs import (
     validated,
     value_problems,
 )
-from .node_pool_inputs import NodePoolTarget, image_source, node_labels, pod_network_option, target_problems
+from .node_pool_inputs import (
+    NodePoolTarget,
+    image_source,
+    node_labels,
+    pod_network_option,
+    target_problems,
+    target_security,
+)
 
 
 def custom_timeouts(timeouts: provisioning.Timeouts) -> pulumi.CustomTimeouts:
@@ -90,8 +97,16 @@ class RdmaGpuNodePoolArgs(TypedDict):
     """The cluster's CNI: FLANNEL_OVERLAY (default) or OCI_VCN_IP_NATIVE (which needs podSubnetId)."""
     pod_subnet_id: NotRequired[pulumi.Input[str]]
     """Pod subnet, for OCI_VCN_IP_NATIVE."""
+    nsg_ids: NotRequired[list[pulumi.Input[str]]]
+    """NSGs of the nodes' primary VNICs (the Network's worker NSG)."""
+    pod_nsg_ids: NotRequired[list[pulumi.Input[str]]]
+    """NSGs of the pods' VNICs, for OCI_VCN_IP_NATIVE (the Network's pod NSG)."""
     boot_volume_size_gbs: NotRequired[int]
     """Boot volume size in GB (default 500)."""
+    kms_key_id: NotRequired[pulumi.Input[str]]
+    """OCI Vault key OCID for the boot volumes (default: Oracle-managed keys)."""
+    in_transit_encryption: NotRequired[bool]
+    """Encrypt boot volume traffic in transit (default false); VM shapes only among the GPU shapes."""
     labels: NotRequired[dict[str, str]]
     """Extra initial node labels."""
     taints: NotRequired[list[PoolTaint]]
@@ -123,6 +138,7 @@ def pool_config(name: str, args: RdmaGpuNodePoolArgs) -> NodePoolConfig:
         "availabilityDomain": known_or(args.get("availability_domain"), "(known after apply)"),
         "computeClusterId": known_or(args.get("compute_cluster_id"), stand_in_ocid("computecluster")),
         "bootVolumeSizeGbs": args.get("boot_volume_size_gbs"),
+        "inTransitEncryption": args.get("in_transit_encryption"),
         "labels": args.get("labels"),
         "taints": [dict(t) for t in args["taints"]] if "taints" in args else None,
         "cycling": {schema_name(k): v for k, v in cycling.items()} if cycling is not None else None,
@@ -233,7 +249,13 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                         availability_domain=self.availability_domain, subnet_id=args["worker_subnet_id"]
                     )
                 ],
-                node_pool_pod_network_option_details=pod_network_option(cni_type, args.get("pod_subnet_id")),
+                node_pool_pod_network_option_details=pod_network_option(
+                    cni_type, args.get("pod_subnet_id"), args.get("pod_nsg_ids")
+                ),
+                nsg_ids=args.get("nsg_ids"),
+                kms_key_id=args.get("kms_key_id"),
+                # Sent only when on: unset keeps OCI's default (off) and the renderings of pools without it.
+                is_pv_encryption_in_transit_enabled=True if pool.in_transit_encryption else None,
             ),
             initial_node_labels=node_labels(initial_node_labels(pool, gpus_from_dra)),
             node_metadata={
@@ -294,6 +316,7 @@ def pool_args(
         shape=pool.shape,
         rdma=pool.rdma,
         boot_volume_size_gbs=pool.boot_volume_size_gbs,
+        in_transit_encryption=pool.in_transit_encryption,
         labels=dict(pool.labels),
         taints=taint_inputs(pool.taints),
         cycling=PoolCycling(
@@ -308,6 +331,7 @@ def pool_args(
     )
     if pool.cycling.cycle_modes is not None:
         args["cycling"]["cycle_modes"] = list(pool.cycling.cycle_modes)
+    args.update(target_security(target))  # type: ignore[typeddict-item]
     optional: dict[str, pulumi.Input[str] | None] = {
         "pod_subnet_id": target.pod_subnet_id,
         "availability_domain": pool.availability_domain,

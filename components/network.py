@@ -7,15 +7,13 @@ import pulumi
 import pulumi_oci as oci
 
 from oke_gpu_rdma import resource_types
+from stack_config import network_rules as rules
 from stack_config.model import NetworkConfig, NewNetwork, SubnetOcid, VcnOcid
 from stack_config.problems import ConfigProblem
 
 from .component_inputs import ComponentInputError, is_known, schema_name, validated, value_problems
 
-ALL_TRAFFIC = "all"
 ANYWHERE = "0.0.0.0/0"
-# The API server (6443) and the OKE worker bootstrap endpoint (12250).
-API_PORTS = (6443, 12250)
 
 
 class NewNetworkArgs(TypedDict, total=False):
@@ -34,7 +32,7 @@ class NewNetworkArgs(TypedDict, total=False):
     api_endpoint_public: bool
     """Give the API endpoint a public IP, in a public subnet (default false)."""
     api_allowed_cidrs: list[str]
-    """Extra CIDRs allowed to reach the API endpoint on 6443 (the VCN always is)."""
+    """Extra CIDRs allowed to reach the API endpoint, on 6443 only (the VCN always is); a /0 is refused."""
     dns_label: str
     """VCN DNS label (default okegpu)."""
 
@@ -156,6 +154,15 @@ class Network(pulumi.ComponentResource):
     """The load balancers' subnet."""
     pod_subnet_id: pulumi.Output[str] | None
     """The pods' subnet (VCN-native pods)."""
+    api_endpoint_nsg_id: pulumi.Output[str] | None
+    """NSG of the cluster's API endpoint (a created VCN only)."""
+    worker_nsg_id: pulumi.Output[str] | None
+    """NSG of the nodes' primary VNICs (a created VCN only)."""
+    pod_nsg_id: pulumi.Output[str] | None
+    """NSG of the pods' VNICs (a created VCN with VCN-native pods only)."""
+    load_balancer_nsg_id: pulumi.Output[str] | None
+    """NSG for service load balancers (a created VCN only): name it in a Service's
+    `oci.oraclecloud.com/oci-network-security-groups` annotation."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(resource_types.NETWORK_COMPONENT, name, None, opts)
@@ -169,6 +176,8 @@ class Network(pulumi.ComponentResource):
             self.api_endpoint_subnet_id = _subnet_id(existing.get("api_endpoint_subnet_id"))
             self.load_balancer_subnet_id = _subnet_id(existing.get("load_balancer_subnet_id"))
             self.pod_subnet_id = _subnet_id(existing.get("pod_subnet_id"))
+            # The rules of existing subnets are their owner's (docs/configuration.md says which OKE needs).
+            self.api_endpoint_nsg_id = self.worker_nsg_id = self.pod_nsg_id = self.load_balancer_nsg_id = None
         self.register_outputs(
             {
                 "vcnId": self.vcn_id,
@@ -176,6 +185,10 @@ class Network(pulumi.ComponentResource):
                 "apiEndpointSubnetId": self.api_endpoint_subnet_id,
                 "loadBalancerSubnetId": self.load_balancer_subnet_id,
                 "podSubnetId": self.pod_subnet_id,
+                "apiEndpointNsgId": self.api_endpoint_nsg_id,
+                "workerNsgId": self.worker_nsg_id,
+                "podNsgId": self.pod_nsg_id,
+                "loadBalancerNsgId": self.load_balancer_nsg_id,
             }
         )
 
@@ -230,21 +243,6 @@ class Network(pulumi.ComponentResource):
                 network_entity_id=gateway.id, destination=ANYWHERE, destination_type="CIDR_BLOCK"
             )
 
-        def security_list(
-            role: str,
-            ingress: list[oci.core.SecurityListIngressSecurityRuleArgs],
-            egress: list[oci.core.SecurityListEgressSecurityRuleArgs] | None = None,
-        ) -> oci.core.SecurityList:
-            return oci.core.SecurityList(
-                f"{name}-{role}",
-                compartment_id=compartment,
-                vcn_id=vcn.id,
-                display_name=f"{shown}-{role}",
-                ingress_security_rules=ingress,
-                egress_security_rules=egress,
-                opts=child,
-            )
-
         private_rt = route_table(
             "private",
             to_anywhere(nat),
@@ -254,25 +252,41 @@ class Network(pulumi.ComponentResource):
                 destination_type="SERVICE_CIDR_BLOCK",
             ),
         )
-        # Nodes, pods and the endpoint talk freely inside the VCN; RDMA traffic does not cross the VCN.
-        intra_vcn = security_list(
-            "intra-vcn",
-            [oci.core.SecurityListIngressSecurityRuleArgs(protocol=ALL_TRAFFIC, source=str(new.vcn_cidr))],
-            [oci.core.SecurityListEgressSecurityRuleArgs(protocol=ALL_TRAFFIC, destination=ANYWHERE)],
+        # The rules live on the NSGs of each role (stack_config/network_rules.py); every subnet gets this
+        # one list instead of the VCN's default one (which lets SSH in from 0.0.0.0/0).
+        baseline = oci.core.SecurityList(
+            f"{name}-baseline",
+            compartment_id=compartment,
+            vcn_id=vcn.id,
+            display_name=f"{shown}-baseline",
+            ingress_security_rules=[
+                oci.core.SecurityListIngressSecurityRuleArgs(
+                    protocol=rules.ICMP,
+                    source=str(new.vcn_cidr),
+                    description="path MTU discovery; every other rule is on the NSGs",
+                    icmp_options=oci.core.SecurityListIngressSecurityRuleIcmpOptionsArgs(
+                        type=rules.PATH_MTU[0], code=rules.PATH_MTU[1]
+                    ),
+                )
+            ],
+            egress_security_rules=[],
+            opts=child,
         )
-        endpoint_rules = [
-            oci.core.SecurityListIngressSecurityRuleArgs(
-                protocol="6",
-                source=str(cidr),
-                tcp_options=oci.core.SecurityListIngressSecurityRuleTcpOptionsArgs(min=port, max=port),
-            )
-            for cidr in new.api_allowed_cidrs
-            for port in API_PORTS
-        ]
-        endpoint_security = [intra_vcn.id]
+        nsgs = _security_groups(
+            name,
+            shown,
+            compartment,
+            vcn.id,
+            all_services.cidr_block,
+            new,
+            bool(args.get("vcn_native_pods")),
+            child,
+        )
+        self.api_endpoint_nsg_id = nsgs[rules.NsgRole.API_ENDPOINT]
+        self.worker_nsg_id = nsgs[rules.NsgRole.WORKERS]
+        self.load_balancer_nsg_id = nsgs[rules.NsgRole.LOAD_BALANCERS]
+        self.pod_nsg_id = nsgs.get(rules.NsgRole.PODS)
         endpoint_rt = private_rt.id
-        if endpoint_rules:
-            endpoint_security.append(security_list("api-endpoint", endpoint_rules).id)
         if new.api_endpoint_public:
             igw = oci.core.InternetGateway(
                 f"{name}-igw",
@@ -283,9 +297,7 @@ class Network(pulumi.ComponentResource):
             )
             endpoint_rt = route_table("public", to_anywhere(igw)).id
 
-        def subnet(
-            role: str, cidr: str, public: bool = False, security: list[pulumi.Output[str]] | None = None
-        ) -> oci.core.Subnet:
+        def subnet(role: str, cidr: str, public: bool = False) -> oci.core.Subnet:
             return oci.core.Subnet(
                 f"{name}-{role}",
                 compartment_id=compartment,
@@ -295,19 +307,91 @@ class Network(pulumi.ComponentResource):
                 dns_label=role.replace("-", "")[:15],
                 prohibit_public_ip_on_vnic=not public,
                 route_table_id=endpoint_rt if public else private_rt.id,
-                security_list_ids=security or [intra_vcn.id],
+                security_list_ids=[baseline.id],
                 opts=child,
             )
 
         self.vcn_id = vcn.id
         self.api_endpoint_subnet_id = subnet(
-            "api-endpoint", str(new.api_endpoint_subnet_cidr), new.api_endpoint_public, endpoint_security
+            "api-endpoint", str(new.api_endpoint_subnet_cidr), new.api_endpoint_public
         ).id
         self.load_balancer_subnet_id = subnet("load-balancers", str(new.load_balancer_subnet_cidr)).id
         self.worker_subnet_id = subnet("workers", str(new.worker_subnet_cidr)).id
         self.pod_subnet_id = (
             subnet("pods", str(new.pod_subnet_cidr)).id if args.get("vcn_native_pods") else None
         )
+
+
+def _security_groups(
+    name: str,
+    shown: str,
+    compartment: pulumi.Input[str],
+    vcn_id: pulumi.Output[str],
+    services_cidr: pulumi.Output[str],
+    new: NewNetwork,
+    vcn_native_pods: bool,
+    child: pulumi.ResourceOptions,
+) -> dict[rules.NsgRole, pulumi.Output[str]]:
+    """One NSG per role with its rules (stack_config/network_rules.py), by role."""
+    ids: dict[rules.NsgRole, pulumi.Output[str]] = {}
+    for role, role_rules in rules.nsg_rules(new, vcn_native_pods).items():
+        nsg = oci.core.NetworkSecurityGroup(
+            f"{name}-{role}-nsg",
+            compartment_id=compartment,
+            vcn_id=vcn_id,
+            display_name=f"{shown}-{role}",
+            opts=child,
+        )
+        for rule in role_rules:
+            _nsg_rule(f"{name}-{role}-{rule.key}", nsg.id, rule, services_cidr, child)
+        ids[role] = nsg.id
+    return ids
+
+
+def _nsg_rule(
+    logical: str,
+    nsg_id: pulumi.Output[str],
+    rule: rules.NsgRule,
+    services_cidr: pulumi.Output[str],
+    child: pulumi.ResourceOptions,
+) -> oci.core.NetworkSecurityGroupSecurityRule:
+    # terraform-provider-oci core_network_security_group_security_rule_resource.go: source/destination with
+    # their type (CIDR_BLOCK, SERVICE_CIDR_BLOCK), tcp/udp options' destination_port_range, icmp_options.
+    peer: pulumi.Input[str] = services_cidr if rule.peer_is_services else rule.peer
+    peer_type = "SERVICE_CIDR_BLOCK" if rule.peer_is_services else "CIDR_BLOCK"
+    ingress = rule.direction == "INGRESS"
+    return oci.core.NetworkSecurityGroupSecurityRule(
+        logical,
+        network_security_group_id=nsg_id,
+        direction=rule.direction,
+        protocol=rule.protocol,
+        description=rule.description,
+        stateless=False,
+        source=peer if ingress else None,
+        source_type=peer_type if ingress else None,
+        destination=None if ingress else peer,
+        destination_type=None if ingress else peer_type,
+        tcp_options=oci.core.NetworkSecurityGroupSecurityRuleTcpOptionsArgs(
+            destination_port_range=oci.core.NetworkSecurityGroupSecurityRuleTcpOptionsDestinationPortRangeArgs(
+                min=rule.ports[0], max=rule.ports[1]
+            )
+        )
+        if rule.protocol == rules.TCP and rule.ports is not None
+        else None,
+        udp_options=oci.core.NetworkSecurityGroupSecurityRuleUdpOptionsArgs(
+            destination_port_range=oci.core.NetworkSecurityGroupSecurityRuleUdpOptionsDestinationPortRangeArgs(
+                min=rule.ports[0], max=rule.ports[1]
+            )
+        )
+        if rule.protocol == rules.UDP and rule.ports is not None
+        else None,
+        icmp_options=oci.core.NetworkSecurityGroupSecurityRuleIcmpOptionsArgs(
+            type=rule.icmp[0], code=rule.icmp[1]
+        )
+        if rule.icmp is not None
+        else None,
+        opts=child,
+    )
 
 
 def _subnet_id(subnet_id: pulumi.Input[str] | None) -> pulumi.Output[str] | None:

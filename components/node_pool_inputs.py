@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_oci as oci
 
-from stack_config.model import CniType, KubernetesVersion
+from stack_config.model import CniType, KmsKeyOcid, KubernetesVersion
 from stack_config.problems import ConfigProblem
 
 from .component_inputs import is_known, value_problems
@@ -34,15 +34,38 @@ class NodePoolTarget:
     """The cluster's CNI; VCN-native pods also need `pod_subnet_id`."""
     pod_subnet_id: pulumi.Input[str] | None = None
     """Pod subnet for OCI_VCN_IP_NATIVE."""
+    worker_nsg_ids: tuple[pulumi.Input[str], ...] = ()
+    """NSGs of the nodes' primary VNICs (the created VCN's worker NSG)."""
+    pod_nsg_ids: tuple[pulumi.Input[str], ...] = ()
+    """NSGs of the pods' VNICs (OCI_VCN_IP_NATIVE)."""
+    kms_key_id: str | None = None
+    """OCI Vault key of the nodes' boot volumes (encryption.kmsKeyId); None: Oracle-managed."""
+
+
+def target_security(target: NodePoolTarget) -> dict[str, Any]:
+    """The Args keys of ``target``'s NSGs and boot volume key that are set (both pools take them alike)."""
+    found: dict[str, Any] = {}
+    if target.worker_nsg_ids:
+        found["nsg_ids"] = list(target.worker_nsg_ids)
+    if target.pod_nsg_ids:
+        found["pod_nsg_ids"] = list(target.pod_nsg_ids)
+    if target.kms_key_id is not None:
+        found["kms_key_id"] = target.kms_key_id
+    return found
 
 
 def pod_network_option(
-    cni_type: CniType, pod_subnet_id: pulumi.Input[str] | None
+    cni_type: CniType,
+    pod_subnet_id: pulumi.Input[str] | None,
+    pod_nsg_ids: list[pulumi.Input[str]] | None = None,
 ) -> oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs:
-    """The pod network option of the cluster's CNI (OCI_VCN_IP_NATIVE needs the pod subnet)."""
+    """The pod network option of the cluster's CNI (OCI_VCN_IP_NATIVE needs the pod subnet, and takes the
+    pods' NSGs)."""
+    native = cni_type == "OCI_VCN_IP_NATIVE"
     return oci.containerengine.NodePoolNodeConfigDetailsNodePoolPodNetworkOptionDetailsArgs(
         cni_type=cni_type,
-        pod_subnet_ids=[pod_subnet_id] if cni_type == "OCI_VCN_IP_NATIVE" and pod_subnet_id else None,
+        pod_subnet_ids=[pod_subnet_id] if native and pod_subnet_id else None,
+        pod_nsg_ids=pod_nsg_ids if native and pod_nsg_ids else None,
     )
 
 
@@ -62,7 +85,7 @@ def node_labels(labels: Mapping[str, str]) -> list[oci.containerengine.NodePoolI
 
 def target_problems(args: Mapping[str, Any]) -> list[ConfigProblem]:
     """What is wrong with the cluster a pool's Args name to join: its Kubernetes version (when plain), its
-    CNI, and the pod subnet VCN-native pods need."""
+    CNI, the pod subnet VCN-native pods need, the pod NSGs only they take, and the boot volume key."""
     problems: list[ConfigProblem] = []
     for key, value, annotation in (
         ("kubernetesVersion", args.get("kubernetes_version"), KubernetesVersion),
@@ -70,6 +93,17 @@ def target_problems(args: Mapping[str, Any]) -> list[ConfigProblem]:
     ):
         if is_known(value):
             problems += value_problems(key, value, annotation)
+    kms_key_id = args.get("kms_key_id")
+    if kms_key_id is not None and is_known(kms_key_id):
+        problems += value_problems("kmsKeyId", kms_key_id, KmsKeyOcid)
+    if args.get("pod_nsg_ids") and args.get("cni_type") != "OCI_VCN_IP_NATIVE":
+        problems.append(
+            ConfigProblem(
+                "podNsgIds",
+                None,
+                "is set, but pods take NSGs only with OCI_VCN_IP_NATIVE; remove it or set cniType",
+            )
+        )
     if args.get("cni_type") == "OCI_VCN_IP_NATIVE" and args.get("pod_subnet_id") is None:
         problems.append(
             ConfigProblem("podSubnetId", None, "is missing; OCI_VCN_IP_NATIVE pods need a pod subnet")

@@ -23,7 +23,14 @@ from stack_config.pool_nodes import system_pool_labels
 from stack_config.problems import ConfigProblem
 
 from .component_inputs import ComponentInputError, from_wire, known_or, schema_name, stand_in_ocid, validated
-from .node_pool_inputs import NodePoolTarget, image_source, node_labels, pod_network_option, target_problems
+from .node_pool_inputs import (
+    NodePoolTarget,
+    image_source,
+    node_labels,
+    pod_network_option,
+    target_problems,
+    target_security,
+)
 
 
 class SystemNodePoolArgs(TypedDict):
@@ -57,6 +64,14 @@ class SystemNodePoolArgs(TypedDict):
     """The cluster's CNI: FLANNEL_OVERLAY (default) or OCI_VCN_IP_NATIVE (which needs podSubnetId)."""
     pod_subnet_id: NotRequired[pulumi.Input[str]]
     """Pod subnet, for OCI_VCN_IP_NATIVE."""
+    nsg_ids: NotRequired[list[pulumi.Input[str]]]
+    """NSGs of the nodes' primary VNICs (the Network's worker NSG)."""
+    pod_nsg_ids: NotRequired[list[pulumi.Input[str]]]
+    """NSGs of the pods' VNICs, for OCI_VCN_IP_NATIVE (the Network's pod NSG)."""
+    kms_key_id: NotRequired[pulumi.Input[str]]
+    """OCI Vault key OCID for the boot volumes (default: Oracle-managed keys)."""
+    in_transit_encryption: NotRequired[bool]
+    """Encrypt boot volume traffic in transit (default false; VM shapes and a few bare metal CPU shapes)."""
     protect: NotRequired[bool]
     """Protect it from deletion (default true: without it CoreDNS and the controllers have no node)."""
 
@@ -70,7 +85,14 @@ def system_pool_config(name: str, args: SystemNodePoolArgs) -> SystemPoolConfig:
         "imageId": known_or(args.get("image_id"), stand_in_ocid("image")),
         **{
             schema_name(key): args.get(key)
-            for key in ("shape", "ocpus", "memory_gbs", "count", "boot_volume_size_gbs")
+            for key in (
+                "shape",
+                "ocpus",
+                "memory_gbs",
+                "count",
+                "boot_volume_size_gbs",
+                "in_transit_encryption",
+            )
         },
     }
     problems: list[ConfigProblem] = []
@@ -105,9 +127,11 @@ def system_pool_args(
         memory_gbs=pool.memory_gbs,
         count=pool.count,
         boot_volume_size_gbs=pool.boot_volume_size_gbs,
+        in_transit_encryption=pool.in_transit_encryption,
         cni_type=target.cni_type,
         protect=protect,
     )
+    args.update(target_security(target))  # type: ignore[typeddict-item]
     if target.pod_subnet_id is not None:
         args["pod_subnet_id"] = target.pod_subnet_id
     return args
@@ -147,7 +171,12 @@ class SystemNodePool(pulumi.ComponentResource):
                     )
                     for ad in args["availability_domains"]
                 ],
-                node_pool_pod_network_option_details=pod_network_option(cni_type, args.get("pod_subnet_id")),
+                node_pool_pod_network_option_details=pod_network_option(
+                    cni_type, args.get("pod_subnet_id"), args.get("pod_nsg_ids")
+                ),
+                nsg_ids=args.get("nsg_ids"),
+                kms_key_id=args.get("kms_key_id"),
+                is_pv_encryption_in_transit_enabled=True if pool.in_transit_encryption else None,
             ),
             initial_node_labels=node_labels(system_pool_labels(pool)),
             opts=pulumi.ResourceOptions(parent=self, protect=args.get("protect", True)),

@@ -57,6 +57,7 @@ _OCID_KINDS = {
     "oci:Core/internetGateway:InternetGateway": "internetgateway",
     "oci:Core/routeTable:RouteTable": "routetable",
     "oci:Core/securityList:SecurityList": "securitylist",
+    "oci:Core/networkSecurityGroup:NetworkSecurityGroup": "networksecuritygroup",
     resource_types.COMPUTE_CLUSTER: "computecluster",
     resource_types.CLUSTER: "cluster",
     resource_types.NODE_POOL: "nodepool",

@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Mapping
 from ipaddress import IPv4Address, IPv4Network
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     AfterValidator,
@@ -160,6 +160,16 @@ def _child_prefix(value: IPv4Network) -> IPv4Network:
     return value
 
 
+def _not_everywhere(value: IPv4Network) -> IPv4Network:
+    if value.prefixlen == 0:
+        raise ValueError(
+            "opens the Kubernetes API to every address on the internet; list the networks that need it "
+            "(your office or VPN egress CIDR, a /32 per admin host), or keep the endpoint private "
+            "(apiEndpointPublic: false) and reach it from inside the VCN"
+        )
+    return value
+
+
 def _region(value: str) -> str:
     if not is_known_region(value):
         raise ValueError(unknown_region(value))
@@ -182,14 +192,44 @@ SubnetOcid = Annotated[str, _ocid_of("subnet", regional=True)]
 ClusterOcid = Annotated[str, _ocid_of("cluster", regional=True)]
 ImageOcid = Annotated[str, _ocid_of("image", regional=True)]
 ComputeClusterOcid = Annotated[str, _ocid_of("computecluster", regional=True)]
+KmsKeyOcid = Annotated[str, _ocid_of("key", regional=True)]
 KubernetesVersion = Annotated[str, AfterValidator(_k8s_version)]
 Cidr = Annotated[IPv4Network, BeforeValidator(_cidr)]
 OciBlock = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_oci_block)]
+ApiAllowedCidr = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_not_everywhere)]
 ChildRange = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_child_prefix)]
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 ShapeName = Annotated[str, AfterValidator(_shape)]
 Region = Annotated[str, AfterValidator(_region)]
 CniType = Literal["FLANNEL_OVERLAY", "OCI_VCN_IP_NATIVE"]
+
+
+# Oracle, "Block Volume Encryption" (docs.oracle.com/iaas/Content/Block/Concepts/overview.htm#BlockVolumeEncryption):
+# in-transit encryption of boot and block volumes is available on virtual machine instances, and on bare
+# metal instances only of these shapes; no other bare metal shape (no BM.GPU shape) supports it.
+IN_TRANSIT_BARE_METAL_SHAPES: Final = frozenset(
+    {"BM.Standard.E3.128", "BM.Standard.E4.128", "BM.DenseIO.E4.128"}
+)
+
+
+def supports_in_transit_encryption(shape: str) -> bool:
+    """Whether OCI encrypts a ``shape`` instance's boot volume traffic in transit (on request)."""
+    return shape.startswith("VM.") or shape in IN_TRANSIT_BARE_METAL_SHAPES
+
+
+def in_transit_problem(shape: str) -> str:
+    """Why ``shape`` cannot take inTransitEncryption, with the fix."""
+    return (
+        f"inTransitEncryption is true, but {shape} is a bare metal shape and OCI encrypts boot volume traffic in transit only on VM "
+        f"shapes and {', '.join(sorted(IN_TRANSIT_BARE_METAL_SHAPES))} (Oracle, Block Volume Encryption); "
+        "remove it for this pool (the boot volume stays encrypted at rest, with encryption.kmsKeyId if set)"
+    )
+
+
+_IN_TRANSIT = (
+    "Encrypt the boot volume's traffic between host and storage (is_pv_encryption_in_transit_enabled); only "
+    "on VM shapes and BM.Standard.E3.128, BM.Standard.E4.128, BM.DenseIO.E4.128 (no BM.GPU shape supports it)."
+)
 
 
 class _Model(BaseModel):
@@ -236,10 +276,11 @@ class NewNetwork(_Model):
         alias="apiEndpointPublic",
         description="Give the API endpoint a public IP (in a public subnet; adds an internet gateway).",
     )
-    api_allowed_cidrs: list[Cidr] = Field(
+    api_allowed_cidrs: list[ApiAllowedCidr] = Field(
         default_factory=list,
         alias="apiAllowedCidrs",
-        description="Extra CIDRs allowed to reach the API endpoint on 6443 and 12250 (the VCN always is).",
+        description="Extra CIDRs allowed to reach the API endpoint, on 6443 only (the VCN always is; the node "
+        "bootstrap port 12250 is open to the worker subnet only); a /0 is refused.",
     )
     dns_label: DnsLabel = Field("okegpu", alias="dnsLabel", description="VCN DNS label.")
 
@@ -505,6 +546,7 @@ class NodePoolConfig(_Model):
     boot_volume_size_gbs: StrictInt = Field(
         500, ge=50, le=32768, alias="bootVolumeSizeGbs", description="Boot volume in GB, 50 to 32768."
     )
+    in_transit_encryption: bool = Field(False, alias="inTransitEncryption", description=_IN_TRANSIT)
     labels: dict[str, str] = Field(default_factory=dict, description="Extra initial node labels.")
     taints: list[Taint] = Field(
         default_factory=lambda: [GPU_TAINT],
@@ -568,6 +610,12 @@ class NodePoolConfig(_Model):
     def in_compute_cluster(self) -> bool:
         """Whether the pool is placed in a compute cluster: every pool with RDMA rails, never an rdma: none one."""
         return self.rdma is not RdmaPath.NONE
+
+    @model_validator(mode="after")
+    def _in_transit(self) -> NodePoolConfig:
+        if self.in_transit_encryption and not supports_in_transit_encryption(self.shape):
+            raise ValueError(in_transit_problem(self.shape))
+        return self
 
     @model_validator(mode="after")
     def _placement(self) -> NodePoolConfig:
@@ -938,6 +986,7 @@ class SystemPoolConfig(_Model):
     boot_volume_size_gbs: StrictInt = Field(
         50, ge=50, le=32768, alias="bootVolumeSizeGbs", description="Boot volume in GB, 50 to 32768."
     )
+    in_transit_encryption: bool = Field(False, alias="inTransitEncryption", description=_IN_TRANSIT)
 
     @property
     def flexible(self) -> bool:
@@ -949,6 +998,8 @@ class SystemPoolConfig(_Model):
             raise ValueError(
                 f"shape {self.shape} is a GPU shape; the system pool is for CPU pods (e.g. VM.Standard.E5.Flex)"
             )
+        if self.in_transit_encryption and not supports_in_transit_encryption(self.shape):
+            raise ValueError(in_transit_problem(self.shape))
         low, high = FLEX_MEMORY_PER_OCPU
         if self.flexible and not low * self.ocpus <= self.memory_gbs <= high * self.ocpus:
             raise ValueError(
@@ -996,6 +1047,19 @@ PROTECT_KEY_OF_COMPONENT = {
 }
 
 
+class EncryptionConfig(_Model):
+    """Customer-managed keys (OCI Vault) for what the stack stores (docs/configuration.md, Encryption)."""
+
+    kms_key_id: KmsKeyOcid | None = Field(
+        None,
+        alias="kmsKeyId",
+        description="OCI Vault key (ocid1.key.<realm>.<region>...) for the boot volumes of every node pool "
+        "(GPU and system) and, on a cluster this stack creates, the cluster's Kubernetes secrets at rest; unset: "
+        "Oracle-managed keys. The key must be in oci:region and OKE and Block Volume must be allowed to use it "
+        "(README, least privilege). An existing cluster keeps its own secrets encryption.",
+    )
+
+
 class StackConfig(_Model):
     """Everything one stack declares."""
 
@@ -1038,6 +1102,7 @@ class StackConfig(_Model):
         "protected; set false for a deliberate teardown.",
     )
     system_pool: SystemPoolConfig = Field(default_factory=lambda: SystemPoolConfig(), alias="systemPool")
+    encryption: EncryptionConfig = Field(default_factory=lambda: EncryptionConfig())
     create_compute_cluster_policy: bool = Field(
         True,
         alias="createComputeClusterPolicy",

@@ -79,6 +79,9 @@ def regional_ocids(config: StackConfig) -> Iterator[tuple[str, str]]:
             yield f"nodePools[{i}].computeClusterId", pool.compute_cluster_id
     if config.system_pool.image_id is not None:
         yield "systemPool.imageId", config.system_pool.image_id
+    # OCI Vault keys are regional; OKE and Block Volume use a key of the cluster's region.
+    if config.encryption.kms_key_id is not None:
+        yield "encryption.kmsKeyId", config.encryption.kms_key_id
 
 
 def region_name_problems(region: str | None) -> list[ConfigProblem]:

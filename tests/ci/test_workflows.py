@@ -23,6 +23,11 @@ def workflow(name: str) -> dict[str, Any]:
     return document
 
 
+def oci_cli_action() -> dict[str, Any]:
+    action: dict[str, Any] = yaml.safe_load((ROOT / ".github/actions/oci-cli/action.yml").read_text())
+    return action
+
+
 def pulumi_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in job["steps"] if str(s.get("uses", "")).startswith("pulumi/actions@")]
 
@@ -100,11 +105,10 @@ def test_preview_is_skipped_without_credentials() -> None:
 @pytest.mark.parametrize(("file", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "up")])
 def test_oci_cli_is_configured_before_pulumi_runs(file: str, job: str) -> None:
     # The kubeconfig's token command is the OCI CLI; without it every Kubernetes resource fails.
-    uses = [str(s.get("uses", "")) for s in workflow(file)["jobs"][job]["steps"]]
-    assert uses.index("./.github/actions/oci-cli") < uses.index("pulumi/actions@v7")
-    action = yaml.safe_load((ROOT / ".github/actions/oci-cli/action.yml").read_text())
-    script = action["runs"]["steps"][0]["run"]
-    assert "pipx install oci-cli" in script and "~/.oci/config" in script
+    uses = [str(s.get("uses", "")).split("@")[0] for s in workflow(file)["jobs"][job]["steps"]]
+    assert uses.index("./.github/actions/oci-cli") < uses.index("pulumi/actions")
+    script = oci_cli_action()["runs"]["steps"][0]["run"]
+    assert 'pipx install "oci-cli==$OCI_CLI_VERSION"' in script and "~/.oci/config" in script
 
 
 CLOUD_JOBS = [("pull-request.yml", "preview"), ("deploy.yml", "up")]
@@ -182,9 +186,10 @@ def test_cloud_jobs_install_with_uv_through_make(file: str, job: str) -> None:
 @pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
 def test_a_self_managed_backend_works_as_pulumi_cloud_does(file: str, job: str) -> None:
     definition = workflow(file)["jobs"][job]
-    assert definition["env"]["PULUMI_BACKEND_URL"] == "${{ vars.PULUMI_BACKEND_URL }}"
-    assert definition["env"]["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
     (step,) = pulumi_steps(definition)
+    # On the step that runs Pulumi, not the job: nothing else sees them.
+    assert step["env"]["PULUMI_BACKEND_URL"] == "${{ vars.PULUMI_BACKEND_URL }}"
+    assert step["env"]["PULUMI_CONFIG_PASSPHRASE"] == "${{ secrets.PULUMI_CONFIG_PASSPHRASE }}"
     assert step["with"]["cloud-url"] == "${{ vars.PULUMI_BACKEND_URL }}"
     # An <org>/ prefix only for Pulumi Cloud.
     assert "!vars.PULUMI_BACKEND_URL" in step["with"]["stack-name"]
@@ -241,3 +246,102 @@ def test_make_test_takes_its_workers_from_the_measurement() -> None:
     assert "JOBS ?= $(shell cat $(JOBS_FILE) 2>/dev/null || nproc)" in makefile
     assert "$(PY) benchmarks/bench_make_test.py --write $(JOBS_FILE)" in makefile
     assert "-n $(JOBS) --dist loadfile" in makefile
+
+
+# --- credentials by trust level ------------------------------------------------------------------
+
+
+def _mentions_a_secret(value: Any) -> bool:
+    return "secrets." in yaml.safe_dump(value)
+
+
+def test_no_secret_reaches_a_pull_request_job_without_an_environment() -> None:
+    # A pull request's code runs in these jobs; repository secrets would reach it. Environment secrets
+    # reach only the jobs that name the environment (and pass its reviewers).
+    document = workflow("pull-request.yml")
+    assert "pull_request_target" not in document[True] and "pull_request" in document[True]
+    assert not _mentions_a_secret(document.get("env", {}))
+    unguarded = [
+        name for name, job in document["jobs"].items() if _mentions_a_secret(job) and "environment" not in job
+    ]
+    assert unguarded == []
+    for name in ("credentials", "preview"):
+        assert document["jobs"][name]["environment"] == "preview"
+    # The jobs that run the branch's tests and renderings get no secret at all.
+    assert not _mentions_a_secret(document["jobs"]["offline"]) and not _mentions_a_secret(
+        document["jobs"]["stacks"]
+    )
+
+
+def test_each_stack_deploys_with_its_own_environments_credentials() -> None:
+    job = workflow("deploy.yml")["jobs"]["up"]
+    assert job["environment"] == "${{ matrix.stack }}"
+    assert job["permissions"] == {"contents": "read", "id-token": "write"}
+
+
+@pytest.mark.parametrize("file", ["pull-request.yml", "deploy.yml"])
+def test_secrets_are_on_the_steps_that_need_them_only(file: str) -> None:
+    document = workflow(file)
+    assert not _mentions_a_secret(document.get("env", {}))
+    for name, job in document["jobs"].items():
+        assert not _mentions_a_secret(job.get("env", {})), f"{file} {name}: secrets at job level"
+        for step in job["steps"]:
+            uses, run = str(step.get("uses", "")), str(step.get("run", ""))
+            if _mentions_a_secret(step):
+                # The OCI credentials, Pulumi, or the presence check (which only tests them).
+                assert (
+                    uses.startswith(("./.github/actions/oci-cli", "pulumi/actions@"))
+                    or step.get("id") == "check"
+                )
+            if run.startswith(("make", "git ")):
+                assert not _mentions_a_secret(step), f"{file} {name}: {run!r} gets a secret"
+
+
+USES = re.compile(r"^\s*-?\s*uses:\s*(\S+)", re.MULTILINE)
+
+
+def test_every_third_party_action_is_pinned_by_commit() -> None:
+    # A tag can be moved to other code; a commit cannot.
+    files = [*WORKFLOWS.glob("*.yml"), *(ROOT / ".github" / "actions").rglob("*.yml")]
+    uses = [u for path in files for u in USES.findall(path.read_text())]
+    assert uses
+    third_party = [u for u in uses if not u.startswith("./")]
+    assert (
+        third_party
+        and [u for u in third_party if not re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", u)] == []
+    )
+
+
+def test_tools_are_pinned_by_version() -> None:
+    action = oci_cli_action()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", action["inputs"]["oci-cli-version"]["default"])
+    assert "pipx install oci-cli\n" not in action["runs"]["steps"][0]["run"]
+
+
+@pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
+def test_credentials_are_removed_whatever_the_outcome(file: str, job: str) -> None:
+    steps = workflow(file)["jobs"][job]["steps"]
+    cleanup = steps[-1]
+    assert cleanup["if"] == "always()" and cleanup["run"] == "rm -rf ~/.oci"
+    assert steps.index(pulumi_steps(workflow(file)["jobs"][job])[0]) < len(steps) - 1
+
+
+@pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
+def test_checkouts_leave_no_token_for_the_branchs_code(file: str, job: str) -> None:
+    (checkout,) = [
+        s
+        for s in workflow(file)["jobs"][job]["steps"]
+        if str(s.get("uses", "")).startswith("actions/checkout@")
+    ]
+    assert checkout["with"]["persist-credentials"] is False
+
+
+def test_short_lived_credentials_come_from_the_oidc_token_exchange() -> None:
+    script = oci_cli_action()["runs"]["steps"][0]["run"]
+    # Oracle, "Token Exchange Grant Type: Exchanging a JSON Web Token for a UPST".
+    assert "$DOMAIN_URL/oauth2/v1/token" in script
+    assert "requested_token_type=urn:oci:token-type:oci-upst" in script
+    assert "grant_type=urn:ietf:params:oauth:grant-type:token-exchange" in script
+    assert "security_token_file=" in script and "TF_VAR_auth=SecurityToken" in script
+    for file, job in CLOUD_JOBS:
+        assert workflow(file)["jobs"][job]["permissions"]["id-token"] == "write"

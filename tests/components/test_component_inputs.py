@@ -135,3 +135,40 @@ def test_two_shapes_get_templates_named_and_pinned_by_shape() -> None:
     )
     names = [t.name for t in planned_templates("claim-templates", args)]
     assert names == ["aligned-bm-gpu-b4-8", "aligned-bm-gpu-h100-8"]
+
+
+def test_a_pool_names_a_bad_boot_volume_key_and_pod_nsgs_without_native_pods() -> None:
+    with pytest.raises(ComponentInputError) as raised:
+        pool_config("gpu-b4", pool(kms_key_id="ocid1.vault.oc1.iad.aaaaaaaaexample", pod_nsg_ids=["x"]))
+    lines = str(raised.value).splitlines()
+    assert (
+        "  input kmsKeyId = 'ocid1.vault.oc1.iad.aaaaaaaaexample': is a vault OCID; this key takes a key OCID "
+        "(ocid1.key.oc1.<region>.<unique id>)"
+    ) in lines
+    assert (
+        "  input podNsgIds is set, but pods take NSGs only with OCI_VCN_IP_NATIVE; remove it or set cniType"
+        in lines
+    )
+
+
+def test_a_pool_refuses_in_transit_encryption_on_a_bare_metal_gpu_shape() -> None:
+    with pytest.raises(
+        ComponentInputError, match=r"inTransitEncryption is true, but BM\.GPU\.B4\.8 is a bare metal"
+    ):
+        pool_config("gpu-b4", pool(in_transit_encryption=True))
+
+
+def test_an_existing_cluster_refuses_a_secrets_key() -> None:
+    from components.cluster import OkeClusterArgs, new_cluster
+
+    args = OkeClusterArgs(
+        compartment_id="ocid1.compartment.oc1..aaaaaaaaexample",
+        existing_cluster_id="ocid1.cluster.oc1.iad.aaaaaaaaexample",
+        kms_key_id="ocid1.key.oc1.iad.bbpvrcsjaaaae.abuwcljrexample",
+    )
+    with pytest.raises(ComponentInputError) as raised:
+        new_cluster("oke", args)
+    assert (
+        "  input kmsKeyId is set for an existing cluster; OKE sets a cluster's secrets key when it creates it, so "
+        "it cannot be set here: remove it"
+    ) in str(raised.value).splitlines()

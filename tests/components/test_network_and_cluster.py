@@ -6,11 +6,14 @@ from collections.abc import Callable
 
 from components.cluster import CLUSTER_TYPE
 from preview.mock_runtime import placeholder_kubeconfig
+from stack_config.model import NewNetwork
+from stack_config.network_rules import nsg_rules
 from tests.support import EXAMPLE_REGION, Run, raw_config
 
 SUBNET = "oci:Core/subnet:Subnet"
 CLUSTER = "oci:ContainerEngine/cluster:Cluster"
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
+NSG = "oci:Core/networkSecurityGroup:NetworkSecurityGroup"
 
 
 def test_existing_network_and_cluster_create_nothing_in_oci(run_stack: Callable[..., Run]) -> None:
@@ -45,8 +48,14 @@ def test_vcn_native_pods_get_a_pod_subnet(run_stack: Callable[..., Run]) -> None
     run = run_stack("full", raw)
     pods = run.one(SUBNET, "network-pods")
     assert pods.inputs["cidrBlock"] == "10.140.128.0/18"
-    details = run.of_type(NODE_POOL)[0].inputs["nodeConfigDetails"]["nodePoolPodNetworkOptionDetails"]
-    assert details == {"cniType": "OCI_VCN_IP_NATIVE", "podSubnetIds": [pods.id]}
+    pod_nsg = run.one(NSG, "network-pods-nsg")
+    for pool in run.of_type(NODE_POOL):
+        details = pool.inputs["nodeConfigDetails"]["nodePoolPodNetworkOptionDetails"]
+        assert details == {
+            "cniType": "OCI_VCN_IP_NATIVE",
+            "podSubnetIds": [pods.id],
+            "podNsgIds": [pod_nsg.id],
+        }
 
 
 def test_created_cluster_is_enhanced_with_the_configured_cidrs(run_stack: Callable[..., Run]) -> None:
@@ -60,7 +69,12 @@ def test_created_cluster_is_enhanced_with_the_configured_cidrs(run_stack: Callab
         "servicesCidr": "10.96.0.0/16",
     }
     endpoint = run.one(SUBNET, "network-api-endpoint")
-    assert cluster.inputs["endpointConfig"] == {"subnetId": endpoint.id, "isPublicIpEnabled": False}
+    endpoint_nsg = run.one(NSG, "network-api-endpoint-nsg")
+    assert cluster.inputs["endpointConfig"] == {
+        "subnetId": endpoint.id,
+        "isPublicIpEnabled": False,
+        "nsgIds": [endpoint_nsg.id],
+    }
     for pool in run.of_type(NODE_POOL):
         assert pool.inputs["clusterId"] == cluster.id
 
@@ -92,3 +106,107 @@ def test_existing_cluster_kubeconfig_endpoint_is_configurable(run_stack: Callabl
     raw = raw_config("dev")
     raw["cluster"]["existing"]["kubeconfigEndpoint"] = "PRIVATE_ENDPOINT"
     assert kubeconfig_lookup(run_stack("dev", raw))["endpoint"] == "PRIVATE_ENDPOINT"
+
+
+NSG_RULE = "oci:Core/networkSecurityGroupSecurityRule:NetworkSecurityGroupSecurityRule"
+SECURITY_LIST = "oci:Core/securityList:SecurityList"
+
+
+def test_a_created_vcn_has_an_nsg_per_role_with_its_rules(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full")
+    nsgs = {r.name: r for r in run.of_type(NSG)}
+    assert set(nsgs) == {"network-api-endpoint-nsg", "network-workers-nsg", "network-load-balancers-nsg"}
+    vcn = run.one("oci:Core/vcn:Vcn")
+    assert all(n.inputs["vcnId"] == vcn.id for n in nsgs.values())
+    new = NewNetwork.model_validate(raw_config("full")["network"]["create"])
+    expected = nsg_rules(new, vcn_native_pods=False)
+    rules = {r.name: r.inputs for r in run.of_type(NSG_RULE)}
+    assert len(rules) == sum(len(v) for v in expected.values())
+    # One rule as OCI gets it: the bootstrap port from the worker subnet, on the endpoint's NSG.
+    assert rules["network-api-endpoint-bootstrap-from-workers"] == {
+        "networkSecurityGroupId": nsgs["network-api-endpoint-nsg"].id,
+        "direction": "INGRESS",
+        "protocol": "6",
+        "description": "OKE node bootstrap and proxymux from the worker nodes only",
+        "stateless": False,
+        "source": "10.140.64.0/19",
+        "sourceType": "CIDR_BLOCK",
+        "tcpOptions": {"destinationPortRange": {"min": 12250, "max": 12250}},
+    }
+    services = rules["network-workers-to-services"]
+    assert services["destinationType"] == "SERVICE_CIDR_BLOCK" and services["direction"] == "EGRESS"
+
+
+def test_no_ingress_of_the_created_network_comes_from_anywhere(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("full")
+    raw["network"]["create"]["apiEndpointPublic"] = True
+    raw["network"]["create"]["apiAllowedCidrs"] = ["203.0.113.0/24"]
+    raw["cluster"]["create"]["cniType"] = "OCI_VCN_IP_NATIVE"
+    run = run_stack("full", raw)
+    ingress = [r.inputs for r in run.of_type(NSG_RULE) if r.inputs["direction"] == "INGRESS"]
+    ingress += [
+        rule for sl in run.of_type(SECURITY_LIST) for rule in sl.inputs.get("ingressSecurityRules", [])
+    ]
+    assert ingress and not [r for r in ingress if r["source"] == "0.0.0.0/0"]
+    allowed = [r for r in ingress if r["source"] == "203.0.113.0/24"]
+    assert [r["tcpOptions"]["destinationPortRange"] for r in allowed] == [{"min": 6443, "max": 6443}]
+
+
+def test_every_subnet_gets_the_icmp_only_list_not_the_vcn_default(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full")
+    (baseline,) = run.of_type(SECURITY_LIST)
+    assert baseline.inputs["egressSecurityRules"] == []
+    assert [r["protocol"] for r in baseline.inputs["ingressSecurityRules"]] == ["1"]
+    assert all(s.inputs["securityListIds"] == [baseline.id] for s in run.of_type(SUBNET))
+
+
+def test_node_pools_and_the_endpoint_take_their_nsgs(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full")
+    workers = run.one(NSG, "network-workers-nsg")
+    for pool in run.of_type(NODE_POOL):
+        assert pool.inputs["nodeConfigDetails"]["nsgIds"] == [workers.id]
+    assert run.run.outputs["loadBalancerNsgId"] == run.one(NSG, "network-load-balancers-nsg").id
+
+
+def test_existing_subnets_get_no_nsgs(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("dev")
+    assert run.of_type(NSG) == [] and run.of_type(NSG_RULE) == []
+    assert all("nsgIds" not in p.inputs["nodeConfigDetails"] for p in run.of_type(NODE_POOL))
+    assert "loadBalancerNsgId" not in run.run.outputs
+
+
+KEY = "ocid1.key.oc1.iad.bbpvrcsjaaaae.abuwcljrexamplekeyforbootvolumes"
+
+
+def test_a_customer_managed_key_encrypts_the_boot_volumes_and_the_cluster_secrets(
+    run_stack: Callable[..., Run],
+) -> None:
+    raw = raw_config("full")
+    raw["encryption"] = {"kmsKeyId": KEY}
+    run = run_stack("full", raw)
+    assert run.one(CLUSTER).inputs["kmsKeyId"] == KEY
+    pools = run.of_type(NODE_POOL)
+    assert len(pools) == 3 and all(p.inputs["nodeConfigDetails"]["kmsKeyId"] == KEY for p in pools)
+    # Off by default: Oracle-managed keys, nothing sent.
+    default = run_stack("full")
+    assert "kmsKeyId" not in default.one(CLUSTER).inputs
+    assert all("kmsKeyId" not in p.inputs["nodeConfigDetails"] for p in default.of_type(NODE_POOL))
+
+
+def test_an_existing_cluster_keeps_its_secrets_key_and_its_pools_take_the_key(
+    run_stack: Callable[..., Run],
+) -> None:
+    raw = raw_config("dev")
+    raw["encryption"] = {"kmsKeyId": KEY}
+    run = run_stack("dev", raw)
+    assert run.of_type(CLUSTER) == []
+    assert [p.inputs["nodeConfigDetails"]["kmsKeyId"] for p in run.of_type(NODE_POOL)] == [KEY]
+
+
+def test_in_transit_encryption_is_sent_for_the_pools_that_ask(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("full")
+    raw["systemPool"]["inTransitEncryption"] = True
+    run = run_stack("full", raw)
+    details = {p.name: p.inputs["nodeConfigDetails"] for p in run.of_type(NODE_POOL)}
+    assert details["system-nodes"]["isPvEncryptionInTransitEnabled"] is True
+    assert not any("isPvEncryptionInTransitEnabled" in d for n, d in details.items() if n != "system-nodes")

@@ -50,6 +50,8 @@ def test_a_created_cluster_gets_an_untainted_cpu_pool(run_stack: Callable[..., R
                 {"availabilityDomain": "Uocm:US-ASHBURN-AD-2", "subnetId": subnet},
             ],
             "nodePoolPodNetworkOptionDetails": {"cniType": "FLANNEL_OVERLAY"},
+            # The created VCN's worker NSG (components/network.py).
+            "nsgIds": [placeholder_ocid("networksecuritygroup", "network-workers-nsg", EXAMPLE_REGION)],
         },
         # OKE's own image and cloud-init: no taint, no RDMA, no compute cluster.
         "initialNodeLabels": [{"key": POOL_LABEL, "value": "system"}],

@@ -57,3 +57,67 @@ def test_a_bad_protect_is_one_line_naming_the_fix(value: object, line: str) -> N
     with pytest.raises(ConfigError) as raised:
         _protect(value)
     assert str(raised.value).splitlines()[1:] == [f"  {line}"]
+
+
+def _problems(raw: dict) -> list[str]:
+    with pytest.raises(ConfigError) as err:
+        parse_stack_config(raw, "stacks/Pulumi.full.yaml", "us-ashburn-1")
+    return [p.render() for p in err.value.problems]
+
+
+def test_api_allowed_cidrs_refuse_the_whole_internet() -> None:
+    raw = raw_config("full")
+    raw["network"]["create"]["apiAllowedCidrs"] = ["203.0.113.0/24", "0.0.0.0/0"]
+    assert _problems(raw) == [
+        "network.create.apiAllowedCidrs[1] = '0.0.0.0/0': opens the Kubernetes API to every address on the "
+        "internet; list the networks that need it (your office or VPN egress CIDR, a /32 per admin host), or "
+        "keep the endpoint private (apiEndpointPublic: false) and reach it from inside the VCN"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "ocid1.vault.oc1.iad.bbpvrcsjaaaae.abuwcljrexample",
+            "is a vault OCID; this key takes a key OCID (ocid1.key.oc1.<region>.<unique id>)",
+        ),
+        ("not-an-ocid", "is not an OCI OCID (expected ocid1.key.oc1.<region>.<unique id>)"),
+    ],
+)
+def test_the_boot_volume_key_must_be_a_vault_key(value: str, message: str) -> None:
+    raw = raw_config("full")
+    raw["encryption"] = {"kmsKeyId": value}
+    assert _problems(raw) == [f"encryption.kmsKeyId = {value!r}: {message}"]
+
+
+def test_the_boot_volume_key_must_be_in_the_stacks_region() -> None:
+    from stack_config.loading import load_stack
+
+    raw = raw_config("full")
+    key = "ocid1.key.oc1.phx.bbpvrcsjaaaae.abuwcljrexample"
+    raw["encryption"] = {"kmsKeyId": key}
+    with pytest.raises(ConfigError) as err:
+        load_stack(raw, "stacks/Pulumi.full.yaml", "us-ashburn-1")
+    assert any(
+        p.render().startswith(f"encryption.kmsKeyId = {key!r}: belongs to another region than oci:region")
+        for p in err.value.problems
+    )
+
+
+def test_in_transit_encryption_is_refused_on_a_bare_metal_gpu_shape() -> None:
+    raw = raw_config("full")
+    raw["nodePools"][0]["inTransitEncryption"] = True
+    assert _problems(raw) == [
+        "nodePools[0]: inTransitEncryption is true, but BM.GPU.B4.8 is a bare metal shape and OCI encrypts boot "
+        "volume traffic in transit only on VM shapes and BM.DenseIO.E4.128, BM.Standard.E3.128, "
+        "BM.Standard.E4.128 (Oracle, Block Volume Encryption); remove it for this pool (the boot volume stays "
+        "encrypted at rest, with encryption.kmsKeyId if set)"
+    ]
+
+
+def test_in_transit_encryption_is_taken_on_a_vm_system_pool() -> None:
+    raw = raw_config("full")
+    raw["systemPool"]["inTransitEncryption"] = True
+    config = parse_stack_config(raw, "stacks/Pulumi.full.yaml", "us-ashburn-1")
+    assert config.system_pool.in_transit_encryption and not config.node_pools[0].in_transit_encryption
