@@ -114,9 +114,13 @@ def suggest_pairs(topology: Topology, gpus: int, rails: int) -> list[Pair] | Non
 
 def shape_selector(shape: str) -> str:
     """CEL that keeps a request to rails of nodes of ``shape``: DRANET's OKE provider publishes the instance
-    shape as ``oke.dra.net/shape`` on every device (seed 000, seed 003)."""
+    shape as ``oke.dra.net/shape`` on every device (seed 000, seed 003). Guarded: later DRANET releases do
+    not publish it (the BM.GPU.GB200-v3.4 node of kubernetes-sigs/dranet's OKE example publishes other
+    oke.dra.net attributes and no shape), and selecting a missing key of a present domain is a CEL runtime
+    error that aborts the allocation on that node (the scheduler's DRA Filter fails) instead of skipping it."""
     domain, _, name = dranet.OKE_SHAPE.partition("/")
-    return f'device.attributes["{domain}"].{name} == "{shape}"'
+    attribute = f'device.attributes["{domain}"].{name}'
+    return f'has({attribute}) && {attribute} == "{shape}"'
 
 
 def rail_request(name: str, count: int, shape: str | None = None) -> dict[str, Any]:

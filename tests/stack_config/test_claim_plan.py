@@ -65,7 +65,11 @@ def test_each_shape_gets_templates_from_its_own_topology_named_by_shape() -> Non
     # 8 pairs of 1 GPU and 2 rails: the A100 roots' layout, not the B4.8's 4 pairs of 2 GPUs and 4 rails.
     assert [r["exactly"]["count"] for r in requests] == [1, 2] * 8
     rails = requests[1]["exactly"]["selectors"]
-    assert rails[-1] == {"cel": {"expression": f'device.attributes["oke.dra.net"].shape == "{A100}"'}}
+    assert rails[-1] == {
+        "cel": {
+            "expression": f'has(device.attributes["oke.dra.net"].shape) && device.attributes["oke.dra.net"].shape == "{A100}"'
+        }
+    }
     assert [v.shape for v in a100.verdicts] == [A100] and a100.verdicts[0].kind == "aligned"
     assert stack.claims.rails_only(A100) is not None
     assert stack.claims.rails_only(A100).spec["devices"]["requests"][0]["exactly"]["count"] == 16

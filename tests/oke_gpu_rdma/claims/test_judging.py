@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma.claims import aligned_claim_specs, judge_claim
+from oke_gpu_rdma.claims import UnsatisfiableCause, aligned_claim_specs, judge_claim
 from oke_gpu_rdma.claims.pairing import Pair, groups_claim_spec
 from oke_gpu_rdma.claims.spec import parse_claim
 from oke_gpu_rdma.releases import dranet
@@ -168,3 +168,13 @@ def test_any_gpus_with_any_rails_is_unaligned_and_a_pcie_root_constraint_never_a
     }
     verdict = judge_claim(rooted, GB200, inventory=PUBLISHED)
     assert (verdict.kind, verdict.allocatable) == ("unsatisfiable", False)
+
+
+def test_a_b4_template_pinned_to_its_shape_skips_the_published_gb200_node_without_a_cel_error() -> None:
+    """That node's DRANET publishes no oke.dra.net/shape: the guarded pin is false there, not an error
+    that would abort the scheduler's Filter."""
+    pinned = aligned_claim_specs("BM.GPU.B4.8", 2, pin_shape=True)[0].spec
+    verdict = judge_claim(pinned, GB200, inventory=PUBLISHED)
+    assert verdict.kind == "unsatisfiable"
+    assert verdict.cause is not UnsatisfiableCause.CEL_ERROR, verdict.message  # (no root holds GPU and rail)
+    assert judge_claim(pinned, "BM.GPU.B4.8").kind == "aligned"
