@@ -657,3 +657,27 @@ def test_a_template_crossing_gb200_numa_nodes_is_rejected_naming_both(gb200_next
         "crossing is unaligned on BM.GPU.GB200-v3.4: the scheduler could pick GPU 0, GPU 1 on NUMA node 0; "
     )
     assert "GPUs without a claimed rail in their NUMA node: GPU 0, GPU 1 on NUMA node 0" in v.message
+
+
+def test_a_template_stating_another_alignment_level_than_its_shape_is_rejected(gb200_next_to_b4):
+    run = gb200_next_to_b4.run
+    numa0 = next(r for r in run.resources if r.name.endswith("aligned-2gpu-4rails-numa0-bm-gpu-gb200-v3-4"))
+    document = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {
+            "name": "says-root",
+            "namespace": "rdma-dranet",
+            "annotations": {"oke-gpu-rdma/alignment": "pcieRoot"},
+        },
+        "spec": numa0.inputs["spec"],
+    }
+    findings = analyze_resources(
+        [*run.resources, k8s(document, provider=numa0.provider)], gb200_next_to_b4.pack_config
+    )
+    (v,) = violations(findings, POLICY)
+    assert v.message == (
+        "ResourceClaimTemplate rdma-dranet/says-root on BM.GPU.GB200-v3.4: its annotation oke-gpu-rdma/alignment "
+        "says 'pcieRoot', but BM.GPU.GB200-v3.4 aligns GPUs and rails at numaNode "
+        "(oke_gpu_rdma/shapes/BM.GPU.GB200-v3.4.yaml). Fix: set it to 'numaNode'"
+    )
