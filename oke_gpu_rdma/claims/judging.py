@@ -400,7 +400,7 @@ def _unsatisfiable(
             requests=group.requests,
             roots=topology.root_names,
             allocatable=False,
-            fix=messages.root_capacity_fix(group),
+            fix=messages.root_capacity_fix(group, topology),
             cause=UnsatisfiableCause.ROOT_CAPACITY,
             group=group,
         )

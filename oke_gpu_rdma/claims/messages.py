@@ -129,7 +129,12 @@ def no_allocation_reason(claim: ClaimToAllocate) -> str:
     return "no set of devices satisfies all requests and constraints together"
 
 
-def root_capacity_fix(group: GroupNeed) -> str:
+def root_capacity_fix(group: GroupNeed, topology: Topology) -> str:
+    if topology.alignment != "pcieRoot" and group.gpus and group.rails:
+        return (
+            f"no PCIe root of {topology.shape} holds both a GPU and a rail, so no {PCIE_ROOT} constraint "
+            f"between them can hold; {_numa_fix(topology)}"
+        )
     return (
         f"a {PCIE_ROOT} constraint can hold at most what one root has ({group.root_gpus} GPUs and "
         f"{group.root_rails} rails): split the requests into per-root pairs gpus-i/rails-i, each pair "
@@ -178,6 +183,18 @@ def aligned(claim: str, topology: Topology, requests: Sequence[str], example: Se
     )
 
 
+def _numa_fix(topology: Topology) -> str:
+    groups = "; ".join(
+        f"{g.label}: GPUs {', '.join(x.pci_bus_id for x in g.gpus)} with rails {', '.join(r.name for r in g.rails)}"
+        for g in topology.groups
+        if g.gpus or g.rails
+    )
+    return (
+        f"select each NUMA node's GPUs by {PCI_BUS_ID} and its rails by {PCI_ADDRESS} in the same claim "
+        f"({groups}; see oke_gpu_rdma.claims.aligned_claim_specs)"
+    )
+
+
 def unaligned_fix(
     topology: Topology,
     gpu_requests: Sequence[str],
@@ -187,16 +204,9 @@ def unaligned_fix(
     """How to align: a constraint for one pair, per-root pairs for the claim's totals, or the generic rule;
     at the NUMA node, explicit selectors per group."""
     if topology.alignment != "pcieRoot":
-        groups = "; ".join(
-            f"{g.label}: GPUs {', '.join(x.pci_bus_id for x in g.gpus)} with rails "
-            f"{', '.join(r.name for r in g.rails)}"
-            for g in topology.groups
-            if g.gpus or g.rails
-        )
         return (
             f"{topology.shape} shares no attribute between GPUs and rails (no PCIe root holds both, the GPU "
-            f"driver publishes no NUMA node), so select each NUMA node's GPUs by {PCI_BUS_ID} and its rails by "
-            f"{PCI_ADDRESS} in the same claim ({groups}; see oke_gpu_rdma.claims.aligned_claim_specs)"
+            f"driver publishes no NUMA node), so {_numa_fix(topology)}"
         )
     generic = (
         f"tie each GPU request to rail requests on the same root with a constraint "

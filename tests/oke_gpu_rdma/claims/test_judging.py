@@ -168,6 +168,11 @@ def test_any_gpus_with_any_rails_is_unaligned_and_a_pcie_root_constraint_never_a
     }
     verdict = judge_claim(rooted, GB200, inventory=PUBLISHED)
     assert (verdict.kind, verdict.allocatable) == ("unsatisfiable", False)
+    # The fix is the NUMA node's, not per-root pairs (no root of GB200 holds a GPU and a rail).
+    assert verdict.fix is not None and verdict.fix.startswith(
+        "no PCIe root of BM.GPU.GB200-v3.4 holds both a GPU and a rail, so no resource.kubernetes.io/pcieRoot "
+        "constraint between them can hold; select each NUMA node's GPUs by resource.kubernetes.io/pciBusID"
+    )
 
 
 def test_a_b4_template_pinned_to_its_shape_skips_the_published_gb200_node_without_a_cel_error() -> None:
