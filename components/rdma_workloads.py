@@ -1,5 +1,6 @@
 """Where RDMA training pods run: the namespace, the rail tools, NCCL settings, and the claim templates
-that pair GPUs with the rails on their PCIe root.
+that pair GPUs with the rails on their PCIe root (or, on a shape whose GPUs and rails share no root, in
+their NUMA node: oke_gpu_rdma/claims/pairing.py).
 """
 
 import typing
@@ -107,7 +108,8 @@ class ClaimTemplateRequest(TypedDict):
     name: str
     """Template name (a DNS label); pods name it in resourceClaims. With several shapes it ends with the shape."""
     gpus_per_worker: int
-    """GPUs one pod gets, each with the rails on its PCIe root."""
+    """GPUs one pod gets, each with the rails on its PCIe root (or NUMA node, on shapes aligned there: then
+    part of a NUMA node's GPUs gives one template per NUMA node, its name ending with -numa<N>)."""
     namespace: NotRequired[str]
     """Namespace of the template (default: the component's namespace)."""
 
