@@ -183,3 +183,14 @@ def test_a_b4_template_pinned_to_its_shape_skips_the_published_gb200_node_withou
     assert verdict.kind == "unsatisfiable"
     assert verdict.cause is not UnsatisfiableCause.CEL_ERROR, verdict.message  # (no root holds GPU and rail)
     assert judge_claim(pinned, "BM.GPU.B4.8").kind == "aligned"
+
+
+@pytest.mark.parametrize(("name", "spec"), templates(), ids=[n for n, _ in templates()])
+def test_gb200_templates_find_no_device_on_a_b4_node_and_raise_no_cel_error_there(
+    name: str, spec: dict
+) -> None:
+    """In a fleet with both shapes the scheduler evaluates them on B4.8 nodes too: guarded selectors are
+    false there (B4.8 GPUs and rails have other addresses), not a runtime error aborting the Filter."""
+    verdict = judge_claim(spec, "BM.GPU.B4.8", name=name)
+    assert verdict.kind == "unsatisfiable"
+    assert verdict.cause is UnsatisfiableCause.NO_ALLOCATION, verdict.message
