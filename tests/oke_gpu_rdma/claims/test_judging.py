@@ -194,3 +194,28 @@ def test_gb200_templates_find_no_device_on_a_b4_node_and_raise_no_cel_error_ther
     verdict = judge_claim(spec, "BM.GPU.B4.8", name=name)
     assert verdict.kind == "unsatisfiable"
     assert verdict.cause is UnsatisfiableCause.NO_ALLOCATION, verdict.message
+
+
+def test_first_available_per_numa_node_is_unaligned_which_is_why_each_node_gets_its_own_template() -> None:
+    """GPUs and rails each with a subrequest per NUMA node: each request picks its subrequest on its own,
+    so the GPUs can come from NUMA node 0 and the rails from NUMA node 1 (oke_gpu_rdma/claims/pairing.py)."""
+    per_node = [s.spec["devices"]["requests"] for s in aligned_claim_specs(GB200, 2)]
+
+    def alternatives(kind: int) -> list[dict[str, Any]]:
+        return [{"name": f"numa{i}", **requests[kind]["exactly"]} for i, requests in enumerate(per_node)]
+
+    spec = {
+        "devices": {
+            "requests": [
+                {"name": "gpus", "firstAvailable": alternatives(0)},
+                {"name": "rails", "firstAvailable": alternatives(1)},
+            ]
+        }
+    }
+    verdict = judge_claim(
+        spec, GB200, name="first-available", inventory=PUBLISHED, kubernetes_version="v1.36.4"
+    )
+    assert verdict.kind == "unaligned", verdict.message
+    assert {d.domain for d in verdict.devices if d.kind == "gpu"} != {
+        d.domain for d in verdict.devices if d.kind == "rail"
+    }
