@@ -236,3 +236,14 @@ def test_the_modelled_gb200_gpus_publish_what_the_published_ones_do() -> None:
             "Blackwell",
             Version("10.0.0"),
         )
+
+
+def test_the_modelled_gb200_rails_publish_what_the_published_ones_do() -> None:
+    """DRANET v1.5.0's modelled rails carry every published attribute with its value (and oke.dra.net/shape,
+    which the published node's later DRANET release leaves out)."""
+    modelled = {d.name: d for d in shape_inventory(TOPOLOGY).devices() if d.kind == "rail"}
+    published = [d for d in PUBLISHED.devices() if d.kind == "rail"]
+    assert sorted(modelled) == sorted(d.name for d in published)
+    for theirs in published:
+        ours = modelled[theirs.name]
+        assert {k: ours.attributes[k] for k in theirs.attributes} == dict(theirs.attributes)
