@@ -1,5 +1,6 @@
 """Where RDMA training pods run: the namespace, the rail tools, NCCL settings, and the claim templates
-that pair GPUs with the rails on their PCIe root.
+that pair GPUs with the rails on their PCIe root (or, on a shape whose GPUs and rails share no root, in
+their NUMA node: oke_gpu_rdma/claims/pairing.py).
 """
 
 import typing
@@ -11,7 +12,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.labels import POD_SECURITY_BASELINE, POD_SECURITY_ENFORCE_LABEL
+from oke_gpu_rdma.labels import (
+    ALIGNMENT_ANNOTATION,
+    ALIGNMENT_GROUP_ANNOTATION,
+    POD_SECURITY_BASELINE,
+    POD_SECURITY_ENFORCE_LABEL,
+)
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from oke_gpu_rdma.shape_catalog import CATALOG
 from stack_config.claim_plan import (
@@ -102,7 +108,8 @@ class ClaimTemplateRequest(TypedDict):
     name: str
     """Template name (a DNS label); pods name it in resourceClaims. With several shapes it ends with the shape."""
     gpus_per_worker: int
-    """GPUs one pod gets, each with the rails on its PCIe root."""
+    """GPUs one pod gets, each with the rails on its PCIe root (or NUMA node, on shapes aligned there: then
+    part of a NUMA node's GPUs gives one template per NUMA node, its name ending with -numa<N>)."""
     namespace: NotRequired[str]
     """Namespace of the template (default: the component's namespace)."""
 
@@ -209,12 +216,23 @@ def claim_template_args(plan: ClaimPlan, config: StackConfig) -> GpuRailClaimTem
     return args
 
 
+def alignment_annotations(template: PlannedTemplate) -> dict[str, str] | None:
+    """Where a GPU/rail template aligns (oke_gpu_rdma/labels.py); None for the rails-only template."""
+    if not template.alignment:
+        return None
+    found = {ALIGNMENT_ANNOTATION: template.alignment}
+    if template.group:
+        found[ALIGNMENT_GROUP_ANNOTATION] = template.group
+    return found
+
+
 class GpuRailClaimTemplates(pulumi.ComponentResource):
     """ResourceClaimTemplates (resource.k8s.io/v1) that pair GPUs with the RDMA rails on their PCIe roots,
     built from each shape's topology and judged aligned before any is declared."""
 
     claim_templates: pulumi.Output[list[dict[str, str]]]
-    """The templates declared: name and namespace of each."""
+    """The templates declared: name and namespace of each, and for GPU/rail templates the level they
+    align at (alignment: pcieRoot or numaNode)."""
 
     def __init__(
         self, name: str, args: GpuRailClaimTemplatesArgs, opts: pulumi.ResourceOptions | None = None
@@ -225,13 +243,24 @@ class GpuRailClaimTemplates(pulumi.ComponentResource):
         for template in templates:
             k8s.resource.v1.ResourceClaimTemplate(
                 f"{name}-{template.namespace}-{template.name}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=template.name, namespace=template.namespace),
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=template.name,
+                    namespace=template.namespace,
+                    annotations=alignment_annotations(template),
+                ),
                 spec=to_input_type(
                     k8s.resource.v1.ResourceClaimTemplateSpecArgs, {"spec": template.spec}, "spec"
                 ),
                 opts=pulumi.ResourceOptions.merge(child, SPEC_IS_IMMUTABLE),
             )
         self.claim_templates = pulumi.Output.from_input(
-            [{"name": t.name, "namespace": t.namespace} for t in templates]
+            [
+                {
+                    "name": t.name,
+                    "namespace": t.namespace,
+                    **({"alignment": t.alignment} if t.alignment else {}),
+                }
+                for t in templates
+            ]
         )
         self.register_outputs({"claimTemplates": self.claim_templates})

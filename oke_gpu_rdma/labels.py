@@ -71,3 +71,9 @@ FABRIC_LEVEL_LABELS = (
 RAIL_UNHEALTHY_TAINT_KEY = "oke-gpu-rdma/rail-unhealthy"
 # A node whose scheduled fabric check (NCCL) failed carries this label ("pass" or "fail").
 FABRIC_CHECK_LABEL = "oke-gpu-rdma/fabric-check"
+
+# On each GPU/rail ResourceClaimTemplate the stack declares: the level its GPUs and rails share
+# (pcieRoot or numaNode, oke_gpu_rdma/topology.py Topology.alignment) and, on a template that keeps to
+# one NUMA node, which one (numa0): a reader of the cluster sees how each template aligns.
+ALIGNMENT_ANNOTATION = "oke-gpu-rdma/alignment"
+ALIGNMENT_GROUP_ANNOTATION = "oke-gpu-rdma/alignment-group"

@@ -21,6 +21,10 @@ camelCase like Kubernetes)::
         gpus: ["0000:0f:00.0", "0000:15:00.0"]
         rails:
           - {name: rdma0, pciAddress: "0000:0c:00.0", rdmaDevice: mlx5_5}   # rdmaDevice optional
+      - name: pci0008:00                     # a root with GPUs and no rail (BM.GPU.GB200-v3.4)
+        numaNode: 0
+        numaFrom: pciDomain                  # optional, only on a root without rails: see below
+        gpus: ["0008:06:00.0"]
     gpuDriverOrder: ["0000:50:00.0", ...]    # optional: the GPU driver's gpu-0, gpu-1, ... order
     frontEndInterfaces: [eth1]               # optional: non-rail NICs DRANET publishes
     virtualInterfaces: [cni0]                # optional: virtual interfaces DRANET publishes
@@ -29,6 +33,18 @@ A shape file (``oke_gpu_rdma/shapes/<shape>.yaml``) has the same keys but ``shap
 ``evidence: verified`` or ``unverified``, the ``source`` of what it says (for a verified shape, where
 the PCIe layout comes from) and a one-line ``note``; an unverified shape has no ``roots``. Adding a
 verified shape is adding its file.
+
+Alignment level (:attr:`Topology.alignment`): the nearest domain GPUs and rails share. Where every root
+with GPUs has rails (BM.GPU.B4.8), it is the PCIe root, which both drivers publish as
+``resource.kubernetes.io/pcieRoot``, so a claim ties GPUs to rails with ``matchAttribute``. Where a root
+has GPUs and no rail (BM.GPU.GB200-v3.4: the GPUs hang off the Grace CPU by NVLink C2C, each on a PCIe
+root of its own, the NICs on others), it is the NUMA node; the GPU driver publishes no NUMA attribute,
+so no attribute is shared and claims select each NUMA group's devices explicitly (GPU bus IDs, rail PCI
+addresses: :mod:`oke_gpu_rdma.claims.pairing`). How a root's NUMA node is known (:attr:`PcieRoot.numa_from`):
+``rails`` (DRANET publishes ``dra.net/numaNode`` on the root's rails), ``pciDomain`` (a root without
+rails whose PCI domain's socket digits, all but the last hex digit, are those of rails that all publish
+one NUMA node: `make topology` infers it so, :mod:`oke_gpu_rdma.topology_from_slices`) or ``stated``
+(a root without rails and without ``numaFrom``: the topology's author says so).
 
 GPU numbering: ``Gpu.index`` is the PCI bus order (nvidia-smi order, the numbering of the seed's
 tables: GPUs 0,1 on pci0000:00, 2,3 on 3e, 4,5 on 7d, 6,7 on ba). ``Gpu.driver_name`` is the NVIDIA
@@ -101,12 +117,31 @@ class Rail:
         return int(self.name.removeprefix("rdma"))
 
 
+NumaFrom = Literal["rails", "pciDomain", "stated"]
+"""How a root's NUMA node is known (module docstring)."""
+AlignmentLevel = Literal["pcieRoot", "numaNode"]
+"""The nearest domain GPUs and rails of a shape share (module docstring)."""
+
+
 @dataclass(frozen=True)
 class PcieRoot:
     """A PCIe root complex with its NUMA node, GPUs and rails."""
 
     name: str
     numa_node: int
+    gpus: tuple[Gpu, ...]
+    rails: tuple[Rail, ...]
+    numa_from: NumaFrom = "rails"
+
+
+@dataclass(frozen=True)
+class AlignmentGroup:
+    """The GPUs and rails of one domain at a shape's alignment level: a PCIe root or a NUMA node."""
+
+    name: str
+    """``pci0000:3e`` for a root, ``numa0`` for a NUMA node: part of a template's name."""
+    label: str
+    """``PCIe root pci0000:3e`` or ``NUMA node 0``, as messages name it."""
     gpus: tuple[Gpu, ...]
     rails: tuple[Rail, ...]
 
@@ -148,6 +183,41 @@ class Topology:
     @property
     def root_names(self) -> tuple[str, ...]:
         return tuple(r.name for r in self.roots)
+
+    @property
+    def alignment(self) -> AlignmentLevel:
+        """``pcieRoot`` when every root with GPUs has rails, else ``numaNode`` (module docstring)."""
+        return "pcieRoot" if all(r.rails for r in self.roots if r.gpus) else "numaNode"
+
+    @property
+    def groups(self) -> tuple[AlignmentGroup, ...]:
+        """The domains at :attr:`alignment`: each root, or each NUMA node (ascending), with its devices."""
+        if self.alignment == "pcieRoot":
+            return tuple(AlignmentGroup(r.name, f"PCIe root {r.name}", r.gpus, r.rails) for r in self.roots)
+        numa = sorted({r.numa_node for r in self.roots})
+        return tuple(
+            AlignmentGroup(
+                f"numa{n}",
+                f"NUMA node {n}",
+                tuple(
+                    sorted((g for r in self.roots if r.numa_node == n for g in r.gpus), key=lambda g: g.index)
+                ),
+                tuple(
+                    sorted(
+                        (x for r in self.roots if r.numa_node == n for x in r.rails), key=lambda x: x.index
+                    )
+                ),
+            )
+            for n in numa
+        )
+
+    def group_of_root(self, root: str) -> AlignmentGroup | None:
+        """The group holding PCIe root ``root`` (None for a root the topology does not list)."""
+        if root not in self.root_names:
+            return None
+        if self.alignment == "pcieRoot":
+            return next(g for g in self.groups if g.name == root)
+        return next(g for g in self.groups if g.name == f"numa{self.root(root).numa_node}")
 
 
 @dataclass(frozen=True)
@@ -222,6 +292,16 @@ class RootSpec(_Spec):
 
     name: RootName = Field(description=_ROOT_NAME)
     numa_node: int = Field(alias="numaNode", ge=0, description="an int >= 0")
+    numa_from: Annotated[
+        Literal["pciDomain"] | None,
+        _one_of(
+            ("pciDomain",), "the one inference of a rail-less root's NUMA node (oke_gpu_rdma/topology.py)"
+        ),
+    ] = Field(
+        None,
+        alias="numaFrom",
+        description="pciDomain (the NUMA node of rails in the same PCI domain socket), only on a root without rails",
+    )
     gpus: list[GpuAddress] = Field(default_factory=list, description="a list of GPU PCI addresses")
     rails: list[RailSpec] = Field(default_factory=list, description="a list of rails")
 
@@ -258,6 +338,13 @@ class _Layout(_Spec):
         for i, root in enumerate(self.roots):
             p = f"roots[{i}]"
             once(root.name, f"{p}.name", f"duplicate PCIe root {root.name}")
+            if root.numa_from is not None and root.rails:
+                problems.append(
+                    (
+                        f"{p}.numaFrom",
+                        "a root with rails has the NUMA node its rails publish; remove numaFrom",
+                    )
+                )
             for j, bus in enumerate(root.gpus):
                 once(bus, f"{p}.gpus[{j}]", f"{bus} is listed twice")
             for j, rail in enumerate(root.rails):
@@ -292,6 +379,7 @@ class _Layout(_Spec):
                 numa_node=root.numa_node,
                 gpus=tuple(Gpu(index_of[b], b, f"gpu-{driver_index[b]}", root.name) for b in root.gpus),
                 rails=tuple(Rail(r.name, r.pci_address, root.name, r.rdma_device) for r in root.rails),
+                numa_from="rails" if root.rails else root.numa_from or "stated",
             )
             for root in self.roots
         )

@@ -19,8 +19,10 @@ allocator's):
   ``pkg/apis/attributes.go``; ``pkg/inventory/db.go`` ``addPCIAttributes`` sets the standard ones from
   sysfs). DRANET's other interfaces become ``frontEndInterfaces`` (``dra.net/virtual`` false) and
   ``virtualInterfaces``; RDMA devices without an interface (IB-only) are no rails and are skipped.
-* **Roots**: the PCIe roots the GPUs and rails name, each with the NUMA node its rails publish (the GPU
-  driver publishes none for full GPUs, so a root with GPUs and no rail has no NUMA node and is refused).
+* **Roots**: the PCIe roots the GPUs and rails name, each with the NUMA node its rails publish. The GPU
+  driver publishes none for full GPUs, so a root with GPUs and no rail (BM.GPU.GB200-v3.4) gets the NUMA
+  node of the rails on PCI domains with its socket digits (all but the domain's last hex digit), when they
+  all publish one, and says so (``numaFrom: pciDomain``); otherwise it is refused.
 * **The shape**: a ResourceSlice names its node (``spec.nodeName``), not the node's instance type. Three
   sources name it, and those present must agree: the ``shape`` argument (``SHAPE=``), the node's
   ``node.kubernetes.io/instance-type`` label in a dump of ``kubectl get nodes -o yaml`` (``NODES=``,
@@ -43,7 +45,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import yaml
 
@@ -259,6 +261,21 @@ def node_shapes(text: str, where: str) -> dict[str, str]:
     return shapes
 
 
+def _socket(root: str) -> str:
+    """The socket digits of a root's PCI domain: ``000`` for pci0008:00 (all but the domain's last digit)."""
+    return root.removeprefix("pci")[:3]
+
+
+def _numa_of_socket(root: str, numa_by_root: Mapping[str, set[int]]) -> set[int]:
+    """The NUMA nodes the rails publish on PCI domains with the socket digits of ``root`` (a root with
+    GPUs and no rail). On BM.GPU.GB200-v3.4 the GPUs of domains 0008 and 0009 sit with the rails of
+    domains 0000 and 0002 (NUMA 0), those of 0018 and 0019 with 0010 and 0012 (NUMA 1): the node's slices
+    as kubernetes-sigs/dranet publishes them (examples/oci_oke_examples/BM.GPU.GB200-v3.4/, whose README
+    gives the GPUs' NUMA nodes and whose GPU slice names this rule). One NUMA node there proves it; none or
+    several leave the root refused."""
+    return {n for other, nodes in numa_by_root.items() if _socket(other) == _socket(root) for n in nodes}
+
+
 def node_layout(
     node: NodeDevices, shape: str | None, labelled: str | None = None
 ) -> tuple[str, TopologySpec]:
@@ -329,17 +346,22 @@ def node_layout(
     roots: list[RootSpec] = []
     for root in sorted({*gpus_by_root, *rails_by_root}):
         numa_nodes = numa_by_root.get(root, set())
+        numa_from: Literal["pciDomain"] | None = None
+        if root not in rails_by_root:
+            numa_nodes, numa_from = _numa_of_socket(root, numa_by_root), "pciDomain"
         if len(numa_nodes) != 1:
             missing.append(
                 f"one NUMA node for PCIe root {root} (its rails publish {sorted(numa_nodes)})"
-                if numa_nodes
-                else f"a NUMA node for PCIe root {root}: it has GPUs but no rail, and the GPU driver publishes none"
+                if numa_from is None
+                else f"a NUMA node for PCIe root {root}: it has GPUs but no rail, the GPU driver publishes "
+                f"none, and the rails of PCI domains {_socket(root)}x publish {sorted(numa_nodes) or 'none'}"
             )
             continue
         roots.append(
             RootSpec.model_construct(
                 name=root,
                 numa_node=next(iter(numa_nodes)),
+                numa_from=numa_from,
                 gpus=sorted(gpus_by_root.get(root, [])),
                 rails=sorted(rails_by_root.get(root, []), key=lambda r: _rail_number(r.name)),
             )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, nccl_threshold
-from oke_gpu_rdma.claims import Verdict, aligned_claim_spec, judge_claim, rails_only_claim_spec
+from oke_gpu_rdma.claims import Verdict, aligned_claim_specs, judge_claim, rails_only_claim_spec
 from oke_gpu_rdma.errors import PairingError, TopologyError
 from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
 from oke_gpu_rdma.sriov import RdmaPath
@@ -42,6 +42,10 @@ class PlannedTemplate:
     """The shape it was built for and judged on."""
     config_name: str = ""
     """Its name in workloads.claimTemplates (or railsOnlyTemplate): ``name`` without the shape."""
+    alignment: str = ""
+    """The level its GPUs and rails share (``pcieRoot``, ``numaNode``; "" for the rails-only template)."""
+    group: str = ""
+    """The one group it keeps to (``numa0``: its name ends with it), "" when it spans the node's groups."""
 
 
 @dataclass(frozen=True)
@@ -175,30 +179,46 @@ def judged_templates(
         topology = catalog.topology(shape)
         for i, wanted in enumerate(aligned_requests):
             key = f"{keys.claim_templates}[{i}].gpusPerWorker"
-            name = template_name(wanted.name, shape, shapes)
             try:
-                spec = aligned_claim_spec(topology, wanted.gpus_per_worker, pin_shape=pinned)
+                specs = aligned_claim_specs(topology, wanted.gpus_per_worker, pin_shape=pinned)
             except PairingError as err:
                 problems.append(ConfigProblem(key, wanted.gpus_per_worker, str(err)))
                 continue
-            verdict = judge_claim(
-                spec, topology, name=name, kubernetes_version=kubernetes_version, child_range=child_range
-            )
-            if verdict.kind != "aligned":
-                problems.append(
-                    ConfigProblem(
-                        key,
+            # A shape aligned at the NUMA node gives a worker with part of a node's GPUs one template
+            # per NUMA node (oke_gpu_rdma/claims/pairing.py): each name ends with its group.
+            for aligned_spec in specs:
+                base = f"{wanted.name}-{aligned_spec.group}" if aligned_spec.group else wanted.name
+                name = template_name(base, shape, shapes)
+                verdict = judge_claim(
+                    aligned_spec.spec,
+                    topology,
+                    name=name,
+                    kubernetes_version=kubernetes_version,
+                    child_range=child_range,
+                )
+                if verdict.kind != "aligned":
+                    problems.append(
+                        ConfigProblem(
+                            key,
+                            wanted.gpus_per_worker,
+                            f"the claim for {wanted.gpus_per_worker} GPUs is {verdict.kind} on {verdict.shape}: "
+                            f"{verdict.message}",
+                        )
+                    )
+                    break
+                aligned.append(
+                    PlannedTemplate(
+                        name,
+                        wanted.namespace,
+                        aligned_spec.spec,
                         wanted.gpus_per_worker,
-                        f"the claim for {wanted.gpus_per_worker} GPUs is {verdict.kind} on {verdict.shape}: "
-                        f"{verdict.message}",
+                        (verdict,),
+                        shape,
+                        wanted.name,
+                        aligned_spec.level,
+                        aligned_spec.group,
                     )
                 )
-                continue
-            aligned.append(
-                PlannedTemplate(
-                    name, wanted.namespace, spec, wanted.gpus_per_worker, (verdict,), shape, wanted.name
-                )
-            )
         if rails_only_template:
             name = template_name(rails_only_template, shape, shapes)
             spec = rails_only_claim_spec(topology, pin_shape=pinned)

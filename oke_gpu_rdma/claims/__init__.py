@@ -32,7 +32,7 @@ from oke_gpu_rdma.claims.landing import (
     parse_taint,
     plugin_drivers,
 )
-from oke_gpu_rdma.claims.pairing import Pair
+from oke_gpu_rdma.claims.pairing import AlignedSpec, Pair
 from oke_gpu_rdma.claims.spec import claim_spec_to_v1
 from oke_gpu_rdma.claims.verdicts import DeviceRef, UnsatisfiableCause, Verdict, VerdictKind
 from oke_gpu_rdma.releases import registry
@@ -42,6 +42,7 @@ from oke_gpu_rdma.topology import Topology
 ShapeArg = str | Topology | Mapping[str, Any]
 
 __all__ = [
+    "AlignedSpec",
     "AttributeValue",
     "Device",
     "DeviceRef",
@@ -51,6 +52,7 @@ __all__ = [
     "VerdictKind",
     "Version",
     "aligned_claim_spec",
+    "aligned_claim_specs",
     "aligned_pairs",
     "claim_lands",
     "claim_spec_to_v1",
@@ -109,6 +111,13 @@ def aligned_claim_spec(shape: ShapeArg, gpus_per_worker: int, pin_shape: bool = 
     """ResourceClaimSpec with gpus-i/rails-i requests and one pcieRoot constraint per pair; ``pin_shape``
     keeps it to nodes of the shape (``oke.dra.net/shape``), for stacks with pools of several shapes."""
     return pairing.aligned_claim_spec(CATALOG.resolve(shape), gpus_per_worker, pin_shape)
+
+
+def aligned_claim_specs(shape: ShapeArg, gpus_per_worker: int, pin_shape: bool = False) -> list[AlignedSpec]:
+    """Every aligned ResourceClaimSpec a worker can be given, with the level it aligns at: one on a shape
+    aligned at the PCIe root; on one aligned at the NUMA node (BM.GPU.GB200-v3.4) one spanning every
+    NUMA node, or one per node for part of a node's GPUs (:mod:`oke_gpu_rdma.claims.pairing`)."""
+    return pairing.aligned_claim_specs(CATALOG.resolve(shape), gpus_per_worker, pin_shape)
 
 
 def rails_only_claim_spec(shape: ShapeArg, pin_shape: bool = False) -> dict[str, Any]:

@@ -167,7 +167,7 @@ def _decide(
         return _all_mode_verdict(verdict, spec, hazard, first is not None)
     if first is None:
         return _unsatisfiable(verdict, spec, topology, asks, prepared)
-    example = _refs(prepared, first)
+    example = _refs(prepared, first, topology)
     if not asks.gpu or not asks.rail:
         only = "GPUs" if asks.gpu else "rails" if asks.rail else "neither GPUs nor rails"
         asked = tuple(asks.gpu or asks.rail or spec.request_names)
@@ -179,12 +179,12 @@ def _decide(
             devices=example,
             allocatable=True,
         )
-    counterexample = _counterexample(matcher, prepared)
+    counterexample = _counterexample(matcher, prepared, topology)
     if counterexample is not None:
         return _unaligned(verdict, spec, topology, asks, counterexample)
     return verdict(
         VerdictKind.ALIGNED,
-        messages.aligned(claim_name, shape, asks.gpu + asks.rail, example),
+        messages.aligned(claim_name, topology, asks.gpu + asks.rail, example),
         requests=tuple(asks.gpu + asks.rail),
         roots=_roots(example),
         devices=example,
@@ -213,15 +213,40 @@ def _roots(devices: Sequence[DeviceRef]) -> tuple[str, ...]:
     return tuple(sorted({d.root for d in devices if d.root}))
 
 
-def _refs(claim: ClaimToAllocate, witness: Witness) -> tuple[DeviceRef, ...]:
-    return tuple(DeviceRef.of(alt.selection.name, claim.devices[p]) for alt, p in witness.picks)
+def _domain(topology: Topology, device: Device) -> str | None:
+    """The NUMA node a GPU or rail sits in, on a shape aligned at the NUMA node (else None: its root)."""
+    if topology.alignment == "pcieRoot" or device.kind not in ("gpu", "rail") or device.root is None:
+        return None
+    group = topology.group_of_root(device.root)
+    return group.label if group is not None else None
 
 
-def _counterexample(matcher: Matcher, claim: ClaimToAllocate) -> tuple[DeviceRef, ...] | None:
-    """An allocation with a GPU on a root without a claimed rail (or a rail without a GPU), or None."""
+def _refs(claim: ClaimToAllocate, witness: Witness, topology: Topology) -> tuple[DeviceRef, ...]:
+    return tuple(
+        DeviceRef.of(alt.selection.name, claim.devices[p], _domain(topology, claim.devices[p]))
+        for alt, p in witness.picks
+    )
+
+
+def _counterexample(
+    matcher: Matcher, claim: ClaimToAllocate, topology: Topology
+) -> tuple[DeviceRef, ...] | None:
+    """An allocation with a GPU on a root without a claimed rail (or a rail without a GPU), or None. On a
+    shape aligned at the NUMA node, in a NUMA node: for each node, an allocation with one of its GPUs
+    and none of its rails, or the reverse (no matchAttribute can tie them, so no structural shortcut)."""
+    devices = claim.devices
+    if topology.alignment != "pcieRoot":
+        domains = [_domain(topology, d) for d in devices]
+        for group in topology.groups:
+            for want, avoid in (("gpu", "rail"), ("rail", "gpu")):
+                required = [p for p, d in enumerate(devices) if d.kind == want and domains[p] == group.label]
+                excluded = [p for p, d in enumerate(devices) if d.kind == avoid and domains[p] == group.label]
+                found = matcher.find(excluded=excluded, required=required) if required else None
+                if found is not None:
+                    return _refs(claim, found, topology)
+        return None
     if _anchored(claim):
         return None
-    devices = claim.devices
     for root_class in matcher.value_classes(PCIE_ROOT, kinds=True):
         root = root_class[0][1]
         for want, avoid in (("gpu", "rail"), ("rail", "gpu")):
@@ -231,7 +256,7 @@ def _counterexample(matcher: Matcher, claim: ClaimToAllocate) -> tuple[DeviceRef
                 continue
             found = matcher.find(excluded=excluded, required=required)
             if found is not None:
-                return _refs(claim, found)
+                return _refs(claim, found, topology)
     return None
 
 
@@ -375,7 +400,7 @@ def _unsatisfiable(
             requests=group.requests,
             roots=topology.root_names,
             allocatable=False,
-            fix=messages.root_capacity_fix(group),
+            fix=messages.root_capacity_fix(group, topology),
             cause=UnsatisfiableCause.ROOT_CAPACITY,
             group=group,
         )
@@ -395,7 +420,7 @@ def _unaligned(
     fix = messages.unaligned_fix(topology, asks.gpu, asks.rail, asks.totals())
     return verdict(
         VerdictKind.UNALIGNED,
-        messages.unaligned(spec.name, topology.shape, devices, misplaced, fix),
+        messages.unaligned(spec.name, topology, devices, misplaced, fix),
         requests=tuple(dict.fromkeys(d.request for d in misplaced)),
         roots=_roots(misplaced),
         devices=devices,

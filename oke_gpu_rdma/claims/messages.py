@@ -10,20 +10,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from oke_gpu_rdma.attributes import PCIE_ROOT
+from oke_gpu_rdma.attributes import PCI_BUS_ID, PCIE_ROOT
 from oke_gpu_rdma.claims.candidates import ClaimToAllocate
 from oke_gpu_rdma.claims.inventory import Device
 from oke_gpu_rdma.claims.pairing import suggest_pairs
 from oke_gpu_rdma.claims.spec import MatchAttribute
 from oke_gpu_rdma.claims.verdicts import DeviceRef, GroupNeed
+from oke_gpu_rdma.releases.dranet import PCI_ADDRESS
 from oke_gpu_rdma.topology import Topology
 
 
 def describe(devices: Sequence[DeviceRef]) -> str:
-    """Devices grouped by root: 'GPU 2, GPU 3, rdma4, rdma5 on pci0000:3e; ...'."""
+    """Devices grouped by root (or NUMA node): 'GPU 2, GPU 3, rdma4, rdma5 on pci0000:3e; ...'."""
     by_root: dict[str, list[str]] = {}
     for device in devices:
-        by_root.setdefault(device.root or "no PCIe root", []).append(device.label.split(" (")[0])
+        by_root.setdefault(device.where or "no PCIe root", []).append(device.label.split(" (")[0])
     return "; ".join(f"{', '.join(labels)} on {root}" for root, labels in by_root.items())
 
 
@@ -128,7 +129,12 @@ def no_allocation_reason(claim: ClaimToAllocate) -> str:
     return "no set of devices satisfies all requests and constraints together"
 
 
-def root_capacity_fix(group: GroupNeed) -> str:
+def root_capacity_fix(group: GroupNeed, topology: Topology) -> str:
+    if topology.alignment != "pcieRoot" and group.gpus and group.rails:
+        return (
+            f"no PCIe root of {topology.shape} holds both a GPU and a rail, so no {PCIE_ROOT} constraint "
+            f"between them can hold; {_numa_fix(topology)}"
+        )
     return (
         f"a {PCIE_ROOT} constraint can hold at most what one root has ({group.root_gpus} GPUs and "
         f"{group.root_rails} rails): split the requests into per-root pairs gpus-i/rails-i, each pair "
@@ -158,11 +164,34 @@ def not_applicable(
     )
 
 
-def aligned(claim: str, shape: str, requests: Sequence[str], example: Sequence[DeviceRef]) -> str:
+def _level(topology: Topology) -> tuple[str, str]:
+    """How the alignment domain is named: ('on a PCIe root', 'on their root') or the NUMA node's words."""
+    if topology.alignment == "pcieRoot":
+        return "on a PCIe root", "on their root"
+    return "in a NUMA node", "in their NUMA node"
+
+
+def aligned(claim: str, topology: Topology, requests: Sequence[str], example: Sequence[DeviceRef]) -> str:
+    where, _ = _level(topology)
+    level = (
+        "" if topology.alignment == "pcieRoot" else " at the NUMA node (no PCIe root holds a GPU and a rail)"
+    )
     return (
-        f"claim {claim} is aligned on {shape}: every allocation that satisfies requests "
-        f"{', '.join(requests)} puts each GPU on a PCIe root with one of the claim's rails "
-        f"and each rail on a root with one of its GPUs; for example {describe(example)}"
+        f"claim {claim} is aligned on {topology.shape}{level}: every allocation that satisfies requests "
+        f"{', '.join(requests)} puts each GPU {where} with one of the claim's rails "
+        f"and each rail {where} with one of its GPUs; for example {describe(example)}"
+    )
+
+
+def _numa_fix(topology: Topology) -> str:
+    groups = "; ".join(
+        f"{g.label}: GPUs {', '.join(x.pci_bus_id for x in g.gpus)} with rails {', '.join(r.name for r in g.rails)}"
+        for g in topology.groups
+        if g.gpus or g.rails
+    )
+    return (
+        f"select each NUMA node's GPUs by {PCI_BUS_ID} and its rails by {PCI_ADDRESS} in the same claim "
+        f"({groups}; see oke_gpu_rdma.claims.aligned_claim_specs)"
     )
 
 
@@ -172,7 +201,13 @@ def unaligned_fix(
     rail_requests: Sequence[str],
     totals: tuple[int, int] | None,
 ) -> str:
-    """How to align: a constraint for one pair, per-root pairs for the claim's totals, or the generic rule."""
+    """How to align: a constraint for one pair, per-root pairs for the claim's totals, or the generic rule;
+    at the NUMA node, explicit selectors per group."""
+    if topology.alignment != "pcieRoot":
+        return (
+            f"{topology.shape} shares no attribute between GPUs and rails (no PCIe root holds both, the GPU "
+            f"driver publishes no NUMA node), so {_numa_fix(topology)}"
+        )
     generic = (
         f"tie each GPU request to rail requests on the same root with a constraint "
         f"{{requests: [gpus-i, rails-i], matchAttribute: {PCIE_ROOT}}} "
@@ -202,16 +237,17 @@ def unaligned_fix(
 
 
 def unaligned(
-    claim: str, shape: str, devices: Sequence[DeviceRef], misplaced: Sequence[DeviceRef], fix: str
+    claim: str, topology: Topology, devices: Sequence[DeviceRef], misplaced: Sequence[DeviceRef], fix: str
 ) -> str:
+    _, theirs = _level(topology)
     parts = []
     gpus = [d for d in misplaced if d.kind == "gpu"]
     rails = [d for d in misplaced if d.kind == "rail"]
     if gpus:
-        parts.append(f"GPUs without a claimed rail on their root: {describe(gpus)}")
+        parts.append(f"GPUs without a claimed rail {theirs}: {describe(gpus)}")
     if rails:
-        parts.append(f"rails without a claimed GPU on their root: {describe(rails)}")
+        parts.append(f"rails without a claimed GPU {theirs}: {describe(rails)}")
     return (
-        f"claim {claim} is unaligned on {shape}: the scheduler could pick {describe(devices)}; "
+        f"claim {claim} is unaligned on {topology.shape}: the scheduler could pick {describe(devices)}; "
         f"{'; '.join(parts)}. Fix: {fix}"
     )

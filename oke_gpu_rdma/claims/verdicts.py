@@ -19,7 +19,8 @@ this order:
 * ``not applicable``: the claim asks only for GPUs or only for rails (or neither): alignment between
   GPUs and rails does not apply; ``allocatable`` says whether it fits an empty node;
 * ``unaligned``: some allocation the scheduler could pick puts a claimed GPU on a PCIe root with none
-  of the claim's rails, or a claimed rail on a root with none of the claim's GPUs;
+  of the claim's rails, or a claimed rail on a root with none of the claim's GPUs (on a shape aligned at
+  the NUMA node, :attr:`oke_gpu_rdma.topology.Topology.alignment`: in a NUMA node);
 * ``aligned``: no such allocation exists.
 """
 
@@ -88,13 +89,22 @@ class DeviceRef:
     kind: DeviceKind
     root: str | None
     label: str
+    domain: str | None = None
+    """Where it sits at the shape's alignment level when that is not its PCIe root (``NUMA node 0``)."""
 
     @classmethod
-    def of(cls, request: str, device: Device) -> DeviceRef:
-        return cls(request, device.driver, device.pool, device.name, device.kind, device.root, device.display)
+    def of(cls, request: str, device: Device, domain: str | None = None) -> DeviceRef:
+        return cls(
+            request, device.driver, device.pool, device.name, device.kind, device.root, device.display, domain
+        )
+
+    @property
+    def where(self) -> str | None:
+        """The domain GPUs and rails must share: ``domain``, else the PCIe root."""
+        return self.domain or self.root
 
     def __str__(self) -> str:
-        return f"{self.label} on {self.root}" if self.root else self.label
+        return f"{self.label} on {self.where}" if self.where else self.label
 
 
 @dataclass(frozen=True)
@@ -124,13 +134,14 @@ class Verdict:
 
 
 def misplaced_devices(devices: Sequence[DeviceRef]) -> tuple[DeviceRef, ...]:
-    """GPUs on roots with none of the set's rails, and rails on roots with none of its GPUs."""
-    gpu_roots = {d.root for d in devices if d.kind == "gpu"}
-    rail_roots = {d.root for d in devices if d.kind == "rail"}
+    """GPUs on roots (or NUMA nodes, :attr:`DeviceRef.where`) with none of the set's rails, and rails on
+    roots with none of its GPUs."""
+    gpu_roots = {d.where for d in devices if d.kind == "gpu"}
+    rail_roots = {d.where for d in devices if d.kind == "rail"}
     if not gpu_roots or not rail_roots:
         return ()
     return tuple(
         d
         for d in devices
-        if (d.kind == "gpu" and d.root not in rail_roots) or (d.kind == "rail" and d.root not in gpu_roots)
+        if (d.kind == "gpu" and d.where not in rail_roots) or (d.kind == "rail" and d.where not in gpu_roots)
     )

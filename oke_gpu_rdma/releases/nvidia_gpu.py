@@ -153,7 +153,14 @@ def workloads(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
     return found
 
 
-_GPU_FAMILIES = {"A100": ("Ampere", "8.0.0"), "H100": ("Hopper", "9.0.0"), "H200": ("Hopper", "9.0.0")}
+# GB200: architecture and cudaComputeCapability as the driver publishes them on a live BM.GPU.GB200-v3.4
+# node (kubernetes-sigs/dranet examples/oci_oke_examples/BM.GPU.GB200-v3.4/resourceslice-gpu.yaml).
+_GPU_FAMILIES = {
+    "A100": ("Ampere", "8.0.0"),
+    "H100": ("Hopper", "9.0.0"),
+    "H200": ("Hopper", "9.0.0"),
+    "GB200": ("Blackwell", "10.0.0"),
+}
 
 
 def nvidia_gpu_slice(

@@ -55,10 +55,12 @@ def test_templates_for_8_and_4_gpus_and_all_rails(run_stack: Callable[..., Run])
         for i in range(1, 5)
     ]
     assert run.run.outputs["claimTemplates"] == [
-        {"name": "aligned-8gpu-16rails", "namespace": "rdma-dranet"},
-        {"name": "aligned-4gpu-8rails", "namespace": "rdma-dranet"},
+        {"name": "aligned-8gpu-16rails", "namespace": "rdma-dranet", "alignment": "pcieRoot"},
+        {"name": "aligned-4gpu-8rails", "namespace": "rdma-dranet", "alignment": "pcieRoot"},
         {"name": "all-rails", "namespace": "rdma-dranet"},
     ]
+    assert found["aligned-8gpu-16rails"]["metadata"]["annotations"] == {"oke-gpu-rdma/alignment": "pcieRoot"}
+    assert "annotations" not in found["all-rails"]["metadata"]  # no GPUs: no alignment to state
 
 
 def test_every_emitted_template_is_judged_as_intended(run_stack: Callable[..., Run]) -> None:
@@ -78,7 +80,11 @@ def test_template_namespace_override_and_custom_list(run_stack: Callable[..., Ru
     }
     found = templates(run_stack("dev", raw))
     assert list(found) == ["pair"]
-    assert found["pair"]["metadata"] == {"name": "pair", "namespace": "team-a"}
+    assert found["pair"]["metadata"] == {
+        "name": "pair",
+        "namespace": "team-a",
+        "annotations": {"oke-gpu-rdma/alignment": "pcieRoot"},
+    }
     assert judge_claim(found["pair"], "BM.GPU.B4.8").kind == "aligned"
 
 

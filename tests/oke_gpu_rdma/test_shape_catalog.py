@@ -73,7 +73,10 @@ def test_a_verified_shape_is_added_by_one_file(tmp_path: Path) -> None:
 def test_the_package_lists_every_shape_file_and_verifies_the_default() -> None:
     assert CATALOG.names == tuple(sorted(p.stem for p in SHAPES_DIR.glob("*.yaml")))
     assert CATALOG.info(DEFAULT_SHAPE).evidence == "verified"
-    assert [s for s in CATALOG.names if CATALOG.info(s).evidence == "verified"] == [DEFAULT_SHAPE]
+    assert [s for s in CATALOG.names if CATALOG.info(s).evidence == "verified"] == [
+        DEFAULT_SHAPE,
+        "BM.GPU.GB200-v3.4",
+    ]
     assert "seed 000" in CATALOG.info(DEFAULT_SHAPE).source
 
 

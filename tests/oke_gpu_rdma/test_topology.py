@@ -172,7 +172,10 @@ def test_unknown_nested_key_lists_the_allowed_ones() -> None:
     root = {**_user()["roots"][0], "numa": 0}
     with pytest.raises(TopologyError) as info:
         topology_from_dict(_user(roots=[root]))
-    assert str(info.value) == "topology.roots[0].numa: unknown key; allowed: name, numaNode, gpus, rails"
+    assert (
+        str(info.value)
+        == "topology.roots[0].numa: unknown key; allowed: name, numaNode, numaFrom, gpus, rails"
+    )
 
 
 def test_a_topology_read_from_a_cluster_says_so() -> None:
@@ -188,3 +191,34 @@ def test_a_supplied_topology_cannot_claim_to_be_verified() -> None:
         "topology.evidence: 'verified' is not user-supplied or from-cluster: only a shape file of "
         "oke_gpu_rdma/shapes/ verifies a shape"
     )
+
+
+def test_alignment_level_and_groups_of_a_root_shape_and_a_numa_shape() -> None:
+    b4 = CATALOG.topology("BM.GPU.B4.8")
+    assert b4.alignment == "pcieRoot"
+    assert [g.name for g in b4.groups] == ["pci0000:00", "pci0000:3e", "pci0000:7d", "pci0000:ba"]
+    gb = CATALOG.topology("BM.GPU.GB200-v3.4")
+    assert gb.alignment == "numaNode"
+    assert [
+        (g.name, g.label, [x.driver_name for x in g.gpus], [r.name for r in g.rails]) for g in gb.groups
+    ] == [
+        ("numa0", "NUMA node 0", ["gpu-0", "gpu-1"], ["rdma0", "rdma1", "rdma2", "rdma3"]),
+        ("numa1", "NUMA node 1", ["gpu-2", "gpu-3"], ["rdma4", "rdma5", "rdma6", "rdma7"]),
+    ]
+    assert [r.numa_from for r in gb.roots if r.gpus] == ["pciDomain"] * 4
+    assert {r.numa_from for r in gb.roots if r.rails} == {"rails"}
+    assert gb.group_of_root("pci0018:00") == gb.groups[1]
+    assert gb.group_of_root("pci0000:99") is None
+
+
+def test_numa_from_belongs_only_on_a_root_without_rails() -> None:
+    root = {**_user()["roots"][0], "numaFrom": "pciDomain"}
+    with pytest.raises(TopologyError) as info:
+        topology_from_dict(_user(roots=[root]))
+    assert str(info.value) == (
+        "topology.roots[0].numaFrom: a root with rails has the NUMA node its rails publish; remove numaFrom"
+    )
+    bad = {"name": "pci0008:00", "numaNode": 0, "numaFrom": "guess", "gpus": ["0008:06:00.0"]}
+    with pytest.raises(TopologyError) as info:
+        topology_from_dict(_user(roots=[*_user()["roots"], bad]))
+    assert "roots[1].numaFrom: 'guess' is not pciDomain" in str(info.value)

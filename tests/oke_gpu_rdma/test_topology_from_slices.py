@@ -277,3 +277,40 @@ def test_a_file_that_is_not_yaml_is_one_line():
         "d.yaml: not YAML (line 3: expected the node content, but found '<stream end>'); "
         "dump it with `kubectl get resourceslices -o yaml > d.yaml`"
     )
+
+
+GB200_SLICES = load_dump((FIXTURES / "resourceslices" / "gb200-v3.4-published.yaml").read_text(), "gb.yaml")
+
+
+def test_gpu_roots_without_rails_take_the_numa_node_of_the_rails_of_their_pci_domain_socket():
+    _, entry = topology_entry(GB200_SLICES, "gb.yaml", shape="BM.GPU.GB200-v3.4")
+    by_root = {
+        r["name"]: (r["numaNode"], r.get("numaFrom"), r["gpus"], [x["name"] for x in r["rails"]])
+        for r in entry["roots"]
+    }
+    assert by_root["pci0008:00"] == (0, "pciDomain", ["0008:06:00.0"], [])
+    assert by_root["pci0019:00"] == (1, "pciDomain", ["0019:06:00.0"], [])
+    assert by_root["pci0010:00"] == (1, None, [], ["rdma4", "rdma5"])  # published by DRANET: no numaFrom
+
+
+def test_a_gpu_root_whose_socket_has_no_rail_is_refused_naming_the_domains():
+    slices = copy.deepcopy(GB200_SLICES)
+    rails = slices[1]["spec"]["devices"]
+    slices[1]["spec"]["devices"] = [
+        d for d in rails if not d["attributes"]["dra.net/pciAddress"]["string"].startswith("001")
+    ]
+    message = refusal(slices, shape="BM.GPU.GB200-v3.4")
+    assert message == (
+        "d.yaml: node 10.140.65.248: missing a NUMA node for PCIe root pci0018:00: it has GPUs but no rail, the "
+        "GPU driver publishes none, and the rails of PCI domains 001x publish none; a NUMA node for PCIe root "
+        "pci0019:00: it has GPUs but no rail, the GPU driver publishes none, and the rails of PCI domains 001x "
+        "publish none (or pick another node with NODE=)"
+    )
+
+
+def test_a_gpu_root_whose_socket_rails_disagree_is_refused():
+    slices = copy.deepcopy(GB200_SLICES)
+    slices[1]["spec"]["devices"][0]["attributes"]["dra.net/numaNode"] = {"int": 1}  # rdma0 on NUMA 1
+    message = refusal(slices, shape="BM.GPU.GB200-v3.4")
+    assert "one NUMA node for PCIe root pci0000:00 (its rails publish [0, 1])" in message
+    assert "the rails of PCI domains 000x publish [0, 1]" in message

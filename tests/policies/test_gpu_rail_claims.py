@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+import json
+from pathlib import Path
 
 import pytest
 
 from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
+from preview.cli import preview
 from preview.mock_runtime import RecordedResource
+from preview.policy_check import analyze_resources
 from tests.fixtures import seed000
 from tests.policies.policy_helpers import (
     GPU_CHART,
@@ -600,3 +604,80 @@ def test_cidr_selectors_on_the_child_range_evaluate_against_the_configured_range
     assert judged(k8s(claim), plan=[*seed_plan(), dranet_release(child="10.176.0.0/12")])[0] == []
     (v,) = judged(k8s(claim), plan=[*seed_plan(), dranet_release(child="10.192.0.0/12")])[0]
     assert "can never be allocated" in v.message
+
+
+GB200_STACKS = Path(__file__).resolve().parents[1] / "fixtures" / "stacks"
+
+
+@pytest.fixture(scope="module")
+def gb200_next_to_b4():
+    """tests/fixtures/stacks/Pulumi.gb200-b4.yaml previewed: the program, then the pack on what it declared."""
+    return preview("gb200-b4", [GB200_STACKS])
+
+
+def test_a_gb200_pool_next_to_a_b4_pool_previews_clean_with_templates_for_both(gb200_next_to_b4):
+    assert gb200_next_to_b4.findings == []
+    names = sorted(
+        r.inputs["metadata"]["name"]
+        for r in gb200_next_to_b4.run.resources
+        if r.type == "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
+    )
+    assert names == [
+        "aligned-2gpu-4rails-bm-gpu-b4-8",
+        "aligned-2gpu-4rails-numa0-bm-gpu-gb200-v3-4",
+        "aligned-2gpu-4rails-numa1-bm-gpu-gb200-v3-4",
+        "aligned-4gpu-8rails-bm-gpu-b4-8",
+        "aligned-4gpu-8rails-bm-gpu-gb200-v3-4",
+        "all-rails-bm-gpu-b4-8",
+        "all-rails-bm-gpu-gb200-v3-4",
+    ]
+
+
+def test_a_template_crossing_gb200_numa_nodes_is_rejected_naming_both(gb200_next_to_b4):
+    run = gb200_next_to_b4.run
+    numa0 = next(r for r in run.resources if r.name.endswith("aligned-2gpu-4rails-numa0-bm-gpu-gb200-v3-4"))
+    numa1 = next(r for r in run.resources if r.name.endswith("aligned-2gpu-4rails-numa1-bm-gpu-gb200-v3-4"))
+    spec = json.loads(json.dumps(numa0.inputs["spec"]))
+    # NUMA node 0's GPUs with NUMA node 1's rails.
+    spec["spec"]["devices"]["requests"][1] = numa1.inputs["spec"]["spec"]["devices"]["requests"][1]
+    crossing = k8s(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "crossing", "namespace": "rdma-dranet"},
+            "spec": spec,
+        },
+        provider=numa0.provider,
+    )
+    findings = analyze_resources([*run.resources, crossing], gb200_next_to_b4.pack_config)
+    (v,) = violations(findings, POLICY)
+    assert v.level == "mandatory" and v.urn.endswith("::crossing")
+    assert v.message.startswith(
+        "ResourceClaimTemplate rdma-dranet/crossing on BM.GPU.GB200-v3.4 (node pools gpu-gb200-nodes): claim "
+        "crossing is unaligned on BM.GPU.GB200-v3.4: the scheduler could pick GPU 0, GPU 1 on NUMA node 0; "
+    )
+    assert "GPUs without a claimed rail in their NUMA node: GPU 0, GPU 1 on NUMA node 0" in v.message
+
+
+def test_a_template_stating_another_alignment_level_than_its_shape_is_rejected(gb200_next_to_b4):
+    run = gb200_next_to_b4.run
+    numa0 = next(r for r in run.resources if r.name.endswith("aligned-2gpu-4rails-numa0-bm-gpu-gb200-v3-4"))
+    document = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {
+            "name": "says-root",
+            "namespace": "rdma-dranet",
+            "annotations": {"oke-gpu-rdma/alignment": "pcieRoot"},
+        },
+        "spec": numa0.inputs["spec"],
+    }
+    findings = analyze_resources(
+        [*run.resources, k8s(document, provider=numa0.provider)], gb200_next_to_b4.pack_config
+    )
+    (v,) = violations(findings, POLICY)
+    assert v.message == (
+        "ResourceClaimTemplate rdma-dranet/says-root on BM.GPU.GB200-v3.4: its annotation oke-gpu-rdma/alignment "
+        "says 'pcieRoot', but BM.GPU.GB200-v3.4 aligns GPUs and rails at numaNode "
+        "(oke_gpu_rdma/shapes/BM.GPU.GB200-v3.4.yaml). Fix: set it to 'numaNode'"
+    )

@@ -464,8 +464,8 @@ def test_giving_dranet_a_pool_of_a_shape_without_topology_is_refused_with_how_to
     assert result.stderr.splitlines() == [
         "error: invalid stack config:",
         "  stacks/Pulumi.fleet.yaml: nodePools[2].shape = 'BM.GPU.H100.8': shape BM.GPU.H100.8 has no verified "
-        "GPU/NIC pairing (16 x 200 Gb/s; each GPU shares a PCIe switch with one dual-port NIC; addresses not "
-        "recorded); supply its topology with topology_from_dict (see oke_gpu_rdma.topology for the format); add "
+        "GPU/NIC pairing (16 x 200 Gb/s rails (8 dual-port ConnectX-7), a GPU and a NIC per PCIe switch, 2 NUMA "
+        "nodes; PCIe roots not published); supply its topology with topology_from_dict (see oke_gpu_rdma.topology for the format); add "
         "shapeTopologies.BM.GPU.H100.8 or set workloads.claimTemplates to [] and workloads.railsOnlyTemplate to null",
     ]
 

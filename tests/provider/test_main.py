@@ -416,7 +416,7 @@ def test_claim_templates_from_a_shape_and_requests(plugin: tuple[Any, str]) -> N
     )
     assert all(r.delete_before_replace for r in found.values())
     assert state["claimTemplates"] == [
-        {"name": "aligned-8gpu-16rails", "namespace": "training"},
+        {"name": "aligned-8gpu-16rails", "namespace": "training", "alignment": "pcieRoot"},
         {"name": "all-rails", "namespace": "training"},
     ]
 

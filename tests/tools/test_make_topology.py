@@ -118,3 +118,35 @@ def test_nodes_dump_gives_the_shape_when_the_slices_do_not(tmp_path, capsys):
     assert list(yaml.safe_load(capsys.readouterr().out)) == ["BM.GPU.B4.8"]
     assert main([str(slices), "--nodes", str(tmp_path / "none.yaml")]) == 1
     assert capsys.readouterr().err.startswith(f"error: NODES={tmp_path / 'none.yaml'}: cannot read it")
+
+
+GB200_DUMP = FIXTURES / "resourceslices" / "gb200-v3.4-published.yaml"
+GB200 = "BM.GPU.GB200-v3.4"
+
+
+def test_the_published_gb200_slices_print_the_entry_the_shape_file_holds(capsys):
+    assert main([str(GB200_DUMP), "--shape", GB200]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)[GB200]
+    assert printed.pop("evidence") == "from-cluster"
+    assert printed.pop("source") == (
+        "ResourceSlices of node 10.140.65.248 in gb200-v3.4-published.yaml (gpu.nvidia.com, dra.net)"
+    )
+    shape_file = yaml.safe_load((ROOT / "oke_gpu_rdma" / "shapes" / f"{GB200}.yaml").read_text())
+    assert (shape_file.pop("evidence"), shape_file.pop("note") != "") == ("verified", True)
+    assert "kubernetes-sigs/dranet@" in shape_file.pop("source")
+    assert printed == shape_file
+
+
+def test_make_topology_runs_on_the_published_gb200_slices():
+    done = subprocess.run(
+        ["make", "-s", "topology", f"SLICES={GB200_DUMP}", f"SHAPE={GB200}", f"PYTHON={sys.executable}"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    roots = yaml.safe_load(done.stdout)[GB200]["roots"]
+    assert [(r["name"], r["numaNode"], r.get("numaFrom")) for r in roots if r["gpus"]] == [
+        ("pci0008:00", 0, "pciDomain"),
+        ("pci0009:00", 0, "pciDomain"),
+        ("pci0018:00", 1, "pciDomain"),
+        ("pci0019:00", 1, "pciDomain"),
+    ]

@@ -6,7 +6,9 @@ existing cluster) claims are judged on the pack config's `shape`. Every Resource
 ResourceClaimTemplate of resource.k8s.io v1, v1beta2 and v1beta1 is judged; none is skipped
 silently: a claim that cannot be judged (a value unknown during preview, a DeviceClass the stack
 does not declare, a shape without verified topology) is named in the policy's advisory line or, for
-the shape, in a violation.
+the shape, in a violation. Aligned means at the shape's alignment level (the PCIe root, or the NUMA node
+where no root holds a GPU and a rail: :attr:`oke_gpu_rdma.topology.Topology.alignment`), and a claim
+whose ``oke-gpu-rdma/alignment`` annotation names another level than the shape's is a violation.
 
 In a mixed fleet a claim is judged only on the pools where it can land (:mod:`oke_gpu_rdma.claims.landing`):
 first, the pools where every driver it asks for publishes devices, read from how the stack deploys the
@@ -55,7 +57,7 @@ from oke_gpu_rdma.claims import (
 )
 from oke_gpu_rdma.claims.spec import admin_access_requests
 from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.labels import ADMIN_ACCESS_ENABLED, ADMIN_ACCESS_NAMESPACE_LABEL
+from oke_gpu_rdma.labels import ADMIN_ACCESS_ENABLED, ADMIN_ACCESS_NAMESPACE_LABEL, ALIGNMENT_ANNOTATION
 from oke_gpu_rdma.pack_settings import ClaimsSettings
 from oke_gpu_rdma.releases import registry
 from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
@@ -472,11 +474,27 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
             or devices_exist(spec, t, how.classes, api_version, how.kubernetes_version, how.child_range)
         ]
         judged = placed or judged
+    stated = _stated_alignment(claim)
     for topology, pools, verdict in judged:
         if verdict.kind is VerdictKind.NOT_CHECKED:
             reporter.unchecked(f"{claim.label} on {topology.shape}: {verdict.message}")
         elif verdict.kind.blocks_deploy:
             reporter.violation(message(claim, verdict, topology, pools), claim.urn)
+        elif verdict.kind is VerdictKind.ALIGNED and stated is not None and stated != topology.alignment:
+            reporter.violation(
+                f"{claim.label} on {topology.shape}: its annotation {ALIGNMENT_ANNOTATION} says {stated!r}, "
+                f"but {topology.shape} aligns GPUs and rails at {topology.alignment} "
+                f"(oke_gpu_rdma/shapes/{topology.shape}.yaml). Fix: set it to {topology.alignment!r}",
+                claim.urn,
+            )
+
+
+def _stated_alignment(claim: PlainResource) -> str | None:
+    """The level a claim's ``oke-gpu-rdma/alignment`` annotation states (the stack's templates carry it)."""
+    meta = claim.props.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    stated = annotations.get(ALIGNMENT_ANNOTATION) if isinstance(annotations, Mapping) else None
+    return stated if isinstance(stated, str) else None  # unknown until apply: not a statement
 
 
 RULE = stack_rule(
