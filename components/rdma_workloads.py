@@ -170,7 +170,11 @@ def planned_templates(name: str, args: GpuRailClaimTemplatesArgs) -> tuple[Plann
         shape_keys,
         supplied,
         COMPONENT_KEYS,
-        "ask for no templates (claimTemplates [] and no railsOnlyTemplate)",
+        lambda shape, key: (
+            f"add shapeTopologies.{shape} (`make topology` prints it from the ResourceSlices of "
+            f"a node of the shape where DRANET and the GPU DRA driver run), leave {shape} out of shapes until then, or "
+            "ask for no templates (claimTemplates [] and no railsOnlyTemplate)"
+        ),
     )
     if found:
         raise ComponentInputError(component, name, found)

@@ -368,6 +368,38 @@ def test_giving_dranet_a_pool_of_an_unknown_shape_is_refused_with_how_to_supply_
     )
 
 
+def test_the_refusal_of_an_unknown_shape_names_the_onboarding_path_too():
+    (v,) = judged(k8s(seed000("pair-check")), plan=_fleet(("BM.GPU.B4.8", "BM.GPU.H100.8")))[0]
+    assert v.message.endswith(
+        "onboard it while `make topology` reads it from a cluster (stack config nodePools[].onboarding: true, "
+        "pack config gpu-rail-claims-aligned.onboardingShapes), or set this policy advisory for it"
+    )
+
+
+def test_a_pool_of_an_onboarding_shape_is_named_as_not_judged_not_blocked():
+    """Issue 23 item 1: the stack onboards BM.GPU.H100.8 (DRANET and the GPU driver run on its pool, no
+    topology yet): a rail claim that can land there is still judged on the B4.8 pool, and the H100 pool is one
+    advisory line for every claim, not a violation."""
+    plan = _fleet(("BM.GPU.B4.8", "BM.GPU.H100.8"))
+    config = {POLICY: {"onboardingShapes": ["BM.GPU.H100.8"]}}
+    claims = [k8s(seed000(name)) for name in ("pair-check", "aligned-8gpu-16rails", "all-rails")]
+    found, findings = judged(*claims, plan=plan, config=config)
+    assert found == []
+    (note,) = notes(findings, POLICY)
+    assert note.level == "advisory"
+    assert note.message.endswith(
+        "not checked: node pool gpu-h100: BM.GPU.H100.8 is onboarding (stack config nodePools[].onboarding, "
+        "pack config gpu-rail-claims-aligned.onboardingShapes), so claims that can land there are not judged on "
+        "it until its topology is supplied (stack config shapeTopologies.BM.GPU.H100.8); pods that must get "
+        "aligned GPUs and rails select the pools whose shape has templates"
+    )
+    # Still judged where a topology exists: a claim the B4.8 pool cannot align is rejected there.
+    (v,) = judged(k8s(seed000("shape-any")), plan=plan, config=config)[0]
+    assert v.message.startswith(
+        "ResourceClaim rdma-dranet/shape-any on BM.GPU.B4.8 (node pools gpu-b4): claim shape-any is unaligned"
+    )
+
+
 def test_a_gpu_only_claim_lands_wherever_the_gpu_driver_runs_and_asks_no_pairing_there():
     """A claim for GPUs alone can land on the A10 and H100 pools (the GPU driver runs there), but it asks
     for no rails: there is no GPU/rail pairing to judge, so their missing topology does not block it
