@@ -1,9 +1,10 @@
 """The plan's lines about claim template names: which disappear, and which move to one shape.
 
 Pods name a ResourceClaimTemplate by its object name and namespace (`resourceClaims[].
-resourceClaimTemplateName`); the kubelet never starts a pod whose template is missing: the
-resourceclaim controller cannot create its claim (kubernetes pkg/controller/resourceclaim/controller.go
-handleClaim: "resource claim template ...: not found"), so the pod stays Pending. So a change that
+resourceClaimTemplateName`), and a pod whose template is missing never gets its claim: the
+resourceclaim controller's lookup fails (kubernetes pkg/controller/resourceclaim/controller.go handleClaim:
+`templateLister...Get(*templateName)`, returning "resource claim template %q: %v"), so the pod is never
+scheduled and stays Pending. So a change that
 deletes a template name with nothing of that name left (a config template renamed, a shape leaving
 the stack, the names' shape suffix changing) takes the template away from every workload that names
 it, while running pods keep the claims they were given. And a template that is replaced with a spec
