@@ -100,7 +100,8 @@ class ClaimTemplateRequest(TypedDict):
     """An aligned ResourceClaimTemplate asked for: GPUs with the rails on their PCIe roots."""
 
     name: str
-    """Template name (a DNS label); pods name it in resourceClaims. With several shapes it ends with the shape."""
+    """Template name (a DNS label); pods name it in resourceClaims. With several shapes it ends with the shape,
+    and the first shape's template keeps this name too."""
     gpus_per_worker: int
     """GPUs one pod gets, each with the rails on its PCIe root."""
     namespace: NotRequired[str]

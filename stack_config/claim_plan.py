@@ -209,7 +209,8 @@ def judged_templates(
     The one place templates are built and judged: the stack config (:func:`plan_claims`) and the
     claim-template component (components/rdma_workloads.py) both call it, so a caller that passes shapes
     and template requests gets the templates a stack with those pools gets. With several shapes each
-    name ends with its shape and its requests are pinned to it (:func:`template_name`). Each is judged at
+    name ends with its shape and its requests are pinned to it (:func:`template_name`), and the first
+    shape's come once more under the shape-free names (:func:`stable_names`). Each is judged at
     ``kubernetes_version`` with the rails publishing ``child_range`` (the judge's defaults when None).
     """
     shapes = tuple(dict.fromkeys(shapes))
