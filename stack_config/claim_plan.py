@@ -309,10 +309,12 @@ def _topology_problems(config: StackConfig) -> list[ConfigProblem]:
     """Supplied topologies that do not parse, and pool shapes without a usable topology."""
     emits = emits_aligned_templates(config) or emits_rails_only_template(config)
     # Claim templates are for DRANET pools that are not onboarding; SR-IOV pools' rails come from
-    # sriov_plan. Each shape is named by the first pool of it.
+    # sriov_plan. Each shape is named by the first pool of it. A shape that another pool onboards is
+    # reported once, by _onboarding_problems (onboard every pool of it, or none).
+    onboarded = {p.shape for p in config.dra_pools if p.onboarding}
     shapes: dict[str, str] = {}
     for i, pool in enumerate(config.node_pools):
-        if emits and pool.rdma is RdmaPath.DRANET and not pool.onboarding:
+        if emits and pool.rdma is RdmaPath.DRANET and not pool.onboarding and pool.shape not in onboarded:
             shapes.setdefault(pool.shape, f"nodePools[{i}].shape")
     return topology_problems(
         shape_catalog(config),
