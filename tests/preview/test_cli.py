@@ -506,6 +506,15 @@ def test_an_onboarding_h100_pool_next_to_b4_pools_previews_with_the_b4_templates
 
     assert templates(tmp_path / "out") == templates(tmp_path / "before")
     assert len(templates(tmp_path / "out")) == 3
+    # The schedulability check, on the charts' own pod templates: both drivers' DaemonSets admit the H100 pool.
+    placement = yaml.safe_load((tmp_path / "out" / "fleet" / "placement.yaml").read_text())
+    pools = {p["pod"]: p["pools"] for p in placement["pods"]}
+    assert pools["DaemonSet dranet (chart dranet)"] == ["gpu-b4-a", "gpu-b4-b", "gpu-h100"]
+    assert pools["DaemonSet dra-driver-nvidia-gpu-kubelet-plugin (chart dra-driver-nvidia-gpu)"] == [
+        "gpu-b4-a",
+        "gpu-b4-b",
+        "gpu-h100",
+    ]
 
 
 @pytest.mark.parametrize(
