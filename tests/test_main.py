@@ -223,6 +223,18 @@ def test_the_rail_test_defaults_to_the_first_pool(run_stack: Callable[..., Run])
     assert worker["nodeSelector"] == {POOL_LABEL: "gpu-b4-a"}
 
 
+def test_the_jobs_default_to_the_first_pool_with_templates_not_an_onboarding_one(
+    run_stack: Callable[..., Run],
+) -> None:
+    raw = acceptance_config(nccl=False, railBandwidth=True)
+    h100 = {**raw["nodePools"][0], "name": "gpu-h100", "shape": "BM.GPU.H100.8", "onboarding": True}
+    raw["nodePools"].insert(0, h100)
+    (job,) = run_stack("full", raw).of_type("kubernetes:kubeflow.org/v2beta1:MPIJob")
+    worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert worker["nodeSelector"] == {POOL_LABEL: "gpu-b4-a"}
+    assert worker["resourceClaims"] == [{"name": "rails", "resourceClaimTemplateName": "all-rails"}]
+
+
 def test_an_unknown_acceptance_pool_is_refused(run_stack: Callable[..., Run]) -> None:
     with pytest.raises(pulumi.RunError) as caught:
         run_stack("full", acceptance_config(nodePool="gpu-b4-c"))
