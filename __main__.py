@@ -307,7 +307,8 @@ if (
 if acceptance.enabled and claim_templates is not None:
     # The jobs run on one pool, with the templates of its shape. The stack config checked that the NCCL
     # job's template is in the plan (stack_config/claim_plan.py).
-    acceptance_pool = acceptance.node_pool or dra_pool_names[0]
+    # Not an onboarding pool: its shape has no templates (the stack config refuses naming one).
+    acceptance_pool = acceptance.node_pool or config.templated_pools[0].name
     acceptance_shape = next(p.shape for p in config.node_pools if p.name == acceptance_pool)
     acceptance_reports |= AcceptanceJobs(
         "acceptance",

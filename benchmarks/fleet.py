@@ -7,7 +7,8 @@ B4.8-like topologies for them under `shapeTopologies` (the B4.8 layout with each
 spread over three ADs, plus the 2-node CPU system pool.
 
 The claim plan is per shape (stack_config/claim_plan.py): each shape gets its own templates from its
-own topology, named by the shape, so the program declares four template sets (:data:`TEMPLATE_SETS`).
+own topology, named by the shape, and the first shape keeps the one-shape names too, so the program
+declares five template sets (:data:`TEMPLATE_SETS`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ SHAPES: Final[dict[str, str | None]] = {
     "BM.GPU.A100-v2.8": "NVIDIA A100-SXM4-80GB",
 }
 ADS: Final = ("Uocm:US-ASHBURN-AD-1", "Uocm:US-ASHBURN-AD-2", "Uocm:US-ASHBURN-AD-3")
-TEMPLATE_SETS: Final = 4  # one set per shape, from that shape's topology (stack_config/claim_plan.py)
+# One set per shape, from that shape's topology, and the first shape's again under the one-shape names
+# (stack_config/claim_plan.py stable_names).
+TEMPLATE_SETS: Final = 5
 
 
 def b4_like(gpu_product: str) -> dict[str, Any]:

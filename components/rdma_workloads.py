@@ -106,7 +106,8 @@ class ClaimTemplateRequest(TypedDict):
     """An aligned ResourceClaimTemplate asked for: GPUs with the rails on their PCIe roots."""
 
     name: str
-    """Template name (a DNS label); pods name it in resourceClaims. With several shapes it ends with the shape."""
+    """Template name (a DNS label); pods name it in resourceClaims. With several shapes it ends with the shape,
+    and the first shape's template keeps this name too."""
     gpus_per_worker: int
     """GPUs one pod gets, each with the rails on its PCIe root (or NUMA node, on shapes aligned there: then
     part of a NUMA node's GPUs gives one template per NUMA node, its name ending with -numa<N>)."""
@@ -177,7 +178,11 @@ def planned_templates(name: str, args: GpuRailClaimTemplatesArgs) -> tuple[Plann
         shape_keys,
         supplied,
         COMPONENT_KEYS,
-        "ask for no templates (claimTemplates [] and no railsOnlyTemplate)",
+        lambda shape, key: (
+            f"add shapeTopologies.{shape} (`make topology` prints it from the ResourceSlices of "
+            f"a node of the shape where DRANET and the GPU DRA driver run), leave {shape} out of shapes until then, or "
+            "ask for no templates (claimTemplates [] and no railsOnlyTemplate)"
+        ),
     )
     if found:
         raise ComponentInputError(component, name, found)

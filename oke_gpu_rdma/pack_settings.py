@@ -250,6 +250,20 @@ class ClaimsSettings(ShapeTopologiesSettings):
         description="The DRANET OKE child range the rails publish as oke.dra.net/rdmaChildIpv4Cidr, when the "
         "stack does not declare DRANET itself (the stack's dranet.childRange).",
     )
+    onboarding_shapes: tuple[str, ...] = Field(
+        (),
+        alias="onboardingShapes",
+        description="Shapes the stack onboards (its nodePools[].onboarding): DRANET and the GPU DRA driver run "
+        "on their pools, which have no topology yet, so a claim that can land there is reported as not judged "
+        "on them (advisory) instead of blocking the stack.",
+    )
+
+    def properties(self) -> dict[str, Any]:
+        # Left out while empty: the pack configs of stacks that onboard nothing stay as they were.
+        data = super().properties()
+        if not self.onboarding_shapes:
+            del data["onboardingShapes"]
+        return data
 
 
 class RailRootDevicesSettings(ShapeTopologiesSettings):

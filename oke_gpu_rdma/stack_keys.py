@@ -21,6 +21,7 @@ NODE_POOL_SRIOV: Final = "nodePools[].sriov"
 NETWORK_OPERATOR_RDMA_MODE: Final = "networkOperator.rdmaMode"
 VF_POOL_SUBNET: Final = "networkOperator.vfPool.subnet"
 NODE_POOL_REPLACE_ORDER: Final = "nodePools[].replaceOrder"
+NODE_POOL_ONBOARDING: Final = "nodePools[].onboarding"
 
 ALL: Final = (
     GPU_DRIVER_ENABLED,
@@ -34,6 +35,7 @@ ALL: Final = (
     NETWORK_OPERATOR_RDMA_MODE,
     VF_POOL_SUBNET,
     NODE_POOL_REPLACE_ORDER,
+    NODE_POOL_ONBOARDING,
 )
 
 

@@ -41,7 +41,7 @@ from .mock_runtime import (
     run_program,
     secret_config_keys,
 )
-from .plan import change_plan, gpu_impact
+from .plan import change_plan, claim_templates, gpu_impact
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
 from .stack_file import StackFileError, read_stack_file, undecryptable
 from .stacks import EXAMPLES, USER_STACKS, stack_names
@@ -214,6 +214,9 @@ def format_report(run: ProgramRun, plan: change_plan.Plan | None = None, show_sa
         impact = gpu_impact.gpu_node_lines(plan)
         if impact:
             lines += ["", "GPU nodes:"] + [f"  ! {line}" for line in impact]
+        renamed = claim_templates.template_lines(plan)
+        if renamed:
+            lines += ["", "Claim templates:"] + [f"  ! {line}" for line in renamed]
     lines += ["", f"     {'Type':<{width}}Name"]
     for urn, type_column, name in rows:
         step = steps.get(urn)
@@ -293,7 +296,7 @@ NO_CHANGES = "**No changes:** "
 
 def summary_markdown(stack: str, plan: change_plan.Plan) -> str:
     """The plan for a CI job summary (GitHub Markdown): GPU node impact, plan lines, counts."""
-    impact = gpu_impact.gpu_node_lines(plan)
+    impact = gpu_impact.gpu_node_lines(plan) + claim_templates.template_lines(plan)
     body = ([*(f"! {line}" for line in impact), ""] if impact else []) + [
         *change_plan.plan_lines(plan),
         *not_shown_lines(plan),

@@ -5,15 +5,19 @@ on it. With one shape they carry the names of `workloads.claimTemplates` (renami
 it); with several, each name ends with its shape (`aligned-8gpu-16rails-bm-gpu-b4-8`) and its rail
 requests select that shape's rails (`oke.dra.net/shape`, which DRANET's OKE provider publishes), so the
 scheduler only allocates it on the shape it was judged on, and the GPUs beside those rails through the
-pcieRoot constraint. The shape catalog refuses unverified topologies, so a stack with such a shape
-supplies it under `shapeTopologies`. :func:`plan_claims` returns the judged templates (the program
-emits exactly these) or the problems, each naming the key to change.
+pcieRoot constraint. The first shape (of the first pool with templates) keeps the shape-free names as
+well, pinned to it (:func:`stable_names`): a second shape joining the stack renames nothing, so
+workloads written for one shape keep their templates. The shape catalog refuses unverified topologies,
+so a stack with such a shape supplies it under `shapeTopologies`, or onboards its pools
+(`nodePools[].onboarding`: the drivers run there, the shape gets no templates, until `make topology`
+gives its entry). :func:`plan_claims` returns the judged templates (the program emits exactly these)
+or the problems, each naming the key to change.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, nccl_threshold
@@ -81,13 +85,26 @@ class ClaimPlan:
 
 
 def pool_shapes(config: StackConfig) -> tuple[str, ...]:
-    """The distinct shapes of the stack's DRANET pools (the pools claim templates are for), in config order."""
-    return tuple(dict.fromkeys(pool.shape for pool in config.dra_pools))
+    """The distinct shapes of the stack's DRANET pools that get claim templates (not the onboarding ones),
+    in config order."""
+    return tuple(dict.fromkeys(pool.shape for pool in config.templated_pools))
 
 
 def template_name(name: str, shape: str, shapes: tuple[str, ...]) -> str:
     """The template's object name: ``name`` with one shape (today's names), ``name-<shape>`` with several."""
     return name if len(shapes) <= 1 else f"{name}-{shape_slug(shape)}"
+
+
+def stable_names(
+    templates: Sequence[PlannedTemplate], shapes: tuple[str, ...]
+) -> tuple[PlannedTemplate, ...]:
+    """With several shapes, the first shape's templates once more under their shape-free names (their spec
+    as built, pinned to that shape): the names a one-shape stack had, so that a second shape joining it
+    removes no template a workload names. After the per-shape ones, so that whoever looks a template up by
+    name and shape (the acceptance jobs) keeps the per-shape one it had."""
+    if len(shapes) <= 1:
+        return ()
+    return tuple(replace(t, name=t.config_name) for t in templates if t.shape == shapes[0])
 
 
 def shape_catalog(config: StackConfig) -> ShapeCatalog:
@@ -131,11 +148,27 @@ class TemplateKeys:
 STACK_KEYS: Final = TemplateKeys("workloads.claimTemplates", "workloads.railsOnlyTemplate")
 
 
+def missing_topology(catalog: ShapeCatalog, shape: str) -> str:
+    """Why ``shape`` has no topology to build and judge templates on, in the user's terms (the catalog's own
+    error names the library function that supplies one)."""
+    if shape not in catalog:
+        return f"{shape} is not in the shape catalog (oke_gpu_rdma/shapes/)"
+    info = catalog.info(shape)
+    return (
+        f"{shape} has no GPU/NIC topology to build and judge claim templates on (the catalog lists it "
+        f"{info.evidence}: {info.note})"
+    )
+
+
 def topology_problems(
-    catalog: ShapeCatalog, shapes: Mapping[str, str], supplied: Collection[str], keys: TemplateKeys, fix: str
+    catalog: ShapeCatalog,
+    shapes: Mapping[str, str],
+    supplied: Collection[str],
+    keys: TemplateKeys,
+    fix: Callable[[str, str], str],
 ) -> list[ConfigProblem]:
     """Supplied topologies that do not parse, then the first of ``shapes`` (shape -> the key naming it)
-    without a usable topology; ``fix`` says how to ask for no templates instead."""
+    without a usable topology; ``fix(shape, key)`` says what to do about it."""
     problems = [
         ConfigProblem(f"{keys.shape_topologies}.{shape}", None, problem)
         for shape, found in catalog.problems().items()
@@ -146,10 +179,23 @@ def topology_problems(
             continue  # reported above if malformed
         try:
             catalog.topology(shape)
-        except TopologyError as err:
-            problems.append(ConfigProblem(key, shape, f"{err}; add {keys.shape_topologies}.{shape} or {fix}"))
+        except TopologyError:
+            problems.append(
+                ConfigProblem(key, shape, f"{missing_topology(catalog, shape)}; {fix(shape, key)}")
+            )
             break
     return problems
+
+
+def onboarding_path(shape: str, pool_key: str) -> str:
+    """How a stack gets templates for a pool of ``shape`` without a topology (docs/onboarding-a-shape.md)."""
+    return (
+        f"onboard it: set {pool_key}.onboarding: true (DRANET and the GPU DRA driver run on the pool, its shape "
+        "gets no claim templates, the other pools keep theirs) and pulumi up; then `kubectl get resourceslices "
+        "-o yaml > slices.yaml`, `kubectl get nodes -o yaml > nodes.yaml`, `make topology SLICES=slices.yaml "
+        f"NODES=nodes.yaml SHAPE={shape}`, paste the entry it prints (shapeTopologies.{shape}) under "
+        f"oke-gpu-rdma:shapeTopologies and remove {pool_key}.onboarding (docs/onboarding-a-shape.md)"
+    )
 
 
 def judged_templates(
@@ -167,7 +213,8 @@ def judged_templates(
     The one place templates are built and judged: the stack config (:func:`plan_claims`) and the
     claim-template component (components/rdma_workloads.py) both call it, so a caller that passes shapes
     and template requests gets the templates a stack with those pools gets. With several shapes each
-    name ends with its shape and its requests are pinned to it (:func:`template_name`). Each is judged at
+    name ends with its shape and its requests are pinned to it (:func:`template_name`), and the first
+    shape's come once more under the shape-free names (:func:`stable_names`). Each is judged at
     ``kubernetes_version`` with the rails publishing ``child_range`` (the judge's defaults when None).
     """
     shapes = tuple(dict.fromkeys(shapes))
@@ -240,13 +287,22 @@ def judged_templates(
                         name, rails_only_namespace, spec, 0, (verdict,), shape, rails_only_template
                     )
                 )
-    return ClaimPlan(shapes, tuple(aligned), tuple(rails_only), tuple(problems))
+    return ClaimPlan(
+        shapes,
+        tuple(aligned) + stable_names(aligned, shapes),
+        tuple(rails_only) + stable_names(rails_only, shapes),
+        tuple(problems),
+    )
 
 
 def plan_claims(config: StackConfig) -> ClaimPlan:
     """The judged templates, or a plan whose ``problems`` say which key to change."""
     shapes = pool_shapes(config)
-    problems = list(_topology_problems(config)) + list(_acceptance_problems(config))
+    problems = (
+        list(_onboarding_problems(config))
+        + list(_topology_problems(config))
+        + list(_acceptance_problems(config))
+    )
     if problems:
         return ClaimPlan(shapes, problems=tuple(problems))
     if not (emits_aligned_templates(config) or emits_rails_only_template(config)):
@@ -272,19 +328,76 @@ def plan_claims(config: StackConfig) -> ClaimPlan:
 def _topology_problems(config: StackConfig) -> list[ConfigProblem]:
     """Supplied topologies that do not parse, and pool shapes without a usable topology."""
     emits = emits_aligned_templates(config) or emits_rails_only_template(config)
-    # Claim templates are for DRANET pools; SR-IOV pools' rails come from sriov_plan. Each shape is
-    # named by the first pool of it.
+    # Claim templates are for DRANET pools that are not onboarding; SR-IOV pools' rails come from
+    # sriov_plan. Each shape is named by the first pool of it. A shape that another pool onboards is
+    # reported once, by _onboarding_problems (onboard every pool of it, or none).
+    onboarded = {p.shape for p in config.dra_pools if p.onboarding}
     shapes: dict[str, str] = {}
     for i, pool in enumerate(config.node_pools):
-        if emits and pool.rdma is RdmaPath.DRANET:
+        if emits and pool.rdma is RdmaPath.DRANET and not pool.onboarding and pool.shape not in onboarded:
             shapes.setdefault(pool.shape, f"nodePools[{i}].shape")
     return topology_problems(
         shape_catalog(config),
         shapes,
         config.shape_topologies,
         STACK_KEYS,
-        "set workloads.claimTemplates to [] and workloads.railsOnlyTemplate to null",
+        lambda shape, key: onboarding_path(shape, key.removesuffix(".shape")),
     )
+
+
+def _onboarding_problems(config: StackConfig) -> Iterator[ConfigProblem]:
+    """An onboarding pool must run both drivers (`make topology` reads both drivers' slices), onboard a shape
+    that has no topology yet, and onboard it with every pool of that shape (templates are per shape, so a
+    templated pool's would reach the others' nodes too)."""
+    catalog = shape_catalog(config)
+    templated = {p.shape: p.name for p in reversed(config.templated_pools)}
+    for i, pool in enumerate(config.node_pools):
+        if not pool.onboarding:
+            continue
+        key = f"nodePools[{i}].onboarding"
+        off = [
+            k
+            for k, on in (
+                ("dranet.enabled", config.dranet.enabled),
+                ("gpuDriver.enabled", config.gpu_driver.enabled),
+            )
+            if not on
+        ]
+        if off:
+            yield ConfigProblem(
+                key,
+                True,
+                f"needs {' and '.join(off)}: `make topology` reads the shape from the ResourceSlices of DRANET and "
+                "the GPU DRA driver on the pool's nodes; turn them on, or remove onboarding",
+            )
+        elif pool.shape in templated:
+            yield ConfigProblem(
+                key,
+                True,
+                f"pool {pool.name} onboards {pool.shape} but pool {templated[pool.shape]} of that shape gets its "
+                "claim templates, which are per shape and would be allocated on both pools' nodes; set onboarding "
+                "on every pool of the shape, or on none",
+            )
+        elif pool.shape in config.shape_topologies or _verified(catalog, pool.shape):
+            where = (
+                f"shapeTopologies.{pool.shape}"
+                if pool.shape in config.shape_topologies
+                else f"the catalog's verified oke_gpu_rdma/shapes/{pool.shape}.yaml"
+            )
+            yield ConfigProblem(
+                key,
+                True,
+                f"{pool.shape} has its topology ({where}), so the pool can have its claim templates; remove "
+                "onboarding",
+            )
+
+
+def _verified(catalog: ShapeCatalog, shape: str) -> bool:
+    try:
+        catalog.topology(shape)
+    except TopologyError:
+        return False
+    return True
 
 
 def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:
@@ -298,9 +411,24 @@ def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         return
     if not config.dra_pools:
         return  # SR-IOV pools only: the acceptance jobs use VFs, not claim templates
-    jobs = config.workloads.acceptance_jobs
+    dra_names = [p.name for p in config.templated_pools]
+    if jobs.enabled and not dra_names:
+        yield ConfigProblem(
+            "workloads.acceptanceJobs.enabled",
+            True,
+            "every rdma: dranet pool is onboarding, so no claim template exists for the jobs; turn them on once a "
+            "pool's shape has its topology and the pool its templates",
+        )
+        return
+    if jobs.enabled and jobs.node_pool in {p.name for p in config.dra_pools if p.onboarding}:
+        yield ConfigProblem(
+            "workloads.acceptanceJobs.nodePool",
+            jobs.node_pool,
+            f"is an onboarding pool: its shape has no claim templates for the jobs yet; name a pool that has "
+            f"them ({', '.join(dra_names)})",
+        )
+        return
     names = [t.name for t in config.workloads.claim_templates]
-    dra_names = [p.name for p in config.dra_pools]
     sriov_names = {p.name for p in config.sriov_pools}
     if jobs.enabled and jobs.node_pool in sriov_names:
         yield ConfigProblem(

@@ -572,6 +572,14 @@ class NodePoolConfig(_Model):
         None,
         description="SR-IOV settings of a pool with rdma: sriov (defaults: 2 VFs per PF, a resource per rail).",
     )
+    onboarding: bool = Field(
+        False,
+        description="Onboard the pool's shape (rdma: dranet only): DRANET and the GPU DRA driver run on its nodes, "
+        "but its shape gets no claim templates, so it needs no topology; the other pools keep theirs. Once the "
+        "drivers run there, `make topology` prints the shape's shapeTopologies entry from the live "
+        "ResourceSlices and nodes; add it and remove onboarding (docs/onboarding-a-shape.md). Every pool of one "
+        "shape onboards or none: claim templates are per shape.",
+    )
     replace_order: ReplaceOrder = Field(
         DELETE_FIRST,
         alias="replaceOrder",
@@ -604,6 +612,12 @@ class NodePoolConfig(_Model):
             )
         if RDMA_PATH_LABEL in self.labels:
             raise ValueError(f"label {RDMA_PATH_LABEL} is set from rdma; remove it from labels")
+        if self.onboarding and self.rdma is not RdmaPath.DRANET:
+            raise ValueError(
+                f"onboarding is set but rdma is {self.rdma}: onboarding runs DRANET and the GPU DRA driver on the "
+                "pool so that `make topology` can read its shape from their ResourceSlices; set rdma: dranet, or "
+                "remove onboarding"
+            )
         return self
 
     @property
@@ -1146,6 +1160,11 @@ class StackConfig(_Model):
     @property
     def dra_pools(self) -> list[NodePoolConfig]:
         return [p for p in self.node_pools if p.rdma is RdmaPath.DRANET]
+
+    @property
+    def templated_pools(self) -> list[NodePoolConfig]:
+        """The rdma: dranet pools whose shape gets claim templates: all but the onboarding ones."""
+        return [p for p in self.dra_pools if not p.onboarding]
 
     @property
     def railless_pools(self) -> list[NodePoolConfig]:

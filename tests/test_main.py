@@ -13,7 +13,8 @@ import pulumi
 import pytest
 
 from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, POOL_LABEL
+from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POD_SECURITY_ENFORCE_LABEL, POOL_LABEL
+from oke_gpu_rdma.node_selection import affinity_matches
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from oke_gpu_rdma.releases import nvidia_gpu
 from preview.mock_runtime import pulumi_config_map, run_program, secret_config_keys
@@ -145,6 +146,60 @@ def test_the_gpu_dra_driver_selects_exactly_the_gpu_pools_by_their_initial_label
     assert len(expression["values"]) == len(gpu_pools)
 
 
+def templates_of(run: Run) -> dict[str, tuple[str, Any]]:
+    """Each claim template the program declares: its object name -> (logical name, spec)."""
+    return {t.inputs["metadata"]["name"]: (t.name, t.inputs["spec"]) for t in run.of_type(TEMPLATE)}
+
+
+def test_an_onboarding_h100_pool_gets_both_drivers_and_no_templates_next_to_b4_pools(
+    run_stack: Callable[..., Run],
+) -> None:
+    """Issue 23 acceptance: an H100 pool in onboarding mode next to the full example's two B4.8 pools. DRANET
+    and the GPU DRA driver select its nodes (their affinity, matched as the DaemonSet controller does against
+    the pool's initial labels), its shape gets no claim template, and the B4.8 templates are the ones the
+    stack declares without it: same objects, names and specs."""
+    raw = raw_config("full")
+    raw["nodePools"].append(
+        {**raw["nodePools"][0], "name": "gpu-h100", "shape": "BM.GPU.H100.8", "onboarding": True}
+    )
+    run = run_stack("full", raw)
+    h100 = run.one(resource_types.NODE_POOL, "gpu-h100-nodes")
+    assert h100.inputs["nodeShape"] == "BM.GPU.H100.8"
+    labels = {item["key"]: item["value"] for item in h100.inputs["initialNodeLabels"]}
+    # Its GPUs come from the DRA driver, as on every DRANET pool: the operator's device plugin stays off.
+    assert labels[DEVICE_PLUGIN_LABEL] == "false" and labels[POOL_LABEL] == "gpu-h100"
+    dranet_release = run.one(RELEASE, "dranet-release")
+    gpu_driver = run.one(RELEASE, "gpu-dra-driver-release")
+    for affinity in (
+        dranet_release.inputs["values"]["affinity"],
+        gpu_driver.inputs["values"]["kubeletPlugin"]["affinity"],
+    ):
+        (term,) = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        assert term["matchExpressions"] == [
+            {"key": POOL_LABEL, "operator": "In", "values": ["gpu-b4-a", "gpu-b4-b", "gpu-h100"]}
+        ]
+        assert affinity_matches(affinity, labels) is True
+    # The drivers wait for the onboarding pool's nodes too (a component dependency reaches the engine as its
+    # children).
+    for release in (dranet_release, gpu_driver):
+        assert h100.urn in run.by_urn(release.parent).dependencies
+    assert templates_of(run) == templates_of(run_stack("full"))
+    assert set(templates_of(run)) == {"aligned-8gpu-16rails", "aligned-4gpu-8rails", "all-rails"}
+    assert run.run.outputs["claimTemplates"] == run_stack("full").run.outputs["claimTemplates"]
+
+
+def test_a_stack_whose_only_dranet_pool_onboards_declares_the_drivers_and_no_template(
+    run_stack: Callable[..., Run],
+) -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0] |= {"shape": "BM.GPU.H100.8", "onboarding": True}
+    run = run_stack("dev", raw)
+    assert {r.name for r in run.of_type(RELEASE)} >= {"dranet-release", "gpu-dra-driver-release"}
+    assert run.of_type(TEMPLATE) == [] and run.run.outputs["claimTemplates"] == []
+
+
 # --- 6. acceptance jobs stay in one pool --------------------------------------------------------------
 
 
@@ -166,6 +221,18 @@ def test_the_rail_test_defaults_to_the_first_pool(run_stack: Callable[..., Run])
     (job,) = run.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob")
     worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
     assert worker["nodeSelector"] == {POOL_LABEL: "gpu-b4-a"}
+
+
+def test_the_jobs_default_to_the_first_pool_with_templates_not_an_onboarding_one(
+    run_stack: Callable[..., Run],
+) -> None:
+    raw = acceptance_config(nccl=False, railBandwidth=True)
+    h100 = {**raw["nodePools"][0], "name": "gpu-h100", "shape": "BM.GPU.H100.8", "onboarding": True}
+    raw["nodePools"].insert(0, h100)
+    (job,) = run_stack("full", raw).of_type("kubernetes:kubeflow.org/v2beta1:MPIJob")
+    worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert worker["nodeSelector"] == {POOL_LABEL: "gpu-b4-a"}
+    assert worker["resourceClaims"] == [{"name": "rails", "resourceClaimTemplateName": "all-rails"}]
 
 
 def test_an_unknown_acceptance_pool_is_refused(run_stack: Callable[..., Run]) -> None:

@@ -35,12 +35,12 @@ def test_the_fleet_stack_previews_clean(tmp_path):
         ADS[1]: 21,
         ADS[2]: 21,
     }
-    # The claim plan per shape: each shape's templates from its own topology, named by the shape.
+    # The claim plan per shape: each shape's templates from its own topology, named by the shape, and the
+    # first shape's (B4.8) under the one-shape names too.
     templates = sorted(r.inputs["metadata"]["name"] for r in result.run.resources if r.type == TEMPLATE)
+    bases = ("aligned-4gpu-8rails", "aligned-8gpu-16rails", "all-rails")
     assert templates == sorted(
-        f"{base}-{shape_slug(shape)}"
-        for shape in SHAPES
-        for base in ("aligned-4gpu-8rails", "aligned-8gpu-16rails", "all-rails")
+        [*(f"{base}-{shape_slug(shape)}" for shape in SHAPES for base in bases), *bases]
     )
     assert len(templates) == 3 * TEMPLATE_SETS
     topologies = result.pack_config["gpu-rail-claims-aligned"]["shapeTopologies"]

@@ -227,7 +227,8 @@ def test_jobs_on_a_pool_of_a_second_shape_use_that_shapes_templates(run_stack: C
         r.inputs["metadata"]["name"]: r.inputs["spec"]["spec"]
         for r in run.of_type("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate")
     }
-    assert "aligned-8gpu-16rails" not in templates
+    # The one-shape name stays with the first pool's shape, pinned to it (stable_names).
+    assert templates["aligned-8gpu-16rails"] == templates["aligned-8gpu-16rails-bm-gpu-b4-8"]
     h100 = templates["aligned-8gpu-16rails-bm-gpu-h100-8"]
     # 4 roots of 2 GPUs and 2 rails: 8 GPUs with 8 rails, from the H100 topology.
     assert [r["exactly"]["count"] for r in h100["devices"]["requests"]] == [2, 2] * 4

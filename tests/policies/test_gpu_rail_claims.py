@@ -372,6 +372,38 @@ def test_giving_dranet_a_pool_of_an_unknown_shape_is_refused_with_how_to_supply_
     )
 
 
+def test_the_refusal_of_an_unknown_shape_names_the_onboarding_path_too():
+    (v,) = judged(k8s(seed000("pair-check")), plan=_fleet(("BM.GPU.B4.8", "BM.GPU.H100.8")))[0]
+    assert v.message.endswith(
+        "onboard it while `make topology` reads it from a cluster (stack config nodePools[].onboarding: true, "
+        "pack config gpu-rail-claims-aligned.onboardingShapes), or set this policy advisory for it"
+    )
+
+
+def test_a_pool_of_an_onboarding_shape_is_named_as_not_judged_not_blocked():
+    """Issue 23 item 1: the stack onboards BM.GPU.H100.8 (DRANET and the GPU driver run on its pool, no
+    topology yet): a rail claim that can land there is still judged on the B4.8 pool, and the H100 pool is one
+    advisory line for every claim, not a violation."""
+    plan = _fleet(("BM.GPU.B4.8", "BM.GPU.H100.8"))
+    config = {POLICY: {"onboardingShapes": ["BM.GPU.H100.8"]}}
+    claims = [k8s(seed000(name)) for name in ("pair-check", "aligned-8gpu-16rails", "all-rails")]
+    found, findings = judged(*claims, plan=plan, config=config)
+    assert found == []
+    (note,) = notes(findings, POLICY)
+    assert note.level == "advisory"
+    assert note.message.endswith(
+        "not checked: node pool gpu-h100: BM.GPU.H100.8 is onboarding (stack config nodePools[].onboarding, "
+        "pack config gpu-rail-claims-aligned.onboardingShapes), so claims that can land there are not judged on "
+        "it until its topology is supplied (stack config shapeTopologies.BM.GPU.H100.8); pods that must get "
+        "aligned GPUs and rails select the pools whose shape has templates"
+    )
+    # Still judged where a topology exists: a claim the B4.8 pool cannot align is rejected there.
+    (v,) = judged(k8s(seed000("shape-any")), plan=plan, config=config)[0]
+    assert v.message.startswith(
+        "ResourceClaim rdma-dranet/shape-any on BM.GPU.B4.8 (node pools gpu-b4): claim shape-any is unaligned"
+    )
+
+
 def test_a_gpu_only_claim_lands_wherever_the_gpu_driver_runs_and_asks_no_pairing_there():
     """A claim for GPUs alone can land on the A10 and H100 pools (the GPU driver runs there), but it asks
     for no rails: there is no GPU/rail pairing to judge, so their missing topology does not block it
@@ -622,12 +654,16 @@ def test_a_gb200_pool_next_to_a_b4_pool_previews_clean_with_templates_for_both(g
         for r in gb200_next_to_b4.run.resources
         if r.type == "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
     )
+    # The first pool's shape (B4.8) keeps the shape-free names too (issue 23 item 4).
     assert names == [
+        "aligned-2gpu-4rails",
         "aligned-2gpu-4rails-bm-gpu-b4-8",
         "aligned-2gpu-4rails-numa0-bm-gpu-gb200-v3-4",
         "aligned-2gpu-4rails-numa1-bm-gpu-gb200-v3-4",
+        "aligned-4gpu-8rails",
         "aligned-4gpu-8rails-bm-gpu-b4-8",
         "aligned-4gpu-8rails-bm-gpu-gb200-v3-4",
+        "all-rails",
         "all-rails-bm-gpu-b4-8",
         "all-rails-bm-gpu-gb200-v3-4",
     ]

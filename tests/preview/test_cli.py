@@ -402,10 +402,11 @@ def test_a_fleet_of_two_dranet_shapes_previews_clean_with_per_shape_templates(tm
     assert "Policies: the oke-gpu-rdma pack reported nothing." in result.stdout
     manifests = tmp_path / "out" / "fleet" / "manifests"
     names = sorted(p.name for p in manifests.glob("resourceclaimtemplate.*"))
+    # Per shape, and the first shape's under the one-shape names too (issue 23 item 4: pinned to it).
     assert names == sorted(
-        f"resourceclaimtemplate.rdma-dranet.{t}-{s}.yaml"
+        f"resourceclaimtemplate.rdma-dranet.{t}{s}.yaml"
         for t in ("aligned-8gpu-16rails", "aligned-4gpu-8rails", "all-rails")
-        for s in ("bm-gpu-b4-8", "bm-gpu-a100-v2-8")
+        for s in ("-bm-gpu-b4-8", "-bm-gpu-a100-v2-8", "")
     )
 
 
@@ -454,7 +455,8 @@ def test_giving_dranet_a_pool_of_a_shape_without_topology_is_refused_with_how_to
     tmp_path: Path,
 ) -> None:
     """Issue 19 acceptance: the H100 pool of the mixed fleet switched to rdma: dranet with no shapeTopologies
-    entry for BM.GPU.H100.8 is refused, with the message saying how to supply one."""
+    entry for BM.GPU.H100.8 is refused, with the message saying how to supply one: issue 23's onboarding path,
+    the key to set, `make topology` and where its entry goes."""
     raw = _mixed_fleet()
     raw["nodePools"][2]["rdma"] = "dranet"
     (tmp_path / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
@@ -463,10 +465,54 @@ def test_giving_dranet_a_pool_of_a_shape_without_topology_is_refused_with_how_to
     assert "Traceback" not in result.stderr + result.stdout
     assert result.stderr.splitlines() == [
         "error: invalid stack config:",
-        "  stacks/Pulumi.fleet.yaml: nodePools[2].shape = 'BM.GPU.H100.8': shape BM.GPU.H100.8 has no verified "
-        "GPU/NIC pairing (16 x 200 Gb/s rails (8 dual-port ConnectX-7), a GPU and a NIC per PCIe switch, 2 NUMA "
-        "nodes; PCIe roots not published); supply its topology with topology_from_dict (see oke_gpu_rdma.topology for the format); add "
-        "shapeTopologies.BM.GPU.H100.8 or set workloads.claimTemplates to [] and workloads.railsOnlyTemplate to null",
+        "  stacks/Pulumi.fleet.yaml: nodePools[2].shape = 'BM.GPU.H100.8': BM.GPU.H100.8 has no GPU/NIC topology "
+        "to build and judge claim templates on (the catalog lists it unverified: 16 x 200 Gb/s rails (8 dual-port ConnectX-7), a GPU and a NIC per PCIe switch, 2 NUMA nodes; PCIe roots not published); onboard it: set nodePools[2].onboarding: true "
+        "(DRANET and the GPU DRA driver run on the pool, its shape gets no claim templates, the other pools keep "
+        "theirs) and pulumi up; then `kubectl get resourceslices -o yaml > slices.yaml`, `kubectl get nodes -o yaml "
+        "> nodes.yaml`, `make topology SLICES=slices.yaml NODES=nodes.yaml SHAPE=BM.GPU.H100.8`, paste the entry it "
+        "prints (shapeTopologies.BM.GPU.H100.8) under oke-gpu-rdma:shapeTopologies and remove "
+        "nodePools[2].onboarding (docs/onboarding-a-shape.md)",
+    ]
+
+
+def test_an_onboarding_h100_pool_next_to_b4_pools_previews_with_the_b4_templates_alone(
+    tmp_path: Path,
+) -> None:
+    """Issue 23 acceptance: the H100 pool of the mixed fleet onboarding (rdma: dranet, onboarding: true)
+    previews, policies included: the pack names the pool as not judged (advisory) instead of blocking, and the
+    rendered claim templates are exactly those of the fleet without it."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(_mixed_fleet())))
+    assert run_cli("fleet", plain, tmp_path / "before").returncode == 0
+    raw = _mixed_fleet()
+    raw["nodePools"][2] |= {"rdma": "dranet", "onboarding": True}
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    (stacks / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    result = run_cli("fleet", stacks, tmp_path / "out")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[mandatory]" not in result.stdout
+    assert (
+        "not checked: node pool gpu-h100-nodes: BM.GPU.H100.8 is onboarding (stack config nodePools[].onboarding, "
+        "pack config gpu-rail-claims-aligned.onboardingShapes), so claims that can land there are not judged on it "
+        "until its topology is supplied (stack config shapeTopologies.BM.GPU.H100.8); pods that must get aligned "
+        "GPUs and rails select the pools whose shape has templates"
+    ) in result.stdout
+
+    def templates(out: Path) -> dict[str, str]:
+        return {p.name: p.read_text() for p in (out / "fleet" / "manifests").glob("resourceclaimtemplate.*")}
+
+    assert templates(tmp_path / "out") == templates(tmp_path / "before")
+    assert len(templates(tmp_path / "out")) == 3
+    # The schedulability check, on the charts' own pod templates: both drivers' DaemonSets admit the H100 pool.
+    placement = yaml.safe_load((tmp_path / "out" / "fleet" / "placement.yaml").read_text())
+    pools = {p["pod"]: p["pools"] for p in placement["pods"]}
+    assert pools["DaemonSet dranet (chart dranet)"] == ["gpu-b4-a", "gpu-b4-b", "gpu-h100"]
+    assert pools["DaemonSet dra-driver-nvidia-gpu-kubelet-plugin (chart dra-driver-nvidia-gpu)"] == [
+        "gpu-b4-a",
+        "gpu-b4-b",
+        "gpu-h100",
     ]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -30,10 +29,8 @@ def refused(tmp_path: Path, text: str | bytes) -> str:
         path.write_bytes(text)
     else:
         path.write_text(text)
-    started = time.monotonic()
     with pytest.raises(StackFileError) as caught:
         read_stack_file(path, SHOWN)
-    assert time.monotonic() - started < 5
     message = str(caught.value)
     assert "\n" not in message
     return message

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from oke_gpu_rdma.claims import aligned_claim_spec, judge_claim
+from oke_gpu_rdma.claims import aligned_claim_spec, judge_claim, rails_only_claim_spec
 from oke_gpu_rdma.shape_catalog import CATALOG
 from stack_config.loading import load_stack
 from stack_config.problems import ConfigError
@@ -57,8 +57,12 @@ def test_each_shape_gets_templates_from_its_own_topology_named_by_shape() -> Non
         "aligned-4gpu-8rails-bm-gpu-b4-8",
         "aligned-8gpu-16rails-bm-gpu-a100-v2-8",
         "aligned-4gpu-8rails-bm-gpu-a100-v2-8",
+        # The first shape keeps the one-shape names too (stable_names).
+        "aligned-8gpu-16rails",
+        "aligned-4gpu-8rails",
         "all-rails-bm-gpu-b4-8",
         "all-rails-bm-gpu-a100-v2-8",
+        "all-rails",
     ]
     a100 = stack.claims.aligned_template("aligned-8gpu-16rails", A100)
     requests = a100.spec["devices"]["requests"]
@@ -103,10 +107,14 @@ def test_a_gb200_pool_next_to_a_b4_pool_gets_templates_for_both_each_at_its_leve
         ("aligned-4gpu-8rails-bm-gpu-gb200-v3-4", "numaNode", ""),
         ("aligned-2gpu-4rails-numa0-bm-gpu-gb200-v3-4", "numaNode", "numa0"),
         ("aligned-2gpu-4rails-numa1-bm-gpu-gb200-v3-4", "numaNode", "numa1"),
+        # The first pool's shape keeps the shape-free names too (issue 23 item 4: no name disappears).
+        ("aligned-4gpu-8rails", "pcieRoot", ""),
+        ("aligned-2gpu-4rails", "pcieRoot", ""),
     ]
     assert [t.name for t in plan.rails_only_templates] == [
         "all-rails-bm-gpu-b4-8",
         "all-rails-bm-gpu-gb200-v3-4",
+        "all-rails",
     ]
     assert all(v.kind == "aligned" for t in plan.aligned for v in t.verdicts)
     # The B4.8 templates are the ones a B4.8-only stack pinned to its shape gets: GB200 changes none of them.
@@ -134,3 +142,150 @@ def test_a_gpu_count_gb200_cannot_align_names_the_key_and_the_counts_it_can() ->
         "workloads.claimTemplates[0].gpusPerWorker = 8: 8 GPUs per worker cannot be aligned on BM.GPU.GB200-v3.4: "
         "a BM.GPU.GB200-v3.4 node has only 4 GPUs; use one of 1, 2, 4"
     ]
+
+
+def test_the_first_shape_keeps_the_one_shape_names_pinned_to_it() -> None:
+    """A second shape joining a one-shape stack removes no name a workload uses: the shape-free names stay with
+    the first pool's shape, with that shape's per-shape spec (pinned, so never allocated on the A100s)."""
+    stack = load_stack(two_shapes(), SOURCE, EXAMPLE_REGION)
+    by_name = {t.name: t for t in stack.claims.templates}
+    for plain in ("aligned-8gpu-16rails", "aligned-4gpu-8rails", "all-rails"):
+        stable, per_shape = by_name[plain], by_name[f"{plain}-bm-gpu-b4-8"]
+        assert (stable.shape, stable.spec, stable.namespace) == ("BM.GPU.B4.8", per_shape.spec, "rdma-dranet")
+    assert by_name["aligned-8gpu-16rails"].spec == aligned_claim_spec("BM.GPU.B4.8", 8, pin_shape=True)
+    assert by_name["all-rails"].spec == rails_only_claim_spec("BM.GPU.B4.8", pin_shape=True)
+    # What looks a template up by name and shape (the acceptance jobs) still gets the per-shape one.
+    eight = stack.claims.aligned_template("aligned-8gpu-16rails", "BM.GPU.B4.8")
+    assert eight.name == "aligned-8gpu-16rails-bm-gpu-b4-8"
+    rails = stack.claims.rails_only("BM.GPU.B4.8")
+    assert rails is not None and rails.name == "all-rails-bm-gpu-b4-8"
+
+
+# --- onboarding a shape (issue 23 item 1) --------------------------------------------------------------
+
+H100 = "BM.GPU.H100.8"
+
+
+def with_h100(**pool: Any) -> dict[str, Any]:
+    """The dev stack (2 x BM.GPU.B4.8) with a BM.GPU.H100.8 pool, which has no topology."""
+    raw = raw_config("dev")
+    raw["nodePools"].append({**raw["nodePools"][0], "name": "gpu-h100", "shape": H100, **pool})
+    return raw
+
+
+def problems(raw: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load_stack(raw, SOURCE, EXAMPLE_REGION)
+    return [line.strip() for line in str(caught.value).splitlines()[1:]]
+
+
+def test_a_shape_without_topology_is_refused_with_the_onboarding_path() -> None:
+    assert problems(with_h100()) == [
+        f"{SOURCE}: nodePools[1].shape = 'BM.GPU.H100.8': BM.GPU.H100.8 has no GPU/NIC topology to build and "
+        "judge claim templates on (the catalog lists it unverified: 16 x 200 Gb/s rails (8 dual-port ConnectX-7), a GPU and a NIC per PCIe switch, 2 NUMA nodes; PCIe roots not published); onboard it: set nodePools[1].onboarding: true (DRANET "
+        "and the GPU DRA driver run on the pool, its shape gets no claim templates, the other pools keep theirs) "
+        "and pulumi up; then `kubectl get resourceslices -o yaml > slices.yaml`, `kubectl get nodes -o yaml > "
+        "nodes.yaml`, `make topology SLICES=slices.yaml NODES=nodes.yaml SHAPE=BM.GPU.H100.8`, paste the entry "
+        "it prints (shapeTopologies.BM.GPU.H100.8) under oke-gpu-rdma:shapeTopologies and remove "
+        "nodePools[1].onboarding (docs/onboarding-a-shape.md)"
+    ]
+
+
+def test_an_onboarding_pool_gets_no_templates_and_the_others_keep_theirs() -> None:
+    before = load_stack(raw_config("dev"), SOURCE, EXAMPLE_REGION).claims
+    after = load_stack(with_h100(onboarding=True), SOURCE, EXAMPLE_REGION)
+    assert [p.name for p in after.config.dra_pools] == ["gpu-b4", "gpu-h100"]
+    assert [p.name for p in after.config.templated_pools] == ["gpu-b4"]
+    assert after.claims.shapes == ("BM.GPU.B4.8",)
+    assert [(t.name, t.namespace, t.spec) for t in after.claims.templates] == [
+        (t.name, t.namespace, t.spec) for t in before.templates
+    ]
+    assert all(t.shape == "BM.GPU.B4.8" for t in after.claims.templates)
+
+
+def test_the_onboarding_shape_reaches_the_pack() -> None:
+    from stack_config.pack_config import policy_pack_config
+
+    onboarding = load_stack(with_h100(onboarding=True), SOURCE, EXAMPLE_REGION).config
+    claims = policy_pack_config(onboarding).to_dict()["gpu-rail-claims-aligned"]
+    assert claims["onboardingShapes"] == [H100]
+    # A stack that onboards nothing keeps its pack config as it was: no key.
+    plain = load_stack(raw_config("dev"), SOURCE, EXAMPLE_REGION).config
+    assert "onboardingShapes" not in policy_pack_config(plain).to_dict()["gpu-rail-claims-aligned"]
+
+
+def test_onboarding_is_for_dranet_pools() -> None:
+    (line,) = problems(with_h100(onboarding=True, rdma="none"))
+    assert line == (
+        f"{SOURCE}: nodePools[1]: onboarding is set but rdma is none: onboarding runs DRANET and the GPU DRA driver "
+        "on the pool so that `make topology` can read its shape from their ResourceSlices; set rdma: dranet, or "
+        "remove onboarding"
+    )
+
+
+def test_onboarding_needs_both_drivers() -> None:
+    raw = with_h100(onboarding=True)
+    raw["gpuDriver"] = {"enabled": False}
+    raw["workloads"] = {"claimTemplates": []}
+    assert problems(raw) == [
+        f"{SOURCE}: nodePools[1].onboarding = true: needs gpuDriver.enabled: `make topology` reads the shape from "
+        "the ResourceSlices of DRANET and the GPU DRA driver on the pool's nodes; turn them on, or remove onboarding"
+    ]
+
+
+def test_onboarding_a_shape_that_has_its_topology_is_refused() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["onboarding"] = True
+    assert problems(raw) == [
+        f"{SOURCE}: nodePools[0].onboarding = true: BM.GPU.B4.8 has its topology (the catalog's verified "
+        "oke_gpu_rdma/shapes/BM.GPU.B4.8.yaml), so the pool can have its claim templates; remove onboarding"
+    ]
+    supplied = two_shapes()
+    supplied["nodePools"][1]["onboarding"] = True
+    assert problems(supplied) == [
+        f"{SOURCE}: nodePools[1].onboarding = true: {A100} has its topology (shapeTopologies.{A100}), so the pool "
+        "can have its claim templates; remove onboarding"
+    ]
+
+
+def test_every_pool_of_a_shape_onboards_or_none() -> None:
+    raw = with_h100(onboarding=True)
+    raw["nodePools"].append({**raw["nodePools"][1], "name": "gpu-h100-b", "onboarding": False})
+    # One message for the one mistake (the templated pool's missing topology is the same mistake).
+    assert problems(raw) == [
+        f"{SOURCE}: nodePools[1].onboarding = true: pool gpu-h100 onboards BM.GPU.H100.8 but pool gpu-h100-b of "
+        "that shape gets its claim templates, which are per shape and would be allocated on both pools' nodes; "
+        "set onboarding on every pool of the shape, or on none"
+    ]
+    raw["nodePools"][2]["onboarding"] = True
+    templated = load_stack(raw, SOURCE, EXAMPLE_REGION).config.templated_pools
+    assert [p.name for p in templated] == ["gpu-b4"]
+
+
+def test_acceptance_jobs_run_on_a_pool_with_templates() -> None:
+    from stack_config.capacity import acceptance_pool
+
+    raw = with_h100(onboarding=True)
+    raw["nodePools"] = [raw["nodePools"][1], raw["nodePools"][0]]  # the onboarding pool first
+    raw["workloads"] = {"acceptanceJobs": {"enabled": True}}
+    stack = load_stack(raw, SOURCE, EXAMPLE_REGION)
+    pool = acceptance_pool(stack.config)
+    assert pool is not None and pool.name == "gpu-b4"
+    raw["workloads"]["acceptanceJobs"]["nodePool"] = "gpu-h100"
+    assert problems(raw) == [
+        f"{SOURCE}: workloads.acceptanceJobs.nodePool = 'gpu-h100': is an onboarding pool: its shape has no claim "
+        "templates for the jobs yet; name a pool that has them (gpu-b4)"
+    ]
+
+
+def test_acceptance_jobs_need_a_pool_that_is_not_onboarding() -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0] |= {"shape": H100, "onboarding": True}
+    raw["workloads"] = {"acceptanceJobs": {"enabled": True}}
+    assert problems(raw) == [
+        f"{SOURCE}: workloads.acceptanceJobs.enabled = true: every rdma: dranet pool is onboarding, so no claim "
+        "template exists for the jobs; turn them on once a pool's shape has its topology and the pool its templates"
+    ]
+    del raw["workloads"]
+    stack = load_stack(raw, SOURCE, EXAMPLE_REGION)
+    assert stack.claims.shapes == () and stack.claims.templates == ()

@@ -227,11 +227,10 @@ def test_unverified_shape_needs_a_topology_for_claim_templates() -> None:
     raw = raw_config("dev")
     raw["nodePools"][0]["shape"] = "BM.GPU.H100.8"
     line = only_problem(raw)
-    assert line.startswith(
-        f"{SOURCE}: nodePools[0].shape = 'BM.GPU.H100.8': shape BM.GPU.H100.8 has no verified"
-    )
-    assert "add shapeTopologies.BM.GPU.H100.8 or set workloads.claimTemplates to []" in line
-    assert "workloads.railsOnlyTemplate to null" in line
+    assert line.startswith(f"{SOURCE}: nodePools[0].shape = 'BM.GPU.H100.8': BM.GPU.H100.8 has no GPU/NIC")
+    # The onboarding path, not a switch that takes every pool's templates away (the full message:
+    # tests/stack_config/test_claim_plan.py).
+    assert "onboard it: set nodePools[0].onboarding: true" in line and "claimTemplates" not in line
 
 
 def test_unverified_shape_without_templates_is_fine() -> None:

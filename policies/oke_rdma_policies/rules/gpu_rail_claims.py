@@ -18,7 +18,10 @@ registers); a driver the stack does not install, or whose values are unknown, ma
 H100 pool that DRANET does not select, an A10 pool without DRANET or a CPU pool never blocks a rail claim.
 A pool the claim can reach whose shape has no verified topology blocks it (once per pool) only when the
 claim asks for rails and its selectors do not rule that shape out (`oke.dra.net/shape`,
-:func:`oke_gpu_rdma.claims.excluded_on_shape`): a claim for no rails has no pairing to judge there. Then,
+:func:`oke_gpu_rdma.claims.excluded_on_shape`): a claim for no rails has no pairing to judge there. A pool
+of a shape the stack onboards (pack config `onboardingShapes`, from `nodePools[].onboarding`: the drivers
+run there so that `make topology` can read the shape) is named as not judged instead, once: the stack
+asked for that pool to run without a topology until its entry exists. Then,
 among those, the shapes where its devices exist: the scheduler never places a claim for rails on a node
 without rails. A claim that can land nowhere, or whose devices exist on no shape, is judged on every shape.
 Claims go to the judge as written, in their API version (`resource.k8s.io/v1beta1` has no `exactly`), at
@@ -95,6 +98,8 @@ class _Pool:
     """Why the shape cannot be judged (no verified topology), when ``topology`` is None."""
     drivers: frozenset[str] | None
     """The DRA drivers the stack's releases run on its nodes; None: not known (every driver counts)."""
+    onboarding: bool = False
+    """Its shape is one the stack onboards (pack config onboardingShapes)."""
 
 
 @dataclass
@@ -158,7 +163,9 @@ def _unjudgeable(shape: str, err: TopologyError) -> str:
     return (
         f"claims cannot be judged on {shape}: {err}. Supply its topology as pack config "
         f"{ClaimsSettings.policy}.shapeTopologies.{shape} (and as "
-        f"{stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}), or set this policy advisory for it"
+        f"{stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}), onboard it while `make topology` reads it "
+        f"from a cluster ({stack_keys.stack_setting(stack_keys.NODE_POOL_ONBOARDING, 'true')}, pack config "
+        f"{ClaimsSettings.policy}.onboardingShapes), or set this policy advisory for it"
     )
 
 
@@ -230,10 +237,11 @@ def _pools(view: StackView, conf: ClaimsSettings, reporter: Reporter) -> tuple[l
     for shape, res in targets or [(conf.shape, None)]:
         node = nodes.get(res.urn) if res is not None else None
         drivers = reach.get(node.name) if node is not None else None
+        onboarding = shape in conf.onboarding_shapes
         try:
-            found.append(_Pool(shape, res, catalog.topology(shape), None, drivers))
+            found.append(_Pool(shape, res, catalog.topology(shape), None, drivers, onboarding))
         except TopologyError as err:
-            found.append(_Pool(shape, res, None, _unjudgeable(shape, err), drivers))
+            found.append(_Pool(shape, res, None, _unjudgeable(shape, err), drivers, onboarding))
     return found, deployed
 
 
@@ -448,6 +456,16 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
                 how.child_range,
             ):
                 skipped = True
+                continue
+            if pool.onboarding:
+                where = f"node pool {pool.res.name}" if pool.res else "pack config shape"
+                reporter.unchecked(
+                    f"{where}: {pool.shape} is onboarding ({stack_keys.stack_setting(stack_keys.NODE_POOL_ONBOARDING)}, "
+                    f"pack config {ClaimsSettings.policy}.onboardingShapes), "
+                    f"so claims that can land there are not judged on it until its topology is supplied "
+                    f"({stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}.{pool.shape}); pods that must get "
+                    "aligned GPUs and rails select the pools whose shape has templates"
+                )
                 continue
             if i not in how.reported:
                 how.reported.add(i)
