@@ -5,8 +5,6 @@ The objects' specs are built by oke_gpu_rdma/kueue_objects.py, the same function
 (stack_config/scheduling_plan.py) and its tests use; docs/scheduling.md explains the design.
 """
 
-from __future__ import annotations
-
 import typing
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict

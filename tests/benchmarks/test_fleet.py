@@ -48,7 +48,9 @@ def test_the_fleet_stack_previews_clean(tmp_path):
     assert topologies["BM.GPU.H100.8"]["gpuProduct"] == "NVIDIA H100 80GB HBM3"
     assert result.findings == []
     # Scheduling on: one ResourceFlavor per shape (and the system pool's), each shape's 16 pools in its quota.
-    flavors = sorted(r.inputs["metadata"]["name"] for r in result.run.resources if r.type.endswith(":ResourceFlavor"))
+    flavors = sorted(
+        r.inputs["metadata"]["name"] for r in result.run.resources if r.type.endswith(":ResourceFlavor")
+    )
     assert flavors == sorted([*(shape_slug(s) for s in SHAPES), "system"])
     (queue,) = [r for r in result.run.resources if r.type.endswith(":ClusterQueue")]
     gpus = {

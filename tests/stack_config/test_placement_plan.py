@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from stack_config.loading import load_stack
-from stack_config.problems import ConfigError
 from stack_config.placement_plan import controllers
+from stack_config.problems import ConfigError
 from tests.support import EXAMPLE_REGION, raw_config
 
 WHERE = "(chart network-operator, release network-operator)"
