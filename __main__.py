@@ -246,7 +246,7 @@ if config.dra_pools:
                 pulumi.ResourceOptions(providers=[cluster.provider]),
             ),
         )
-        for namespace in dict.fromkeys([workloads.namespace, *valid_stack.claims.namespaces])
+        for namespace in valid_stack.workload_namespaces
     }
     # The component builds and judges the templates as the stack config did while it loaded
     # (stack_config/claim_plan.py judged_templates): the same templates.
