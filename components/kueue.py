@@ -37,7 +37,7 @@ class KueueFlavor(TypedDict):
     """A ResourceFlavor and its quotas in the ClusterQueue."""
 
     name: str
-    """Flavor name (a DNS label)."""
+    """Flavor name (a DNS label); the object's name adds a digest of its node labels, tolerations and topology."""
     node_labels: dict[str, str]
     """The node labels that select its nodes (Kueue injects them into an admitted pod set's nodeSelector)."""
     taints: NotRequired[list[PoolTaint]]
@@ -72,6 +72,24 @@ class KueueArgs(TypedDict):
     """DeviceClasses Kueue counts as GPUs (default gpu.nvidia.com)."""
     rail_device_classes: NotRequired[list[str]]
     """DeviceClasses Kueue counts as rails (default dra.net)."""
+
+
+# What Kueue's CRDs refuse to change (their transition rules at v0.19.2: Topology spec.levels, a ResourceFlavor's
+# nodeLabels, tolerations and topologyName once it has a topology, LocalQueue spec.clusterQueue): a change
+# replaces the object, the old one first (same name). Kueue keeps a flavor a ClusterQueue uses until the queue
+# drops it (its resource-in-use finalizer), so the replacement waits for the queue's update.
+IMMUTABLE = {
+    kueue_chart.TOPOLOGY_KIND: pulumi.ResourceOptions(
+        replace_on_changes=["spec.levels"], delete_before_replace=True
+    ),
+    kueue_chart.RESOURCE_FLAVOR_KIND: pulumi.ResourceOptions(
+        replace_on_changes=["spec.nodeLabels", "spec.tolerations", "spec.topologyName"],
+        delete_before_replace=True,
+    ),
+    kueue_chart.LOCAL_QUEUE_KIND: pulumi.ResourceOptions(
+        replace_on_changes=["spec.clusterQueue"], delete_before_replace=True
+    ),
+}
 
 
 def kueue_args(plan: SchedulingPlan, taints_of: dict[str, list[PoolTaint]]) -> KueueArgs:
@@ -202,12 +220,12 @@ class Kueue(pulumi.ComponentResource):
                 kind=kind,
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=namespace),
                 spec=spec,
-                opts=after,
+                opts=pulumi.ResourceOptions.merge(after, IMMUTABLE.get(kind)),
             )
 
         declare(kueue_chart.TOPOLOGY_KIND, topology_name, kueue_objects.topology_spec(args["levels"]))
         for flavor in flavors:
-            declare(kueue_chart.RESOURCE_FLAVOR_KIND, flavor.name, kueue_objects.flavor_spec(flavor))
+            declare(kueue_chart.RESOURCE_FLAVOR_KIND, flavor.object_name, kueue_objects.flavor_spec(flavor))
         declare(
             kueue_chart.CLUSTER_QUEUE_KIND,
             cluster_queue,
@@ -223,7 +241,7 @@ class Kueue(pulumi.ComponentResource):
         self.cluster_queue = pulumi.Output.from_input(cluster_queue)
         self.local_queue = pulumi.Output.from_input(local_queue)
         self.topology = pulumi.Output.from_input(topology_name)
-        self.flavors = pulumi.Output.from_input([f.name for f in flavors])
+        self.flavors = pulumi.Output.from_input([f.object_name for f in flavors])
         self.release_name = release.name
         self.register_outputs(
             {

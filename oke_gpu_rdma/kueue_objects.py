@@ -9,6 +9,8 @@ CRD schemas (preview/schema_check.py, oke_gpu_rdma/kueue_crd_schemas.json).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +33,17 @@ class Flavor:
     topology: str | None = None
     """The Topology it schedules over (None: a flavor without topology-aware scheduling)."""
     quotas: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def object_name(self) -> str:
+        """The ResourceFlavor's name: ``name`` and a digest of what its CRD makes immutable once it has a topology
+        (nodeLabels, tolerations, topologyName: resourceflavor_types.go l. 49-51). A change is then a new flavor
+        that the ClusterQueue names in the same apply, and the old one is deleted after, once no queue uses it:
+        Kueue holds a flavor a ClusterQueue names until the queue drops it (its resource-in-use finalizer,
+        pkg/controller/core/resourceflavor_controller.go l. 107-117), so deleting it first would wait forever."""
+        fixed = [dict(self.node_labels), [dict(t) for t in self.tolerations], self.topology]
+        digest = hashlib.sha256(json.dumps(fixed, sort_keys=True).encode()).hexdigest()[:6]
+        return f"{self.name}-{digest}"
 
 
 def topology_spec(levels: Sequence[str]) -> dict[str, Any]:
@@ -70,7 +83,7 @@ def cluster_queue_spec(flavors: Sequence[Flavor], namespaces: Sequence[str]) -> 
                 "coveredResources": covered,
                 "flavors": [
                     {
-                        "name": f.name,
+                        "name": f.object_name,
                         "resources": [{"name": r, "nominalQuota": f.quotas.get(r, "0")} for r in covered],
                     }
                     for f in flavors

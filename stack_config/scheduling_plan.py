@@ -183,7 +183,7 @@ def objects(plan: SchedulingPlan) -> list[dict[str, object]]:
         kueue_objects.manifest(kueue.TOPOLOGY_KIND, plan.topology, kueue_objects.topology_spec(plan.levels))
     ]
     found += [
-        kueue_objects.manifest(kueue.RESOURCE_FLAVOR_KIND, f.name, kueue_objects.flavor_spec(f))
+        kueue_objects.manifest(kueue.RESOURCE_FLAVOR_KIND, f.object_name, kueue_objects.flavor_spec(f))
         for f in plan.flavors
     ]
     found.append(

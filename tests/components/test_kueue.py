@@ -108,8 +108,10 @@ def test_a_component_built_from_plain_inputs(declare: Callable[[Callable[[], obj
     run = declare(lambda: Kueue("kueue", args()))
     flavor = run.one(PREFIX + "ResourceFlavor")
     assert flavor.inputs["spec"] == {"nodeLabels": {"a": "b"}, "topologyName": "rdma-fabric"}
+    name = flavor.inputs["metadata"]["name"]
+    assert name.startswith("gpu-")
     queue = run.one(PREFIX + "ClusterQueue")
     assert queue.inputs["spec"]["resourceGroups"][0]["flavors"] == [
-        {"name": "gpu", "resources": [{"name": "oke-gpu-rdma/gpus", "nominalQuota": "8"}]}
+        {"name": name, "resources": [{"name": "oke-gpu-rdma/gpus", "nominalQuota": "8"}]}
     ]
     assert run.one(PREFIX + "LocalQueue").inputs["metadata"]["namespace"] == "work"

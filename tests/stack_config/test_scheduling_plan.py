@@ -90,6 +90,7 @@ def test_each_flavor_selects_exactly_its_shapes_dra_pools(fleet: Any) -> None:
 
 
 def test_flavors_tolerate_their_pools_taints() -> None:
+    before = scheduled(raw_config("full"))[0].shape_flavor("BM.GPU.B4.8").object_name
     raw = raw_config("full")
     raw["nodePools"][1]["taints"] = [
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
@@ -100,19 +101,24 @@ def test_flavors_tolerate_their_pools_taints() -> None:
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
         {"key": "team", "operator": "Exists", "effect": "NoExecute"},
     ]
+    # Tolerations are immutable once a flavor has a topology: the changed flavor is a new object.
+    assert plan.shape_flavor("BM.GPU.B4.8").object_name != before
 
 
 def test_the_objects() -> None:
     plan, _ = scheduled(raw_config("full"))
     by_kind = {(o["kind"], o["metadata"]["name"]): o for o in objects(plan)}
+    gpu, system_flavor = (f.object_name for f in plan.flavors)
+    # Named by the shape and a digest of what the CRD makes immutable: a new taint is a new flavor.
+    assert gpu.startswith("bm-gpu-b4-8-") and len(gpu) == len("bm-gpu-b4-8-") + 6
     assert by_kind[("Topology", "rdma-fabric")]["spec"] == {
         "levels": [{"nodeLabel": label} for label in FABRIC_LEVEL_LABELS]
     }
-    assert by_kind[("ResourceFlavor", SYSTEM_FLAVOR)]["spec"] == {"nodeLabels": {POOL_LABEL: "system"}}
+    assert by_kind[("ResourceFlavor", system_flavor)]["spec"] == {"nodeLabels": {POOL_LABEL: "system"}}
     queue = by_kind[("ClusterQueue", "rdma-gpus")]["spec"]
     group = queue["resourceGroups"][0]
     assert group["coveredResources"] == ["cpu", "memory", kueue.GPU_RESOURCE, kueue.RAIL_RESOURCE]
-    assert [f["name"] for f in group["flavors"]] == ["bm-gpu-b4-8", SYSTEM_FLAVOR]
+    assert [f["name"] for f in group["flavors"]] == [gpu, system_flavor]
     # The system flavor holds no GPU and no rail: a pod set that claims them never lands there.
     system = {r["name"]: r["nominalQuota"] for r in group["flavors"][1]["resources"]}
     assert system == {"cpu": "8", "memory": "32Gi", kueue.GPU_RESOURCE: "0", kueue.RAIL_RESOURCE: "0"}
