@@ -3,7 +3,7 @@ export outputs."""
 
 import pulumi
 
-from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport
+from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport, JobQueue
 from components.cluster import OkeCluster, cluster_args, read_existing_cluster
 from components.dra_drivers import (
     DevicePluginArgs,
@@ -22,6 +22,7 @@ from components.gpu_node_pool import (
     oci_provider_settings,
     pool_args,
 )
+from components.kueue import Kueue, flavor_taint_inputs, kueue_args
 from components.network import Network, network_args
 from components.network_operator import (
     NetworkOperator,
@@ -39,6 +40,7 @@ from components.rdma_workloads import (
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from components.system_pool import SystemNodePool, system_pool_args
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
+from oke_gpu_rdma.node_sizes import node_size
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from stack_config import cluster_version, gpu_operator_plan
 from stack_config.loading import load_program_stack, stack_source
@@ -249,7 +251,7 @@ if config.dra_pools:
                 pulumi.ResourceOptions(providers=[cluster.provider]),
             ),
         )
-        for namespace in dict.fromkeys([workloads.namespace, *valid_stack.claims.namespaces])
+        for namespace in valid_stack.workload_namespaces
     }
     # The component builds and judges the templates as the stack config did while it loaded
     # (stack_config/claim_plan.py judged_templates): the same templates.
@@ -259,6 +261,24 @@ if config.dra_pools:
         opts=pulumi.ResourceOptions.merge(
             renamed("claim-templates"),
             pulumi.ResourceOptions(providers=[cluster.provider], depends_on=list(namespaces.values())),
+        ),
+    )
+
+# --- Kubernetes: Kueue, topology-aware scheduling over the RDMA fabric (docs/scheduling.md) -------
+
+kueue: Kueue | None = None
+scheduling = valid_stack.scheduling
+if scheduling is not None:
+    # The controller runs on the system pool; the queue's objects need the workload namespaces.
+    kueue = Kueue(
+        "kueue",
+        kueue_args(
+            scheduling,
+            flavor_taint_inputs(scheduling, {pool.name: list(pool.taints) for pool in config.node_pools}),
+        ),
+        opts=pulumi.ResourceOptions(
+            providers=[cluster.provider],
+            depends_on=[*pools.values(), *system_nodes, *namespaces.values()],
         ),
     )
 
@@ -310,6 +330,11 @@ if acceptance.enabled and claim_templates is not None:
     # Not an onboarding pool: its shape has no templates (the stack config refuses naming one).
     acceptance_pool = acceptance.node_pool or config.templated_pools[0].name
     acceptance_shape = next(p.shape for p in config.node_pools if p.name == acceptance_pool)
+    acceptance_queue: JobQueue | None = None
+    if scheduling is not None:
+        size = node_size(acceptance_shape)
+        assert size is not None  # the stack config refused a shape without a known size
+        acceptance_queue = JobQueue(scheduling.local_queue, scheduling.acceptance_level, size.whole_node_cpus)
     acceptance_reports |= AcceptanceJobs(
         "acceptance",
         AcceptanceJobsArgs(
@@ -324,7 +349,8 @@ if acceptance.enabled and claim_templates is not None:
             pool=acceptance_pool,
             taints=taints,
             provider=cluster.provider,
-            depends_on=[claim_templates, *drivers, *system_nodes],
+            depends_on=[claim_templates, *drivers, *system_nodes, *([kueue] if kueue is not None else [])],
+            queue=acceptance_queue,
         ),
         opts=renamed("acceptance"),
     ).reports
@@ -344,6 +370,11 @@ pulumi.export("claimTemplates", claim_templates.claim_templates if claim_templat
 pulumi.export("ncclSettings", dict(NCCL_SETTINGS))
 if acceptance_reports:
     pulumi.export("acceptanceJobs", {job: report.to_output() for job, report in acceptance_reports.items()})
+if kueue is not None:
+    pulumi.export(
+        "scheduling",
+        {"clusterQueue": kueue.cluster_queue, "localQueue": kueue.local_queue, "topology": kueue.topology},
+    )
 if sriov_networks is not None:
     pulumi.export("sriovNetworks", sriov_networks.networks)
     pulumi.export("sriovResources", sriov_networks.resources)

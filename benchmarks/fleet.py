@@ -66,4 +66,7 @@ def fleet_document() -> dict[str, Any]:
         shape: b4_like(gpu) for shape, gpu in SHAPES.items() if gpu is not None
     }
     config[f"{PROJECT}:systemPool"]["availabilityDomains"] = list(ADS)
+    # Kueue with topology-aware scheduling on (issue 26: one flavor per shape, the queue over all 64 pools); the
+    # full example's acceptance jobs off, as the fleet had them before.
+    config[f"{PROJECT}:workloads"] = {"scheduling": {"enabled": True}}
     return document

@@ -26,8 +26,8 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
+from oke_gpu_rdma import kueue_objects, resource_types
 from oke_gpu_rdma import mpi_operator as mpi_operator_facts
-from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.acceptance import nccl_threshold, rail_threshold
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
@@ -121,14 +121,53 @@ CLIENT=$(awk 'NR == 2 {{print $1}}' /etc/mpi/hostfile)
 {run_script(check, args, [RAIL_GATE_FUNCTIONS])}"""
 
 
+@dataclass(frozen=True)
+class JobQueue:
+    """How a gating MPIJob goes through Kueue (workloads.scheduling): the LocalQueue it is submitted to, the
+    Topology level its workers must share, and the CPUs a worker requests so that Kueue's topology-aware
+    scheduling, which counts container requests and not DRA claims, puts one worker on a node
+    (oke_gpu_rdma/node_sizes.py NodeSize.whole_node_cpus; docs/scheduling.md)."""
+
+    local_queue: str
+    level: str
+    worker_cpus: int
+
+
+def queued_worker(worker: dict[str, Any], queue: JobQueue | None) -> dict[str, Any]:
+    """The worker pod template with the required-topology annotation Kueue reads on it and the whole-node CPU
+    request on its container (unchanged without a queue)."""
+    if queue is None:
+        return worker
+    metadata = dict(worker.get("metadata", {}))
+    metadata["annotations"] = {
+        **metadata.get("annotations", {}),
+        **kueue_objects.pod_topology_annotation(queue.level),
+    }
+    queued = {**worker, "metadata": metadata}
+    containers = [dict(c) for c in worker["spec"]["containers"]]
+    containers[0]["resources"] = {
+        **containers[0].get("resources", {}),
+        "requests": {"cpu": str(queue.worker_cpus)},
+    }
+    queued["spec"] = {**worker["spec"], "containers": containers}
+    return queued
+
+
 def awaited(
-    name: str, namespace: str, expected: str, threshold: str, timeout_minutes: int
+    name: str,
+    namespace: str,
+    expected: str,
+    threshold: str,
+    timeout_minutes: int,
+    queue: JobQueue | None = None,
 ) -> k8s.meta.v1.ObjectMetaArgs:
     """Metadata of a gating MPIJob: Pulumi awaits its Succeeded condition; the annotations say what it
-    must reach and where its figures are (the launcher Job's log; the operator names it <job>-launcher)."""
+    must reach and where its figures are (the launcher Job's log; the operator names it <job>-launcher).
+    With a queue, the label that submits it to Kueue (Kueue suspends it until admitted; the await spans the wait)."""
     return k8s.meta.v1.ObjectMetaArgs(
         name=name,
         namespace=namespace,
+        labels=kueue_objects.queue_label(queue.local_queue) if queue is not None else None,
         annotations={
             EXPECTED_ANNOTATION: expected,
             THRESHOLD_ANNOTATION: threshold,
@@ -198,7 +237,12 @@ def mpijob(slots: int, launcher: dict[str, Any], worker: dict[str, Any], workers
 
 
 def mpijob_spec(
-    config: AcceptanceJobsConfig, claim: PlannedTemplate, pool: str, taints: list[Taint], min_busbw: float
+    config: AcceptanceJobsConfig,
+    claim: PlannedTemplate,
+    pool: str,
+    taints: list[Taint],
+    min_busbw: float,
+    queue: JobQueue | None = None,
 ) -> dict[str, Any]:
     """The NCCL MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes."""
     # The launcher needs no GPU; it tolerates the GPU pools' taints so that it also runs where the
@@ -221,6 +265,7 @@ def mpijob_spec(
             ],
         }
     }
+    worker = queued_worker(worker, queue)
     to_input_type(k8s.core.v1.PodTemplateSpecArgs, worker, "template")
     return mpijob(claim.gpus_per_worker, launcher, worker, config.workers)
 
@@ -237,7 +282,12 @@ def one_per_node(label: str) -> dict[str, Any]:
 
 
 def rail_mpijob_spec(
-    config: AcceptanceJobsConfig, rails_template: str, pool: str, taints: list[Taint], min_gbps: float
+    config: AcceptanceJobsConfig,
+    rails_template: str,
+    pool: str,
+    taints: list[Taint],
+    min_gbps: float,
+    queue: JobQueue | None = None,
 ) -> dict[str, Any]:
     """The rail test as an MPIJob: two workers, one per node, each holding every rail of its node with
     the rail tools; the launcher runs `scripts/rail-bandwidth.sh` between them over ssh."""
@@ -263,6 +313,7 @@ def rail_mpijob_spec(
             "volumes": [{"name": "tools", "configMap": {"name": TOOLS_CONFIGMAP, "defaultMode": 0o555}}],
         },
     }
+    worker = queued_worker(worker, queue)
     to_input_type(k8s.core.v1.PodTemplateSpecArgs, worker, "template")
     return mpijob(1, launcher, worker, 2)
 
@@ -343,6 +394,8 @@ class AcceptanceJobsArgs:
     """Provider of the target cluster."""
     depends_on: list[pulumi.Resource]
     """Templates and drivers the jobs need."""
+    queue: JobQueue | None = None
+    """Kueue's queue the jobs go through (None: straight to the scheduler)."""
 
 
 @dataclass(frozen=True)
@@ -391,13 +444,14 @@ class GatingJobs(pulumi.ComponentResource):
         spec: dict[str, Any],
         config: AcceptanceJobsConfig,
         opts: pulumi.ResourceOptions,
+        queue: JobQueue | None = None,
     ) -> None:
         """Declare the MPIJob ``job`` that `pulumi up` awaits until it succeeds, and report where to read it."""
         k8s.apiextensions.CustomResource(
             f"{name}-{job}",
             api_version="kubeflow.org/v2beta1",
             kind="MPIJob",
-            metadata=awaited(job, namespace, expected, threshold, config.timeout_minutes),
+            metadata=awaited(job, namespace, expected, threshold, config.timeout_minutes, queue),
             spec=spec,
             opts=opts,
         )
@@ -442,9 +496,10 @@ class AcceptanceJobs(GatingJobs):
                 args.namespace,
                 EXPECTED_NCCL,
                 busbw_threshold(min_busbw),
-                mpijob_spec(config, args.nccl_template, args.pool, args.taints, min_busbw),
+                mpijob_spec(config, args.nccl_template, args.pool, args.taints, min_busbw, args.queue),
                 config,
                 needs,
+                args.queue,
             )
         if args.rails_template is not None:
             min_gbps = rail_threshold("dranet", config.rail_gbps)
@@ -454,8 +509,11 @@ class AcceptanceJobs(GatingJobs):
                 args.namespace,
                 EXPECTED_RAILS,
                 rail_threshold_text(min_gbps),
-                rail_mpijob_spec(config, args.rails_template.name, args.pool, args.taints, min_gbps),
+                rail_mpijob_spec(
+                    config, args.rails_template.name, args.pool, args.taints, min_gbps, args.queue
+                ),
                 config,
                 needs,
+                args.queue,
             )
         self.finish()

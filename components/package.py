@@ -10,6 +10,7 @@ from oke_gpu_rdma import resource_types
 from .cluster import OkeCluster
 from .dra_drivers import Dranet, NvidiaGpuDraDriver
 from .gpu_node_pool import RdmaGpuNodePool
+from .kueue import Kueue
 from .network import Network
 from .rdma_workloads import GpuRailClaimTemplates, RdmaWorkloadNamespace
 from .system_pool import SystemNodePool
@@ -28,4 +29,5 @@ PACKAGE_COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
     NvidiaGpuDraDriver,
     RdmaWorkloadNamespace,
     GpuRailClaimTemplates,
+    Kueue,
 )

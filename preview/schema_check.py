@@ -8,7 +8,9 @@ library ships that is not newer than the stack's `kubernetesVersion` (major.mino
 says which.
 
 Custom resources (MPIJob, NicClusterPolicy, SriovNetwork, ...) have no schema there: their CRDs are
-the operators'. They are named as not validated, never passed silently.
+the operators'. They are named as not validated, never passed silently. Kueue's kinds are validated against
+Kueue's own CRD schemas at the pinned tag (oke_gpu_rdma/kueue_schemas.py, preview/crd_schema.py): the
+structural schema strictly, then the CEL rules a create evaluates.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from typing import Any
 import kubernetes_validate
 from kubernetes_validate import utils
 from packaging.version import Version
+
+from oke_gpu_rdma import kueue_schemas
+
+from . import crd_schema
 
 LIBRARY = "kubernetes-validate"
 
@@ -54,6 +60,10 @@ class SchemaReport:
     """`<apiVersion>/<kind> <namespace>/<name>: <path>: <message>`, one per manifest that fails."""
     unvalidated: dict[str, int] = field(default_factory=dict)
     """`<apiVersion>/<kind>` of custom resources without a shipped schema -> how many objects."""
+    crd_validated: int = 0
+    """Custom resources valid against their CRD's schema (Kueue's)."""
+    transition_rules: int = 0
+    """CEL transition rules (oldSelf) of those CRDs, which only an update evaluates."""
 
     def lines(self) -> list[str]:
         head = (
@@ -67,6 +77,11 @@ class SchemaReport:
                 f"OpenAPI schemas (strict; {LIBRARY} {installed_version(LIBRARY)}; stack {self.kubernetes_version}):"
             )
         lines = [head, *(f"  {e}" for e in self.errors)]
+        if self.crd_validated:
+            lines.append(
+                f"  {self.crd_validated} custom resource(s) valid against {kueue_schemas.provenance()} (strict, "
+                f"with their CEL rules; {self.transition_rules} update-only rule(s) not evaluated on a create)"
+            )
         if self.unvalidated:
             kinds = ", ".join(f"{kind} ({n})" for kind, n in sorted(self.unvalidated.items()))
             lines.append(f"  not validated (custom resources, no schema shipped): {kinds}")
@@ -84,6 +99,13 @@ def check(manifests: Iterable[Mapping[str, Any]], kubernetes_version: str) -> Sc
         kind = f"{manifest['apiVersion']}/{manifest['kind']}"
         metadata = manifest.get("metadata") or {}
         name = "/".join(str(p) for p in (metadata.get("namespace"), metadata.get("name")) if p)
+        crd = kueue_schemas.schema(str(manifest["apiVersion"]), str(manifest["kind"]))
+        if crd is not None:
+            found = crd_schema.check(manifest, crd)
+            report.transition_rules += found.transition_rules
+            report.errors += [f"{kind} {name}: {e}" for e in found.errors]
+            report.crd_validated += 0 if found.errors else 1
+            continue
         try:
             kubernetes_validate.validate(dict(manifest), report.schema_version, strict=True)
         except utils.SchemaNotFoundError:

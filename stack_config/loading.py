@@ -17,11 +17,20 @@ from typing import Any
 
 import pydantic
 
-from . import address_plan, capacity, config_namespaces, placement_plan, region_checks, system_pool_checks
+from . import (
+    address_plan,
+    capacity,
+    config_namespaces,
+    placement_plan,
+    region_checks,
+    scheduling_plan,
+    system_pool_checks,
+)
 from .claim_plan import ClaimPlan, plan_claims
 from .config_namespaces import closest
 from .model import PROJECT, StackConfig, config_keys
 from .problems import ConfigError, ConfigProblem
+from .scheduling_plan import SchedulingPlan, plan_scheduling
 from .sriov_plan import SriovPlan, plan_sriov
 
 
@@ -33,6 +42,13 @@ class Stack:
     claims: ClaimPlan
     sriov: SriovPlan | None = None
     """The SR-IOV objects of the stack's rdma: sriov pools (None without such pools)."""
+    scheduling: SchedulingPlan | None = None
+    """The Kueue release and objects (None unless workloads.scheduling.enabled)."""
+
+    @property
+    def workload_namespaces(self) -> tuple[str, ...]:
+        """The workloads' namespace and every other namespace a claim template lives in."""
+        return workload_namespaces(self.config, self.claims)
 
 
 def _path(loc: Sequence[int | str]) -> str:
@@ -131,10 +147,16 @@ def load_stack(
         + placement_plan.problems(config)
         + list(claims.problems)
         + sriov_problems
+        + scheduling_plan.problems(config)
     )
     if found:
         raise ConfigError(source, found)
-    return Stack(config, claims, sriov)
+    return Stack(config, claims, sriov, plan_scheduling(config, workload_namespaces(config, claims)))
+
+
+def workload_namespaces(config: StackConfig, claims: ClaimPlan) -> tuple[str, ...]:
+    """The namespaces the program creates for workloads (__main__.py): workloads.namespace, then the templates'."""
+    return tuple(dict.fromkeys([config.workloads.namespace, *claims.namespaces]))
 
 
 def parse_stack_config(raw: Mapping[str, Any], source: str, region: str | None) -> StackConfig:

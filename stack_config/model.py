@@ -29,9 +29,15 @@ from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma import mpi_operator, resource_types
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
-from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, RDMA_PATH_LABEL
+from oke_gpu_rdma.labels import (
+    DEVICE_PLUGIN_LABEL,
+    FABRIC_LEVEL_LABELS,
+    HOSTNAME_LABEL,
+    RDMA_NETWORK_BLOCK_LABEL,
+    RDMA_PATH_LABEL,
+)
 from oke_gpu_rdma.oci_regions import is_known_region, parse_ocid, unknown_region
-from oke_gpu_rdma.releases import dranet, network_operator, nvidia_gpu
+from oke_gpu_rdma.releases import dranet, kueue, network_operator, nvidia_gpu
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import MAX_VFS_PER_PF, RdmaMode, RdmaPath
@@ -914,6 +920,44 @@ class AcceptanceJobsConfig(_Model):
         return self
 
 
+def _fabric_level(level: str) -> str:
+    # A job's whole pod set within one domain of this level (the Topology's levels, oke_gpu_rdma/labels.py); the
+    # acceptance job has at least two workers, one per node, so one host is never enough.
+    levels = [label for label in FABRIC_LEVEL_LABELS if label != HOSTNAME_LABEL]
+    if level not in levels:
+        raise ValueError(f"{level!r} is not a fabric level of the Topology; use one of {', '.join(levels)}")
+    return level
+
+
+class SchedulingConfig(_Model):
+    """Kueue with topology-aware scheduling over the RDMA fabric (docs/scheduling.md): the chart, one Topology with
+    the fabric levels, a ResourceFlavor per RDMA shape, a ClusterQueue with the pools' GPUs, rails, CPUs and memory,
+    and a LocalQueue in each workload namespace."""
+
+    enabled: bool = Field(
+        False, description="Install Kueue and the queue; the acceptance jobs then run through it."
+    )
+    chart_version: str = Field(
+        kueue.DEFAULT_VERSION, alias="chartVersion", description="Version of the kueue Helm chart."
+    )
+    namespace: DnsLabel = Field(kueue.NAMESPACE, description="Namespace of Kueue (created).")
+    topology: DnsLabel = Field("rdma-fabric", description="Name of the Topology (the RDMA fabric's levels).")
+    cluster_queue: DnsLabel = Field(
+        "rdma-gpus", alias="clusterQueue", description="Name of the ClusterQueue."
+    )
+    local_queue: DnsLabel = Field(
+        "rdma-gpus",
+        alias="localQueue",
+        description="Name of the LocalQueue in each workload namespace (the jobs' kueue.x-k8s.io/queue-name).",
+    )
+    acceptance_level: Annotated[str, AfterValidator(_fabric_level)] = Field(
+        RDMA_NETWORK_BLOCK_LABEL,
+        alias="acceptanceLevel",
+        description="The Topology level the NCCL acceptance job's workers must share "
+        "(kueue.x-k8s.io/podset-required-topology).",
+    )
+
+
 class WorkloadsConfig(_Model):
     """Where RDMA training pods run and the claim templates they use."""
 
@@ -936,6 +980,10 @@ class WorkloadsConfig(_Model):
         default_factory=lambda: AcceptanceJobsConfig(),
         alias="acceptanceJobs",
         description="Jobs that gate the apply on the fabric's measured bandwidth (docs/kubernetes.md).",
+    )
+    scheduling: SchedulingConfig = Field(
+        default_factory=lambda: SchedulingConfig(),
+        description="Kueue topology-aware scheduling of the training jobs (docs/scheduling.md).",
     )
 
     @model_validator(mode="after")

@@ -1,7 +1,7 @@
 """Schedulability before anything is declared: the controllers every stack starts need a pool that admits them.
 
 CoreDNS, the GPU Operator's operator, NFD master/gc and the chart's hook Jobs, the Network Operator's
-Deployments and the MPI operator keep their charts' placement (the project sets none of it), so whether a stack's pools admit them
+Deployments, Kueue's controller manager and the MPI operator keep their charts' placement (the project sets none of it), so whether a stack's pools admit them
 follows from the config alone (oke_gpu_rdma/chart_workloads.py, oke_gpu_rdma/scheduling.py). The program
 checks it while the config loads, so `pulumi preview` and `pulumi up` stop before the first resource;
 `make preview` then checks every pod template the run declared (preview/schedulability.py).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from oke_gpu_rdma import chart_workloads, mpi_operator
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
-from oke_gpu_rdma.releases import network_operator
+from oke_gpu_rdma.releases import kueue, network_operator
 from oke_gpu_rdma.scheduling import PodPlacement, check
 
 from .model import StackConfig
@@ -35,6 +35,10 @@ def controllers(config: StackConfig) -> list[PodPlacement]:
         pods += [
             p for p in network_operator.release_workloads(network_operator.RELEASE, values) if not p.daemonset
         ]
+    if config.workloads.scheduling.enabled:
+        # The chart's placement (no nodeSelector, no toleration: oke_gpu_rdma/releases/kueue.py), as the
+        # component's values leave it.
+        pods += kueue.workloads(kueue.RELEASE, kueue.values([]))
     acceptance = config.workloads.acceptance_jobs
     if acceptance.enabled and acceptance.nccl:
         pods.append(mpi_operator.release(acceptance.mpi_operator_version).placement())

@@ -176,6 +176,13 @@ _CONFIG_MAP_DATA = [_parse(".data"), _parse(".binaryData")]
 API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
     "resource.k8s.io/v1/ResourceClaimTemplate": (("spec",), []),
     "resource.k8s.io/v1/ResourceClaim": (("spec",), []),
+    # Kueue's CRD transition rules at v0.19.2 (oke_gpu_rdma/kueue_crd_schemas.json): Topology spec.levels
+    # `self == oldSelf`; LocalQueue spec.clusterQueue `self == oldSelf`; a ResourceFlavor with a topologyName
+    # keeps its nodeLabels, tolerations and topologyName (only nodeTaints change) - every flavor of this
+    # program has one but the system flavor, whose spec changes only with the system pool's name.
+    "kueue.x-k8s.io/v1beta2/Topology": (("spec", "levels"), []),
+    "kueue.x-k8s.io/v1beta2/LocalQueue": (("spec", "clusterQueue"), []),
+    "kueue.x-k8s.io/v1beta2/ResourceFlavor": (("spec",), [("spec", "nodeTaints")]),
     "v1/Pod": (
         ("spec",),
         [
@@ -212,6 +219,8 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
 #   no `x-kubernetes-validations` transition rules (kubeflow/mpi-operator v0.6.0
 #   deploy/v2beta1/mpi-operator.yaml; Mellanox/network-operator's and k8snetworkplumbingwg's CRDs), so
 #   every field updates in place.
+# - Kueue's Topology, ResourceFlavor and LocalQueue: the immutable fields of their CRDs' transition rules
+#   (API_IMMUTABLE; components/kueue.py replaces on them); ClusterQueue: no transition rule, quotas update in place.
 # - Helm releases: helm_release.go `Diff` (.name, .namespace replace; never delete-first).
 KINDS: frozenset[str] = frozenset(
     {
@@ -236,6 +245,10 @@ KINDS: frozenset[str] = frozenset(
         "sriovnetwork.openshift.io/v1/SriovNetworkNodePolicy",
         "sriovnetwork.openshift.io/v1/SriovNetworkPoolConfig",
         "k8s.cni.cncf.io/v1/NetworkAttachmentDefinition",
+        "kueue.x-k8s.io/v1beta2/Topology",
+        "kueue.x-k8s.io/v1beta2/ResourceFlavor",
+        "kueue.x-k8s.io/v1beta2/ClusterQueue",
+        "kueue.x-k8s.io/v1beta2/LocalQueue",
         "helm.sh/v3/Release",
     }
 )

@@ -47,3 +47,16 @@ def test_the_fleet_stack_previews_clean(tmp_path):
     assert sorted(topologies) == ["BM.GPU.A100-v2.8", "BM.GPU.H100.8", "BM.GPU.H200.8"]
     assert topologies["BM.GPU.H100.8"]["gpuProduct"] == "NVIDIA H100 80GB HBM3"
     assert result.findings == []
+    # Scheduling on: one ResourceFlavor per shape (and the system pool's), each shape's 16 pools in its quota.
+    flavors = sorted(
+        r.inputs["metadata"]["name"] for r in result.run.resources if r.type.endswith(":ResourceFlavor")
+    )
+    assert [f.rsplit("-", 1)[0] for f in flavors] == sorted([*(shape_slug(s) for s in SHAPES), "system"])
+    (queue,) = [r for r in result.run.resources if r.type.endswith(":ClusterQueue")]
+    gpus = {
+        f["name"].rsplit("-", 1)[0]: next(
+            q["nominalQuota"] for q in f["resources"] if q["name"] == "oke-gpu-rdma/gpus"
+        )
+        for f in queue.inputs["spec"]["resourceGroups"][0]["flavors"]
+    }
+    assert gpus == {**{shape_slug(s): str(16 * 2 * 8) for s in SHAPES}, "system": "0"}

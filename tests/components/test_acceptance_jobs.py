@@ -306,3 +306,59 @@ def test_an_mpi_operator_release_without_facts_is_refused() -> None:
         "one of those, or add it with `python -m tools.mpi_operator_facts <its "
         "deploy/v2beta1/mpi-operator.yaml> --version v0.7.0 --commit <the tag's commit>`"
     ) in str(refused.value)
+
+
+def test_in_a_stack_with_scheduling_the_nccl_job_goes_through_the_queue(
+    run_stack: Callable[..., Run],
+) -> None:
+    # The full example turns scheduling and the acceptance jobs on (examples/Pulumi.full.yaml).
+    run = run_stack("full")
+    job = run.one(MPIJOB)
+    metadata = job.inputs["metadata"]
+    assert metadata["labels"] == {"kueue.x-k8s.io/queue-name": "rdma-gpus"}
+    # The gate is the same: Pulumi awaits the job's Succeeded condition against the seed's figure.
+    assert metadata["annotations"]["pulumi.com/waitFor"] == SUCCEEDED
+    assert metadata["annotations"]["oke-gpu-rdma/threshold"].endswith(">= 190.13 GB/s")
+    worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    assert worker["metadata"] == {
+        "annotations": {"kueue.x-k8s.io/podset-required-topology": "oke-gpu-rdma/rdma-network-block"}
+    }
+    # Its claim is the aligned whole-node template, and its CPU request more than half of a BM.GPU.B4.8's 128
+    # CPUs: TAS, which counts requests and not claims, never puts two workers on one node (docs/scheduling.md).
+    pod = worker["spec"]
+    assert pod["resourceClaims"] == [
+        {"name": "gpus-rails", "resourceClaimTemplateName": "aligned-8gpu-16rails"}
+    ]
+    assert pod["containers"][0]["resources"] == {
+        "claims": [{"name": "gpus-rails"}],
+        "requests": {"cpu": "65"},
+    }
+    # The launcher has no topology request: Kueue gives it the system flavor.
+    launcher = job.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+    assert "metadata" not in launcher
+    # It is created once the queue exists (before, Kueue would not manage it).
+    queue = run.one("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
+    component = run.one("oke-gpu-rdma:index:Kueue")
+    assert component.urn in job.dependencies or queue.urn in job.dependencies
+
+
+def test_the_rail_test_goes_through_the_queue_too(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("full")
+    raw["workloads"]["acceptanceJobs"] = {"enabled": True, "nccl": False, "railBandwidth": True}
+    raw["workloads"]["scheduling"]["acceptanceLevel"] = "oke-gpu-rdma/rdma-local-block"
+    job = run_stack("full", raw).one(MPIJOB)
+    assert job.inputs["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "rdma-gpus"}
+    worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    assert worker["metadata"] == {
+        "labels": {"oke-gpu-rdma/rail-test": "true"},
+        "annotations": {"kueue.x-k8s.io/podset-required-topology": "oke-gpu-rdma/rdma-local-block"},
+    }
+    assert worker["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "65"}
+
+
+def test_without_scheduling_the_job_is_unchanged(run_stack: Callable[..., Run]) -> None:
+    job = run_stack("dev", with_jobs()).one(MPIJOB)
+    assert "labels" not in job.inputs["metadata"]
+    worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    assert "metadata" not in worker
+    assert worker["spec"]["containers"][0]["resources"] == {"claims": [{"name": "gpus-rails"}]}

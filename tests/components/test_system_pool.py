@@ -123,6 +123,9 @@ def test_without_it_a_created_cluster_has_nowhere_for_coredns_and_the_controller
         f"pool of the stack: {pools}; {fix}",
         f"systemPool: Job gpu-operator-upgrade-crd (pre-upgrade hook) (chart gpu-operator, release gpu-operator) "
         f"fits no node pool of the stack: {pools}; {fix}",
+        # The full example schedules through Kueue and runs the NCCL acceptance job.
+        f"systemPool: Deployment kueue-controller-manager (chart kueue) fits no node pool of the stack: {pools}; {fix}",
+        f"systemPool: Deployment mpi-operator/mpi-operator fits no node pool of the stack: {pools}; {fix}",
     ]
 
 

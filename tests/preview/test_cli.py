@@ -585,6 +585,13 @@ def _unchanged_plan(stack: str) -> Any:
     return change_plan.build(change_plan.parse(files), change_plan.parse(files), "x")
 
 
+QUOTAS = ", ".join(f"~spec.resourceGroups[0].flavors[0].resources[{i}].nominalQuota" for i in range(4))
+MPI_MANIFEST = (
+    "https://raw.githubusercontent.com/kubeflow/mpi-operator/c983759cfa87fd32ed5711804021ea47eb8d712c/deploy/v2beta1/"
+    "mpi-operator.yaml"
+)
+
+
 def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(tmp_path: Path) -> None:
     raw = raw_config("full")
     raw["nodePools"][0]["count"] = 4
@@ -602,26 +609,44 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         "GPU nodes:",
         "  ! gpu-b4-a: 2 => 4 BM.GPU.B4.8 nodes: 2 added",
         "",
-        "     Type" + " " * 78 + "Name",
-        "     pulumi:pulumi:Stack" + " " * 63 + "oke-gpu-rdma-full",
-        "     └─ oke-gpu-rdma:index:RdmaGpuNodePool" + " " * 45 + "gpu-b4-a",
-        " ~      └─ oci:ContainerEngine/nodePool:NodePool"
-        + " " * 39
+        "     Type" + " " * 55 + "Name",
+        "     pulumi:pulumi:Stack" + " " * 40 + "oke-gpu-rdma-full",
+        "     ├─ oke-gpu-rdma:index:RdmaGpuNodePool" + " " * 22 + "gpu-b4-a",
+        " ~   │  └─ oci:ContainerEngine/nodePool:NodePool"
+        + " " * 16
         + "gpu-b4-a-nodes"
         + pad[14:]
         + "update [diff: ~nodeConfigDetails.size]",
-        "     (63 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        # The ClusterQueue's quotas follow the pool's size (the full example schedules through Kueue).
+        "     └─ oke-gpu-rdma:index:Kueue" + " " * 32 + "kueue",
+        " ~      └─ kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+        + " " * 7
+        + "kueue-clusterqueue-rdma-gpus"
+        + " " * 22
+        + f"update [diff: {QUOTAS}]",
+        "     (45 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
         "      ~ nodeConfigDetails.size: 2 => 4",
+        f"  ~ kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue kueue-clusterqueue-rdma-gpus update [diff: {QUOTAS}]",
+        '      ~ spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: "512" => "768"',
+        '      ~ spec.resourceGroups[0].flavors[0].resources[1].nominalQuota: "8192Gi" => "12288Gi"',
+        '      ~ spec.resourceGroups[0].flavors[0].resources[2].nominalQuota: "32" => "48"',
+        '      ~ spec.resourceGroups[0].flavors[0].resources[3].nominalQuota: "64" => "96"',
         "Not shown: the objects Helm renders from the charts of dranet-release, gpu-dra-driver-release, "
-        "gpu-operator-release at apply time (the plan shows each release's chart, version and values)",
+        "gpu-operator-release, kueue-release at apply time (the plan shows each release's chart, version and values)",
+        "Not shown: the objects of the manifests that ConfigFile acceptance-mpi-operator-manifest "
+        f"({MPI_MANIFEST}) fetches at apply time (the plan shows the manifest's URL, pinned to a commit)",
         "",
     ]
     resources = out.index("Resources:")
-    assert out[resources : resources + 3] == ["Resources:", "    ~ 1 to update", "    1 change. 65 unchanged"]
-    # No unchanged resource of the 66 is in the tree.
+    assert out[resources : resources + 3] == [
+        "Resources:",
+        "    ~ 2 to update",
+        "    2 changes. 48 unchanged",
+    ]
+    # No unchanged resource of the 50 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
     # The CI summary of a change to one stack among unchanged ones: one section, one closing line.
     cli.append_summary(summary, "sriov", _unchanged_plan("sriov"))

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from stack_config.loading import load_stack
 from stack_config.placement_plan import controllers
+from stack_config.problems import ConfigError
 from tests.support import EXAMPLE_REGION, raw_config
 
 WHERE = "(chart network-operator, release network-operator)"
@@ -49,3 +52,18 @@ def test_the_nfd_worker_value_repeats_the_charts_tolerations_and_adds_the_pools(
             ]
         }
     }
+
+
+def test_kueues_controller_is_placed_early_when_the_stack_schedules_through_it() -> None:
+    name = "Deployment kueue-controller-manager (chart kueue)"
+    full = load_stack(raw_config("full"), "full", EXAMPLE_REGION).config
+    assert name in [p.name for p in controllers(full)]
+    raw = raw_config("full")
+    raw["workloads"]["scheduling"]["enabled"] = False
+    assert name not in [p.name for p in controllers(load_stack(raw, "full", EXAMPLE_REGION).config)]
+    # With every pool tainted and no system pool, no pool admits it: one problem naming it, before anything exists.
+    raw = raw_config("full")
+    raw["systemPool"]["enabled"] = False
+    with pytest.raises(ConfigError) as err:
+        load_stack(raw, "full", EXAMPLE_REGION)
+    assert f"full: systemPool: {name} fits no node pool of the stack" in str(err.value)

@@ -244,8 +244,10 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        "    +-15 to replace",
-        "    15 changes. 51 unchanged",
+        # The full example's Kueue (release, Topology, two flavors, ClusterQueue, LocalQueue) and NCCL job
+        # (MPIJob, the MPI operator's manifest) are on the cluster too.
+        "    +-23 to replace",
+        "    23 changes. 27 unchanged",
     ]
 
 
@@ -323,12 +325,17 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "gpu-b4-b: 2 BM.GPU.B4.8 nodes would be deleted (the pool is no longer declared), but the apply "
         "stops here: the node pool is protected (`oke-gpu-rdma:protect: {gpuPools: false}` lifts it)"
     ]
+    # The ClusterQueue's quotas follow the pools: the B4.8 flavor loses the pool's GPUs, rails, CPUs and memory.
+    queue = plan.step("kueue-clusterqueue-rdma-gpus")
+    assert queue.line().startswith(
+        "~ kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue kueue-clusterqueue-rdma-gpus update"
+    )
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        "    ~ 2 to update",
+        "    ~ 3 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    3 changes. 61 unchanged",
+        "    4 changes. 44 unchanged",
     ]
 
 

@@ -1,0 +1,123 @@
+"""The Kueue objects of a stack with topology-aware scheduling, as plain data: one Topology, a ResourceFlavor per
+flavor, one ClusterQueue and a LocalQueue per namespace (kueue.x-k8s.io/v1beta2, the storage version at the
+pinned tag; field names from kubernetes-sigs/kueue v0.19.2 apis/kueue/v1beta2: topology_types.go l. 113-135,
+resourceflavor_types.go l. 53-112, clusterqueue_types.go l. 66-344, localqueue_types.go).
+
+The component (components/kueue.py) declares exactly these specs; the preview validates them against Kueue's
+CRD schemas (preview/schema_check.py, oke_gpu_rdma/kueue_crd_schemas.json).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .releases import kueue
+
+# A namespace's name as a label every namespace carries (the NamespaceDefaultLabelName feature, GA in 1.22).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+CPU = "cpu"
+MEMORY = "memory"
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """A ResourceFlavor and its quotas in the ClusterQueue (resource name -> quantity)."""
+
+    name: str
+    node_labels: Mapping[str, str]
+    tolerations: tuple[Mapping[str, str], ...] = ()
+    topology: str | None = None
+    """The Topology it schedules over (None: a flavor without topology-aware scheduling)."""
+    quotas: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def object_name(self) -> str:
+        """The ResourceFlavor's name: ``name`` and a digest of what its CRD makes immutable once it has a topology
+        (nodeLabels, tolerations, topologyName: resourceflavor_types.go l. 49-51). A change is then a new flavor
+        that the ClusterQueue names in the same apply, and the old one is deleted after, once no queue uses it:
+        Kueue holds a flavor a ClusterQueue names until the queue drops it (its resource-in-use finalizer,
+        pkg/controller/core/resourceflavor_controller.go l. 107-117), so deleting it first would wait forever."""
+        fixed = [dict(self.node_labels), [dict(t) for t in self.tolerations], self.topology]
+        digest = hashlib.sha256(json.dumps(fixed, sort_keys=True).encode()).hexdigest()[:6]
+        return f"{self.name}-{digest}"
+
+
+def topology_spec(levels: Sequence[str]) -> dict[str, Any]:
+    """The Topology's spec: its levels outermost first, kubernetes.io/hostname last (the CRD allows it there only)."""
+    return {"levels": [{"nodeLabel": label} for label in levels]}
+
+
+def flavor_spec(flavor: Flavor) -> dict[str, Any]:
+    """A ResourceFlavor's spec: the node labels Kueue injects into an admitted pod set's nodeSelector, the
+    tolerations it injects, and its Topology."""
+    spec: dict[str, Any] = {"nodeLabels": dict(flavor.node_labels)}
+    if flavor.tolerations:
+        spec["tolerations"] = [dict(t) for t in flavor.tolerations]
+    if flavor.topology is not None:
+        spec["topologyName"] = flavor.topology
+    return spec
+
+
+def covered_resources(flavors: Sequence[Flavor]) -> list[str]:
+    """Every resource any flavor has a quota for, in a fixed order (CPU, memory, then the device resources)."""
+    names = {name for f in flavors for name in f.quotas}
+    order = [CPU, MEMORY, kueue.GPU_RESOURCE, kueue.RAIL_RESOURCE]
+    return [n for n in order if n in names] + sorted(names - set(order))
+
+
+def cluster_queue_spec(flavors: Sequence[Flavor], namespaces: Sequence[str]) -> dict[str, Any]:
+    """One resource group over every flavor, each flavor with a quota for every covered resource (the CRD
+    requires as many as coveredResources: clusterqueue_types.go l. 254), a missing one being 0. Workloads come
+    from the given namespaces (a nil namespaceSelector admits none: l. 109-115)."""
+    covered = covered_resources(flavors)
+    return {
+        "namespaceSelector": {
+            "matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}]
+        },
+        "resourceGroups": [
+            {
+                "coveredResources": covered,
+                "flavors": [
+                    {
+                        "name": f.object_name,
+                        "resources": [{"name": r, "nominalQuota": f.quotas.get(r, "0")} for r in covered],
+                    }
+                    for f in flavors
+                ],
+            }
+        ],
+    }
+
+
+def local_queue_spec(cluster_queue: str) -> dict[str, Any]:
+    return {"clusterQueue": cluster_queue}
+
+
+def manifest(kind: str, name: str, spec: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
+    """An object as the API server gets it (what the preview validates)."""
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return {"apiVersion": kueue.API_VERSION, "kind": kind, "metadata": metadata, "spec": dict(spec)}
+
+
+def quota_count(quantity: str) -> int:
+    """A quota written by this module as an int (``2048Gi`` -> bytes; ``16`` -> 16)."""
+    if quantity.endswith("Gi"):
+        return int(quantity[:-2]) << 30
+    return int(quantity)
+
+
+def pod_topology_annotation(level: str, required: bool = True) -> dict[str, str]:
+    """The pod-template annotation that asks Kueue to place a pod set within one domain of ``level``."""
+    key = kueue.REQUIRED_TOPOLOGY_ANNOTATION if required else kueue.PREFERRED_TOPOLOGY_ANNOTATION
+    return {key: level}
+
+
+def queue_label(local_queue: str) -> dict[str, str]:
+    """The job label that submits it to ``local_queue``."""
+    return {kueue.QUEUE_LABEL: local_queue}

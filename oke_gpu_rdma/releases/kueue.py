@@ -1,0 +1,184 @@
+"""Kueue (kubernetes-sigs/kueue): its chart, the values it reads, where its controller goes, its configuration
+as the chart reads it, and the names of its API that jobs and the stack's objects use.
+
+Pinned: tag v0.19.2 (commit 8eab68778fc1b52affe165fdf5af29d1e9b4f3cb), the newest release of the snapshot. At
+that tag both features this stack combines are on by default (pkg/features/kube_features.go l. 683-686
+TopologyAwareScheduling beta and default on since 0.14; l. 745-747 KueueDRAIntegration beta and default on
+since 0.18), so the chart sets no feature gate. Sources at the tag: charts/kueue/values.yaml,
+charts/kueue/templates/manager/manager.yaml and manager-config.yaml, apis/config/v1beta2/configuration_types.go,
+apis/kueue/v1beta2 (the storage version of every kind the stack declares: `+kubebuilder:storageversion` in
+topology_types.go l. 140, resourceflavor_types.go l. 27, clusterqueue_types.go l. 599, localqueue_types.go
+l. 184), pkg/controller/constants/constants.go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import yaml
+
+from oke_gpu_rdma.scheduling import PodPlacement
+
+from . import placement as values_of
+from .facts import ReleaseFacts
+
+CHART_NAME: Final = "kueue"
+# charts/kueue/README.md l. 28-31: the charts pushed to oci://registry.k8s.io/kueue/charts/kueue. The packaged
+# chart sets the controller image to registry.k8s.io/kueue/kueue:<tag> (hack/helm-chart-package.sh l. 74-75),
+# not the git values' staging image, so the stack leaves the image alone.
+CHART: Final = f"oci://registry.k8s.io/kueue/charts/{CHART_NAME}"
+DEFAULT_VERSION: Final = "0.19.2"
+RELEASE: Final = CHART_NAME
+NAMESPACE: Final = "kueue-system"
+
+# The API group and the version the stack writes (the storage version of each kind at the tag).
+API_GROUP: Final = "kueue.x-k8s.io"
+API_VERSION: Final = f"{API_GROUP}/v1beta2"
+TOPOLOGY_KIND: Final = "Topology"
+RESOURCE_FLAVOR_KIND: Final = "ResourceFlavor"
+CLUSTER_QUEUE_KIND: Final = "ClusterQueue"
+LOCAL_QUEUE_KIND: Final = "LocalQueue"
+KINDS: Final = (TOPOLOGY_KIND, RESOURCE_FLAVOR_KIND, CLUSTER_QUEUE_KIND, LOCAL_QUEUE_KIND)
+
+# What a job says to Kueue. pkg/controller/constants/constants.go l. 23 QueueLabel, on the job object (an
+# MPIJob's metadata); apis/kueue/v1beta2/topology_types.go l. 28 and l. 39, on a pod set's template.
+QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
+
+# The quota resources the configuration's deviceClassMappings name (apis/config/v1beta2/configuration_types.go
+# l. 636-663; pkg/config/validation.go l. 495 requires a label key). pkg/dra/claims.go countDevicesPerClass
+# (l. 58-125) counts an ExactCount request's `count` per DeviceClass and GetResourceRequestsForResourceClaimTemplates
+# (l. 155-237) adds those counts, per pod, under the mapping's name: a GPU is 1 of GPU_RESOURCE, a rail 1 of
+# RAIL_RESOURCE. A class no mapping names makes the workload inadmissible (l. 213-219), as does a request with
+# allocationMode All, adminAccess or firstAvailable (l. 73-98).
+GPU_RESOURCE: Final = "oke-gpu-rdma/gpus"
+RAIL_RESOURCE: Final = "oke-gpu-rdma/rails"
+
+# charts/kueue/values.yaml l. 119-184, managerConfig.controllerManagerConfigYaml: the chart's default
+# configuration, which the values replace whole (templates/manager/manager-config.yaml l. 26-37 parses the string
+# and only adds internalCertManagement), so the stack repeats it and adds its deviceClassMappings.
+DEFAULT_MANAGER_CONFIG: Final[Mapping[str, Any]] = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    "kind": "Configuration",
+    "health": {"healthProbeBindAddress": ":8081"},
+    "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    "controller": {
+        "groupKindConcurrency": {
+            "Job.batch": 5,
+            "Pod": 5,
+            "Workload.kueue.x-k8s.io": 10,
+            "LocalQueue.kueue.x-k8s.io": 5,
+            "ClusterQueue.kueue.x-k8s.io": 5,
+            "ResourceFlavor.kueue.x-k8s.io": 1,
+        }
+    },
+    "clientConnection": {"qps": 300, "burst": 500},
+    "integrations": {
+        "frameworks": [
+            "batch/job",
+            "kubeflow.org/mpijob",
+            "ray.io/rayjob",
+            "ray.io/rayservice",
+            "ray.io/raycluster",
+            "jobset.x-k8s.io/jobset",
+            # Off in the chart's default; on here: the README's PyTorchJob goes through the queue.
+            "kubeflow.org/pytorchjob",
+            "workload.codeflare.dev/appwrapper",
+            "trainer.kubeflow.org/trainjob",
+            "pod",
+            "deployment",
+            "statefulset",
+            "leaderworkerset.x-k8s.io/leaderworkerset",
+        ]
+    },
+}
+MANAGER_CONFIG_VALUE: Final = "managerConfig.controllerManagerConfigYaml"
+
+# The values the templates read that the stack sets or the placement reads (values.yaml l. 30-114;
+# templates/manager/manager.yaml l. 44-46 priorityClassName, l. 117-124 nodeSelector and tolerations).
+VALUE_PATHS: Final = frozenset(
+    {
+        MANAGER_CONFIG_VALUE,
+        "controllerManager.featureGates",
+        "controllerManager.replicas",
+        "controllerManager.nodeSelector.*",
+        "controllerManager.tolerations",
+        "controllerManager.topologySpreadConstraints",
+        "controllerManager.manager.priorityClassName",
+        "controllerManager.manager.resources.*",
+        "controllerManager.manager.image.repository",
+        "controllerManager.manager.image.tag",
+        "enableCertManager",
+        "enablePrometheus",
+        "enableKueueViz",
+    }
+)
+
+
+def device_class_mappings(gpu_classes: Sequence[str], rail_classes: Sequence[str]) -> list[dict[str, Any]]:
+    """The configuration's `resources.deviceClassMappings`: GPUs and rails under one quota resource each."""
+    mappings = []
+    for name, classes in ((GPU_RESOURCE, gpu_classes), (RAIL_RESOURCE, rail_classes)):
+        if classes:
+            mappings.append({"name": name, "deviceClassNames": sorted(classes)})
+    return mappings
+
+
+def manager_config(mappings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The chart's default configuration with ``mappings`` as its DRA device class mappings."""
+    config = yaml.safe_load(yaml.safe_dump(dict(DEFAULT_MANAGER_CONFIG)))
+    config["resources"] = {"deviceClassMappings": [dict(m) for m in mappings]}
+    return dict(config)
+
+
+def values(mappings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The chart values: the configuration as the string the chart parses. The controller keeps the chart's
+    placement (no nodeSelector, no toleration): it runs on an untainted node, the system pool's."""
+    return {
+        "managerConfig": {
+            "controllerManagerConfigYaml": yaml.safe_dump(manager_config(mappings), sort_keys=False)
+        }
+    }
+
+
+def read_manager_config(release_values: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration a release's values give the controller (the chart's default when unset)."""
+    text = values_of.get(release_values, MANAGER_CONFIG_VALUE)
+    if not isinstance(text, str):
+        return dict(DEFAULT_MANAGER_CONFIG)
+    parsed = yaml.safe_load(text)
+    return dict(parsed) if isinstance(parsed, Mapping) else {}
+
+
+def workloads(release: str, release_values: Mapping[str, Any]) -> list[PodPlacement]:
+    """The controller-manager Deployment (templates/manager/manager.yaml): nodeSelector and tolerations from
+    controllerManager.* (l. 117-124; values.yaml l. 104-107 default both empty), no affinity in the template,
+    priorityClassName from controllerManager.manager.priorityClassName (l. 44-46; default unset). The KueueViz
+    Deployments only with enableKueueViz (default false, values.yaml l. 27), which the stack leaves off."""
+    return [
+        PodPlacement(
+            f"Deployment {release}-controller-manager (chart {CHART_NAME})",
+            node_selector=values_of.mapping(release_values, "controllerManager.nodeSelector"),
+            tolerations=values_of.tolerations(release_values, "controllerManager.tolerations", ()),
+            priority_class=values_of.string(
+                release_values, "controllerManager.manager.priorityClassName", None
+            ),
+        )
+    ]
+
+
+FACTS: Final = ReleaseFacts(
+    title="Kueue",
+    chart_name=CHART_NAME,
+    chart=CHART,
+    repository=None,
+    default_version=DEFAULT_VERSION,
+    release=RELEASE,
+    namespace=NAMESPACE,
+    value_paths=VALUE_PATHS,
+    workloads=workloads,
+)

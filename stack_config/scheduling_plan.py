@@ -1,0 +1,202 @@
+"""What Kueue gets in a stack with `workloads.scheduling.enabled`: the flavors of its RDMA shapes, their quotas
+and the queue (docs/scheduling.md says why each is so).
+
+- One ResourceFlavor per shape of the rdma: dranet pools, selecting their nodes by the kubelet's instance-type
+  label and the device-plugin-off label only those pools carry (stack_config/pool_nodes.py gpu_pool_labels:
+  SR-IOV and rdma: none pools keep the device plugin on), so it selects exactly that shape's DRA pools. It
+  tolerates the taints of those pools (Kueue injects its tolerations into the admitted pod sets, and TAS
+  drops a node whose taints a pod set does not tolerate), and schedules over the stack's Topology.
+- Quotas are the pools' capacity: their nodes' GPUs and rails as Kueue counts DRA devices (one per device of a
+  mapped DeviceClass: oke_gpu_rdma/releases/kueue.py), and their CPUs and memory (oke_gpu_rdma/node_sizes.py).
+- With a system pool, a flavor of its own without topology for pod sets that need no GPU (an MPIJob's
+  launcher): Kueue gives a pod set without a topology request only a flavor without topology when the queue
+  has one (pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS, l. 164-203).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from oke_gpu_rdma import kueue_objects
+from oke_gpu_rdma.kueue_objects import CPU, MEMORY, Flavor
+from oke_gpu_rdma.labels import (
+    DEVICE_PLUGIN_LABEL,
+    DEVICE_PLUGIN_OFF,
+    FABRIC_LEVEL_LABELS,
+    INSTANCE_TYPE_LABEL,
+    POOL_LABEL,
+)
+from oke_gpu_rdma.node_sizes import SIZES, node_size
+from oke_gpu_rdma.releases import dranet, kueue, nvidia_gpu
+from oke_gpu_rdma.topology import shape_slug
+
+from .claim_plan import pool_shapes, shape_catalog
+from .model import StackConfig, tolerations
+from .problems import ConfigProblem
+
+KEY = "workloads.scheduling.enabled"
+# apis/kueue/v1beta2/resourceflavor_types.go l. 65 and l. 98: at most 8 node labels and 8 tolerations.
+MAX_FLAVOR_TOLERATIONS = 8
+# The system flavor's name (no shape has it: shape slugs start with bm- or vm-).
+SYSTEM_FLAVOR = "system"
+
+
+@dataclass(frozen=True)
+class SchedulingPlan:
+    """The Kueue release and objects of a stack."""
+
+    chart_version: str
+    namespace: str
+    topology: str
+    levels: tuple[str, ...]
+    flavors: tuple[Flavor, ...]
+    """The shapes' flavors, then the system flavor if any (Kueue tries them in this order)."""
+    flavor_pools: dict[str, tuple[str, ...]]
+    """Flavor name -> the pools whose nodes it selects (the system flavor: the system pool)."""
+    cluster_queue: str
+    local_queue: str
+    namespaces: tuple[str, ...]
+    acceptance_level: str
+    device_class_mappings: tuple[dict[str, object], ...] = field(default=())
+
+    def shape_flavor(self, shape: str) -> Flavor:
+        return next(f for f in self.flavors if f.name == flavor_name(shape))
+
+
+def flavor_name(shape: str) -> str:
+    """A shape's ResourceFlavor: the shape as a DNS label (`bm-gpu-b4-8`)."""
+    return shape_slug(shape)
+
+
+def shape_flavor_labels(shape: str) -> dict[str, str]:
+    """The node labels of a shape's flavor: that shape, on a pool whose GPUs come from the DRA driver."""
+    return {INSTANCE_TYPE_LABEL: shape, DEVICE_PLUGIN_LABEL: DEVICE_PLUGIN_OFF}
+
+
+def problems(config: StackConfig) -> list[ConfigProblem]:
+    """Why the stack cannot schedule through Kueue as configured (none when scheduling is off)."""
+    if not config.workloads.scheduling.enabled:
+        return []
+    found: list[ConfigProblem] = []
+    if not config.dra_pools:
+        found.append(
+            ConfigProblem(KEY, True, "needs an rdma: dranet pool (Kueue queues the DRA pools' GPUs)")
+        )
+    for key, on in (
+        ("dranet.enabled", config.dranet.enabled),
+        ("gpuDriver.enabled", config.gpu_driver.enabled),
+    ):
+        if not on:
+            found.append(
+                ConfigProblem(
+                    KEY,
+                    True,
+                    f"needs {key}: Kueue counts GPUs and rails as DRA devices; turn {key} on or scheduling off",
+                )
+            )
+    for shape in pool_shapes(config):
+        if node_size(shape) is None:
+            found.append(
+                ConfigProblem(
+                    KEY,
+                    True,
+                    f"shape {shape} has no known CPUs and memory (oke_gpu_rdma/node_sizes.py lists "
+                    f"{', '.join(SIZES)}); add it there or turn scheduling off",
+                )
+            )
+        taints = {(t.key, t.effect) for p in config.dra_pools if p.shape == shape for t in p.taints}
+        if len(taints) > MAX_FLAVOR_TOLERATIONS:
+            found.append(
+                ConfigProblem(
+                    KEY,
+                    True,
+                    f"the {shape} pools carry {len(taints)} taint keys and effects; a ResourceFlavor tolerates at "
+                    f"most {MAX_FLAVOR_TOLERATIONS} (Kueue's CRD); use fewer distinct taints on those pools",
+                )
+            )
+    return found
+
+
+def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> SchedulingPlan | None:
+    """The plan of a valid stack (None when scheduling is off); ``namespaces``: where workloads run."""
+    settings = config.workloads.scheduling
+    if not settings.enabled:
+        return None
+    catalog = shape_catalog(config)
+    flavors: list[Flavor] = []
+    flavor_pools: dict[str, tuple[str, ...]] = {}
+    for shape in pool_shapes(config):
+        pools = [p for p in config.dra_pools if p.shape == shape]
+        topology = catalog.topology(shape)
+        size = node_size(shape)
+        assert size is not None  # problems() refused the stack otherwise
+        nodes = sum(p.count for p in pools)
+        name = flavor_name(shape)
+        flavors.append(
+            Flavor(
+                name,
+                shape_flavor_labels(shape),
+                tuple(tolerations(list(dict.fromkeys(t for p in pools for t in p.taints)))),
+                settings.topology,
+                {
+                    CPU: str(nodes * size.cpus),
+                    MEMORY: f"{nodes * size.memory_gib}Gi",
+                    kueue.GPU_RESOURCE: str(nodes * len(topology.gpus)),
+                    kueue.RAIL_RESOURCE: str(nodes * len(topology.rails)),
+                },
+            )
+        )
+        flavor_pools[name] = tuple(p.name for p in pools)
+    if config.creates_system_pool:
+        system = config.system_pool
+        flavors.append(
+            Flavor(
+                SYSTEM_FLAVOR,
+                {POOL_LABEL: system.name},
+                quotas={
+                    CPU: str(system.count * system.ocpus * 2),
+                    MEMORY: f"{system.count * system.memory_gbs}Gi",
+                },
+            )
+        )
+        flavor_pools[SYSTEM_FLAVOR] = (system.name,)
+    return SchedulingPlan(
+        chart_version=settings.chart_version,
+        namespace=settings.namespace,
+        topology=settings.topology,
+        levels=FABRIC_LEVEL_LABELS,
+        flavors=tuple(flavors),
+        flavor_pools=flavor_pools,
+        cluster_queue=settings.cluster_queue,
+        local_queue=settings.local_queue,
+        namespaces=namespaces,
+        acceptance_level=settings.acceptance_level,
+        device_class_mappings=tuple(
+            kueue.device_class_mappings([nvidia_gpu.DEVICE_CLASS], [dranet.DEVICE_CLASS])
+        ),
+    )
+
+
+def objects(plan: SchedulingPlan) -> list[dict[str, object]]:
+    """The Kueue objects of the plan as manifests (the component declares the same specs)."""
+    found = [
+        kueue_objects.manifest(kueue.TOPOLOGY_KIND, plan.topology, kueue_objects.topology_spec(plan.levels))
+    ]
+    found += [
+        kueue_objects.manifest(kueue.RESOURCE_FLAVOR_KIND, f.object_name, kueue_objects.flavor_spec(f))
+        for f in plan.flavors
+    ]
+    found.append(
+        kueue_objects.manifest(
+            kueue.CLUSTER_QUEUE_KIND,
+            plan.cluster_queue,
+            kueue_objects.cluster_queue_spec(plan.flavors, plan.namespaces),
+        )
+    )
+    found += [
+        kueue_objects.manifest(
+            kueue.LOCAL_QUEUE_KIND, plan.local_queue, kueue_objects.local_queue_spec(plan.cluster_queue), ns
+        )
+        for ns in plan.namespaces
+    ]
+    return found

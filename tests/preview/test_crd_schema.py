@@ -1,0 +1,109 @@
+"""Kueue objects against Kueue's CRD schemas at the pinned tag (preview/crd_schema.py, oke_gpu_rdma/kueue_schemas.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from oke_gpu_rdma import kueue_schemas
+from oke_gpu_rdma.releases import kueue
+from preview import crd_schema, schema_check
+from stack_config.loading import load_stack
+from stack_config.scheduling_plan import objects
+from tests.support import EXAMPLE_REGION, raw_config
+
+
+def manifest(kind: str, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": "x"} | ({"namespace": namespace} if namespace else {})
+    return {"apiVersion": kueue.API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def errors(m: dict[str, Any]) -> list[str]:
+    schema = kueue_schemas.schema(m["apiVersion"], m["kind"])
+    assert schema is not None
+    return crd_schema.check(m, schema).errors
+
+
+def test_the_schemas_are_the_pinned_tags() -> None:
+    data = kueue_schemas.load()
+    assert (data["tag"], data["apiVersion"]) == (f"v{kueue.DEFAULT_VERSION}", kueue.API_VERSION)
+    assert data["commit"] == "8eab68778fc1b52affe165fdf5af29d1e9b4f3cb"
+    assert set(data["kinds"]) == set(kueue.KINDS)
+    assert kueue_schemas.schema("kueue.x-k8s.io/v1beta1", "Topology") is None
+
+
+def test_the_stacks_objects_are_valid() -> None:
+    raw = raw_config("full")
+    stack = load_stack(raw, "full", EXAMPLE_REGION)
+    assert stack.scheduling is not None
+    rendered = objects(stack.scheduling)
+    assert {m["kind"] for m in rendered} == set(kueue.KINDS)
+    for m in rendered:
+        assert errors(m) == [], m
+
+
+@pytest.mark.parametrize(
+    ("kind", "spec", "expected"),
+    [
+        # A misspelt field: the API server with fieldValidation=Strict refuses it.
+        ("ResourceFlavor", {"nodeLabel": {"a": "b"}}, ".spec: Additional properties are not allowed"),
+        # CEL rules of the CRD (resourceflavor_types.go l. 48, l. 102).
+        (
+            "ResourceFlavor",
+            {"topologyName": "t", "nodeLabels": {}},
+            ".spec: at least one nodeLabel is required when topology is set",
+        ),
+        (
+            "ResourceFlavor",
+            {"nodeLabels": {"a": "b"}, "tolerations": [{"key": "k", "operator": "Exists", "value": "v"}]},
+            ".spec.tolerations: a value must be empty when 'operator' is 'Exists'",
+        ),
+        (
+            "Topology",
+            {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "a/b"}]},
+            ".spec.levels: the kubernetes.io/hostname label can only be used at the lowest level of topology",
+        ),
+        (
+            "ClusterQueue",
+            {
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory"],
+                        "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+                    }
+                ]
+            },
+            ".spec.resourceGroups[0]: flavors must have the same number of resources as the coveredResources",
+        ),
+        # The structural schema: a quota must be a quantity.
+        (
+            "ClusterQueue",
+            {
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "lots"}]}],
+                    }
+                ]
+            },
+            ".spec.resourceGroups[0].flavors[0].resources[0].nominalQuota",
+        ),
+    ],
+)
+def test_what_the_api_server_refuses_is_refused(kind: str, spec: dict[str, Any], expected: str) -> None:
+    found = errors(manifest(kind, spec))
+    assert any(e.startswith(expected) for e in found), found
+
+
+def test_the_preview_report_names_the_crd_validation() -> None:
+    stack = load_stack(raw_config("full"), "full", EXAMPLE_REGION)
+    assert stack.scheduling is not None
+    bad = manifest("Topology", {"levels": []})
+    report = schema_check.check([*objects(stack.scheduling), bad], "v1.36.4")
+    assert report.crd_validated == 5
+    assert report.errors and report.errors[0].startswith("kueue.x-k8s.io/v1beta2/Topology x: .spec.levels")
+    assert report.unvalidated == {}
+    assert any(
+        "valid against https://github.com/kubernetes-sigs/kueue v0.19.2" in line for line in report.lines()
+    )

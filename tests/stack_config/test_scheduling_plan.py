@@ -1,0 +1,160 @@
+"""Kueue's flavors, quotas and queue from the stack (stack_config/scheduling_plan.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchmarks.fleet import b4_like
+from oke_gpu_rdma import node_sizes
+from oke_gpu_rdma.kueue_objects import quota_count
+from oke_gpu_rdma.labels import FABRIC_LEVEL_LABELS, POOL_LABEL
+from oke_gpu_rdma.node_selection import selector_matches
+from oke_gpu_rdma.node_sizes import node_size
+from oke_gpu_rdma.releases import kueue
+from stack_config.claim_plan import topology
+from stack_config.loading import load_stack
+from stack_config.pool_nodes import planned_pools
+from stack_config.problems import ConfigError
+from stack_config.scheduling_plan import SYSTEM_FLAVOR, SchedulingPlan, objects
+from tests.support import EXAMPLE_REGION, raw_config
+
+
+def scheduled(raw: dict[str, Any]) -> tuple[SchedulingPlan, Any]:
+    raw.setdefault("workloads", {})["scheduling"] = {"enabled": True}
+    stack = load_stack(raw, "test", EXAMPLE_REGION)
+    assert stack.scheduling is not None
+    return stack.scheduling, stack.config
+
+
+def mixed_fleet() -> dict[str, Any]:
+    """The full example plus an H100 DRA pool, an SR-IOV B4.8 pool and a railless B4.8 pool: three pools share
+    the B4.8 shape, only one path of each."""
+    raw = raw_config("full")
+    pools = raw["nodePools"]
+    h100 = {**pools[0], "name": "gpu-h100", "shape": "BM.GPU.H100.8", "count": 3}
+    sriov = {**pools[0], "name": "gpu-b4-vf", "rdma": "sriov"}
+    railless = {**pools[0], "name": "gpu-b4-plain", "rdma": "none", "count": 1}
+    raw["nodePools"] = [*pools, h100, sriov, railless]
+    raw["shapeTopologies"] = {"BM.GPU.H100.8": b4_like("NVIDIA H100 80GB HBM3")}
+    return raw
+
+
+def test_off_by_default() -> None:
+    stack = load_stack(raw_config("full") | {"workloads": {}}, "test", EXAMPLE_REGION)
+    assert stack.scheduling is None
+
+
+def test_the_full_example_turns_it_on() -> None:
+    assert raw_config("full")["workloads"]["scheduling"]["enabled"] is True
+
+
+@pytest.mark.parametrize("fleet", [lambda: raw_config("full"), mixed_fleet], ids=["full", "mixed"])
+def test_quotas_are_the_pools_capacity(fleet: Any) -> None:
+    plan, config = scheduled(fleet())
+    for shape in dict.fromkeys(p.shape for p in config.dra_pools):
+        pools = [p for p in config.dra_pools if p.shape == shape]
+        nodes = sum(p.count for p in pools)
+        size = node_size(shape)
+        assert size is not None
+        quotas = {k: quota_count(v) for k, v in plan.shape_flavor(shape).quotas.items()}
+        assert quotas == {
+            "cpu": nodes * size.cpus,
+            "memory": nodes * size.memory_gib << 30,
+            kueue.GPU_RESOURCE: nodes * len(topology(config, shape).gpus),
+            kueue.RAIL_RESOURCE: nodes * len(topology(config, shape).rails),
+        }
+    # The full example: 4 B4.8 nodes of 8 GPUs and 16 rails each.
+    if len(config.node_pools) == 2:
+        assert plan.shape_flavor("BM.GPU.B4.8").quotas[kueue.GPU_RESOURCE] == "32"
+        assert plan.shape_flavor("BM.GPU.B4.8").quotas[kueue.RAIL_RESOURCE] == "64"
+
+
+@pytest.mark.parametrize("fleet", [lambda: raw_config("full"), mixed_fleet], ids=["full", "mixed"])
+def test_each_flavor_selects_exactly_its_shapes_dra_pools(fleet: Any) -> None:
+    plan, config = scheduled(fleet())
+    nodes = planned_pools(config)
+    for flavor in plan.flavors:
+        selected = sorted(p.name for p in nodes if selector_matches(flavor.node_labels, p.labels))
+        if flavor.name == SYSTEM_FLAVOR:
+            assert selected == [config.system_pool.name]
+            continue
+        shape = next(p.shape for p in config.dra_pools if p.name == plan.flavor_pools[flavor.name][0])
+        assert selected == sorted(p.name for p in config.dra_pools if p.shape == shape)
+        assert list(plan.flavor_pools[flavor.name]) == selected
+        assert flavor.topology == "rdma-fabric"
+    # The SR-IOV and railless B4.8 pools are in no flavor.
+    if len(config.node_pools) > 2:
+        assert not any({"gpu-b4-vf", "gpu-b4-plain"} & set(pools) for pools in plan.flavor_pools.values())
+
+
+def test_flavors_tolerate_their_pools_taints() -> None:
+    before = scheduled(raw_config("full"))[0].shape_flavor("BM.GPU.B4.8").object_name
+    raw = raw_config("full")
+    raw["nodePools"][1]["taints"] = [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {"key": "team", "value": "research", "effect": "NoExecute"},
+    ]
+    plan, _ = scheduled(raw)
+    assert list(plan.shape_flavor("BM.GPU.B4.8").tolerations) == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "team", "operator": "Exists", "effect": "NoExecute"},
+    ]
+    # Tolerations are immutable once a flavor has a topology: the changed flavor is a new object.
+    assert plan.shape_flavor("BM.GPU.B4.8").object_name != before
+
+
+def test_the_objects() -> None:
+    plan, _ = scheduled(raw_config("full"))
+    by_kind = {(o["kind"], o["metadata"]["name"]): o for o in objects(plan)}
+    gpu, system_flavor = (f.object_name for f in plan.flavors)
+    # Named by the shape and a digest of what the CRD makes immutable: a new taint is a new flavor.
+    assert gpu.startswith("bm-gpu-b4-8-") and len(gpu) == len("bm-gpu-b4-8-") + 6
+    assert by_kind[("Topology", "rdma-fabric")]["spec"] == {
+        "levels": [{"nodeLabel": label} for label in FABRIC_LEVEL_LABELS]
+    }
+    assert by_kind[("ResourceFlavor", system_flavor)]["spec"] == {"nodeLabels": {POOL_LABEL: "system"}}
+    queue = by_kind[("ClusterQueue", "rdma-gpus")]["spec"]
+    group = queue["resourceGroups"][0]
+    assert group["coveredResources"] == ["cpu", "memory", kueue.GPU_RESOURCE, kueue.RAIL_RESOURCE]
+    assert [f["name"] for f in group["flavors"]] == [gpu, system_flavor]
+    # The system flavor holds no GPU and no rail: a pod set that claims them never lands there.
+    system = {r["name"]: r["nominalQuota"] for r in group["flavors"][1]["resources"]}
+    assert system == {"cpu": "8", "memory": "32Gi", kueue.GPU_RESOURCE: "0", kueue.RAIL_RESOURCE: "0"}
+    assert queue["namespaceSelector"]["matchExpressions"][0]["values"] == ["rdma-dranet"]
+    local = by_kind[("LocalQueue", "rdma-gpus")]
+    assert local["metadata"]["namespace"] == "rdma-dranet"
+    assert local["spec"] == {"clusterQueue": "rdma-gpus"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"gpuDriver": {"enabled": False}}, "needs gpuDriver.enabled"),
+        ({"dranet": {"enabled": False}}, "needs dranet.enabled"),
+        ({"_unsized": "BM.GPU.B4.8"}, "shape BM.GPU.B4.8 has no known CPUs and memory"),
+    ],
+)
+def test_stacks_it_cannot_schedule_are_refused(
+    change: dict[str, Any], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = raw_config("full")
+    unsized = change.pop("_unsized", None)
+    if unsized is not None:
+        # A catalog shape whose size oke_gpu_rdma/node_sizes.py does not list yet.
+        monkeypatch.delitem(node_sizes.SIZES, unsized)
+    raw.update(change)
+    raw.setdefault("workloads", {})["scheduling"] = {"enabled": True}
+    with pytest.raises(ConfigError) as err:
+        load_stack(raw, "test", EXAMPLE_REGION)
+    assert f"workloads.scheduling.enabled = true: {message}" in str(err.value)
+
+
+def test_an_acceptance_level_the_topology_lacks_is_refused() -> None:
+    raw = raw_config("full")
+    raw["workloads"]["scheduling"] = {"enabled": True, "acceptanceLevel": "kubernetes.io/hostname"}
+    with pytest.raises(ConfigError) as err:
+        load_stack(raw, "test", EXAMPLE_REGION)
+    assert "workloads.scheduling.acceptanceLevel" in str(err.value)
+    assert "is not a fabric level of the Topology" in str(err.value)
