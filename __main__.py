@@ -334,7 +334,9 @@ if acceptance.enabled and claim_templates is not None:
     if scheduling is not None:
         size = node_size(acceptance_shape)
         assert size is not None  # the stack config refused a shape without a known size
-        acceptance_queue = JobQueue(scheduling.local_queue, scheduling.acceptance_level, size.whole_node_cpus)
+        acceptance_queue = JobQueue(
+            scheduling.local_queue, scheduling.acceptance_level, size.whole_node_cpus, acceptance_shape
+        )
     acceptance_reports |= AcceptanceJobs(
         "acceptance",
         AcceptanceJobsArgs(

@@ -29,7 +29,7 @@ import pulumi_kubernetes as k8s
 from oke_gpu_rdma import kueue_objects, resource_types
 from oke_gpu_rdma import mpi_operator as mpi_operator_facts
 from oke_gpu_rdma.acceptance import nccl_threshold, rail_threshold
-from oke_gpu_rdma.labels import POOL_LABEL
+from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL, POOL_LABEL
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config.claim_plan import PlannedTemplate
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
@@ -131,11 +131,16 @@ class JobQueue:
     local_queue: str
     level: str
     worker_cpus: int
+    shape: str
+    """The workers' shape, pinned in their nodeSelector: Kueue matches a pod set to a ResourceFlavor by the
+    flavor's nodeLabels keys only (node.kubernetes.io/instance-type here, one flavor per shape), so the pool label
+    alone lets it admit the job on another shape's flavor where the claims never fit (the pack's
+    kueue-flavor-shapes)."""
 
 
 def queued_worker(worker: dict[str, Any], queue: JobQueue | None) -> dict[str, Any]:
     """The worker pod template with the required-topology annotation Kueue reads on it and the whole-node CPU
-    request on its container (unchanged without a queue)."""
+    request on its container, its shape in the nodeSelector (unchanged without a queue)."""
     if queue is None:
         return worker
     metadata = dict(worker.get("metadata", {}))
@@ -149,7 +154,8 @@ def queued_worker(worker: dict[str, Any], queue: JobQueue | None) -> dict[str, A
         **containers[0].get("resources", {}),
         "requests": {"cpu": str(queue.worker_cpus)},
     }
-    queued["spec"] = {**worker["spec"], "containers": containers}
+    node_selector = {**worker["spec"].get("nodeSelector", {}), INSTANCE_TYPE_LABEL: queue.shape}
+    queued["spec"] = {**worker["spec"], "containers": containers, "nodeSelector": node_selector}
     return queued
 
 

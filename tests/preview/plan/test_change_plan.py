@@ -91,6 +91,7 @@ def test_node_count_updates_the_pool(count: int, impact: str) -> None:
 
 def test_cloud_init_change_cycles_every_node(monkeypatch: pytest.MonkeyPatch) -> None:
     # A commit that changes the node cloud-init (what oke_gpu_rdma/cloud_init.py renders).
+    base_rendering("dev")  # the base is the unpatched program's (cached: render it before patching)
     original = components.gpu_node_pool.render_cloud_init
     monkeypatch.setattr(
         components.gpu_node_pool,
@@ -112,6 +113,7 @@ def test_cloud_init_change_cycles_every_node(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_cloud_init_change_without_cycling_leaves_the_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    base_rendering("dev")  # the base is the unpatched program's (cached: render it before patching)
     original = components.gpu_node_pool.render_cloud_init
     monkeypatch.setattr(
         components.gpu_node_pool,
@@ -247,7 +249,7 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
         # The full example's Kueue (release, Topology, two flavors, ClusterQueue, LocalQueue) and NCCL job
         # (MPIJob, the MPI operator's manifest) are on the cluster too.
         "    +-23 to replace",
-        "    23 changes. 27 unchanged",
+        "    23 changes. 54 unchanged",
     ]
 
 
@@ -335,7 +337,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "    ~ 3 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    4 changes. 44 unchanged",
+        "    4 changes. 71 unchanged",
     ]
 
 
@@ -520,6 +522,7 @@ def test_an_update_says_no_order() -> None:
 
 
 def _cloud_init_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    base_rendering("dev")  # the base is the unpatched program's (cached: render it before patching)
     original = components.gpu_node_pool.render_cloud_init
     monkeypatch.setattr(
         components.gpu_node_pool, "render_cloud_init", lambda bootstrap: original(bootstrap) + "# changed\n"
