@@ -49,7 +49,7 @@ from oke_gpu_rdma.cidr_rules import (
     parse_ipv4_network,
 )
 from oke_gpu_rdma.claims import feature_gates
-from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
+from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog, verified_override_problem
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
 Level = Literal["advisory", "mandatory", "remediate", "disabled"]
@@ -215,8 +215,16 @@ class ShapeTopologiesSettings(PolicySettings):
         return value
 
     def catalog(self) -> ShapeCatalog:
-        """The shape catalog with this section's topologies."""
+        """The shape catalog with this section's topologies (a verified shape's file wins over them)."""
         return CATALOG.with_topologies(self.shape_topologies)
+
+    def override_problems(self) -> list[str]:
+        """One line per topology this section supplies for a verified shape: never used, so the policy
+        reports it (a mandatory finding) and judges against the verified file."""
+        return [
+            f"pack config {self.policy}.shapeTopologies.{shape}: {verified_override_problem(shape)}"
+            for shape in self.catalog().verified_overrides()
+        ]
 
 
 def _kubernetes_version(value: Any) -> str:

@@ -600,3 +600,34 @@ def test_cidr_selectors_on_the_child_range_evaluate_against_the_configured_range
     assert judged(k8s(claim), plan=[*seed_plan(), dranet_release(child="10.176.0.0/12")])[0] == []
     (v,) = judged(k8s(claim), plan=[*seed_plan(), dranet_release(child="10.192.0.0/12")])[0]
     assert "can never be allocated" in v.message
+
+
+def _one_root(shape: str) -> dict:
+    """``shape``'s topology with every GPU and rail under one PCIe root: it makes every claim aligned."""
+    from oke_gpu_rdma.shape_catalog import CATALOG
+    from tests.support import topology_to_dict
+
+    topology = topology_to_dict(CATALOG.topology(shape))
+    del topology["shape"]
+    roots = topology["roots"]
+    topology["roots"] = [
+        {
+            "name": roots[0]["name"],
+            "numaNode": roots[0]["numaNode"],
+            "gpus": [g for r in roots for g in r["gpus"]],
+            "rails": [x for r in roots for x in r["rails"]],
+        }
+    ]
+    return topology
+
+
+def test_a_supplied_topology_for_a_verified_shape_does_not_silence_an_unaligned_claim():
+    """issue 28: a stack's one-root topology for BM.GPU.B4.8 would make shape-any aligned; the pack
+    judges against the verified file and names the refused override."""
+    config = {POLICY: {"shapeTopologies": {"BM.GPU.B4.8": _one_root("BM.GPU.B4.8")}}}
+    found, _ = judged(k8s(seed000("shape-any")), config=config)
+    unaligned = [v for v in found if v.urn.endswith("::shape-any")]
+    assert len(unaligned) == 1 and "on BM.GPU.B4.8" in unaligned[0].message
+    (refused,) = [v for v in found if "pack config" in v.message]
+    assert "shapeTopologies.BM.GPU.B4.8" in refused.message
+    assert "BM.GPU.B4.8 has a verified topology" in refused.message

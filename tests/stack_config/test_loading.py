@@ -481,3 +481,16 @@ def test_five_thousand_pools_are_refused_quickly() -> None:
     assert line.startswith(f"{SOURCE}: nodePools = [") and line.endswith(
         ": List should have at most 2000 items after validation, not 5000"
     )
+
+
+def test_a_verified_shapes_topology_cannot_be_overridden() -> None:
+    """issue 28: a stack's shapeTopologies entry for a verified shape is refused, naming the key and the
+    shape, whatever the entry holds (a one-root topology would make every claim look aligned)."""
+    raw = raw_config("dev")
+    raw["shapeTopologies"] = {"BM.GPU.B4.8": {"roots": []}}
+    assert only_problem(raw) == (
+        f"{SOURCE}: shapeTopologies.BM.GPU.B4.8: BM.GPU.B4.8 has a verified topology "
+        "(oke_gpu_rdma/shapes/BM.GPU.B4.8.yaml, measured on the shape) that a supplied one cannot override; "
+        "remove this entry (only shapes without a file or with an unverified one can be supplied), or change "
+        "the shape file with its evidence (docs/onboarding-a-shape.md)"
+    )

@@ -303,7 +303,7 @@ def _admin_access(claim: PlainResource, spec: Mapping[str, Any], how: _Judging, 
 
 def check(args: StackValidationArgs, reporter: Reporter) -> None:
     conf, problems = settings.read_section(ClaimsSettings, args.get_config())
-    for problem in problems:
+    for problem in [*problems, *conf.override_problems()]:
         reporter.violation(problem)
     view = StackView.of(args)
     for res, problem in view.classes.problems:
