@@ -66,8 +66,6 @@ from .. import settings
 from ..helm import helm_values
 from ..kube import (
     PlainResource,
-    chart_basename,
-    helm_chart_is,
     pod_specs,
     request_classes,
     resource_claim_spec,
@@ -172,10 +170,10 @@ def _driver_plugins(
     the deployed ones, so it may be on any pool."""
     plugins: list[PodPlacement] = []
     unknown: set[str] = set()
-    for res in view.resources:
-        if not helm_chart_is(res, registry.dra_driver_chart_names()):
-            continue
-        chart = chart_basename(res.props.get("chart")) or ""
+    for res in view.releases_of(registry.dra_driver_releases()):
+        facts = view.release_facts(res)
+        assert facts is not None
+        chart = facts.chart_name
         release = res.props.get("name")
         found = [
             p for p in chart_workloads.release_workloads(chart, res.name, {}) if p.provides_device_classes
