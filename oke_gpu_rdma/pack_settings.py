@@ -28,11 +28,13 @@ File format (every key optional)::
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from ipaddress import IPv4Network
 from typing import Annotated, Any, ClassVar, Final, Literal, Self, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -227,6 +229,46 @@ class ShapeTopologiesSettings(PolicySettings):
         ]
 
 
+# Kubernetes object names (a DeviceClass): RFC 1123 subdomains (apimachinery validation IsDNS1123Subdomain).
+_DNS_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+MANAGED_DEVICE_CLASSES_KEY: Final = "managedDeviceClasses"
+MANAGED_HELM_RELEASES_KEY: Final = "managedHelmReleases"
+
+
+def _name_list(value: Any) -> Any:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"expected a list of names, got {value!r}")
+    return tuple(value)
+
+
+def _unique(values: tuple[str, ...]) -> tuple[str, ...]:
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"listed more than once: {', '.join(repeated)}; list each once")
+    return values
+
+
+def device_class_names(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``values`` if each is a DeviceClass name, listed once; else ValueError naming the bad one."""
+    for value in values:
+        if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+            raise ValueError(
+                f"{value!r} is not a DeviceClass name (a lowercase RFC 1123 subdomain of at most 253 "
+                "characters, such as dra.net)"
+            )
+    return _unique(values)
+
+
+def release_names(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``values`` if each is a release name (no blanks), listed once; else ValueError naming the bad one."""
+    for value in values:
+        if not value or value != value.strip() or any(c.isspace() for c in value):
+            raise ValueError(
+                f"{value!r} is not a release name (the Pulumi resource name or the Helm release name)"
+            )
+    return _unique(values)
+
+
 def _kubernetes_version(value: Any) -> str:
     try:
         feature_gates.release(value)
@@ -257,6 +299,24 @@ class ClaimsSettings(ShapeTopologiesSettings):
         alias="childRange",
         description="The DRANET OKE child range the rails publish as oke.dra.net/rdmaChildIpv4Cidr, when the "
         "stack does not declare DRANET itself (the stack's dranet.childRange).",
+    )
+    managed_device_classes: Annotated[
+        tuple[str, ...], BeforeValidator(_name_list), AfterValidator(device_class_names)
+    ] = Field(
+        (),
+        alias=MANAGED_DEVICE_CLASSES_KEY,
+        description="DeviceClasses managed elsewhere (another stack, an operator), whose claims are judged "
+        "there: a claim on one the stack does not declare, or whose selectors the pack cannot evaluate, is "
+        "then a note instead of a mandatory finding.",
+    )
+    managed_helm_releases: Annotated[
+        tuple[str, ...], BeforeValidator(_name_list), AfterValidator(release_names)
+    ] = Field(
+        (),
+        alias=MANAGED_HELM_RELEASES_KEY,
+        description="helm.sh/v3 Releases of charts the pack does not know (Pulumi resource name or Helm release "
+        "name) whose claims are judged elsewhere, or that hold none: Helm installs their objects, so the pack "
+        "cannot see a claim in them; any other such release is a mandatory finding.",
     )
 
 

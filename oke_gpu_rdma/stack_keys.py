@@ -21,6 +21,8 @@ NODE_POOL_SRIOV: Final = "nodePools[].sriov"
 NETWORK_OPERATOR_RDMA_MODE: Final = "networkOperator.rdmaMode"
 VF_POOL_SUBNET: Final = "networkOperator.vfPool.subnet"
 NODE_POOL_REPLACE_ORDER: Final = "nodePools[].replaceOrder"
+MANAGED_DEVICE_CLASSES: Final = "policyPack.managedDeviceClasses"
+MANAGED_HELM_RELEASES: Final = "policyPack.managedHelmReleases"
 
 ALL: Final = (
     GPU_DRIVER_ENABLED,
@@ -34,6 +36,8 @@ ALL: Final = (
     NETWORK_OPERATOR_RDMA_MODE,
     VF_POOL_SUBNET,
     NODE_POOL_REPLACE_ORDER,
+    MANAGED_DEVICE_CLASSES,
+    MANAGED_HELM_RELEASES,
 )
 
 

@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from oke_gpu_rdma import cidr_rules as cidr
-from oke_gpu_rdma import mpi_operator, resource_types
+from oke_gpu_rdma import mpi_operator, pack_settings, resource_types
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, RDMA_PATH_LABEL
@@ -852,6 +852,28 @@ class AcceptanceJobsConfig(_Model):
         return self
 
 
+class PolicyPackConfig(_Model):
+    """What the stack tells the policy pack beyond what it declares: claims judged elsewhere."""
+
+    managed_device_classes: Annotated[tuple[str, ...], AfterValidator(pack_settings.device_class_names)] = (
+        Field(
+            (),
+            alias="managedDeviceClasses",
+            description="DeviceClasses another stack or an operator manages (and judges the claims of): a claim on "
+            "one this stack does not declare, or whose selectors the pack cannot evaluate, is then a note; "
+            "otherwise it is a mandatory finding (pack config gpu-rail-claims-aligned.managedDeviceClasses).",
+        )
+    )
+    managed_helm_releases: Annotated[tuple[str, ...], AfterValidator(pack_settings.release_names)] = Field(
+        (),
+        alias="managedHelmReleases",
+        description="helm.sh/v3 Releases of charts the pack does not know (Pulumi resource name or Helm release "
+        "name) whose claims are judged elsewhere, or that hold none; any other such release is a mandatory "
+        "finding, since Helm installs its objects outside the stack (pack config "
+        "gpu-rail-claims-aligned.managedHelmReleases).",
+    )
+
+
 class WorkloadsConfig(_Model):
     """Where RDMA training pods run and the claim templates they use."""
 
@@ -1013,6 +1035,11 @@ class StackConfig(_Model):
         default_factory=lambda: NetworkOperatorConfig(), alias="networkOperator"
     )
     workloads: WorkloadsConfig = Field(default_factory=lambda: WorkloadsConfig())
+    policy_pack: PolicyPackConfig = Field(
+        default_factory=lambda: PolicyPackConfig(),
+        alias="policyPack",
+        description="Settings the stack passes to the policy pack's config.",
+    )
     shape_topologies: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         alias="shapeTopologies",

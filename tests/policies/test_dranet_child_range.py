@@ -412,7 +412,9 @@ def _renamed(**kwargs):
 
 
 def _overlap_on(name: str, findings) -> list:
-    return [v for v in violations(findings, POLICY) if v.urn.endswith(f"::{name}") and OVERLAPPING in v.message]
+    return [
+        v for v in violations(findings, POLICY) if v.urn.endswith(f"::{name}") and OVERLAPPING in v.message
+    ]
 
 
 def test_a_renamed_dranet_chart_beside_its_device_class_still_gets_its_child_range_checked():

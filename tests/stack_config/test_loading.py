@@ -494,3 +494,23 @@ def test_a_verified_shapes_topology_cannot_be_overridden() -> None:
         "remove this entry (only shapes without a file or with an unverified one can be supplied), or change "
         "the shape file with its evidence (docs/onboarding-a-shape.md)"
     )
+
+
+def test_policy_pack_settings_reach_the_pack_config_and_bad_ones_are_one_line() -> None:
+    from stack_config.pack_config import policy_pack_config
+
+    raw = raw_config("dev")
+    raw["policyPack"] = {"managedDeviceClasses": ["rails.example.com"], "managedHelmReleases": ["training"]}
+    claims = policy_pack_config(parse_stack_config(raw, SOURCE, EXAMPLE_REGION)).claims
+    assert claims is not None
+    assert claims.managed_device_classes == ("rails.example.com",)
+    assert claims.managed_helm_releases == ("training",)
+    raw["policyPack"] = {"managedDeviceClasses": ["Rails"]}
+    assert only_problem(raw) == (
+        f"{SOURCE}: policyPack.managedDeviceClasses = [\"Rails\"]: 'Rails' is not a DeviceClass name (a lowercase "
+        "RFC 1123 subdomain of at most 253 characters, such as dra.net)"
+    )
+    raw["policyPack"] = {"managedHelmReleases": ["a", "a"]}
+    assert only_problem(raw) == (
+        f'{SOURCE}: policyPack.managedHelmReleases = ["a", "a"]: listed more than once: a; list each once'
+    )

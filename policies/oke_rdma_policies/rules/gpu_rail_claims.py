@@ -4,9 +4,11 @@ A stack policy, so that it knows the shapes of the stack's GPU node pools (a cla
 on each of them: the scheduler may place the pod on any). Without GPU node pools in the stack (an
 existing cluster) claims are judged on the pack config's `shape`. Every ResourceClaim and
 ResourceClaimTemplate of resource.k8s.io v1, v1beta2 and v1beta1 is judged; none is skipped
-silently: a claim that cannot be judged (a value unknown during preview, a DeviceClass the stack
-does not declare, a shape without verified topology) is named in the policy's advisory line or, for
-the shape, in a violation.
+silently. A value unknown during preview is named in the policy's advisory line; the rest fails closed
+(issue 28): a claim on a DeviceClass the stack does not declare, a verdict the model cannot reach, a
+helm.sh/v3 Release of a chart the pack does not know (its claims are never in the stack) and a shape
+without verified topology are violations, unless the pack config marks the classes or the release as
+managed elsewhere (`managedDeviceClasses`, `managedHelmReleases`: then a note).
 
 In a mixed fleet a claim is judged only on the pools where it can land (:mod:`oke_gpu_rdma.claims.landing`):
 first, the pools where every driver it asks for publishes devices, read from how the stack deploys the
@@ -21,8 +23,7 @@ among those, the shapes where its devices exist: the scheduler never places a cl
 without rails. A claim that can land nowhere, or whose devices exist on no shape, is judged on every shape.
 Claims go to the judge as written, in their API version (`resource.k8s.io/v1beta1` has no `exactly`), at
 the cluster's Kubernetes version (pack config `kubernetesVersion`: the fields its API server serves), on
-nodes whose rails publish the stack's child range, and a verdict the model cannot reach (a CEL function it
-does not evaluate) is reported as not checked, never as a rejection.
+nodes whose rails publish the stack's child range.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from oke_gpu_rdma.claims import (
 from oke_gpu_rdma.claims.spec import admin_access_requests
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import ADMIN_ACCESS_ENABLED, ADMIN_ACCESS_NAMESPACE_LABEL
-from oke_gpu_rdma.pack_settings import ClaimsSettings
+from oke_gpu_rdma.pack_settings import MANAGED_DEVICE_CLASSES_KEY, MANAGED_HELM_RELEASES_KEY, ClaimsSettings
 from oke_gpu_rdma.releases import registry
 from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
 from oke_gpu_rdma.shape_catalog import CATALOG
@@ -110,6 +111,8 @@ class _Judging:
     """The child range DRANET's rails publish as oke.dra.net/rdmaChildIpv4Cidr."""
     reported: set[int] = field(default_factory=set)
     """Pools whose missing topology was reported already (by index)."""
+    managed: frozenset[str] = frozenset()
+    """DeviceClasses the user marks as managed elsewhere (pack config managedDeviceClasses)."""
 
 
 def _judge(
@@ -155,6 +158,31 @@ def _unjudgeable(shape: str, err: TopologyError) -> str:
         f"claims cannot be judged on {shape}: {err}. Supply its topology as pack config "
         f"{ClaimsSettings.policy}.shapeTopologies.{shape} (and as "
         f"{stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}), or set this policy advisory for it"
+    )
+
+
+def _managed_hint(key: str, stack_key: str, what: str) -> str:
+    return (
+        f"list {what} in pack config {ClaimsSettings.policy}.{key} "
+        f"({stack_keys.stack_setting(stack_key)}) when another stack or an operator manages it and judges its claims"
+    )
+
+
+def _unseen_release(res: PlainResource, managed: frozenset[str], reporter: Reporter) -> None:
+    """A helm.sh/v3 Release of a chart the pack does not know: Helm installs its objects, so a claim in it is
+    never in the stack (a helm.sh/v4 Chart registers each as its child, and they are judged)."""
+    release = res.props.get("name")
+    if res.name in managed or (isinstance(release, str) and release in managed):
+        return
+    chart = res.props.get("chart")
+    reporter.violation(
+        f"Helm release {res.name} (chart {chart if isinstance(chart, str) else '?'}): Helm installs its objects "
+        "outside the stack, so a ResourceClaim or ResourceClaimTemplate in it cannot be judged. Fix: install the "
+        "chart as a helm.sh/v4 Chart (its objects are then in the stack and judged), or "
+        + _managed_hint(
+            MANAGED_HELM_RELEASES_KEY, stack_keys.MANAGED_HELM_RELEASES, "the release (it holds no claim)"
+        ),
+        res.urn,
     )
 
 
@@ -304,6 +332,10 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
     for problem in [*problems, *conf.override_problems()]:
         reporter.violation(problem)
     view = StackView.of(args)
+    managed_releases = frozenset(conf.managed_helm_releases)
+    for res in view.resources:
+        if res.type == resource_types.HELM_RELEASE and view.release_facts(res) is None:
+            reporter.guard(res.label, res.urn, partial(_unseen_release, res, managed_releases, reporter))
     for res, problem in view.classes.problems:
         reporter.violation(
             f"{res.label}: {problem}; the API server rejects such a DeviceClass, and claims that use it "
@@ -324,6 +356,7 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
         namespaces=_namespace_labels(view),
         kubernetes_version=conf.kubernetes_version,
         child_range=_child_range(view, conf),
+        managed=frozenset(conf.managed_device_classes),
     )
     for claim in view.claims:
         reporter.guard(claim.label, claim.urn, partial(_check, claim, how, reporter))
@@ -406,10 +439,22 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
     wanted = request_classes(claim_spec_to_v1(spec, api_version))
     for request, used in wanted.items():
         missing = sorted(str(c) for c in used if isinstance(c, str) and c not in how.classes)
-        if missing:
+        if missing and set(missing) <= how.managed:
             reporter.unchecked(
-                f"{claim.label}: request {request} uses DeviceClass {', '.join(missing)}, which this stack "
-                "does not declare (its selectors are unknown), not judged"
+                f"{claim.label}: request {request} uses DeviceClass {', '.join(missing)}, managed elsewhere "
+                f"(pack config {MANAGED_DEVICE_CLASSES_KEY}), not judged here"
+            )
+            return
+        if missing:
+            # Fails closed (issue 28): a class the pack cannot read may select anything, so the claim's
+            # alignment is unknown; the user says where it is judged, or declares the class.
+            unmanaged = [c for c in missing if c not in how.managed]
+            reporter.violation(
+                f"{claim.label}: request {request} uses DeviceClass {', '.join(unmanaged)}, which this stack "
+                "does not declare: its selectors are unknown here, so the claim cannot be judged. Fix: declare "
+                "the DeviceClass in this stack, or "
+                + _managed_hint(MANAGED_DEVICE_CLASSES_KEY, stack_keys.MANAGED_DEVICE_CLASSES, "the class"),
+                claim.urn,
             )
             return
     # Only the pools where the drivers of every request publish devices can run the claim (module docstring);
@@ -470,9 +515,22 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
             or devices_exist(spec, t, how.classes, api_version, how.kubernetes_version, how.child_range)
         ]
         judged = placed or judged
+    used_classes = {c for used in wanted.values() for c in used if isinstance(c, str)}
     for topology, pools, verdict in judged:
-        if verdict.kind is VerdictKind.NOT_CHECKED:
-            reporter.unchecked(f"{claim.label} on {topology.shape}: {verdict.message}")
+        if verdict.kind is VerdictKind.NOT_CHECKED and used_classes and used_classes <= how.managed:
+            reporter.unchecked(f"{claim.label} on {topology.shape}: {verdict.message} (managed elsewhere)")
+        elif verdict.kind is VerdictKind.NOT_CHECKED:
+            # Fails closed (issue 28): what the pack cannot evaluate may be unaligned.
+            reporter.violation(
+                f"{claim.label} on {topology.shape}: {verdict.message}; the pack cannot judge it. Fix: write "
+                "the selector with what the pack evaluates, or "
+                + _managed_hint(
+                    MANAGED_DEVICE_CLASSES_KEY,
+                    stack_keys.MANAGED_DEVICE_CLASSES,
+                    f"its DeviceClass{'es' if len(used_classes) > 1 else ''} {', '.join(sorted(used_classes))}",
+                ),
+                claim.urn,
+            )
         elif verdict.kind.blocks_deploy:
             reporter.violation(message(claim, verdict, topology, pools), claim.urn)
 
