@@ -11,7 +11,7 @@ from typing import Any, NotRequired, TypedDict, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import charts, provisioning, resource_types
+from oke_gpu_rdma import charts, pod_security, provisioning, resource_types
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.releases import device_plugin, dranet, nvidia_gpu
@@ -21,6 +21,7 @@ from stack_config.model import DranetConfig, GpuDriverConfig, GpuOperatorConfig,
 from stack_config.problems import ConfigProblem
 
 from .component_inputs import ComponentInputError, PoolTaint, schema_name, taint_inputs, taints, validated
+from .namespaces import labelled_namespace
 from .typed_inputs import to_input_type
 
 M = TypeVar("M", DranetConfig, GpuDriverConfig)
@@ -197,7 +198,20 @@ def _release(
     """A component's Helm release (``repository``: a chart repository URL, for a chart not named by an
     OCI reference), declared once what the component depends on (its node pools) exists: a child does not
     wait for its parent's dependencies by itself. ``opts`` may also name the provider when the component
-    is not given one through its own options."""
+    is not given one through its own options.
+
+    With ``create_namespace`` the component declares the namespace, labelled with the Pod Security level
+    of the chart's node agents (components/namespaces.py), instead of Helm's `createNamespace`."""
+    after = list(opts.depends_on) if opts and isinstance(opts.depends_on, Sequence) else []
+    if create_namespace:
+        after.append(
+            labelled_namespace(
+                f"{name}-namespace",
+                namespace,
+                pod_security.NODE_AGENTS_LEVEL,
+                pulumi.ResourceOptions(parent=parent, provider=opts.provider if opts else None),
+            )
+        )
     return k8s.helm.v3.Release(
         f"{name}-release",
         k8s.helm.v3.ReleaseArgs(
@@ -206,14 +220,11 @@ def _release(
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repository) if repository else None,
             version=version,
             namespace=namespace,
-            create_namespace=create_namespace,
             values=values,
             timeout=RELEASE_TIMEOUT_SECONDS,
         ),
         opts=pulumi.ResourceOptions(
-            parent=parent,
-            provider=opts.provider if opts else None,
-            depends_on=opts.depends_on if opts else None,
+            parent=parent, provider=opts.provider if opts else None, depends_on=after or None
         ),
     )
 

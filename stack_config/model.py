@@ -721,6 +721,22 @@ class VfPoolConfig(_Model):
         return self
 
 
+# The namespace of the SR-IOV path's RDMA pods: the stack creates it and labels it Pod Security baseline.
+SRIOV_JOBS_NAMESPACE = "rdma-sriov"
+
+
+def _own_namespace(name: str) -> str:
+    # Namespaces every cluster has: the stack would take over (and on destroy delete) what it does not own,
+    # and `default` cannot carry the workloads' Pod Security level for them alone (issue 28).
+    if name == "default" or name.startswith("kube-"):
+        raise ValueError(
+            f"{name} is a namespace every cluster has, whose Pod Security level the stack does not set; the "
+            f"SR-IOV pods need one the stack creates and labels baseline: use {SRIOV_JOBS_NAMESPACE} (the "
+            "default) or another name"
+        )
+    return name
+
+
 class NetworkOperatorConfig(_Model):
     """The NVIDIA Network Operator for pools with rdma: sriov (deployed only when a pool has it)."""
 
@@ -743,10 +759,12 @@ class NetworkOperatorConfig(_Model):
         description="RDMA namespace mode of the SR-IOV pools: shared (no RDMA CNI) or exclusive (netns_mode=0 "
         "on the nodes, the RDMA CNI with rdmaQoS in every network).",
     )
-    network_namespace: DnsLabel = Field(
-        "default",
+    network_namespace: Annotated[DnsLabel, AfterValidator(_own_namespace)] = Field(
+        SRIOV_JOBS_NAMESPACE,
         alias="networkNamespace",
-        description="Namespace of the NetworkAttachmentDefinitions, i.e. of the pods that use the VFs.",
+        description="Namespace of the NetworkAttachmentDefinitions, i.e. of the pods that use the VFs (the "
+        "acceptance jobs among them). The stack creates it with Pod Security baseline; not `default` nor a "
+        "kube- namespace, which the stack does not own.",
     )
     vf_pool: VfPoolConfig = Field(
         default_factory=lambda: VfPoolConfig(),

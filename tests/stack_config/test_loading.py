@@ -514,3 +514,14 @@ def test_policy_pack_settings_reach_the_pack_config_and_bad_ones_are_one_line() 
     assert only_problem(raw) == (
         f'{SOURCE}: policyPack.managedHelmReleases = ["a", "a"]: listed more than once: a; list each once'
     )
+
+
+@pytest.mark.parametrize("namespace", ["default", "kube-system"])
+def test_sriov_pods_do_not_run_in_a_namespace_the_stack_does_not_own(namespace: str) -> None:
+    raw = raw_config("sriov")
+    raw["networkOperator"]["networkNamespace"] = namespace
+    assert only_problem(raw) == (
+        f"{SOURCE}: networkOperator.networkNamespace = '{namespace}': {namespace} is a namespace every cluster "
+        "has, whose Pod Security level the stack does not set; the SR-IOV pods need one the stack creates and "
+        "labels baseline: use rdma-sriov (the default) or another name"
+    )
