@@ -11,7 +11,7 @@ from typing import Any, NotRequired, TypedDict, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import charts, pod_security, provisioning, resource_types
+from oke_gpu_rdma import charts, images, pod_security, provisioning, resource_types
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.releases import device_plugin, dranet, nvidia_gpu
@@ -309,9 +309,14 @@ def gpu_operator_values(taints: Sequence[Taint], device_plugin: bool = True) -> 
     return _documented(values, gpu_operator_chart.VALUE_PATHS, gpu_operator_chart.CHART_NAME)
 
 
-def device_plugin_values(taints: Sequence[Taint]) -> dict[str, Any]:
-    """NVIDIA device plugin chart values for the pools that take GPUs from a device plugin."""
+def device_plugin_values(
+    taints: Sequence[Taint], chart_version: str = device_plugin.DEFAULT_VERSION
+) -> dict[str, Any]:
+    """NVIDIA device plugin chart values for the pools that take GPUs from a device plugin; at the default
+    chart version its image by the digest NVIDIA publishes (oke_gpu_rdma/images.py), the tag kept."""
     values = gpu_operator_plan.device_plugin_values(taints)
+    if chart_version == device_plugin.DEFAULT_VERSION and images.digest_of(device_plugin.IMAGE):
+        charts.set_value(values, device_plugin.IMAGE_TAG_VALUE, images.pinned_tag(device_plugin.IMAGE))
     return _documented(values, device_plugin.VALUE_PATHS, device_plugin.CHART_NAME)
 
 
@@ -381,7 +386,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
             device_plugin.CHART_NAME,
             args.chart_version,
             device_plugin.NAMESPACE,
-            device_plugin_values(args.taints),
+            device_plugin_values(args.taints, args.chart_version),
             create_namespace=True,
             repository=device_plugin.REPO,
         )

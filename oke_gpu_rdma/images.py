@@ -66,3 +66,10 @@ def digest_of(image: str) -> str | None:
     """The published digest of ``image`` (`repo:tag`), if any."""
     entry = digests().get(image)
     return entry.digest if entry else None
+
+
+def pinned_tag(image: str) -> str:
+    """The tag part of :func:`pinned` (`v0.19.3@sha256:...`), for charts that write `<repository>:<tag>`."""
+    name, _, rest = pinned(image).partition("@")
+    tag = name.rsplit(":", 1)[1]
+    return f"{tag}@{rest}" if rest else tag
