@@ -374,6 +374,24 @@ def narrowed_object(
     return None
 
 
+def narrowed_summary(release: mpi_operator_facts.Release, namespace: str) -> dict[str, Any]:
+    """What :func:`narrowed_object` changes, by object: what the stack applies instead of upstream's."""
+    deployment = f"Deployment {release.deployment['namespace']}/{release.deployment['name']}"
+    return {
+        "narrowed": {
+            f"ClusterRole {mpi_operator_facts.OPERATOR_ROLE}": {"rules": release.cluster_rules()},
+            deployment: {
+                "args": release.args_for(namespace),
+                "podSecurityContext": dict(OPERATOR_POD_SECURITY),
+                "securityContext": dict(OPERATOR_CONTAINER_SECURITY),
+            },
+            f"Namespace {release.deployment['namespace']}": {
+                "labels": pod_security.namespace_labels(pod_security.MPI_OPERATOR_LEVEL)
+            },
+        }
+    }
+
+
 def _narrowed(release: mpi_operator_facts.Release, namespace: str) -> pulumi.ResourceTransform:
     """A transform that applies :func:`narrowed_object` to the ConfigFile's objects."""
 
@@ -437,8 +455,12 @@ class MpiOperator(pulumi.ComponentResource):
         needs: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions,
     ) -> None:
-        super().__init__(resource_types.MPI_OPERATOR_COMPONENT, name, None, opts)
         release = mpi_operator_facts.release(config.mpi_operator_version)
+        # The component's inputs say what the transforms change in upstream's manifest, so the rendering
+        # and the plan show it (the ConfigFile's objects are fetched at apply time, unseen offline).
+        super().__init__(
+            resource_types.MPI_OPERATOR_COMPONENT, name, narrowed_summary(release, namespace), opts
+        )
         # yaml/v2 applies the Namespace and the CRD before the objects that need them; every object
         # waits for `needs` (the Deployment runs on the system pool), and the jobs wait for the
         # ConfigFile, whose registration ends after its last child's.

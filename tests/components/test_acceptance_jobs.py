@@ -357,6 +357,11 @@ def test_the_operators_roles_are_namespaced_in_the_jobs_and_the_lock_namespace(
             "kind": "Role",
             "name": "mpi-operator",
         }
+    # The rendering says what the transforms change in upstream's manifest.
+    operator = run.one("oke-gpu-rdma:index:MpiOperator")
+    narrowed = operator.inputs["narrowed"]
+    assert narrowed["ClusterRole mpi-operator"]["rules"] == RELEASE.cluster_rules()
+    assert narrowed["Deployment mpi-operator/mpi-operator"]["args"][-1] == "--namespace=rdma-dranet"
     # The jobs wait for the roles: an operator that cannot write the jobs' Secrets never starts them.
     job = run.one(MPIJOB)
     assert {r.urn for r in run.of_type(ROLE)} <= set(job.dependencies)
