@@ -18,7 +18,8 @@ File format (every key optional)::
                              "existingCidrs": [{"name": "existing VCN", "cidr": "10.140.0.0/16"}],
                              "workerSubnetCidrs": ["10.140.64.0/19"]},
       "gpu-rail-claims-aligned": {"shape": "BM.GPU.B4.8", "shapeTopologies": {},
-                                  "kubernetesVersion": "v1.36.4", "childRange": "10.208.0.0/12"},
+                                  "kubernetesVersion": "v1.36.4", "childRange": "10.208.0.0/12",
+                                  "managedDeviceClasses": [], "managedHelmReleases": []},
       "sriov-rail-root-devices": {"shapeTopologies": {}},  # the same topologies, for the SR-IOV
       "sriov-pods-all-rails": {"shapeTopologies": {}},     # policies that look shapes up
       "rdma-workloads-baseline": "disabled"                # a level alone is fine too
