@@ -26,7 +26,7 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import kueue_objects, resource_types
+from oke_gpu_rdma import images, kueue_objects, pod_security, resource_types
 from oke_gpu_rdma import mpi_operator as mpi_operator_facts
 from oke_gpu_rdma.acceptance import nccl_threshold, rail_threshold
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL, POOL_LABEL
@@ -62,8 +62,47 @@ RAIL_JOB: Final = "rail-bandwidth"
 
 
 ALL_REDUCE = "/workspace/nccl-tests/build/all_reduce_perf -b 4G -e 8G -f 2 -g 1 -c 1"
-WORKER_SSHD = ["/bin/bash", "-c", "mkdir -p /var/run/sshd; /usr/sbin/sshd -D"]
-WAIT_FOR_WORKERS = """until (for host in $(awk '{print $1}' /etc/mpi/hostfile); do ssh -o ConnectTimeout=5 -o StrictHostKeyChecking=no "$host" exit 2>/dev/null || exit 1; done); do
+# ssh between the job's pods, keyed per job (issue 28). The MPI operator generates one key pair per MPIJob (a
+# Secret <job>-ssh) and mounts it at sshAuthMountPath as id_rsa, id_rsa.pub and authorized_keys (kubeflow/
+# mpi-operator pkg/controller/mpi_job_controller.go `newSSHAuthSecret`, `sshVolumeItems`, at the pinned
+# commit). The workers' sshd uses that key as its host key too, so the launcher knows every worker's host key
+# before it connects: it writes known_hosts from the hostfile's names and the job's public key, and ssh
+# checks it strictly. sshd listens on the pod's own address only (the Downward API's status.podIP), which
+# the hostfile's names resolve to through the job's headless Service; it runs as root, the one user of the
+# seed's image, with root login by key only.
+SSH_DIR: Final = "/root/.ssh"
+POD_IP_ENV: Final = {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
+SSHD_OPTIONS: Final = (
+    'ListenAddress="$POD_IP"',
+    f"HostKey={SSH_DIR}/id_rsa",
+    f"AuthorizedKeysFile={SSH_DIR}/authorized_keys",
+    "PasswordAuthentication=no",
+    "KbdInteractiveAuthentication=no",
+    "PermitRootLogin=prohibit-password",
+)
+WORKER_SSHD_COMMAND: Final = "mkdir -p /run/sshd\nexec /usr/sbin/sshd -D -e " + " ".join(
+    f"-o {o}" for o in SSHD_OPTIONS
+)
+KNOWN_HOSTS: Final = "/tmp/known_hosts"
+SSH_CLIENT_CONFIG: Final = f"""cat > /etc/ssh/ssh_config <<'SSHCONFIG'
+Host *
+  StrictHostKeyChecking yes
+  UserKnownHostsFile {KNOWN_HOSTS}
+  GlobalKnownHostsFile /dev/null
+  IdentityFile {SSH_DIR}/id_rsa
+  PasswordAuthentication no
+SSHCONFIG
+"""
+# The launcher's ssh (mpirun's, the gates'): each worker of the hostfile with the job's key.
+SSH_CLIENT_SETUP = (
+    f"""awk -v key="$(cat {SSH_DIR}/id_rsa.pub)" '{{print $1, key}}' /etc/mpi/hostfile > {KNOWN_HOSTS}\n"""
+    + SSH_CLIENT_CONFIG
+)
+# A worker's ssh (OpenMPI's tree spawn starts daemons from workers too): no hostfile there, so any host
+# name, but only with the job's own key.
+WORKER_SSH_SETUP = f"""echo "* $(cat {SSH_DIR}/id_rsa.pub)" > {KNOWN_HOSTS}\n""" + SSH_CLIENT_CONFIG
+WORKER_SSHD = ["/bin/bash", "-c", WORKER_SSH_SETUP + WORKER_SSHD_COMMAND]
+WAIT_FOR_WORKERS = f"""{SSH_CLIENT_SETUP}until (for host in $(awk '{{print $1}}' /etc/mpi/hostfile); do ssh -o ConnectTimeout=5 "$host" exit 2>/dev/null || exit 1; done); do
   echo "Waiting for workers to be ready..."
   sleep 5
 done
@@ -134,8 +173,8 @@ class JobQueue:
     shape: str
     """The workers' shape, pinned in their nodeSelector: Kueue matches a pod set to a ResourceFlavor by the
     flavor's nodeLabels keys only (node.kubernetes.io/instance-type here, one flavor per shape), so the pool label
-    alone lets it admit the job on another shape's flavor where the claims never fit (the pack's
-    kueue-flavor-shapes)."""
+    alone lets it admit the job on another shape's flavor where the claims never fit (a policy of the pack
+    rejects that)."""
 
 
 def queued_worker(worker: dict[str, Any], queue: JobQueue | None) -> dict[str, Any]:
@@ -230,11 +269,14 @@ def launcher_template(image: str, script: str, taints: list[Taint] | None = None
 
 
 def mpijob(slots: int, launcher: dict[str, Any], worker: dict[str, Any], workers: int) -> dict[str, Any]:
-    """The MPIJob spec (kubeflow.org/v2beta1): one launcher, ``workers`` workers of ``slots`` ranks each."""
+    """The MPIJob spec (kubeflow.org/v2beta1): one launcher, ``workers`` workers of ``slots`` ranks each; the
+    workers' sshd learns its pod's address (POD_IP, where it listens)."""
+    container = worker["spec"]["containers"][0]
+    container["env"] = [*container.get("env", []), dict(POD_IP_ENV)]
     return {
         "slotsPerWorker": slots,
         "runPolicy": run_policy(),
-        "sshAuthMountPath": "/root/.ssh",
+        "sshAuthMountPath": SSH_DIR,
         "mpiReplicaSpecs": {
             "Launcher": {"replicas": 1, "template": launcher},
             "Worker": {"replicas": workers, "template": worker},
@@ -344,6 +386,116 @@ def _moved_objects(component: pulumi.Resource, component_name: str) -> pulumi.Re
     return transform
 
 
+# The operator Deployment's security context: Pod Security restricted (oke_gpu_rdma/pod_security.py). Upstream's
+# image is distroless with a static Go binary that needs no privilege and no particular user; 65532 is
+# distroless' nonroot user.
+OPERATOR_POD_SECURITY: Final = {
+    "runAsNonRoot": True,
+    "runAsUser": 65532,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+OPERATOR_CONTAINER_SECURITY: Final = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def narrowed_object(
+    props: dict[str, Any], release: mpi_operator_facts.Release, namespace: str
+) -> dict[str, Any] | None:
+    """The manifest object ``props`` as the stack applies it (None: as upstream wrote it): the operator's
+    ClusterRole keeps only its cluster-wide reads, its Deployment watches ``namespace`` alone and passes Pod
+    Security restricted, and its Namespace enforces restricted (oke_gpu_rdma/mpi_operator.py says why)."""
+    kind = props.get("kind")
+    found = props.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    name = metadata.get("name")
+    if kind == "ClusterRole" and name == mpi_operator_facts.OPERATOR_ROLE:
+        return {**props, "rules": release.cluster_rules()}
+    if kind == "Namespace" and name == release.deployment["namespace"]:
+        labels = {
+            **(metadata.get("labels") or {}),
+            **pod_security.namespace_labels(pod_security.MPI_OPERATOR_LEVEL),
+        }
+        return {**props, "metadata": {**metadata, "labels": labels}}
+    if kind == "Deployment" and name == release.deployment["name"]:
+        spec = dict(props.get("spec") or {})
+        template = dict(spec.get("template") or {})
+        pod = dict(template.get("spec") or {})
+        containers = [dict(c) for c in pod.get("containers") or ()]
+        containers[0] = {
+            **containers[0],
+            "args": release.args_for(namespace),
+            "securityContext": dict(OPERATOR_CONTAINER_SECURITY),
+        }
+        containers[0]["image"] = images.pinned(str(containers[0].get("image")))
+        pod = {**pod, "containers": containers, "securityContext": dict(OPERATOR_POD_SECURITY)}
+        return {**props, "spec": {**spec, "template": {**template, "spec": pod}}}
+    return None
+
+
+def narrowed_summary(release: mpi_operator_facts.Release, namespace: str) -> dict[str, Any]:
+    """What :func:`narrowed_object` changes, by object: what the stack applies instead of upstream's."""
+    deployment = f"Deployment {release.deployment['namespace']}/{release.deployment['name']}"
+    return {
+        "narrowed": {
+            f"ClusterRole {mpi_operator_facts.OPERATOR_ROLE}": {"rules": release.cluster_rules()},
+            deployment: {
+                "args": release.args_for(namespace),
+                "podSecurityContext": dict(OPERATOR_POD_SECURITY),
+                "securityContext": dict(OPERATOR_CONTAINER_SECURITY),
+            },
+            f"Namespace {release.deployment['namespace']}": {
+                "labels": pod_security.namespace_labels(pod_security.MPI_OPERATOR_LEVEL)
+            },
+        }
+    }
+
+
+def _narrowed(release: mpi_operator_facts.Release, namespace: str) -> pulumi.ResourceTransform:
+    """A transform that applies :func:`narrowed_object` to the ConfigFile's objects."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if not args.custom:
+            return None
+        props = narrowed_object(dict(args.props), release, namespace)
+        return None if props is None else pulumi.ResourceTransformResult(props, args.opts)
+
+    return transform
+
+
+def operator_roles(
+    name: str, release: mpi_operator_facts.Release, namespace: str, opts: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    """The operator's namespaced Roles and their bindings to its ServiceAccount: in the jobs' namespace, and
+    in its lock namespace (the Lease)."""
+    sa_namespace, sa_name = release.service_account
+    subject = k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=sa_name, namespace=sa_namespace)
+    declared: list[pulumi.Resource] = []
+    for role, where, rules in (
+        ("jobs", namespace, release.job_rules()),
+        ("lock", release.lock_namespace, release.lock_rules()),
+    ):
+        metadata = k8s.meta.v1.ObjectMetaArgs(name=mpi_operator_facts.OPERATOR_ROLE, namespace=where)
+        declared.append(
+            k8s.rbac.v1.Role(
+                f"{name}-{role}-role",
+                metadata=metadata,
+                rules=[to_input_type(k8s.rbac.v1.PolicyRuleArgs, r, "rule") for r in rules],
+                opts=opts,
+            )
+        )
+        declared.append(
+            k8s.rbac.v1.RoleBinding(
+                f"{name}-{role}-role-binding",
+                metadata=metadata,
+                role_ref=k8s.rbac.v1.RoleRefArgs(
+                    api_group="rbac.authorization.k8s.io", kind="Role", name=mpi_operator_facts.OPERATOR_ROLE
+                ),
+                subjects=[subject],
+                opts=opts,
+            )
+        )
+    return declared
+
+
 class MpiOperator(pulumi.ComponentResource):
     """The Kubeflow MPI operator, which both rail paths' NCCL jobs need: its release manifest
     (kubeflow/mpi-operator deploy/v2beta1/mpi-operator.yaml at the release's commit) applied by
@@ -356,11 +508,16 @@ class MpiOperator(pulumi.ComponentResource):
         self,
         name: str,
         config: AcceptanceJobsConfig,
+        namespace: str,
         needs: Sequence[pulumi.Resource],
         opts: pulumi.ResourceOptions,
     ) -> None:
-        super().__init__(resource_types.MPI_OPERATOR_COMPONENT, name, None, opts)
         release = mpi_operator_facts.release(config.mpi_operator_version)
+        # The component's inputs say what the transforms change in upstream's manifest, so the rendering
+        # and the plan show it (the ConfigFile's objects are fetched at apply time, unseen offline).
+        super().__init__(
+            resource_types.MPI_OPERATOR_COMPONENT, name, narrowed_summary(release, namespace), opts
+        )
         # yaml/v2 applies the Namespace and the CRD before the objects that need them; every object
         # waits for `needs` (the Deployment runs on the system pool), and the jobs wait for the
         # ConfigFile, whose registration ends after its last child's.
@@ -368,18 +525,29 @@ class MpiOperator(pulumi.ComponentResource):
             f"{name}-manifest",
             file=release.manifest_url,
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=list(needs), transforms=[_moved_objects(self, name)]
+                parent=self,
+                depends_on=list(needs),
+                transforms=[_moved_objects(self, name), _narrowed(release, namespace)],
             ),
+        )
+        # The lock namespace comes with the manifest, the jobs' namespace with `needs`.
+        self.roles = operator_roles(
+            name, release, namespace, pulumi.ResourceOptions(parent=self, depends_on=[self.config_file])
         )
         self.manifest = pulumi.Output.from_input(release.manifest_url)
         self.register_outputs({"manifest": self.manifest})
 
 
 def mpi_operator(
-    name: str, config: AcceptanceJobsConfig, needs: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions
+    name: str,
+    config: AcceptanceJobsConfig,
+    namespace: str,
+    needs: Sequence[pulumi.Resource],
+    opts: pulumi.ResourceOptions,
 ) -> MpiOperator:
-    """The Kubeflow MPI operator (its release manifest, applied at apply time), which both rail paths' NCCL jobs need."""
-    return MpiOperator(f"{name}-mpi-operator", config, needs, opts)
+    """The Kubeflow MPI operator (its release manifest, applied at apply time) for the MPIJobs of ``namespace``,
+    which both rail paths' NCCL jobs need."""
+    return MpiOperator(f"{name}-mpi-operator", config, namespace, needs, opts)
 
 
 @dataclass
@@ -431,14 +599,16 @@ class GatingJobs(pulumi.ComponentResource):
         self,
         name: str,
         config: AcceptanceJobsConfig,
+        namespace: str,
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
     ) -> pulumi.ResourceOptions:
-        """Declare the MPI operator; returns the options of the jobs, which wait for it and ``depends_on``."""
+        """Declare the MPI operator for the jobs of ``namespace``; returns the options of the jobs, which wait
+        for it (its roles too) and ``depends_on``."""
         child = pulumi.ResourceOptions(parent=self, provider=provider)
         # Its Deployment runs on the system pool, which is among what the jobs wait for.
-        operator = mpi_operator(name, config, list(depends_on), child)
-        return gate_options(child, [operator.config_file, *depends_on])
+        operator = mpi_operator(name, config, namespace, list(depends_on), child)
+        return gate_options(child, [operator.config_file, *operator.roles, *depends_on])
 
     def gate(
         self,
@@ -490,7 +660,7 @@ class AcceptanceJobs(GatingJobs):
         if args.nccl_template is None and args.rails_template is None:
             self.finish()
             return
-        needs = self.declare_operator(name, config, args.provider, args.depends_on)
+        needs = self.declare_operator(name, config, args.namespace, args.provider, args.depends_on)
         if args.nccl_template is not None:
             gpus = args.nccl_template.gpus_per_worker
             # The stack config refused a GPU count without a seed figure and no setting (claim_plan.py).

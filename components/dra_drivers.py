@@ -11,7 +11,7 @@ from typing import Any, NotRequired, TypedDict, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import charts, provisioning, resource_types
+from oke_gpu_rdma import charts, images, pod_security, provisioning, resource_types
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.releases import device_plugin, dranet, nvidia_gpu
@@ -21,6 +21,7 @@ from stack_config.model import DranetConfig, GpuDriverConfig, GpuOperatorConfig,
 from stack_config.problems import ConfigProblem
 
 from .component_inputs import ComponentInputError, PoolTaint, schema_name, taint_inputs, taints, validated
+from .namespaces import labelled_namespace
 from .typed_inputs import to_input_type
 
 M = TypeVar("M", DranetConfig, GpuDriverConfig)
@@ -193,11 +194,26 @@ def _release(
     values: dict[str, Any],
     create_namespace: bool | None = None,
     repository: str | None = None,
+    namespace_level: pod_security.Level = pod_security.NODE_AGENTS_LEVEL,
 ) -> k8s.helm.v3.Release:
     """A component's Helm release (``repository``: a chart repository URL, for a chart not named by an
     OCI reference), declared once what the component depends on (its node pools) exists: a child does not
     wait for its parent's dependencies by itself. ``opts`` may also name the provider when the component
-    is not given one through its own options."""
+    is not given one through its own options.
+
+    With ``create_namespace`` the component declares the namespace, labelled with the Pod Security level
+    ``namespace_level`` (by default the node agents', privileged; components/namespaces.py), instead of Helm's
+    `createNamespace`."""
+    after = list(opts.depends_on) if opts and isinstance(opts.depends_on, Sequence) else []
+    if create_namespace:
+        after.append(
+            labelled_namespace(
+                f"{name}-namespace",
+                namespace,
+                namespace_level,
+                pulumi.ResourceOptions(parent=parent, provider=opts.provider if opts else None),
+            )
+        )
     return k8s.helm.v3.Release(
         f"{name}-release",
         k8s.helm.v3.ReleaseArgs(
@@ -206,14 +222,11 @@ def _release(
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repository) if repository else None,
             version=version,
             namespace=namespace,
-            create_namespace=create_namespace,
             values=values,
             timeout=RELEASE_TIMEOUT_SECONDS,
         ),
         opts=pulumi.ResourceOptions(
-            parent=parent,
-            provider=opts.provider if opts else None,
-            depends_on=opts.depends_on if opts else None,
+            parent=parent, provider=opts.provider if opts else None, depends_on=after or None
         ),
     )
 
@@ -298,9 +311,14 @@ def gpu_operator_values(taints: Sequence[Taint], device_plugin: bool = True) -> 
     return _documented(values, gpu_operator_chart.VALUE_PATHS, gpu_operator_chart.CHART_NAME)
 
 
-def device_plugin_values(taints: Sequence[Taint]) -> dict[str, Any]:
-    """NVIDIA device plugin chart values for the pools that take GPUs from a device plugin."""
+def device_plugin_values(
+    taints: Sequence[Taint], chart_version: str = device_plugin.DEFAULT_VERSION
+) -> dict[str, Any]:
+    """NVIDIA device plugin chart values for the pools that take GPUs from a device plugin; at the default
+    chart version its image by the digest NVIDIA publishes (oke_gpu_rdma/images.py), the tag kept."""
     values = gpu_operator_plan.device_plugin_values(taints)
+    if chart_version == device_plugin.DEFAULT_VERSION and images.digest_of(device_plugin.IMAGE):
+        charts.set_value(values, device_plugin.IMAGE_TAG_VALUE, images.pinned_tag(device_plugin.IMAGE))
     return _documented(values, device_plugin.VALUE_PATHS, device_plugin.CHART_NAME)
 
 
@@ -370,7 +388,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
             device_plugin.CHART_NAME,
             args.chart_version,
             device_plugin.NAMESPACE,
-            device_plugin_values(args.taints),
+            device_plugin_values(args.taints, args.chart_version),
             create_namespace=True,
             repository=device_plugin.REPO,
         )

@@ -12,7 +12,7 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import kueue_objects, resource_types
+from oke_gpu_rdma import kueue_objects, pod_security, resource_types
 from oke_gpu_rdma.kueue_objects import Flavor
 from oke_gpu_rdma.labels import HOSTNAME_LABEL
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
@@ -208,6 +208,8 @@ class Kueue(pulumi.ComponentResource):
             args.get("namespace", kueue_chart.NAMESPACE),
             values,
             create_namespace=True,
+            # Kueue's controller and webhook are a Deployment with no host access: baseline holds them.
+            namespace_level=pod_security.BASELINE,
         )
         # The chart installs the CRDs and the webhooks that check these objects: they go after it.
         after = pulumi.ResourceOptions(parent=self, depends_on=[release])

@@ -27,7 +27,7 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import provisioning, resource_types, sriov
+from oke_gpu_rdma import pod_security, provisioning, resource_types, sriov
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL, RDMA_PATH_LABEL, RDMA_PATH_SRIOV
 from oke_gpu_rdma.releases import network_operator
 from oke_gpu_rdma.releases.network_operator import OPERATOR_DAEMONSET_TOLERATION
@@ -37,6 +37,7 @@ from stack_config.network_operator_values import release_values
 from stack_config.sriov_plan import NamedSpec, SriovPlan
 
 from .dra_drivers import _documented
+from .namespaces import labelled_namespace
 
 NIC_CLUSTER_POLICY_NAME: Final = "nic-cluster-policy"  # the only name the operator reconciles
 POOL_CONFIG_NAME: Final = sriov.RESOURCE_BASE  # seed 001 names it after the resource
@@ -163,6 +164,10 @@ class NetworkOperator(pulumi.ComponentResource):
         super().__init__(resource_types.NETWORK_OPERATOR_COMPONENT, name, None, opts)
         config = args.plan.operator
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        # Its SR-IOV config daemon and device plugin are privileged DaemonSets with hostPath volumes.
+        namespace = labelled_namespace(
+            f"{name}-namespace", config.namespace, pod_security.NODE_AGENTS_LEVEL, child
+        )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             k8s.helm.v3.ReleaseArgs(
@@ -171,12 +176,11 @@ class NetworkOperator(pulumi.ComponentResource):
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=network_operator.REPOSITORY),
                 version=config.chart_version,
                 namespace=config.namespace,
-                create_namespace=True,
                 values=network_operator_values(config, args.taints),
                 timeout=RELEASE_TIMEOUT_SECONDS,
             ),
             opts=pulumi.ResourceOptions.merge(
-                child, pulumi.ResourceOptions(depends_on=[*args.node_pools, *args.after])
+                child, pulumi.ResourceOptions(depends_on=[namespace, *args.node_pools, *args.after])
             ),
         )
         after_release = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release]))
@@ -235,6 +239,14 @@ class SriovRailNetworks(pulumi.ComponentResource):
         super().__init__(resource_types.SRIOV_NETWORKS_COMPONENT, name, None, opts)
         namespace = args.plan.operator.namespace
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        # Where the operator writes the NetworkAttachmentDefinitions and the RDMA pods run: baseline, as on
+        # the DRANET path (seed 001's pods ran unprivileged too).
+        pods_namespace = labelled_namespace(
+            f"{name}-pods-namespace",
+            args.plan.operator.network_namespace,
+            pod_security.WORKLOADS_LEVEL,
+            child,
+        )
 
         def declare(kind: str, role: str, objects: list[NamedSpec], needs: list[pulumi.Resource]) -> None:
             for o in objects:
@@ -249,7 +261,10 @@ class SriovRailNetworks(pulumi.ComponentResource):
 
         declare("SriovNetworkNodePolicy", "policy", args.plan.node_policies(), [args.operator.release])
         declare(
-            "SriovNetwork", "network", args.plan.networks(), [args.operator.release, args.operator.ip_pool]
+            "SriovNetwork",
+            "network",
+            args.plan.networks(),
+            [args.operator.release, args.operator.ip_pool, pods_namespace],
         )
         self.networks = [n.name for n in args.plan.networks()]
         self.resources = args.plan.pod_vf_limits()

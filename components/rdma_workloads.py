@@ -11,12 +11,10 @@ from typing import Any, Final, NotRequired, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import resource_types
+from oke_gpu_rdma import pod_security, resource_types
 from oke_gpu_rdma.labels import (
     ALIGNMENT_ANNOTATION,
     ALIGNMENT_GROUP_ANNOTATION,
-    POD_SECURITY_BASELINE,
-    POD_SECURITY_ENFORCE_LABEL,
 )
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from oke_gpu_rdma.shape_catalog import CATALOG
@@ -33,6 +31,7 @@ from stack_config.claim_plan import (
 from stack_config.model import ClaimTemplateConfig, DnsLabel, ShapeName, StackConfig
 
 from .component_inputs import ComponentInputError, from_wire, is_known, schema_name, validated, value_problems
+from .namespaces import labelled_namespace
 from .typed_inputs import to_input_type
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -40,7 +39,6 @@ TOOLS_CONFIGMAP = "rdma-dranet-tools"
 TOOLS_MOUNT = "/opt/rdma-dranet"
 NCCL_CONFIGMAP = "nccl-env"
 # Pod Security baseline admits the DRANET pods: no privileged, no IPC_LOCK (unlimited memlock on the node).
-POD_SECURITY_LABELS = {POD_SECURITY_ENFORCE_LABEL: POD_SECURITY_BASELINE}
 
 
 def tool_scripts() -> dict[str, str]:
@@ -76,11 +74,7 @@ class RdmaWorkloadNamespace(pulumi.ComponentResource):
             if found:
                 raise ComponentInputError("RdmaWorkloadNamespace", name, found)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=given, labels=POD_SECURITY_LABELS),
-            opts=child,
-        )
+        namespace = labelled_namespace(f"{name}-namespace", given, pod_security.WORKLOADS_LEVEL, child)
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[namespace])
         k8s.core.v1.ConfigMap(
             f"{name}-tools",

@@ -174,7 +174,7 @@ class SriovAcceptanceJobs(GatingJobs):
         if not (config.nccl or config.rail_bandwidth):
             self.finish()
             return
-        needs = self.declare_operator(name, config, args.provider, args.depends_on)
+        needs = self.declare_operator(name, config, namespace, args.provider, args.depends_on)
         if config.nccl:
             for job, gpus, expected in nccl_jobs(args.shape):
                 # The stack config refused a GPU count without a seed figure and no setting (sriov_plan.py).

@@ -28,6 +28,8 @@ MANIFEST_PATH: Final = "deploy/v2beta1/mpi-operator.yaml"
 DEFAULT_VERSION: Final = "v0.6.0"
 # The type token of pulumi-kubernetes' yaml/v2 ConfigFile (sdk/python/pulumi_kubernetes/yaml/v2/ConfigFile.py).
 CONFIG_FILE_TYPE: Final = "kubernetes:yaml/v2:ConfigFile"
+# The operator's own ClusterRole (and its binding) in the manifest.
+OPERATOR_ROLE: Final = "mpi-operator"
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,97 @@ class ObjectId:
         return f"{prefix}:{name}"
 
 
+# Least privilege (issue 28). Upstream's ClusterRole lets the operator read and write Secrets and Pods and
+# create pods/exec in every namespace. The stack runs it with --namespace=<the jobs' namespace> (cmd/mpi-operator/
+# app/options/options.go at the pinned commit: "If set, it only monitors mpijobs in the given namespace"; its
+# informers then list that namespace only, cmd/mpi-operator/app/server.go `kubeinformers.WithNamespace`), so its
+# rules split three ways, each read from the ClusterRole of the release's manifest:
+# - kept cluster-wide, read only: PriorityClasses (cluster-scoped; the controller starts their informer whatever
+#   the namespace, pkg/controller/mpi_job_controller.go `priorityClassInformer.Informer()`);
+# - a Role in the lock namespace: the leader-election Lease (server.go `resourcelock.LeaseLock` in
+#   --lock-namespace) and the events recorded on it;
+# - a Role in the jobs' namespace: everything else it names there (ConfigMaps, Secrets, Services, Pods, Jobs,
+#   MPIJobs, events, pod groups);
+# - dropped: rules for APIs the code at the pinned commit never calls (`git grep` in cmd/ and pkg/: no pods/exec,
+#   no Endpoints, no CustomResourceDefinitions; checkCRDExists lists MPIJobs instead).
+CLUSTER_WIDE_RESOURCES: Final = frozenset({"priorityclasses"})
+CLUSTER_WIDE_VERBS: Final = ("get", "list", "watch")
+LOCK_RESOURCES: Final = frozenset({"leases"})
+UNUSED_RESOURCES: Final = frozenset({"pods/exec", "endpoints", "customresourcedefinitions"})
+EVENTS: Final = "events"
+NAMESPACE_FLAG: Final = "--namespace"
+LOCK_NAMESPACE_FLAG: Final = "--lock-namespace"
+DEFAULT_LOCK_NAMESPACE: Final = "mpi-operator"  # options.go: the flag's default
+
+
+def _rules_of(
+    rules: list[dict[str, Any]], keep: frozenset[str], verbs: tuple[str, ...] | None = None
+) -> list[dict[str, Any]]:
+    """The ``rules`` narrowed to the resources in ``keep`` (and to ``verbs`` when given); empty rules dropped."""
+    out = []
+    for rule in rules:
+        resources = [r for r in rule.get("resources") or () if r in keep]
+        if not resources:
+            continue
+        rule_verbs = list(rule.get("verbs") or ())
+        if verbs is not None:
+            rule_verbs = [v for v in verbs if v in rule_verbs or "*" in rule_verbs]
+        out.append(
+            {"apiGroups": list(rule.get("apiGroups") or ()), "resources": resources, "verbs": rule_verbs}
+        )
+    return out
+
+
 @dataclass(frozen=True)
 class Release:
     version: str
     commit: str
     objects: tuple[ObjectId, ...]
     deployment: dict[str, Any]
+    operator_rules: tuple[dict[str, Any], ...] = ()
+    """The rules of the manifest's ClusterRole mpi-operator, as upstream writes them."""
+
+    def _named(self) -> set[str]:
+        return {r for rule in self.operator_rules for r in rule.get("resources") or ()}
+
+    def cluster_rules(self) -> list[dict[str, Any]]:
+        """What stays in the ClusterRole: read-only access to the cluster-scoped resources the operator watches."""
+        return _rules_of(list(self.operator_rules), CLUSTER_WIDE_RESOURCES, CLUSTER_WIDE_VERBS)
+
+    def lock_rules(self) -> list[dict[str, Any]]:
+        """The Role in the lock namespace: the leader-election Lease and the events recorded on it."""
+        return _rules_of(list(self.operator_rules), LOCK_RESOURCES | {EVENTS})
+
+    def job_rules(self) -> list[dict[str, Any]]:
+        """The Role in the jobs' namespace: every namespaced resource it names but the Lease and the unused ones."""
+        keep = frozenset(self._named() - CLUSTER_WIDE_RESOURCES - LOCK_RESOURCES - UNUSED_RESOURCES)
+        return _rules_of(list(self.operator_rules), keep)
+
+    @property
+    def service_account(self) -> tuple[str, str]:
+        """(namespace, name) of the operator's ServiceAccount."""
+        return (
+            str(self.deployment["namespace"]),
+            str(self.deployment.get("serviceAccountName") or "default"),
+        )
+
+    @property
+    def lock_namespace(self) -> str:
+        """Where the operator keeps its leader-election Lease (its --lock-namespace flag)."""
+        for arg in self.args():
+            if arg.startswith(f"{LOCK_NAMESPACE_FLAG}="):
+                return arg.split("=", 1)[1]
+        return DEFAULT_LOCK_NAMESPACE
+
+    def args(self) -> list[str]:
+        """The operator container's flags, as upstream writes them."""
+        args = self.deployment.get("args") or [[]]
+        return [str(a) for a in args[0]]
+
+    def args_for(self, namespace: str) -> list[str]:
+        """The operator's flags limited to MPIJobs of ``namespace`` (an earlier --namespace replaced)."""
+        kept = [a for a in self.args() if a != NAMESPACE_FLAG and not a.startswith(f"{NAMESPACE_FLAG}=")]
+        return [*kept, f"{NAMESPACE_FLAG}={namespace}"]
 
     @property
     def manifest_url(self) -> str:
@@ -87,6 +174,7 @@ def releases() -> dict[str, Release]:
                 ObjectId(o["apiVersion"], o["kind"], o.get("namespace"), o["name"]) for o in entry["objects"]
             ),
             entry["deployment"],
+            tuple(entry.get("operatorRules") or ()),
         )
         for version, entry in data["releases"].items()
     }

@@ -18,7 +18,8 @@ File format (every key optional)::
                              "existingCidrs": [{"name": "existing VCN", "cidr": "10.140.0.0/16"}],
                              "workerSubnetCidrs": ["10.140.64.0/19"]},
       "gpu-rail-claims-aligned": {"shape": "BM.GPU.B4.8", "shapeTopologies": {},
-                                  "kubernetesVersion": "v1.36.4", "childRange": "10.208.0.0/12"},
+                                  "kubernetesVersion": "v1.36.4", "childRange": "10.208.0.0/12",
+                                  "managedDeviceClasses": [], "managedHelmReleases": []},
       "sriov-rail-root-devices": {"shapeTopologies": {}},  # the same topologies, for the SR-IOV
       "sriov-pods-all-rails": {"shapeTopologies": {}},     # policies that look shapes up
       "rdma-workloads-baseline": "disabled"                # a level alone is fine too
@@ -28,11 +29,13 @@ File format (every key optional)::
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from ipaddress import IPv4Network
 from typing import Annotated, Any, ClassVar, Final, Literal, Self, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -49,7 +52,7 @@ from oke_gpu_rdma.cidr_rules import (
     parse_ipv4_network,
 )
 from oke_gpu_rdma.claims import feature_gates
-from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
+from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog, verified_override_problem
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
 
 Level = Literal["advisory", "mandatory", "remediate", "disabled"]
@@ -215,8 +218,56 @@ class ShapeTopologiesSettings(PolicySettings):
         return value
 
     def catalog(self) -> ShapeCatalog:
-        """The shape catalog with this section's topologies."""
+        """The shape catalog with this section's topologies (a verified shape's file wins over them)."""
         return CATALOG.with_topologies(self.shape_topologies)
+
+    def override_problems(self) -> list[str]:
+        """One line per topology this section supplies for a verified shape: never used, so the policy
+        reports it (a mandatory finding) and judges against the verified file."""
+        return [
+            f"pack config {self.policy}.shapeTopologies.{shape}: {verified_override_problem(shape)}"
+            for shape in self.catalog().verified_overrides()
+        ]
+
+
+# Kubernetes object names (a DeviceClass): RFC 1123 subdomains (apimachinery validation IsDNS1123Subdomain).
+_DNS_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+MANAGED_DEVICE_CLASSES_KEY: Final = "managedDeviceClasses"
+MANAGED_HELM_RELEASES_KEY: Final = "managedHelmReleases"
+
+
+def _name_list(value: Any) -> Any:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"expected a list of names, got {value!r}")
+    return tuple(value)
+
+
+def _unique(values: tuple[str, ...]) -> tuple[str, ...]:
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"listed more than once: {', '.join(repeated)}; list each once")
+    return values
+
+
+def device_class_names(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``values`` if each is a DeviceClass name, listed once; else ValueError naming the bad one."""
+    for value in values:
+        if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+            raise ValueError(
+                f"{value!r} is not a DeviceClass name (a lowercase RFC 1123 subdomain of at most 253 "
+                "characters, such as dra.net)"
+            )
+    return _unique(values)
+
+
+def release_names(values: tuple[str, ...]) -> tuple[str, ...]:
+    """``values`` if each is a release name (no blanks), listed once; else ValueError naming the bad one."""
+    for value in values:
+        if not value or value != value.strip() or any(c.isspace() for c in value):
+            raise ValueError(
+                f"{value!r} is not a release name (the Pulumi resource name or the Helm release name)"
+            )
+    return _unique(values)
 
 
 def _kubernetes_version(value: Any) -> str:
@@ -264,6 +315,25 @@ class ClaimsSettings(ShapeTopologiesSettings):
         if not self.onboarding_shapes:
             del data["onboardingShapes"]
         return data
+
+    managed_device_classes: Annotated[
+        tuple[str, ...], BeforeValidator(_name_list), AfterValidator(device_class_names)
+    ] = Field(
+        (),
+        alias=MANAGED_DEVICE_CLASSES_KEY,
+        description="DeviceClasses managed elsewhere (another stack, an operator), whose claims are judged "
+        "there: a claim on one the stack does not declare, or whose selectors the pack cannot evaluate, is "
+        "then a note instead of a mandatory finding.",
+    )
+    managed_helm_releases: Annotated[
+        tuple[str, ...], BeforeValidator(_name_list), AfterValidator(release_names)
+    ] = Field(
+        (),
+        alias=MANAGED_HELM_RELEASES_KEY,
+        description="helm.sh/v3 Releases of charts the pack does not know (Pulumi resource name or Helm release "
+        "name) whose claims are judged elsewhere, or that hold none: Helm installs their objects, so the pack "
+        "cannot see a claim in them; any other such release is a mandatory finding.",
+    )
 
 
 class RailRootDevicesSettings(ShapeTopologiesSettings):

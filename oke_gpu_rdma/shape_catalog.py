@@ -7,8 +7,11 @@ functions (:data:`CATALOG`, the files alone).
 
 The files are ``oke_gpu_rdma/shapes/<shape>.yaml``, one per shape, in the format of
 :mod:`oke_gpu_rdma.topology` (the file name is the shape). The directory is read whole: adding a
-shape is adding its file. A supplied topology takes precedence over the file of its shape, verified
-or not, as the user asked.
+shape is adding its file. A supplied topology is for a shape whose file is unverified, or that has no
+file: a verified file cannot be overridden (issue 28: a one-root topology for BM.GPU.B4.8 would silence
+the pack's alignment verdicts). :meth:`ShapeCatalog.problems` names such an override and
+:meth:`ShapeCatalog.topology` keeps answering with the verified file, so a caller that reads past the
+problem (the pack given such a config) still judges against what was measured.
 """
 
 from __future__ import annotations
@@ -48,6 +51,15 @@ def load_shape_file(path: Path) -> ShapeInfo:
     return entry.info()
 
 
+def verified_override_problem(shape: str) -> str:
+    """Why a topology supplied for a verified shape is refused, and the fix."""
+    return (
+        f"{shape} has a verified topology (oke_gpu_rdma/shapes/{shape}.yaml, measured on the shape) that a "
+        "supplied one cannot override; remove this entry (only shapes without a file or with an unverified "
+        "one can be supplied), or change the shape file with its evidence (docs/onboarding-a-shape.md)"
+    )
+
+
 class ShapeCatalog:
     """Shapes listed by the shape files, and topologies supplied for shapes (listed or not)."""
 
@@ -66,13 +78,27 @@ class ShapeCatalog:
 
     def with_topologies(self, supplied: Mapping[str, Any]) -> ShapeCatalog:
         """This catalog plus ``supplied`` (``shapeTopologies``: shape -> topology dict), which take
-        precedence. A malformed one raises when its shape is looked up; :meth:`problems` lists them all."""
+        precedence over unverified files. A malformed one raises when its shape is looked up
+        (:meth:`problems` lists them all); one for a verified shape is never used
+        (:meth:`verified_overrides` lists them, for the caller to refuse)."""
         return ShapeCatalog(self._listed, {**self._supplied, **supplied})
 
+    def is_verified(self, shape: str) -> bool:
+        """Whether ``shape`` has a file with a verified topology (which nothing supplied overrides)."""
+        info = self._listed.get(shape)
+        return info is not None and info.topology is not None and info.evidence == "verified"
+
+    def verified_overrides(self) -> tuple[str, ...]:
+        """The supplied shapes whose file is verified: their supplied topology is never used."""
+        return tuple(shape for shape in self._supplied if self.is_verified(shape))
+
     def problems(self) -> dict[str, tuple[str, ...]]:
-        """The problems of each malformed supplied topology, by shape (one line per problem)."""
+        """The problems of each malformed supplied topology, by shape (one line per problem); a
+        topology supplied for a verified shape is not parsed (never used)."""
         found: dict[str, tuple[str, ...]] = {}
         for shape in self._supplied:
+            if self.is_verified(shape):
+                continue
             try:
                 self._supplied_topology(shape)
             except TopologyFormatError as err:
@@ -105,9 +131,10 @@ class ShapeCatalog:
             ) from None
 
     def topology(self, shape: str) -> Topology:
-        """The supplied topology of ``shape``, else its verified one; refuses shapes whose pairing is
-        not verified (:class:`UnverifiedTopologyError`) or not listed."""
-        if shape in self._supplied:
+        """The verified topology of ``shape``, else its supplied one; refuses shapes whose pairing is
+        not verified (:class:`UnverifiedTopologyError`) or not listed. A verified file wins over a
+        supplied topology (:meth:`verified_overrides`), so an override never changes a verdict."""
+        if shape in self._supplied and not self.is_verified(shape):
             return self._supplied_topology(shape)
         info = self.info(shape)
         if info.topology is None or info.evidence != "verified":

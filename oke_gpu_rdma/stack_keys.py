@@ -22,6 +22,8 @@ NETWORK_OPERATOR_RDMA_MODE: Final = "networkOperator.rdmaMode"
 VF_POOL_SUBNET: Final = "networkOperator.vfPool.subnet"
 NODE_POOL_REPLACE_ORDER: Final = "nodePools[].replaceOrder"
 NODE_POOL_ONBOARDING: Final = "nodePools[].onboarding"
+MANAGED_DEVICE_CLASSES: Final = "policyPack.managedDeviceClasses"
+MANAGED_HELM_RELEASES: Final = "policyPack.managedHelmReleases"
 
 ALL: Final = (
     GPU_DRIVER_ENABLED,
@@ -36,6 +38,8 @@ ALL: Final = (
     VF_POOL_SUBNET,
     NODE_POOL_REPLACE_ORDER,
     NODE_POOL_ONBOARDING,
+    MANAGED_DEVICE_CLASSES,
+    MANAGED_HELM_RELEASES,
 )
 
 

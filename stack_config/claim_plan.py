@@ -23,7 +23,7 @@ from typing import Any, Final
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, nccl_threshold
 from oke_gpu_rdma.claims import Verdict, aligned_claim_specs, judge_claim, rails_only_claim_spec
 from oke_gpu_rdma.errors import PairingError, TopologyError
-from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog
+from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog, verified_override_problem
 from oke_gpu_rdma.sriov import RdmaPath
 from oke_gpu_rdma.topology import Topology, shape_slug
 
@@ -173,6 +173,12 @@ def topology_problems(
         ConfigProblem(f"{keys.shape_topologies}.{shape}", None, problem)
         for shape, found in catalog.problems().items()
         for problem in found
+    ]
+    # A verified shape's file is what the pack judges against whatever a stack supplies (issue 28): refuse
+    # the override here rather than plan templates the pack would judge on another topology.
+    problems += [
+        ConfigProblem(f"{keys.shape_topologies}.{shape}", None, verified_override_problem(shape))
+        for shape in catalog.verified_overrides()
     ]
     for shape, key in shapes.items():
         if shape in supplied:

@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from oke_gpu_rdma import cidr_rules as cidr
-from oke_gpu_rdma import mpi_operator, resource_types
+from oke_gpu_rdma import mpi_operator, pack_settings, resource_types
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import (
@@ -789,6 +789,22 @@ class VfPoolConfig(_Model):
         return self
 
 
+# The namespace of the SR-IOV path's RDMA pods: the stack creates it and labels it Pod Security baseline.
+SRIOV_JOBS_NAMESPACE = "rdma-sriov"
+
+
+def _own_namespace(name: str) -> str:
+    # Namespaces every cluster has: the stack would take over (and on destroy delete) what it does not own,
+    # and `default` cannot carry the workloads' Pod Security level for them alone (issue 28).
+    if name == "default" or name.startswith("kube-"):
+        raise ValueError(
+            f"{name} is a namespace every cluster has, whose Pod Security level the stack does not set; the "
+            f"SR-IOV pods need one the stack creates and labels baseline: use {SRIOV_JOBS_NAMESPACE} (the "
+            "default) or another name"
+        )
+    return name
+
+
 class NetworkOperatorConfig(_Model):
     """The NVIDIA Network Operator for pools with rdma: sriov (deployed only when a pool has it)."""
 
@@ -811,10 +827,12 @@ class NetworkOperatorConfig(_Model):
         description="RDMA namespace mode of the SR-IOV pools: shared (no RDMA CNI) or exclusive (netns_mode=0 "
         "on the nodes, the RDMA CNI with rdmaQoS in every network).",
     )
-    network_namespace: DnsLabel = Field(
-        "default",
+    network_namespace: Annotated[DnsLabel, AfterValidator(_own_namespace)] = Field(
+        SRIOV_JOBS_NAMESPACE,
         alias="networkNamespace",
-        description="Namespace of the NetworkAttachmentDefinitions, i.e. of the pods that use the VFs.",
+        description="Namespace of the NetworkAttachmentDefinitions, i.e. of the pods that use the VFs (the "
+        "acceptance jobs among them). The stack creates it with Pod Security baseline; not `default` nor a "
+        "kube- namespace, which the stack does not own.",
     )
     vf_pool: VfPoolConfig = Field(
         default_factory=lambda: VfPoolConfig(),
@@ -955,6 +973,28 @@ class SchedulingConfig(_Model):
         alias="acceptanceLevel",
         description="The Topology level the NCCL acceptance job's workers must share "
         "(kueue.x-k8s.io/podset-required-topology).",
+    )
+
+
+class PolicyPackConfig(_Model):
+    """What the stack tells the policy pack beyond what it declares: claims judged elsewhere."""
+
+    managed_device_classes: Annotated[tuple[str, ...], AfterValidator(pack_settings.device_class_names)] = (
+        Field(
+            (),
+            alias="managedDeviceClasses",
+            description="DeviceClasses another stack or an operator manages (and judges the claims of): a claim on "
+            "one this stack does not declare, or whose selectors the pack cannot evaluate, is then a note; "
+            "otherwise it is a mandatory finding (pack config gpu-rail-claims-aligned.managedDeviceClasses).",
+        )
+    )
+    managed_helm_releases: Annotated[tuple[str, ...], AfterValidator(pack_settings.release_names)] = Field(
+        (),
+        alias="managedHelmReleases",
+        description="helm.sh/v3 Releases of charts the pack does not know (Pulumi resource name or Helm release "
+        "name) whose claims are judged elsewhere, or that hold none; any other such release is a mandatory "
+        "finding, since Helm installs its objects outside the stack (pack config "
+        "gpu-rail-claims-aligned.managedHelmReleases).",
     )
 
 
@@ -1139,6 +1179,11 @@ class StackConfig(_Model):
         default_factory=lambda: NetworkOperatorConfig(), alias="networkOperator"
     )
     workloads: WorkloadsConfig = Field(default_factory=lambda: WorkloadsConfig())
+    policy_pack: PolicyPackConfig = Field(
+        default_factory=lambda: PolicyPackConfig(),
+        alias="policyPack",
+        description="Settings the stack passes to the policy pack's config.",
+    )
     shape_topologies: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         alias="shapeTopologies",

@@ -53,6 +53,8 @@ def policy_pack_config(config: StackConfig) -> PackConfig:
             kubernetes_version=config.cluster.spec.kubernetes_version,
             child_range=config.dranet.child_range,
             onboarding_shapes=tuple(dict.fromkeys(p.shape for p in config.dra_pools if p.onboarding)),
+            managed_device_classes=config.policy_pack.managed_device_classes,
+            managed_helm_releases=config.policy_pack.managed_helm_releases,
         ),
         rail_root_devices=RailRootDevicesSettings(shape_topologies=topologies) if sriov_shapes else None,
         pods_all_rails=PodsAllRailsSettings(shape_topologies=topologies) if sriov_shapes else None,

@@ -49,8 +49,8 @@ def test_a_template_namespace_is_created_with_baseline_and_the_tools(run_stack: 
     raw["workloads"] = {"claimTemplates": [{"name": "pair", "gpusPerWorker": 2, "namespace": "team-a"}]}
     run = run_stack("dev", raw)
     namespaces = {r.inputs["metadata"]["name"]: r for r in run.of_type(resource_types.NAMESPACE)}
-    assert set(namespaces) == {"rdma-dranet", "team-a"}
-    assert namespaces["team-a"].inputs["metadata"]["labels"] == {POD_SECURITY_ENFORCE_LABEL: "baseline"}
+    assert set(namespaces) == {"rdma-dranet", "team-a", "dra-driver-nvidia-gpu"}
+    assert namespaces["team-a"].inputs["metadata"]["labels"][POD_SECURITY_ENFORCE_LABEL] == "baseline"
     maps = {
         (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"])
         for r in run.of_type(resource_types.CONFIG_MAP)

@@ -5,7 +5,8 @@ The stack applies the release manifest itself at apply time (pulumi-kubernetes' 
 fetches it, components/acceptance_jobs.py). The offline preview, the plan and the schedulability check
 still need three facts of it: the identity of every object (the plan, and the aliases that keep a stack's
 objects when it moves from declaring them one by one to the ConfigFile), and where its Deployment's pods
-may run (node selector, tolerations, affinity) with its image. This script reads them from the manifest.
+may run (node selector, tolerations, affinity) with its image and flags, and the rules of the operator's
+ClusterRole (which the stack narrows to namespaced Roles). This script reads them from the manifest.
 
 Usage, with the manifest of kubeflow/mpi-operator `deploy/v2beta1/mpi-operator.yaml` at the release's
 commit (the URL the stack applies is printed by `python -m tools.mpi_operator_facts --url v0.6.0 <commit>`):
@@ -49,6 +50,9 @@ def _placement(template: Mapping[str, Any]) -> dict[str, Any]:
         "affinity": dict(spec.get("affinity") or {}),
         "priorityClassName": spec.get("priorityClassName"),
         "images": [c.get("image") for c in containers if isinstance(c, Mapping)],
+        # The operator's flags: the stack adds --namespace to them (oke_gpu_rdma/mpi_operator.py).
+        "args": [list(c.get("args") or []) for c in containers if isinstance(c, Mapping)],
+        "serviceAccountName": spec.get("serviceAccountName"),
     }
 
 
@@ -58,6 +62,7 @@ def release_entry(documents: Iterable[Any], commit: str) -> dict[str, Any]:
         raise FactsError(f"--commit {commit!r}: give the release's full 40-character commit")
     objects: list[dict[str, Any]] = []
     deployments: list[dict[str, Any]] = []
+    rules: list[Any] | None = None
     for doc in documents:
         if not isinstance(doc, Mapping):
             continue
@@ -69,6 +74,9 @@ def release_entry(documents: Iterable[Any], commit: str) -> dict[str, Any]:
             "name": str(metadata.get("name")),
         }
         objects.append(identity)
+        if doc.get("kind") == "ClusterRole" and identity["name"] == mpi_operator.OPERATOR_ROLE:
+            # The operator's own role: the stack splits it into a namespaced Role and what stays cluster-wide.
+            rules = list(doc.get("rules") or [])
         if doc.get("kind") == "Deployment":
             template = (doc.get("spec") or {}).get("template") or {}
             deployments.append(
@@ -78,7 +86,11 @@ def release_entry(documents: Iterable[Any], commit: str) -> dict[str, Any]:
         raise FactsError("the manifest holds no Kubernetes object; is it the release's mpi-operator.yaml?")
     if len(deployments) != 1:
         raise FactsError(f"the manifest holds {len(deployments)} Deployments; the operator has exactly one")
-    return {"commit": commit, "objects": objects, "deployment": deployments[0]}
+    if rules is None:
+        raise FactsError(
+            f"the manifest holds no ClusterRole {mpi_operator.OPERATOR_ROLE}, the operator's own role"
+        )
+    return {"commit": commit, "objects": objects, "deployment": deployments[0], "operatorRules": rules}
 
 
 def main(argv: list[str] | None = None) -> int:

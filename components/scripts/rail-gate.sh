@@ -11,7 +11,7 @@ failed=0
 on() {
   local host=$1
   shift
-  ssh -o StrictHostKeyChecking=no -o ConnectTimeout=10 "$host" "$@"
+  ssh -o ConnectTimeout=10 "$host" "$@"  # host keys checked: the launcher's ssh_config (acceptance_jobs.py)
 }
 
 # rail_bandwidth LABEL CLIENT SERVER_DEV SERVER_GID CLIENT_DEV CLIENT_GID SERVER_IP TCLASS: ib_write_bw

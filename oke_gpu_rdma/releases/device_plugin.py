@@ -42,11 +42,17 @@ DEFAULT_AFFINITY: Final[dict[str, Any]] = {
 }
 # values.yaml l. 86-93.
 DEFAULT_TOLERATIONS: Final = (values_of.CRITICAL_ADDONS_TOLERATION, values_of.GPU_TAINT_TOLERATION)
+# The image: templates/_helpers.tpl l. 83-86 `nvidia-device-plugin.fullimage` writes
+# `<image.repository>:<image.tag>` (values.yaml l. 49-53: repository nvcr.io/nvidia/k8s-device-plugin, tag
+# default v<appVersion>), so a tag of `v0.19.3@sha256:...` pins the digest and keeps the tag.
+IMAGE: Final = f"nvcr.io/nvidia/k8s-device-plugin:v{DEFAULT_VERSION}"
+IMAGE_TAG_VALUE: Final = "image.tag"
 # Values its templates read (templates/daemonset-device-plugin.yml at v0.19.3: priorityClassName l. 42-43,
 # runtimeClassName l. 45-46, migStrategy l. 137-139, deviceListStrategy l. 149-151, cdi.nvidiaHookPath
 # l. 165-167, nodeSelector l. 259-261, affinity l. 263-265, tolerations l. 267-269).
 VALUE_PATHS: Final = frozenset(
     {
+        IMAGE_TAG_VALUE,
         "priorityClassName",
         "runtimeClassName",
         "migStrategy",

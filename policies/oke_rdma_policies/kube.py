@@ -171,6 +171,18 @@ def _class_selectors(res: PlainResource) -> tuple[str, ...] | None:
     return tuple(exprs)
 
 
+def class_drivers(res: PlainResource) -> set[str]:
+    """The drivers a DeviceClass's CEL selectors name (`device.driver == "..."`); empty for any other
+    resource, or a class whose selectors are unknown or malformed."""
+    if not (res.type.startswith(resource_types.DRA_GROUP_PREFIX) and res.kind == "DeviceClass"):
+        return set()
+    try:
+        exprs = _class_selectors(res)
+    except PropertyTypeError:
+        return set()
+    return {m for e in exprs or () for m in _DRIVER_IN_CEL.findall(e)}
+
+
 def device_classes(resources: list[PlainResource]) -> DeviceClasses:
     """DeviceClasses the stack declares, sorted by the driver their CEL selectors name: a class naming a
     registered rail driver (DRANET) selects rails, one naming a registered GPU driver GPUs."""

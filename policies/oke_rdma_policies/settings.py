@@ -40,7 +40,7 @@ def shape_catalog(
     """The shape catalog with the topologies of a policy's section (the files alone, and the problems,
     if the section does not parse)."""
     settings, problems = read_section(model, raw)
-    return settings.catalog(), problems
+    return settings.catalog(), [*problems, *settings.override_problems()]
 
 
 def validate_file(config: Mapping[str, Any], rules: Sequence[Rule]) -> list[str]:

@@ -14,6 +14,8 @@ from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArg
 from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.cloud_init import registered_taints
 from oke_gpu_rdma.labels import GPU_PRESENT, GPU_PRESENT_LABEL, INSTANCE_TYPE_LABEL, NFD_NVIDIA_PCI_LABEL
+from oke_gpu_rdma.releases import registry
+from oke_gpu_rdma.releases.facts import ReleaseFacts
 from oke_gpu_rdma.shape_catalog import CATALOG
 
 from .kube import (
@@ -21,7 +23,9 @@ from .kube import (
     DeviceClasses,
     PlainResource,
     PodSpec,
+    chart_basename,
     claim_refs,
+    class_drivers,
     device_classes,
     gpu_requests,
     is_claim,
@@ -32,6 +36,8 @@ from .kube import (
 from .report import Reporter, guarded, stack_where
 from .sdk_adapter import stack_state
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map
+
+STACK_TYPE = "pulumi:pulumi:Stack"
 
 
 def from_resource_args(args: ResourceValidationArgs) -> PlainResource:
@@ -74,6 +80,27 @@ def from_policy_resources(resources: list[PolicyResource]) -> list[PlainResource
     ]
 
 
+def _is_stack(urn: str) -> bool:
+    """Whether ``urn`` is the stack's own resource (`...::pulumi:pulumi:Stack::<name>`)."""
+    return urn.rsplit("::", 2)[-2].rsplit("$", 1)[-1] == STACK_TYPE if urn.count("::") >= 3 else False
+
+
+def _driver_links(resources: list[PlainResource]) -> dict[str, set[str]]:
+    """The registered drivers the stack's DeviceClasses select, by what each class is tied to: the URN of
+    every resource the class depends on, and ``parent:<urn>`` of the class's parent component."""
+    links: dict[str, set[str]] = {}
+    known = {d.name for d in registry.dra_drivers()}
+    for res in resources:
+        drivers = class_drivers(res) & known
+        if not drivers:
+            continue
+        # The stack itself is no component: everything declared at the top level is its child.
+        parent = [f"parent:{res.parent}"] if res.parent and not _is_stack(res.parent) else []
+        for key in [*res.dependencies, *parent]:
+            links.setdefault(key, set()).update(drivers)
+    return links
+
+
 def is_gpu_shape(shape: object) -> bool:
     return isinstance(shape, str) and (shape in CATALOG or ".GPU." in shape)
 
@@ -102,6 +129,7 @@ class StackView:
         self.workloads = [r for r in resources if is_workload(r)]
         self._rails: dict[str, list[str]] = {}
         self._gpus: dict[str, list[str]] = {}
+        self._driver_links = _driver_links(resources)
 
     @classmethod
     def of(cls, args: StackValidationArgs) -> StackView:
@@ -109,6 +137,48 @@ class StackView:
         request's state (:class:`oke_rdma_policies.sdk_adapter.StackState`), so the stack is converted
         to plain values once. Policies only read the view."""
         return stack_state(args).get(cls, lambda: cls(from_policy_resources(args.resources)))
+
+    def release_facts(self, res: PlainResource) -> ReleaseFacts | None:
+        """The registered release a Helm release or chart of the stack installs, by what it is, not by the
+        name its reference ends in (issue 28: a renamed chart must not hide DRANET from the pack):
+
+        - the chart's own identity: its reference (a recognised name, or the facts' OCI reference), or the
+          chart name Helm recorded from the chart's Chart.yaml (a Release's ``status.chart``, known once
+          installed), or the repository and chart the facts name;
+        - the driver it runs: a DeviceClass of the stack whose selectors name a registered driver
+          (``device.driver == "dra.net"``) and that sits beside the release (the same parent component) or
+          depends on it, as a component declaring a driver and its class does.
+        """
+        if res.type not in resource_types.HELM_TYPES:
+            return None
+        props = res.props
+        status = props.get("status")
+        recorded = status.get("chart") if isinstance(status, Mapping) else None
+        repo = props.get("repositoryOpts")
+        repo_url = repo.get("repo") if isinstance(repo, Mapping) else None
+        for facts in registry.releases():
+            if chart_basename(props.get("chart")) in facts.names or props.get("chart") == facts.chart:
+                return facts
+            if isinstance(recorded, str) and recorded in facts.names:
+                return facts
+            if (
+                facts.repository is not None
+                and repo_url == facts.repository
+                and props.get("chart") in facts.names
+            ):
+                return facts
+        drivers = self._driver_links.get(res.urn, set()) | self._driver_links.get(
+            f"parent:{res.parent}", set()
+        )
+        if len(drivers) != 1:
+            return None  # no class tied to it, or classes of several drivers: not one driver's release
+        return next(
+            (f for f in registry.dra_driver_releases() if drivers & {d.name for d in f.drivers}), None
+        )
+
+    def releases_of(self, facts: Collection[ReleaseFacts]) -> list[PlainResource]:
+        """The stack's Helm releases and charts that install one of ``facts`` (:meth:`release_facts`)."""
+        return [r for r in self.resources if self.release_facts(r) in facts]
 
     def of_type(self, type_: str) -> list[PlainResource]:
         return [r for r in self.resources if r.type == type_]

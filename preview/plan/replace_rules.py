@@ -201,11 +201,13 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
 # Every kind this program can declare (KINDS below is checked against the examples' renderings and the
 # components by tests/preview/plan/test_kind_rules.py), with what the Kubernetes API itself refuses to
 # update where no provider rule above already replaces it:
-# - Namespace, ConfigMap, Secret, ServiceAccount, ClusterRole: no immutable field beyond the name
+# - Namespace, ConfigMap, Secret, ServiceAccount, ClusterRole, Role: no immutable field beyond the name
 #   (kubernetes/kubernetes pkg/apis/core/validation/validation.go `ValidateNamespaceUpdate`,
 #   `ValidateConfigMapUpdate` and `ValidateSecretUpdate` refuse data changes only of an `immutable` one,
-#   which the provider replaces; pkg/apis/rbac/validation/validation.go `ValidateClusterRoleUpdate`).
-# - ClusterRoleBinding: `roleRef` is immutable (rbac validation `ValidateClusterRoleBindingUpdate`); the
+#   which the provider replaces; pkg/apis/rbac/validation/validation.go `ValidateClusterRoleUpdate`,
+#   `ValidateRoleUpdate`).
+# - ClusterRoleBinding, RoleBinding: `roleRef` is immutable (rbac validation `ValidateClusterRoleBindingUpdate`,
+#   `ValidateRoleBindingUpdate`); the
 #   provider replaces on it. Deployment: `spec.selector` (pkg/apis/apps/validation `ValidateDeploymentUpdate`
 #   on apps/v1); the provider replaces on it. Job: `spec.selector`, `spec.template` (beyond a suspended
 #   job's scheduling directives) and `spec.completions` (pkg/apis/batch/validation/validation.go
@@ -234,6 +236,8 @@ KINDS: frozenset[str] = frozenset(
         "batch/v1/Job",
         "rbac.authorization.k8s.io/v1/ClusterRole",
         "rbac.authorization.k8s.io/v1/ClusterRoleBinding",
+        "rbac.authorization.k8s.io/v1/Role",
+        "rbac.authorization.k8s.io/v1/RoleBinding",
         "apiextensions.k8s.io/v1/CustomResourceDefinition",
         "resource.k8s.io/v1/DeviceClass",
         "resource.k8s.io/v1/ResourceClaimTemplate",

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pulumi
 import pytest
 
-from components.acceptance_jobs import EXPECTED_NCCL, EXPECTED_RAILS, SCRIPTS, _moved_objects
-from oke_gpu_rdma import mpi_operator
+from components.acceptance_jobs import EXPECTED_NCCL, EXPECTED_RAILS, SCRIPTS, _moved_objects, narrowed_object
+from oke_gpu_rdma import mpi_operator, pod_security
 from oke_gpu_rdma.nccl import NCCL_FORBIDDEN_WITH_DRANET, NCCL_SETTINGS
 from stack_config.model import AcceptanceJobsConfig
 from tests.support import Run, raw_config
 
 MPIJOB = "kubernetes:kubeflow.org/v2beta1:MPIJob"
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 
 
 def with_jobs(**jobs: object) -> dict:
@@ -258,9 +261,111 @@ def test_the_mpi_operator_is_its_release_manifest_applied_at_apply_time(
         "file": "https://raw.githubusercontent.com/kubeflow/mpi-operator/"
         "c983759cfa87fd32ed5711804021ea47eb8d712c/deploy/v2beta1/mpi-operator.yaml"
     }
-    assert manifest.options["transforms"] == 1
-    # Nothing of the manifest is declared object by object any more.
-    assert [r.type for r in run.resources if r.parent == operator.urn] == [mpi_operator.CONFIG_FILE_TYPE]
+    assert manifest.options["transforms"] == 2  # the aliases, and the narrowing to least privilege
+    # Nothing of the manifest is declared object by object any more; the stack adds the operator's Roles.
+    assert sorted(r.type for r in run.resources if r.parent == operator.urn) == [
+        "kubernetes:rbac.authorization.k8s.io/v1:Role",
+        "kubernetes:rbac.authorization.k8s.io/v1:Role",
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+        mpi_operator.CONFIG_FILE_TYPE,
+    ]
+
+
+# --- the MPI operator at least privilege (issue 28 item 3) ---------------------------------------------------
+
+RELEASE = mpi_operator.release("v0.6.0")
+
+
+def _manifest_object(kind: str) -> dict[str, Any]:
+    """The object of kind ``kind`` as the transform receives it: what the release's facts record of it."""
+    (obj,) = [o for o in RELEASE.objects if o.kind == kind and o.name == "mpi-operator"]
+    props: dict[str, Any] = {"apiVersion": obj.api_version, "kind": kind, "metadata": {"name": obj.name}}
+    if kind == "ClusterRole":
+        props["rules"] = list(RELEASE.operator_rules)
+    if kind == "Deployment":
+        props["metadata"]["namespace"] = obj.namespace
+        container = {"name": "mpi-operator", "image": RELEASE.deployment["images"][0], "args": RELEASE.args()}
+        props["spec"] = {
+            "template": {"spec": {"containers": [container], "serviceAccountName": "mpi-operator"}}
+        }
+    return props
+
+
+def _writes(rules: list[dict[str, Any]], resource: str) -> bool:
+    read = {"get", "list", "watch"}
+    return any(resource in r["resources"] and set(r["verbs"]) - read for r in rules)
+
+
+def test_the_operators_cluster_role_keeps_no_write_and_no_pods_exec() -> None:
+    """Upstream's ClusterRole writes Secrets and Pods and creates pods/exec everywhere; what stays
+    cluster-wide is read-only and cluster-scoped (PriorityClasses), so no Secret anywhere else is reachable."""
+    narrowed = narrowed_object(_manifest_object("ClusterRole"), RELEASE, "rdma-dranet")
+    assert narrowed is not None
+    assert narrowed["rules"] == [
+        {
+            "apiGroups": ["scheduling.k8s.io"],
+            "resources": ["priorityclasses"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    assert _writes(list(RELEASE.operator_rules), "secrets")  # what upstream grants, for contrast
+    assert any("pods/exec" in r["resources"] for r in RELEASE.operator_rules)
+
+
+def test_the_operator_watches_the_jobs_namespace_only_and_passes_restricted() -> None:
+    narrowed = narrowed_object(_manifest_object("Deployment"), RELEASE, "rdma-dranet")
+    assert narrowed is not None
+    pod = narrowed["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"] == [
+        "-alsologtostderr",
+        "--lock-namespace=mpi-operator",
+        "--namespace=rdma-dranet",
+    ]
+    assert pod_security.violations(pod, "restricted") == []
+    assert pod_security.violations(_manifest_object("Deployment")["spec"]["template"]["spec"], "restricted")
+    namespace = narrowed_object(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mpi-operator"}}, RELEASE, "x"
+    )
+    assert namespace is not None
+    assert namespace["metadata"]["labels"] == pod_security.namespace_labels("restricted")
+    # Objects the stack leaves as upstream wrote them.
+    assert (
+        narrowed_object(
+            {"kind": "CustomResourceDefinition", "metadata": {"name": "mpijobs.kubeflow.org"}}, RELEASE, "x"
+        )
+        is None
+    )
+
+
+def test_the_operators_roles_are_namespaced_in_the_jobs_and_the_lock_namespace(
+    run_stack: Callable[..., Run],
+) -> None:
+    run = run_stack("dev", with_jobs())
+    roles = {r.inputs["metadata"]["namespace"]: r.inputs for r in run.of_type(ROLE)}
+    assert set(roles) == {"rdma-dranet", "mpi-operator"}
+    jobs = roles["rdma-dranet"]["rules"]
+    assert _writes(jobs, "secrets") and _writes(jobs, "pods")  # in the jobs' namespace only
+    assert not any("pods/exec" in r["resources"] for rs in roles.values() for r in rs["rules"])
+    assert [r["resources"] for r in roles["mpi-operator"]["rules"]] == [["events"], ["leases"]]
+    for binding in run.of_type(ROLE_BINDING):
+        assert binding.inputs["subjects"] == [
+            {"kind": "ServiceAccount", "name": "mpi-operator", "namespace": "mpi-operator"}
+        ]
+        assert binding.inputs["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": "mpi-operator",
+        }
+    # The rendering says what the transforms change in upstream's manifest.
+    operator = run.one("oke-gpu-rdma:index:MpiOperator")
+    narrowed = operator.inputs["narrowed"]
+    assert narrowed["ClusterRole mpi-operator"]["rules"] == RELEASE.cluster_rules()
+    assert narrowed["Deployment mpi-operator/mpi-operator"]["args"][-1] == "--namespace=rdma-dranet"
+    # The jobs wait for the roles: an operator that cannot write the jobs' Secrets never starts them.
+    job = run.one(MPIJOB)
+    assert {r.urn for r in run.of_type(ROLE)} <= set(job.dependencies)
 
 
 def test_each_object_of_the_manifest_keeps_the_name_it_had_when_declared_one_by_one(

@@ -16,6 +16,7 @@ from components.dra_drivers import (
     gpu_driver_values,
     gpu_operator_values,
 )
+from oke_gpu_rdma import pod_security
 from oke_gpu_rdma.charts import undocumented_value_paths
 from oke_gpu_rdma.releases import dranet as dranet_chart
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
@@ -24,6 +25,7 @@ from stack_config.model import GPU_TAINT, DranetConfig, Taint
 from tests.support import Run, raw_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
+NAMESPACE = "kubernetes:core/v1:Namespace"
 DEVICE_CLASS = "kubernetes:resource.k8s.io/v1:DeviceClass"
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
 POOLS = ["gpu-b4"]
@@ -128,11 +130,19 @@ def test_releases_as_declared(run_stack: Callable[..., Run]) -> None:
     )
     assert dranet_release["values"] == dranet_values(dranet(), POOLS)
     gpu = releases[nvidia_gpu.CHART]
-    assert (gpu["namespace"], gpu["version"], gpu["createNamespace"]) == (
+    assert (gpu["namespace"], gpu["version"], "createNamespace" in gpu) == (
         "dra-driver-nvidia-gpu",
         "0.5.1",
-        True,
+        False,
     )
+    # The component creates the namespace, labelled privileged (its kubelet plugin is a privileged
+    # DaemonSet with hostPath volumes), and the release waits for it: Helm cannot label one it creates.
+    namespace = run.one(NAMESPACE, "gpu-dra-driver-namespace")
+    assert namespace.inputs["metadata"] == {
+        "name": "dra-driver-nvidia-gpu",
+        "labels": pod_security.namespace_labels("privileged"),
+    }
+    assert namespace.urn in run.one(RELEASE, "gpu-dra-driver-release").dependencies
     for inputs in releases.values():
         documented = dranet_chart.VALUE_PATHS if inputs is dranet_release else nvidia_gpu.VALUE_PATHS
         assert undocumented_value_paths(inputs["values"], documented) == []
@@ -226,7 +236,10 @@ def test_the_device_plugin_chart_release_in_a_mixed_fleet(run_stack: Callable[..
         "nvidia-device-plugin",
         "0.19.3",
     )
-    assert release.inputs["createNamespace"] is True and release.inputs["timeout"] == 2700
+    assert "createNamespace" not in release.inputs and release.inputs["timeout"] == 2700
+    namespace = run.one(NAMESPACE, "device-plugin-namespace")
+    assert namespace.inputs["metadata"]["labels"] == pod_security.namespace_labels("privileged")
+    assert namespace.urn in release.dependencies
     assert release.inputs["values"] == device_plugin_values([GPU_TAINT])
     # It waits for the pool it serves, not the DRA pools.
     infer = run.one(NODE_POOL, "infer-a10-nodes").urn

@@ -29,12 +29,17 @@ def test_the_release_and_its_configuration(run_stack: Callable[..., Run]) -> Non
     run = run_stack("full")
     release = run.one(RELEASE, "kueue-release")
     inputs = release.inputs
-    assert (inputs["chart"], inputs["version"], inputs["namespace"], inputs["createNamespace"]) == (
+    assert (inputs["chart"], inputs["version"], inputs["namespace"], inputs.get("createNamespace")) == (
         "oci://registry.k8s.io/kueue/charts/kueue",
         "0.19.2",
         "kueue-system",
-        True,
+        None,
     )
+    # The component declares its namespace, at Pod Security baseline (Helm's createNamespace cannot label it).
+    own = run.one("kubernetes:core/v1:Namespace", "kueue-namespace")
+    assert own.inputs["metadata"]["name"] == "kueue-system"
+    assert own.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert own.urn in release.dependencies
     config = yaml.safe_load(inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
     assert config["resources"]["deviceClassMappings"] == [
         {"name": "oke-gpu-rdma/gpus", "deviceClassNames": ["gpu.nvidia.com"]},
@@ -42,7 +47,7 @@ def test_the_release_and_its_configuration(run_stack: Callable[..., Run]) -> Non
     ]
     # It waits for the system pool its controller runs on and for the workload namespace.
     system = run.one("oci:ContainerEngine/nodePool:NodePool", "system-nodes").urn
-    namespace = run.one("kubernetes:core/v1:Namespace").urn
+    namespace = run.one("kubernetes:core/v1:Namespace", "workloads-namespace").urn
     assert {system, namespace} <= set(release.dependencies)
 
 

@@ -19,6 +19,7 @@ from oke_gpu_rdma.releases import dranet, network_operator, nvidia_gpu
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from oke_gpu_rdma.sriov import NETWORKS_ANNOTATION
 from preview.rendering import manifest
+from stack_config.model import SRIOV_JOBS_NAMESPACE
 from tests.fixtures import seed001
 from tests.support import Run, meta_plugins, raw_config
 
@@ -96,7 +97,11 @@ def test_per_rail_node_policies_are_the_seeds(sriov_run: Run) -> None:
 
 def test_per_rail_networks_are_the_seeds_text_and_json(sriov_run: Run) -> None:
     networks = by_name(sriov_run, resource_types.SRIOV_NETWORK)
-    assert networks == {n["metadata"]["name"]: n for n in seed001.all("sriov-networks-per-rail")}
+    # The seed's pods ran in `default`; the stack's run in a namespace it creates and labels baseline.
+    seed = {n["metadata"]["name"]: n for n in seed001.all("sriov-networks-per-rail")}
+    for network in seed.values():
+        network["spec"]["networkNamespace"] = SRIOV_JOBS_NAMESPACE
+    assert networks == seed
     for network in networks.values():
         assert meta_plugins(network) == meta_plugins(seed001("sriov-network-shared"))
 
@@ -151,9 +156,9 @@ def test_two_job_nccl_run_matches_the_seeds_worker(sriov_run: Run) -> None:
         assert job["spec"]["runPolicy"] == {"cleanPodPolicy": "Running", "backoffLimit": 0}
     assert sriov_run.run.outputs["acceptanceJobs"] == {
         name: {
-            "namespace": "default",
+            "namespace": SRIOV_JOBS_NAMESPACE,
             "threshold": "NCCL all_reduce busbw at 8 GiB (out of place) >= 96.28 GB/s",
-            "results": f"kubectl -n default logs job/{name}-launcher",
+            "results": f"kubectl -n {SRIOV_JOBS_NAMESPACE} logs job/{name}-launcher",
         }
         for name in ("nccl-vf-a", "nccl-vf-b")
     }
@@ -171,7 +176,7 @@ def test_vf_rail_test_is_a_gating_mpijob_with_a_vf_of_every_rail(run_stack: Call
     assert job.inputs["metadata"]["annotations"] == {
         "oke-gpu-rdma/expected": EXPECTED_VF_RAILS,
         "oke-gpu-rdma/threshold": "ib_write_bw >= 96.86 Gb/s on every rail",
-        "oke-gpu-rdma/results": "kubectl -n default logs job/vf-rail-bandwidth-launcher",
+        "oke-gpu-rdma/results": f"kubectl -n {SRIOV_JOBS_NAMESPACE} logs job/vf-rail-bandwidth-launcher",
         "pulumi.com/waitFor": SUCCEEDED,
         "pulumi.com/timeoutSeconds": "1800",
     }
@@ -219,7 +224,9 @@ def test_one_vf_per_pf_gives_the_seeds_single_policy(run_stack: Callable[..., Ru
     assert by_name(run, resource_types.SRIOV_NODE_POLICY) == {
         "bm-gpu-b4-8": seed001("sriov-network-node-policy")
     }
-    assert by_name(run, resource_types.SRIOV_NETWORK) == {"rdma-vf": seed001("sriov-network-shared")}
+    seed_network = seed001("sriov-network-shared")
+    seed_network["spec"]["networkNamespace"] = SRIOV_JOBS_NAMESPACE  # the seed's `default`: see above
+    assert by_name(run, resource_types.SRIOV_NETWORK) == {"rdma-vf": seed_network}
     (job,) = run.of_type(MPIJOB)
     worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
     seed_pod = seed001.all("vf-pods")[0]

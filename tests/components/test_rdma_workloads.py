@@ -22,10 +22,10 @@ def templates(run: Run) -> dict[str, dict]:
 
 
 def test_namespace_enforces_baseline(run_stack: Callable[..., Run]) -> None:
-    namespace = run_stack("dev").one("kubernetes:core/v1:Namespace")
+    namespace = run_stack("dev").one("kubernetes:core/v1:Namespace", "workloads-namespace")
     assert namespace.inputs["metadata"] == {
         "name": "rdma-dranet",
-        "labels": {"pod-security.kubernetes.io/enforce": "baseline"},
+        "labels": {f"pod-security.kubernetes.io/{mode}": "baseline" for mode in ("enforce", "warn", "audit")},
     }
 
 

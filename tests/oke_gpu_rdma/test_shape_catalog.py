@@ -109,6 +109,17 @@ def test_supplied_topologies_take_precedence_and_are_parsed_when_looked_up() -> 
         CATALOG.topology("BM.GPU.A100-v2.8")  # the catalog without them is unchanged
 
 
+def test_a_verified_shape_keeps_its_file_whatever_is_supplied() -> None:
+    one_root = {"roots": [{"name": "pci0000:00", "numaNode": 0, "gpus": ["0000:0f:00.0"], "rails": []}]}
+    catalog = CATALOG.with_topologies({DEFAULT_SHAPE: one_root, "BM.GPU.H100.8": one_root})
+    assert catalog.topology(DEFAULT_SHAPE) is CATALOG.topology(DEFAULT_SHAPE)
+    assert catalog.topology("BM.GPU.H100.8").evidence == "user-supplied"
+    assert catalog.verified_overrides() == (DEFAULT_SHAPE,)
+    assert catalog.problems() == {}  # the verified shape's entry is never parsed: it is refused whole
+    assert catalog.is_verified(DEFAULT_SHAPE) and not catalog.is_verified("BM.GPU.H100.8")
+    assert not catalog.is_verified("BM.GPU.NOT-A-SHAPE")
+
+
 def test_a_supplied_topology_that_is_no_mapping() -> None:
     assert CATALOG.with_topologies({"X": "rdma"}).problems() == {
         "X": ("topology: expected a mapping, got str",)

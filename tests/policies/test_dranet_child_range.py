@@ -391,3 +391,57 @@ def test_daemonset_args_are_expanded_from_the_container_env_as_the_kubelet_does(
     container["args"][1] = "--cloud-provider-options=oke.rdma-child-ipv4-cidr=$$(CHILD)"
     found = violations(analyze([*seed_plan(), k8s(daemonset)]), POLICY)
     assert any("'$(CHILD)'" in v.message for v in found), [v.message for v in found]
+
+
+# -- DRANET recognised by what it is, not by what its chart reference is called (issue 28) ---------------------
+
+DRANET_CLASS = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "DeviceClass",
+    "metadata": {"name": "rails"},
+    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "dra.net"'}}]},
+}
+OVERLAPPING = "10.140.0.0/16"  # the seed VCN itself
+
+
+def _renamed(**kwargs):
+    release = dranet_release(child=OVERLAPPING, **kwargs)
+    release.inputs["chart"] = "oci://mirror.example.com/charts/rdma-networking"
+    release.struct.update({"chart": release.inputs["chart"]})
+    return release
+
+
+def _overlap_on(name: str, findings) -> list:
+    return [
+        v for v in violations(findings, POLICY) if v.urn.endswith(f"::{name}") and OVERLAPPING in v.message
+    ]
+
+
+def test_a_renamed_dranet_chart_beside_its_device_class_still_gets_its_child_range_checked():
+    component = resource("oke-gpu-rdma:index:Dranet", "net", {})
+    component.custom = False
+    release = _renamed(parent=component.urn)
+    device_class = k8s(DRANET_CLASS, parent=component.urn)
+    findings = analyze([*seed_plan(), component, release, device_class])
+    assert _overlap_on("dranet", findings)
+
+
+def test_a_renamed_dranet_chart_a_device_class_depends_on_is_checked():
+    release = _renamed()
+    device_class = k8s(DRANET_CLASS, dependencies=[release.urn])
+    assert _overlap_on("dranet", analyze([*seed_plan(), release, device_class]))
+
+
+def test_a_renamed_dranet_chart_is_known_by_the_chart_name_helm_recorded():
+    release = _renamed()
+    release.struct.update({"status": {"chart": "dranet", "version": "v1.5.0"}})
+    assert _overlap_on("dranet", analyze([*seed_plan(), release]))
+
+
+def test_an_unrelated_chart_at_the_stacks_top_level_is_not_taken_for_dranet():
+    """Every top-level resource is the stack's child: sharing it ties no chart to a DeviceClass."""
+    stack = resource("pulumi:pulumi:Stack", "oke-gpu-rdma-test", {})
+    stack.custom = False
+    release = _renamed(parent=stack.urn)
+    device_class = k8s(DRANET_CLASS, parent=stack.urn)
+    assert _overlap_on("dranet", analyze([*seed_plan(), stack, release, device_class])) == []

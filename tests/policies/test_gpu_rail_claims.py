@@ -111,11 +111,19 @@ def test_unknown_config_does_not_stop_judging():
     assert len(found) == 1 and notes(findings, POLICY) == []
 
 
-def test_device_class_outside_the_stack_is_a_note_and_a_declared_one_is_used():
+def test_device_class_outside_the_stack_is_mandatory_unless_managed_elsewhere_and_a_declared_one_is_used():
     claim = seed000("rails-8-a")
     claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "rails"
     found, findings = judged(k8s(claim))
-    assert found == [] and "DeviceClass rails" in notes(findings, POLICY)[0].message
+    (v,) = found
+    assert v.level == "mandatory" and v.urn.endswith("::rails-8-a")
+    assert "uses DeviceClass rails, which this stack does not declare" in v.message
+    assert (
+        f"pack config {POLICY}.managedDeviceClasses (stack config policyPack.managedDeviceClasses)"
+        in v.message
+    )
+    found, findings = judged(k8s(claim), config={POLICY: {"managedDeviceClasses": ["rails"]}})
+    assert found == [] and "DeviceClass rails, managed elsewhere" in notes(findings, POLICY)[0].message
     device_class = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "DeviceClass",
@@ -206,16 +214,73 @@ def test_all_mode_listed_first_passes():
     assert found == [] and notes(findings, POLICY) == []
 
 
-def test_not_checked_verdict_is_advisory_never_mandatory():
-    """A valid selector using a CEL library the model does not evaluate (Lists: isSorted)."""
+def test_a_not_checked_verdict_is_mandatory_unless_its_classes_are_managed_elsewhere():
+    """A valid selector using a CEL library the model does not evaluate (Lists: isSorted): the pack fails
+    closed (issue 28), unless the user says the claim's classes are judged elsewhere."""
     claim = seed000("pair-check")
     claim["spec"]["devices"]["requests"][1]["exactly"]["selectors"] = [
         {"cel": {"expression": "[1, 2].isSorted()"}}
     ]
     found, findings = judged(k8s(claim))
+    (v,) = found
+    assert v.level == "mandatory" and "isSorted" in v.message and "the pack cannot judge it" in v.message
+    assert "its DeviceClasses dra.net, gpu.nvidia.com" in v.message
+    config = {POLICY: {"managedDeviceClasses": ["dra.net", "gpu.nvidia.com"]}}
+    found, findings = judged(k8s(claim), config=config)
     assert found == []
     (note,) = notes(findings, POLICY)
     assert note.level == "advisory" and "not checked" in note.message and "isSorted" in note.message
+    # Managing one of the two classes is not enough: the other's devices are still judged here.
+    found, _ = judged(k8s(claim), config={POLICY: {"managedDeviceClasses": ["dra.net"]}})
+    assert len(found) == 1
+
+
+def _training_release(name: str = "training", chart: str = "oci://charts.example.com/train") -> object:
+    return resource(
+        "kubernetes:helm.sh/v3:Release", name, {"chart": chart, "name": f"{name}-rel", "namespace": "ml"}
+    )
+
+
+def test_a_helm_release_the_pack_cannot_see_into_is_mandatory_unless_managed_elsewhere():
+    """Helm installs a v3 Release's objects: a claim in it is never in the stack (issue 28)."""
+    found, _ = judged(_training_release())
+    (v,) = found
+    assert v.level == "mandatory" and v.urn.endswith("::training")
+    assert v.message.startswith(
+        "Helm release training (chart oci://charts.example.com/train): Helm installs its objects outside the "
+        "stack, so a ResourceClaim or ResourceClaimTemplate in it cannot be judged."
+    )
+    assert "managedHelmReleases (stack config policyPack.managedHelmReleases)" in v.message
+    for listed in ("training", "training-rel"):  # the Pulumi name or the Helm release name
+        assert judged(_training_release(), config={POLICY: {"managedHelmReleases": [listed]}})[0] == []
+
+
+def test_the_drivers_own_releases_are_not_unseen_releases():
+    assert judged(dranet_release(), _training_release("gpu", GPU_CHART), config=None)[0] == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("managedDeviceClasses", ["Rails"], "'Rails' is not a DeviceClass name"),
+        ("managedDeviceClasses", ["rails", "rails"], "listed more than once: rails; list each once"),
+        ("managedDeviceClasses", "rails", "expected a list of names, got 'rails'"),
+        ("managedHelmReleases", ["a b"], "'a b' is not a release name"),
+    ],
+)
+def test_bad_managed_settings_are_one_line_naming_the_key(key, value, said):
+    """The engine refuses the file before any policy runs, as the CLI's schema check does."""
+    from preview.policy_check import PackConfigError
+
+    with pytest.raises(PackConfigError) as err:
+        judged(config={POLICY: {key: value}})
+    assert str(err.value) == f"invalid policy pack config:\n  {POLICY}.{key}: {said}" + (
+        " (a lowercase RFC 1123 subdomain of at most 253 characters, such as dra.net)"
+        if "DeviceClass name" in said
+        else " (the Pulumi resource name or the Helm release name)"
+        if "release name" in said
+        else ""
+    )
 
 
 def test_v1beta1_claim_written_with_v1_exactly_is_invalid():
@@ -717,3 +782,34 @@ def test_a_template_stating_another_alignment_level_than_its_shape_is_rejected(g
         "says 'pcieRoot', but BM.GPU.GB200-v3.4 aligns GPUs and rails at numaNode "
         "(oke_gpu_rdma/shapes/BM.GPU.GB200-v3.4.yaml). Fix: set it to 'numaNode'"
     )
+
+
+def _one_root(shape: str) -> dict:
+    """``shape``'s topology with every GPU and rail under one PCIe root: it makes every claim aligned."""
+    from oke_gpu_rdma.shape_catalog import CATALOG
+    from tests.support import topology_to_dict
+
+    topology = topology_to_dict(CATALOG.topology(shape))
+    del topology["shape"]
+    roots = topology["roots"]
+    topology["roots"] = [
+        {
+            "name": roots[0]["name"],
+            "numaNode": roots[0]["numaNode"],
+            "gpus": [g for r in roots for g in r["gpus"]],
+            "rails": [x for r in roots for x in r["rails"]],
+        }
+    ]
+    return topology
+
+
+def test_a_supplied_topology_for_a_verified_shape_does_not_silence_an_unaligned_claim():
+    """issue 28: a stack's one-root topology for BM.GPU.B4.8 would make shape-any aligned; the pack
+    judges against the verified file and names the refused override."""
+    config = {POLICY: {"shapeTopologies": {"BM.GPU.B4.8": _one_root("BM.GPU.B4.8")}}}
+    found, _ = judged(k8s(seed000("shape-any")), config=config)
+    unaligned = [v for v in found if v.urn.endswith("::shape-any")]
+    assert len(unaligned) == 1 and "on BM.GPU.B4.8" in unaligned[0].message
+    (refused,) = [v for v in found if "pack config" in v.message]
+    assert "shapeTopologies.BM.GPU.B4.8" in refused.message
+    assert "BM.GPU.B4.8 has a verified topology" in refused.message

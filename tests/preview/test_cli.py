@@ -333,7 +333,7 @@ def test_gpu_node_impact_comes_first_and_goes_to_the_summary(tmp_path: Path) -> 
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes update [diff: ~nodeSourceDetails.imageId]"
         in out
     )
-    assert out[out.index("Resources:") + 1 :][:2] == ["    ~ 1 to update", "    1 change. 22 unchanged"]
+    assert out[out.index("Resources:") + 1 :][:2] == ["    ~ 1 to update", "    1 change. 23 unchanged"]
     text = summary.read_text()
     assert text.startswith("### Change plan: `dev`\n\n```text\n! gpu-b4: 2 BM.GPU.B4.8 nodes cycled")
     assert "gpu-b4-nodes update [diff: ~nodeSourceDetails.imageId]" in text
@@ -345,7 +345,7 @@ def test_gpu_node_impact_comes_first_and_goes_to_the_summary(tmp_path: Path) -> 
     assert not_shown in out and f"{not_shown}\n" in text
     # Every manifest against the stack's Kubernetes schemas.
     assert (
-        "Schemas: 7 manifest(s) valid against the Kubernetes v1.36.0 OpenAPI schemas (strict; "
+        "Schemas: 8 manifest(s) valid against the Kubernetes v1.36.0 OpenAPI schemas (strict; "
         "kubernetes-validate 1.37.0, the newest it ships not newer than the stack's v1.36.4)"
     ) in out
 
@@ -624,7 +624,7 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         + "kueue-clusterqueue-rdma-gpus"
         + " " * 22
         + f"update [diff: {QUOTAS}]",
-        "     (72 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (79 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
@@ -644,9 +644,9 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
     assert out[resources : resources + 3] == [
         "Resources:",
         "    ~ 2 to update",
-        "    2 changes. 75 unchanged",
+        "    2 changes. 82 unchanged",
     ]
-    # No unchanged resource of the 77 is in the tree.
+    # No unchanged resource of the 84 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
     # The CI summary of a change to one stack among unchanged ones: one section, one closing line.
     cli.append_summary(summary, "sriov", _unchanged_plan("sriov"))
@@ -668,10 +668,10 @@ def test_show_sames_lists_every_resource(tmp_path: Path) -> None:
     out = result.stdout.splitlines()
     tree = out[out.index(next(line for line in out if line.lstrip().startswith("Type"))) + 1 :]
     rows = tree[: tree.index("")]
-    assert len(rows) == 23 and not any("not shown" in row for row in rows)
+    assert len(rows) == 24 and not any("not shown" in row for row in rows)
     assert [row for row in rows if row.startswith(" ~ ")] == [
         " ~   │  └─ oci:ContainerEngine/nodePool:NodePool"
-        + " " * 39
+        + " " * 16
         + "gpu-b4-nodes"
         + " " * 38
         + "update [diff: ~nodeConfigDetails.size]"

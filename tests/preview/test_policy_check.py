@@ -137,3 +137,24 @@ def test_hand_built_stack_request_reaches_the_same_servicer():
     mandatory = [d for d in diagnostics if d.enforcementLevel == analyzer_pb2.MANDATORY]
     assert len(mandatory) == 1 and "subnet s (oci:Core/subnet:Subnet) 10.208.0.0/24" in mandatory[0].message
     assert mandatory[0].urn.endswith("::d")
+
+
+def test_the_offline_preview_runs_the_pack_pulumi_preview_runs():
+    """issue 28: `make preview` and `pulumi preview --policy-pack policies` run one pack: the same folder,
+    the version its PulumiPolicy.yaml names (which `make pack` replaces by the release tag), the SDK its
+    requirements pin (the Makefile installs that pin into the preview's venv)."""
+    import re
+    from importlib.metadata import version
+
+    import yaml
+
+    assert policy_check.PACK_DIR == policy_check.ROOT / "policies"
+    assert pack_version() == str(
+        yaml.safe_load((policy_check.PACK_DIR / "PulumiPolicy.yaml").read_text())["version"]
+    )
+    pin = re.search(r"^pulumi-policy==(\S+)$", (policy_check.PACK_DIR / "requirements.txt").read_text(), re.M)
+    assert pin is not None and version("pulumi-policy") == pin.group(1)
+    makefile = (policy_check.ROOT / "Makefile").read_text()
+    assert "PACK_SDK := $(shell grep -E '^pulumi-policy==' policies/requirements.txt)" in makefile
+    for command in ("pulumi preview --policy-pack policies", "pulumi up --policy-pack policies"):
+        assert command in (policy_check.ROOT / "README.md").read_text()

@@ -375,7 +375,10 @@ def test_gpu_dra_driver_from_plain_inputs(plugin: tuple[Any, str]) -> None:
     release = engine.one(HELM_RELEASE)
     assert release.provider == K8S_PROVIDER and POOLS_URN in release.dependencies
     assert release.inputs["chart"] == nvidia_gpu.CHART
-    assert release.inputs["namespace"] == nvidia_gpu.NAMESPACE and release.inputs["createNamespace"] is True
+    assert release.inputs["namespace"] == nvidia_gpu.NAMESPACE and "createNamespace" not in release.inputs
+    namespace = engine.one(resource_types.NAMESPACE)
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert namespace.urn in release.dependencies
     plugin_values = release.inputs["values"]["kubeletPlugin"]
     assert plugin_values["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -448,7 +451,7 @@ def test_workload_namespace(plugin: tuple[Any, str]) -> None:
     namespace = engine.one("kubernetes:core/v1:Namespace")
     assert namespace.inputs["metadata"] == {
         "name": "training",
-        "labels": {"pod-security.kubernetes.io/enforce": "baseline"},
+        "labels": {f"pod-security.kubernetes.io/{mode}": "baseline" for mode in ("enforce", "warn", "audit")},
     }
     maps = sorted(
         r.inputs["metadata"]["name"] for r in engine.registrations if r.type == resource_types.CONFIG_MAP

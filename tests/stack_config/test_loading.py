@@ -480,3 +480,47 @@ def test_five_thousand_pools_are_refused_quickly() -> None:
     assert line.startswith(f"{SOURCE}: nodePools = [") and line.endswith(
         ": List should have at most 2000 items after validation, not 5000"
     )
+
+
+def test_a_verified_shapes_topology_cannot_be_overridden() -> None:
+    """issue 28: a stack's shapeTopologies entry for a verified shape is refused, naming the key and the
+    shape, whatever the entry holds (a one-root topology would make every claim look aligned)."""
+    raw = raw_config("dev")
+    raw["shapeTopologies"] = {"BM.GPU.B4.8": {"roots": []}}
+    assert only_problem(raw) == (
+        f"{SOURCE}: shapeTopologies.BM.GPU.B4.8: BM.GPU.B4.8 has a verified topology "
+        "(oke_gpu_rdma/shapes/BM.GPU.B4.8.yaml, measured on the shape) that a supplied one cannot override; "
+        "remove this entry (only shapes without a file or with an unverified one can be supplied), or change "
+        "the shape file with its evidence (docs/onboarding-a-shape.md)"
+    )
+
+
+def test_policy_pack_settings_reach_the_pack_config_and_bad_ones_are_one_line() -> None:
+    from stack_config.pack_config import policy_pack_config
+
+    raw = raw_config("dev")
+    raw["policyPack"] = {"managedDeviceClasses": ["rails.example.com"], "managedHelmReleases": ["training"]}
+    claims = policy_pack_config(parse_stack_config(raw, SOURCE, EXAMPLE_REGION)).claims
+    assert claims is not None
+    assert claims.managed_device_classes == ("rails.example.com",)
+    assert claims.managed_helm_releases == ("training",)
+    raw["policyPack"] = {"managedDeviceClasses": ["Rails"]}
+    assert only_problem(raw) == (
+        f"{SOURCE}: policyPack.managedDeviceClasses = [\"Rails\"]: 'Rails' is not a DeviceClass name (a lowercase "
+        "RFC 1123 subdomain of at most 253 characters, such as dra.net)"
+    )
+    raw["policyPack"] = {"managedHelmReleases": ["a", "a"]}
+    assert only_problem(raw) == (
+        f'{SOURCE}: policyPack.managedHelmReleases = ["a", "a"]: listed more than once: a; list each once'
+    )
+
+
+@pytest.mark.parametrize("namespace", ["default", "kube-system"])
+def test_sriov_pods_do_not_run_in_a_namespace_the_stack_does_not_own(namespace: str) -> None:
+    raw = raw_config("sriov")
+    raw["networkOperator"]["networkNamespace"] = namespace
+    assert only_problem(raw) == (
+        f"{SOURCE}: networkOperator.networkNamespace = '{namespace}': {namespace} is a namespace every cluster "
+        "has, whose Pod Security level the stack does not set; the SR-IOV pods need one the stack creates and "
+        "labels baseline: use rdma-sriov (the default) or another name"
+    )

@@ -27,6 +27,9 @@ def test_existing_stack_hands_its_referenced_ranges_to_the_pack() -> None:
             "shapeTopologies": {},
             "kubernetesVersion": "v1.36.4",
             "childRange": "10.208.0.0/12",
+            # Nothing is managed elsewhere unless the stack's policyPack says so: the pack fails closed.
+            "managedDeviceClasses": [],
+            "managedHelmReleases": [],
         },
     }
 

@@ -26,6 +26,7 @@ metadata: {name: mpijobs.kubeflow.org}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: mpi-operator}
+rules: [{apiGroups: [""], resources: [secrets], verbs: [create]}]
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -35,7 +36,8 @@ spec:
     spec:
       nodeSelector: {kubernetes.io/os: linux}
       tolerations: [{key: CriticalAddonsOnly, operator: Exists}]
-      containers: [{name: mpi-operator, image: mpioperator/mpi-operator:9.9.9}]
+      serviceAccountName: mpi-operator
+      containers: [{name: mpi-operator, image: mpioperator/mpi-operator:9.9.9, args: [--lock-namespace=x]}]
 """
 
 
@@ -66,7 +68,11 @@ def test_a_release_entry_is_added_beside_the_others(tmp_path: Path) -> None:
         "affinity": {},
         "priorityClassName": None,
         "images": ["mpioperator/mpi-operator:9.9.9"],
+        "args": [["--lock-namespace=x"]],
+        "serviceAccountName": "mpi-operator",
     }
+    # The operator's own role, which the stack narrows (oke_gpu_rdma/mpi_operator.py).
+    assert entry["operatorRules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}]
 
 
 def test_the_committed_facts_are_what_the_tool_writes() -> None:
@@ -101,6 +107,13 @@ def test_the_committed_facts_are_what_the_tool_writes() -> None:
             "kind: Namespace\nmetadata: {name: x}\n",
             ["--version", "v1.0.0", "--commit", COMMIT],
             "the manifest holds 0 Deployments; the operator has exactly one",
+        ),
+        (
+            MANIFEST.replace(
+                "kind: ClusterRole\nmetadata: {name: mpi-operator}", "kind: ClusterRole\nmetadata: {name: y}"
+            ),
+            ["--version", "v1.0.0", "--commit", COMMIT],
+            "the manifest holds no ClusterRole mpi-operator, the operator's own role",
         ),
     ],
 )

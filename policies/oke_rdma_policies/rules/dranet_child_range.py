@@ -35,7 +35,7 @@ from oke_gpu_rdma.releases import dranet
 from .. import settings
 from ..environment import command_texts
 from ..helm import helm_values
-from ..kube import PlainResource, containers, helm_chart_is, pod_specs
+from ..kube import PlainResource, containers, pod_specs
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView
@@ -127,7 +127,8 @@ def _daemonset_deployment(view: StackView, res: PlainResource, reporter: Reporte
 
 
 def deployments(view: StackView, reporter: Reporter) -> list[Deployment]:
-    """Every DRANET installation: Helm releases/charts of the dranet chart, DaemonSets running it.
+    """Every DRANET installation: Helm releases/charts of the dranet chart (by what it is, whatever its
+    reference is called: :meth:`StackView.release_facts`), DaemonSets running it.
 
     A `helm.sh/v4:Chart` (and a v3 Chart) is a component: pulumi-kubernetes registers each object it
     renders as its child (provider/pkg/helm/v4 chart.go, via yaml/v2 `Register`), so the DaemonSet it
@@ -139,9 +140,8 @@ def deployments(view: StackView, reporter: Reporter) -> list[Deployment]:
     found: list[Deployment] = []
     charts_by_urn: dict[str, PlainResource] = {}
     rendered: set[str] = set()
-    for res in view.resources:
-        if helm_chart_is(res, (dranet.CHART_NAME,)):
-            charts_by_urn[res.urn] = res
+    for res in view.releases_of([dranet.FACTS]):
+        charts_by_urn[res.urn] = res
     for res in view.resources:
         if res.type != resource_types.DAEMONSET:
             continue

@@ -33,7 +33,7 @@ from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, select
 from oke_gpu_rdma.releases import nvidia_gpu
 
 from ..helm import helm_values
-from ..kube import PlainResource, helm_chart_is, pod_specs
+from ..kube import PlainResource, pod_specs
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView, node_labels
@@ -78,15 +78,13 @@ def _daemonset_driver(res: PlainResource) -> Driver | None:
 
 
 def _drivers(view: StackView, reporter: Reporter) -> list[Driver]:
-    """Every NVIDIA GPU DRA driver: Helm charts of it, or DaemonSets running its image."""
+    """Every NVIDIA GPU DRA driver: Helm charts of it (by what it is: :meth:`StackView.release_facts`), or
+    DaemonSets running its image."""
     found: list[Driver | None] = []
     helm = set()
-    for res in view.resources:
-        if helm_chart_is(res, nvidia_gpu.CHART_NAMES):
-            helm.add(res.urn)
-            found.append(
-                reporter.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_driver, res, reporter))
-            )
+    for res in view.releases_of([nvidia_gpu.FACTS]):
+        helm.add(res.urn)
+        found.append(reporter.guard(f"{res.kind} {res.name}", res.urn, partial(_helm_driver, res, reporter)))
     for res in view.of_type(resource_types.DAEMONSET):
         if not any(a.urn in helm for a in view.ancestors(res)):
             found.append(reporter.guard(f"DaemonSet {res.name}", res.urn, partial(_daemonset_driver, res)))

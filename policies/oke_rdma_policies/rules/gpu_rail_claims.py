@@ -4,11 +4,14 @@ A stack policy, so that it knows the shapes of the stack's GPU node pools (a cla
 on each of them: the scheduler may place the pod on any). Without GPU node pools in the stack (an
 existing cluster) claims are judged on the pack config's `shape`. Every ResourceClaim and
 ResourceClaimTemplate of resource.k8s.io v1, v1beta2 and v1beta1 is judged; none is skipped
-silently: a claim that cannot be judged (a value unknown during preview, a DeviceClass the stack
-does not declare, a shape without verified topology) is named in the policy's advisory line or, for
-the shape, in a violation. Aligned means at the shape's alignment level (the PCIe root, or the NUMA node
-where no root holds a GPU and a rail: :attr:`oke_gpu_rdma.topology.Topology.alignment`), and a claim
-whose ``oke-gpu-rdma/alignment`` annotation names another level than the shape's is a violation.
+silently. A value unknown during preview is named in the policy's advisory line; the rest fails closed
+(issue 28): a claim on a DeviceClass the stack does not declare, a verdict the model cannot reach, a
+helm.sh/v3 Release of a chart the pack does not know (its claims are never in the stack) and a shape
+without verified topology are violations, unless the pack config marks the classes or the release as
+managed elsewhere (`managedDeviceClasses`, `managedHelmReleases`: then a note). Aligned means at the
+shape's alignment level (the PCIe root, or the NUMA node where no root holds a GPU and a rail:
+:attr:`oke_gpu_rdma.topology.Topology.alignment`), and a claim whose ``oke-gpu-rdma/alignment``
+annotation names another level than the shape's is a violation.
 
 In a mixed fleet a claim is judged only on the pools where it can land (:mod:`oke_gpu_rdma.claims.landing`):
 first, the pools where every driver it asks for publishes devices, read from how the stack deploys the
@@ -26,8 +29,7 @@ among those, the shapes where its devices exist: the scheduler never places a cl
 without rails. A claim that can land nowhere, or whose devices exist on no shape, is judged on every shape.
 Claims go to the judge as written, in their API version (`resource.k8s.io/v1beta1` has no `exactly`), at
 the cluster's Kubernetes version (pack config `kubernetesVersion`: the fields its API server serves), on
-nodes whose rails publish the stack's child range, and a verdict the model cannot reach (a CEL function it
-does not evaluate) is reported as not checked, never as a rejection.
+nodes whose rails publish the stack's child range.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from oke_gpu_rdma.claims import (
 from oke_gpu_rdma.claims.spec import admin_access_requests
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import ADMIN_ACCESS_ENABLED, ADMIN_ACCESS_NAMESPACE_LABEL, ALIGNMENT_ANNOTATION
-from oke_gpu_rdma.pack_settings import ClaimsSettings
+from oke_gpu_rdma.pack_settings import MANAGED_DEVICE_CLASSES_KEY, MANAGED_HELM_RELEASES_KEY, ClaimsSettings
 from oke_gpu_rdma.releases import registry
 from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
 from oke_gpu_rdma.shape_catalog import CATALOG
@@ -71,8 +73,6 @@ from .. import settings
 from ..helm import helm_values
 from ..kube import (
     PlainResource,
-    chart_basename,
-    helm_chart_is,
     pod_specs,
     request_classes,
     resource_claim_spec,
@@ -119,6 +119,8 @@ class _Judging:
     """The child range DRANET's rails publish as oke.dra.net/rdmaChildIpv4Cidr."""
     reported: set[int] = field(default_factory=set)
     """Pools whose missing topology was reported already (by index)."""
+    managed: frozenset[str] = frozenset()
+    """DeviceClasses the user marks as managed elsewhere (pack config managedDeviceClasses)."""
 
 
 def _judge(
@@ -169,6 +171,31 @@ def _unjudgeable(shape: str, err: TopologyError) -> str:
     )
 
 
+def _managed_hint(key: str, stack_key: str, what: str) -> str:
+    return (
+        f"list {what} in pack config {ClaimsSettings.policy}.{key} "
+        f"({stack_keys.stack_setting(stack_key)}) when another stack or an operator manages it and judges its claims"
+    )
+
+
+def _unseen_release(res: PlainResource, managed: frozenset[str], reporter: Reporter) -> None:
+    """A helm.sh/v3 Release of a chart the pack does not know: Helm installs its objects, so a claim in it is
+    never in the stack (a helm.sh/v4 Chart registers each as its child, and they are judged)."""
+    release = res.props.get("name")
+    if res.name in managed or (isinstance(release, str) and release in managed):
+        return
+    chart = res.props.get("chart")
+    reporter.violation(
+        f"Helm release {res.name} (chart {chart if isinstance(chart, str) else '?'}): Helm installs its objects "
+        "outside the stack, so a ResourceClaim or ResourceClaimTemplate in it cannot be judged. Fix: install the "
+        "chart as a helm.sh/v4 Chart (its objects are then in the stack and judged), or "
+        + _managed_hint(
+            MANAGED_HELM_RELEASES_KEY, stack_keys.MANAGED_HELM_RELEASES, "the release (it holds no claim)"
+        ),
+        res.urn,
+    )
+
+
 def _quiet(message: str, urn: str | None = None) -> None:
     """Findings about a release's values belong to the policies that check them (dranet-child-range, ...)."""
 
@@ -181,10 +208,10 @@ def _driver_plugins(
     the deployed ones, so it may be on any pool."""
     plugins: list[PodPlacement] = []
     unknown: set[str] = set()
-    for res in view.resources:
-        if not helm_chart_is(res, registry.dra_driver_chart_names()):
-            continue
-        chart = chart_basename(res.props.get("chart")) or ""
+    for res in view.releases_of(registry.dra_driver_releases()):
+        facts = view.release_facts(res)
+        assert facts is not None
+        chart = facts.chart_name
         release = res.props.get("name")
         found = [
             p for p in chart_workloads.release_workloads(chart, res.name, {}) if p.provides_device_classes
@@ -313,9 +340,13 @@ def _admin_access(claim: PlainResource, spec: Mapping[str, Any], how: _Judging, 
 
 def check(args: StackValidationArgs, reporter: Reporter) -> None:
     conf, problems = settings.read_section(ClaimsSettings, args.get_config())
-    for problem in problems:
+    for problem in [*problems, *conf.override_problems()]:
         reporter.violation(problem)
     view = StackView.of(args)
+    managed_releases = frozenset(conf.managed_helm_releases)
+    for res in view.resources:
+        if res.type == resource_types.HELM_RELEASE and view.release_facts(res) is None:
+            reporter.guard(res.label, res.urn, partial(_unseen_release, res, managed_releases, reporter))
     for res, problem in view.classes.problems:
         reporter.violation(
             f"{res.label}: {problem}; the API server rejects such a DeviceClass, and claims that use it "
@@ -336,6 +367,7 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
         namespaces=_namespace_labels(view),
         kubernetes_version=conf.kubernetes_version,
         child_range=_child_range(view, conf),
+        managed=frozenset(conf.managed_device_classes),
     )
     for claim in view.claims:
         reporter.guard(claim.label, claim.urn, partial(_check, claim, how, reporter))
@@ -418,10 +450,22 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
     wanted = request_classes(claim_spec_to_v1(spec, api_version))
     for request, used in wanted.items():
         missing = sorted(str(c) for c in used if isinstance(c, str) and c not in how.classes)
-        if missing:
+        if missing and set(missing) <= how.managed:
             reporter.unchecked(
-                f"{claim.label}: request {request} uses DeviceClass {', '.join(missing)}, which this stack "
-                "does not declare (its selectors are unknown), not judged"
+                f"{claim.label}: request {request} uses DeviceClass {', '.join(missing)}, managed elsewhere "
+                f"(pack config {MANAGED_DEVICE_CLASSES_KEY}), not judged here"
+            )
+            return
+        if missing:
+            # Fails closed (issue 28): a class the pack cannot read may select anything, so the claim's
+            # alignment is unknown; the user says where it is judged, or declares the class.
+            unmanaged = [c for c in missing if c not in how.managed]
+            reporter.violation(
+                f"{claim.label}: request {request} uses DeviceClass {', '.join(unmanaged)}, which this stack "
+                "does not declare: its selectors are unknown here, so the claim cannot be judged. Fix: declare "
+                "the DeviceClass in this stack, or "
+                + _managed_hint(MANAGED_DEVICE_CLASSES_KEY, stack_keys.MANAGED_DEVICE_CLASSES, "the class"),
+                claim.urn,
             )
             return
     # Only the pools where the drivers of every request publish devices can run the claim (module docstring);
@@ -493,9 +537,22 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
         ]
         judged = placed or judged
     stated = _stated_alignment(claim)
+    used_classes = {c for used in wanted.values() for c in used if isinstance(c, str)}
     for topology, pools, verdict in judged:
-        if verdict.kind is VerdictKind.NOT_CHECKED:
-            reporter.unchecked(f"{claim.label} on {topology.shape}: {verdict.message}")
+        if verdict.kind is VerdictKind.NOT_CHECKED and used_classes and used_classes <= how.managed:
+            reporter.unchecked(f"{claim.label} on {topology.shape}: {verdict.message} (managed elsewhere)")
+        elif verdict.kind is VerdictKind.NOT_CHECKED:
+            # Fails closed (issue 28): what the pack cannot evaluate may be unaligned.
+            reporter.violation(
+                f"{claim.label} on {topology.shape}: {verdict.message}; the pack cannot judge it. Fix: write "
+                "the selector with what the pack evaluates, or "
+                + _managed_hint(
+                    MANAGED_DEVICE_CLASSES_KEY,
+                    stack_keys.MANAGED_DEVICE_CLASSES,
+                    f"its DeviceClass{'es' if len(used_classes) > 1 else ''} {', '.join(sorted(used_classes))}",
+                ),
+                claim.urn,
+            )
         elif verdict.kind.blocks_deploy:
             reporter.violation(message(claim, verdict, topology, pools), claim.urn)
         elif verdict.kind is VerdictKind.ALIGNED and stated is not None and stated != topology.alignment:

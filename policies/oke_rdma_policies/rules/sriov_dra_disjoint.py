@@ -18,9 +18,8 @@ from typing import Any
 from pulumi_policy import ReportViolation, StackValidationArgs
 
 from oke_gpu_rdma import stack_keys
-from oke_gpu_rdma.releases import registry
 
-from ..kube import PlainResource, helm_chart_is
+from ..kube import PlainResource
 from ..registry import stack_rule
 from ..report import Reporter
 from ..sriov_objects import known_pools, node_policies, selects, spec_of
@@ -45,8 +44,8 @@ def _drivers(view: StackView, reporter: Reporter) -> list[Selection]:
     found = []
     for res in view.resources:
         # The registered DRA drivers' releases, with the values that place each one's kubelet plugin.
-        release = next((r for r in registry.dra_driver_releases() if helm_chart_is(res, r.names)), None)
-        if release is None:
+        release = view.release_facts(res)
+        if release is None or not release.drivers:
             continue
         plugin = release.drivers[0]
         what = release.title

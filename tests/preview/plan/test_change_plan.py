@@ -63,7 +63,7 @@ def test_no_change_is_no_change() -> None:
     plan = plan_for("dev", lambda raw: None)
     assert lines(plan) == [] and gpu_impact.gpu_node_lines(plan) == []
     assert change_plan.plan_lines(plan) == ["Plan against the example:", "  no changes"]
-    assert change_plan.summary_lines(plan) == ["Resources:", "    23 unchanged"]
+    assert change_plan.summary_lines(plan) == ["Resources:", "    24 unchanged"]
 
 
 def test_no_base_makes_everything_a_create() -> None:
@@ -71,7 +71,7 @@ def test_no_base_makes_everything_a_create() -> None:
         None, base_rendering("dev"), "no base: git is not installed; everything is a create"
     )
     assert {s.op for s in plan.steps} == {"create"}
-    assert change_plan.summary_lines(plan) == ["Resources:", "    + 23 to create"]
+    assert change_plan.summary_lines(plan) == ["Resources:", "    + 24 to create"]
     assert change_plan.plan_lines(plan) == ["Plan: no base: git is not installed; everything is a create."]
 
 
@@ -85,7 +85,7 @@ def test_node_count_updates_the_pool(count: int, impact: str) -> None:
     assert change_plan.summary_lines(plan) == [
         "Resources:",
         "    ~ 1 to update",
-        "    1 change. 22 unchanged",
+        "    1 change. 23 unchanged",
     ]
 
 
@@ -189,7 +189,7 @@ def test_compute_cluster_availability_domain_replaces_the_cluster_and_the_pool()
     assert change_plan.summary_lines(plan) == [
         "Resources:",
         "    +-2 to replace",
-        "    2 changes. 21 unchanged",
+        "    2 changes. 22 unchanged",
     ]
 
 
@@ -212,7 +212,7 @@ def test_a_protected_replacement_is_the_engines_error_not_a_replacement() -> Non
     assert change_plan.summary_lines(plan) == [
         "Resources:",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    21 unchanged",
+        "    22 unchanged",
     ]
 
 
@@ -248,8 +248,8 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
         "Resources:",
         # The full example's Kueue (release, Topology, two flavors, ClusterQueue, LocalQueue) and NCCL job
         # (MPIJob, the MPI operator's manifest) are on the cluster too.
-        "    +-23 to replace",
-        "    23 changes. 54 unchanged",
+        "    +-30 to replace",
+        "    30 changes. 54 unchanged",
     ]
 
 
@@ -337,7 +337,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "    ~ 3 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    4 changes. 71 unchanged",
+        "    4 changes. 78 unchanged",
     ]
 
 

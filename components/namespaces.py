@@ -1,0 +1,25 @@
+"""Namespaces the stack creates, each labelled with the Pod Security level its pods pass.
+
+Helm's `createNamespace` cannot label the namespace it creates, so the components declare their
+namespaces themselves (levels: oke_gpu_rdma/pod_security.py). A namespace created before (by Helm, by an
+earlier version of the stack) is taken over: pulumi-kubernetes applies objects server-side, so creating
+one that exists updates it instead of failing (its upsert, on by default since pulumi-kubernetes v4).
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from oke_gpu_rdma import pod_security
+
+
+def labelled_namespace(
+    resource_name: str, namespace: pulumi.Input[str], level: pod_security.Level, opts: pulumi.ResourceOptions
+) -> k8s.core.v1.Namespace:
+    """The namespace ``namespace``, enforcing (and warning and auditing at) the Pod Security ``level``."""
+    return k8s.core.v1.Namespace(
+        resource_name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels=pod_security.namespace_labels(level)),
+        opts=opts,
+    )
