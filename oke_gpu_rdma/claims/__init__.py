@@ -32,7 +32,7 @@ from oke_gpu_rdma.claims.landing import (
     parse_taint,
     plugin_drivers,
 )
-from oke_gpu_rdma.claims.pairing import Pair
+from oke_gpu_rdma.claims.pairing import Pair, shape_selector
 from oke_gpu_rdma.claims.spec import claim_spec_to_v1
 from oke_gpu_rdma.claims.verdicts import DeviceRef, UnsatisfiableCause, Verdict, VerdictKind
 from oke_gpu_rdma.releases import registry
@@ -62,6 +62,7 @@ __all__ = [
     "parse_taint",
     "plugin_drivers",
     "rails_only_claim_spec",
+    "shape_selector",
 ]
 
 

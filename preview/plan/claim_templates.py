@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from oke_gpu_rdma.claims.pairing import shape_selector
+from oke_gpu_rdma.claims import shape_selector
 
 from .change_plan import Plan, Record
 
