@@ -58,6 +58,7 @@ def test_the_product_reaches_the_judge_through_its_entry() -> None:
                 callers.append(path.relative_to(ROOT).as_posix())
     assert sorted(callers) == [
         "policies/oke_rdma_policies/rules/gpu_rail_claims.py",
+        "policies/oke_rdma_policies/rules/kueue_flavor_shapes.py",
         "stack_config/claim_plan.py",
     ]
 
