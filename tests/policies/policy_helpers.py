@@ -310,6 +310,7 @@ def tripping_every_policy() -> list[RecordedResource]:
         *seed_plan(pods="10.208.0.0/12", device_plugin_label=False),
         dranet_release(),
         gpu_driver,
+        *_kueue_trips(job),
         k8s(namespace),
         k8s(passthrough),
         k8s(seed000("shape-root")),
@@ -319,6 +320,64 @@ def tripping_every_policy() -> list[RecordedResource]:
         k8s(misspelt_network()),  # a resource name no node policy provides
         k8s(node_policy),
     ]
+
+
+def _kueue_trips(job: Mapping[str, Any]) -> list[RecordedResource]:
+    """Kueue with topology-aware scheduling over the seed pool (whose nodes, without the program's cloud-init,
+    carry no fabric levels), a flavor for a shape the stack has no pool of, and a copy of ``job`` queued with a
+    level the Topology lacks and a claim for 9 GPUs per PCIe root, which no B4 node holds. ``job`` itself has
+    no queue."""
+    kueue = "kueue.x-k8s.io/v1beta2"
+    levels = [{"nodeLabel": k} for k in ("oke-gpu-rdma/rdma-local-block", "kubernetes.io/hostname")]
+    nine = seed000("aligned-4gpu-8rails-a")
+    nine["metadata"]["name"] = "nine-gpus"
+    nine["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 9
+    queued = json.loads(json.dumps(job))
+    queued["metadata"] = {
+        **queued["metadata"],
+        "name": "nccl-queued",
+        "labels": {"kueue.x-k8s.io/queue-name": "gpu"},
+    }
+    worker = queued["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    worker["metadata"] = {
+        "annotations": {"kueue.x-k8s.io/podset-required-topology": "oke-gpu-rdma/rdma-rack"}
+    }
+    worker["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "nine-gpus"}]
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": kueue, "kind": "Topology", "metadata": {"name": "fabric"}, "spec": {"levels": levels}},
+        {
+            "apiVersion": kueue,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "b4"},
+            "spec": {
+                "nodeLabels": {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"},
+                "topologyName": "fabric",
+            },
+        },
+        {
+            "apiVersion": kueue,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "a100"},
+            "spec": {"nodeLabels": {"node.kubernetes.io/instance-type": "BM.GPU.A100-v2.8"}},
+        },
+        {
+            "apiVersion": kueue,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "resourceGroups": [{"coveredResources": ["gpu.nvidia.com"], "flavors": [{"name": "b4"}]}]
+            },
+        },
+        {
+            "apiVersion": kueue,
+            "kind": "LocalQueue",
+            "metadata": {"name": "gpu", "namespace": "rdma-dranet"},
+            "spec": {"clusterQueue": "gpu"},
+        },
+        nine,
+        queued,
+    ]
+    return [k8s(o, f"{o['kind'].lower()}-{o['metadata']['name']}") for o in objects]
 
 
 Key = tuple[str, str, str, str, str]
