@@ -14,7 +14,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import oke_rdma_policies  # the pack's package, in policies/ (on pytest's pythonpath)
 import pytest
@@ -22,10 +21,8 @@ import yaml
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
-from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
-from preview.mock_runtime import ROOT, RecordedResource
+from preview.mock_runtime import ROOT
 from preview.policy_check import analyze_resources
-from tests.fixtures import seed000
 from tests.policies.policy_helpers import (
     PACK_CONFIG,
     SUPPLIED_SHAPE,
@@ -110,8 +107,7 @@ def test_published_pack_finds_what_the_in_repo_pack_finds(analyzer: analyzer_pb2
         (f.policy, f.level, f.urn, f.description, f.message)
         for f in analyze_resources(resources, PACK_CONFIG)
     )
-    # The kueue- policies judge a stack with Kueue's objects: the next test.
-    dra_policies = {r.name for r in oke_rdma_policies.RULES if not r.name.startswith(("sriov-", "kueue-"))}
+    dra_policies = {r.name for r in oke_rdma_policies.RULES if not r.name.startswith("sriov-")}
     sriov = {"sriov-rdma-qos", "sriov-network-references", "sriov-rail-root-devices"}
     assert {key[0] for key in expected} >= dra_policies | sriov
     assert any(f"'0000:01:00.0' is not a rail PF of {SUPPLIED_SHAPE}" in key[4] for key in expected)
@@ -263,45 +259,3 @@ def test_an_untagged_head_or_a_bad_version_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match=r"^--version: '1.2' is not a semantic version X.Y.Z"):
         build(tmp_path / "pack", root, "1.2")
     assert not (tmp_path / "pack").exists()
-
-
-def tripping_every_kueue_policy() -> list[RecordedResource]:
-    """A stack with Kueue's topology-aware scheduling gone wrong in each way the kueue- policies check."""
-    from tests.policies.kueue_helpers import flavor, kueue_objects, kueue_stack, queued_mpijob
-
-    def worker(job: dict[str, Any]) -> dict[str, Any]:
-        template: dict[str, Any] = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
-        return template
-
-    off_queue = queued_mpijob(None)  # a multi-node GPU job that bypasses the queue
-    off_queue["metadata"]["name"] = "off-queue"
-    off_level = queued_mpijob("gpu")  # a level the Topology does not define
-    off_level["metadata"]["name"] = "off-level"
-    worker(off_level)["metadata"] = {"annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"}}
-    # Rails pinned to B4.8 by selector, but no nodeSelector: Kueue may admit the job on the H100 flavor.
-    pinned = seed000("aligned-4gpu-8rails-a")
-    pinned["metadata"]["name"] = "aligned-b4"
-    for request in pinned["spec"]["spec"]["devices"]["requests"][1::2]:
-        request["exactly"]["selectors"].append(
-            {"cel": {"expression": 'device.attributes["oke.dra.net"].shape == "BM.GPU.B4.8"'}}
-        )
-    any_flavor = queued_mpijob("gpu")
-    any_flavor["metadata"]["name"] = "any-flavor"
-    worker(any_flavor)["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = "aligned-b4"
-    del worker(any_flavor)["spec"]["nodeSelector"]
-    no_pool = flavor("a100", {INSTANCE_TYPE_LABEL: "BM.GPU.A100-v2.8"})  # selects no pool of the stack
-    return kueue_stack(pinned, off_queue, off_level, any_flavor, kueue=[*kueue_objects(), no_pool])
-
-
-def test_published_pack_finds_what_the_in_repo_pack_finds_with_kueue(
-    analyzer: analyzer_pb2_grpc.AnalyzerStub,
-) -> None:
-    resources = tripping_every_kueue_policy()
-    expected = sorted(
-        (f.policy, f.level, f.urn, f.description, f.message)
-        for f in analyze_resources(resources, PACK_CONFIG)
-    )
-    kueue = {r.name for r in oke_rdma_policies.RULES if r.name.startswith("kueue-")}
-    assert len(kueue) == 4
-    assert {key[0] for key in expected} >= kueue
-    assert over_grpc(analyzer, resources) == expected
