@@ -564,7 +564,7 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         + "gpu-b4-a-nodes"
         + pad[14:]
         + "update [diff: ~nodeConfigDetails.size]",
-        "     (63 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (64 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
@@ -574,8 +574,8 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         "",
     ]
     resources = out.index("Resources:")
-    assert out[resources : resources + 3] == ["Resources:", "    ~ 1 to update", "    1 change. 65 unchanged"]
-    # No unchanged resource of the 66 is in the tree.
+    assert out[resources : resources + 3] == ["Resources:", "    ~ 1 to update", "    1 change. 66 unchanged"]
+    # No unchanged resource of the 67 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
     # The CI summary of a change to one stack among unchanged ones: one section, one closing line.
     cli.append_summary(summary, "sriov", _unchanged_plan("sriov"))

@@ -245,7 +245,7 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     assert change_plan.summary_lines(plan) == [
         "Resources:",
         "    +-15 to replace",
-        "    15 changes. 51 unchanged",
+        "    15 changes. 52 unchanged",
     ]
 
 
@@ -328,7 +328,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "    ~ 2 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    3 changes. 61 unchanged",
+        "    3 changes. 62 unchanged",
     ]
 
 
