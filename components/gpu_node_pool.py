@@ -354,13 +354,20 @@ def launch_statement(compartment_id: str) -> str:
 
     Granted to node pools (the OKE node pool resource principal) of the stack's own compartment only,
     and only on compute clusters in that compartment. OCI's policy language names the root compartment
-    `tenancy` (Oracle, "Policy Syntax": location). Narrower is not possible
+    `tenancy` (Oracle, "Policy Syntax": location), and a statement `in tenancy` covers the root and
+    every compartment below it; so for a root compartment the target is pinned to the root itself with
+    `target.compartment.id` (Oracle, "General Variables for All Requests"). Narrower is not possible
     with the variables OCI documents: see docs/plan-and-upgrades.md, "Later applies".
     """
-    location = "tenancy" if is_tenancy(compartment_id) else f"compartment id {compartment_id}"
+    principal = f"request.principal.type = 'nodepool', request.principal.compartment.id = '{compartment_id}'"
+    if is_tenancy(compartment_id):
+        return (
+            "Allow any-user to {COMPUTE_CLUSTER_LAUNCH_INSTANCE} in tenancy where all "
+            f"{{{principal}, target.compartment.id = '{compartment_id}'}}"
+        )
     return (
-        f"Allow any-user to {{COMPUTE_CLUSTER_LAUNCH_INSTANCE}} in {location} where all "
-        f"{{request.principal.type = 'nodepool', request.principal.compartment.id = '{compartment_id}'}}"
+        f"Allow any-user to {{COMPUTE_CLUSTER_LAUNCH_INSTANCE}} in compartment id {compartment_id} where all "
+        f"{{{principal}}}"
     )
 
 

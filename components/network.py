@@ -226,13 +226,13 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
 
-        def route_table(kind: str, *rules: oci.core.RouteTableRouteRuleArgs) -> oci.core.RouteTable:
+        def route_table(kind: str, *entries: oci.core.RouteTableRouteRuleArgs) -> oci.core.RouteTable:
             return oci.core.RouteTable(
                 f"{name}-{kind}-rt",
                 compartment_id=compartment,
                 vcn_id=vcn.id,
                 display_name=f"{shown}-{kind}",
-                route_rules=list(rules),
+                route_rules=list(entries),
                 opts=child,
             )
 

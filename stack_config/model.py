@@ -1214,7 +1214,8 @@ class StackConfig(_Model):
         True,
         alias="createComputeClusterPolicy",
         description="Create the IAM policy that lets node pools launch into compute clusters "
-        "(turn off where the tenancy already has it).",
+        "(turn off where the tenancy already has it; off for stacks deployed from CI, so the deploy identity "
+        "needs no IAM write: an administrator creates it once, docs/ci.md).",
     )
 
     @property

@@ -15,6 +15,9 @@ Where this stack is tighter than those sources, and why:
 - `apiAllowedCidrs` open 6443 only; 12250 (the nodes' bootstrap and proxymux endpoint) is open only from
   the worker subnet: nothing but a node dials it (the upstream module opens it to the pod NSG as well
   with VCN-native pods; pods reach the API server on 6443).
+- The control plane reaches the nodes (and, with VCN-native pods, the pods) on every TCP port but 12250,
+  so that no rule anywhere admits 12250 from outside the worker subnet (the upstream module also lets
+  the control plane dial the nodes' 12250; the nodes are the clients of that port, on the endpoint).
 - No ingress from 0.0.0.0/0 at all: ICMP path-MTU messages (type 3 code 4) are accepted from the VCN
   (the upstream module accepts them from anywhere).
 - Egress to the internet is TCP 443 only (through the NAT gateway): the image registries the stack pulls
@@ -96,6 +99,18 @@ def _tcp(port: int) -> tuple[int, int]:
     return (port, port)
 
 
+# Every TCP port but the bootstrap one, as the two ranges OCI's rules take.
+BELOW_BOOTSTRAP: Final = (1, OKE_BOOTSTRAP_PORT - 1)
+ABOVE_BOOTSTRAP: Final = (OKE_BOOTSTRAP_PORT + 1, 65535)
+
+
+def _tcp_but_bootstrap(key: str, peer: str, description: str) -> list[NsgRule]:
+    return [
+        NsgRule(f"{key}-low", "INGRESS", TCP, peer, description, BELOW_BOOTSTRAP),
+        NsgRule(f"{key}-high", "INGRESS", TCP, peer, description, ABOVE_BOOTSTRAP),
+    ]
+
+
 def nsg_rules(new: NewNetwork, vcn_native_pods: bool) -> dict[NsgRole, list[NsgRule]]:
     """Every NSG of a created VCN with its rules (the pod NSG only with VCN-native pods)."""
     vcn = str(new.vcn_cidr)
@@ -127,27 +142,15 @@ def nsg_rules(new: NewNetwork, vcn_native_pods: bool) -> dict[NsgRole, list[NsgR
             for cidr in _outside(new.api_allowed_cidrs, new.vcn_cidr)
         ],
         NsgRule("to-services", "EGRESS", TCP, ORACLE_SERVICES, "control plane to OCI services"),
-        NsgRule(
-            "kubelet-to-workers", "EGRESS", TCP, workers, "control plane to the kubelets", _tcp(KUBELET_PORT)
-        ),
-        NsgRule(
-            "proxymux-to-workers",
-            "EGRESS",
-            TCP,
-            workers,
-            "control plane to the nodes",
-            _tcp(OKE_BOOTSTRAP_PORT),
-        ),
+        # The kubelets (10250) and webhooks served by nodes; not 12250, which no node accepts from it.
+        NsgRule("tcp-to-workers-low", "EGRESS", TCP, workers, "control plane to the nodes", BELOW_BOOTSTRAP),
+        NsgRule("tcp-to-workers-high", "EGRESS", TCP, workers, "control plane to the nodes", ABOVE_BOOTSTRAP),
         NsgRule("mtu-to-workers", "EGRESS", ICMP, workers, "path MTU discovery", icmp=PATH_MTU),
     ]
     node = [
         NsgRule("all-from-workers", "INGRESS", ALL, workers, "node to node (CNI, DNS, metrics)"),
-        NsgRule(
-            "tcp-from-api-endpoint",
-            "INGRESS",
-            TCP,
-            endpoint,
-            "control plane to the nodes (kubelet, webhooks)",
+        *_tcp_but_bootstrap(
+            "tcp-from-api-endpoint", endpoint, "control plane to the nodes (kubelet, webhooks)"
         ),
         NsgRule("nodeports-from-lbs", "INGRESS", TCP, lbs, "load balancers to node ports", NODE_PORTS),
         NsgRule(
@@ -186,7 +189,7 @@ def nsg_rules(new: NewNetwork, vcn_native_pods: bool) -> dict[NsgRole, list[NsgR
         rules[NsgRole.PODS] = [
             NsgRule("all-from-pods", "INGRESS", ALL, pods, "pod to pod"),
             NsgRule("all-from-workers", "INGRESS", ALL, workers, "nodes to pods"),
-            NsgRule("tcp-from-api-endpoint", "INGRESS", TCP, endpoint, "control plane to pods (webhooks)"),
+            *_tcp_but_bootstrap("tcp-from-api-endpoint", endpoint, "control plane to pods (webhooks)"),
             NsgRule("all-from-lbs", "INGRESS", ALL, lbs, "load balancers to pods"),
             NsgRule("mtu-from-vcn", "INGRESS", ICMP, vcn, "path MTU discovery", icmp=PATH_MTU),
             NsgRule("all-to-pods", "EGRESS", ALL, pods, "pod to pod"),

@@ -345,3 +345,10 @@ def test_short_lived_credentials_come_from_the_oidc_token_exchange() -> None:
     assert "security_token_file=" in script and "TF_VAR_auth=SecurityToken" in script
     for file, job in CLOUD_JOBS:
         assert workflow(file)["jobs"][job]["permissions"]["id-token"] == "write"
+
+
+def test_the_credentials_step_runs_nothing_the_branch_installed() -> None:
+    # make venvs installed the pull request's requirements; the step that holds the OCI secrets must not
+    # run that virtualenv's interpreter (a dependency's code would see them).
+    script = oci_cli_action()["runs"]["steps"][0]["run"]
+    assert "venv/bin/" not in script and "make " not in script

@@ -171,9 +171,11 @@ def test_a_tenancy_as_compartment_gets_the_root_compartment_statement(run_stack:
     raw["compartmentId"] = tenancy
     policy = run_stack("dev", raw).one(IAM_POLICY)
     assert policy.inputs["compartmentId"] == tenancy
+    # `in tenancy` covers every compartment: the target is pinned to the root compartment itself.
     assert policy.inputs["statements"] == [
         "Allow any-user to {COMPUTE_CLUSTER_LAUNCH_INSTANCE} in tenancy where all "
-        f"{{request.principal.type = 'nodepool', request.principal.compartment.id = '{tenancy}'}}"
+        f"{{request.principal.type = 'nodepool', request.principal.compartment.id = '{tenancy}', "
+        f"target.compartment.id = '{tenancy}'}}"
     ]
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import yaml
+
 from components.cluster import CLUSTER_TYPE
-from preview.mock_runtime import placeholder_kubeconfig
+from preview.mock_runtime import ROOT, placeholder_kubeconfig
 from stack_config.model import NewNetwork
 from stack_config.network_rules import nsg_rules
 from tests.support import EXAMPLE_REGION, Run, raw_config
@@ -210,3 +212,25 @@ def test_in_transit_encryption_is_sent_for_the_pools_that_ask(run_stack: Callabl
     details = {p.name: p.inputs["nodeConfigDetails"] for p in run.of_type(NODE_POOL)}
     assert details["system-nodes"]["isPvEncryptionInTransitEnabled"] is True
     assert not any("isPvEncryptionInTransitEnabled" in d for n, d in details.items() if n != "system-nodes")
+
+
+def test_the_committed_renderings_open_nothing_to_the_internet() -> None:
+    # What a reviewer reads in rendered/<stack>/resources: no ingress from 0.0.0.0/0 on any NSG rule or
+    # security list, and 12250 admitted from the worker subnet only.
+    checked = 0
+    for path in sorted((ROOT / "rendered").glob("*/resources/oci-core-*.yaml")):
+        document = yaml.safe_load(path.read_text())
+        inputs = document["inputs"]
+        if document["type"] == NSG_RULE and inputs["direction"] == "INGRESS":
+            ingress = [inputs]
+        elif document["type"] == SECURITY_LIST:
+            ingress = inputs.get("ingressSecurityRules", [])
+        else:
+            continue
+        for rule in ingress:
+            checked += 1
+            assert rule["source"] != "0.0.0.0/0", path.name
+            ports = (rule.get("tcpOptions") or {}).get("destinationPortRange") or {"min": 1, "max": 65535}
+            if rule["protocol"] in ("6", "all") and ports["min"] <= 12250 <= ports["max"]:
+                assert rule["source"] == "10.140.64.0/19", path.name
+    assert checked > 10

@@ -624,7 +624,7 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         + "kueue-clusterqueue-rdma-gpus"
         + " " * 22
         + f"update [diff: {QUOTAS}]",
-        "     (79 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (80 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
@@ -644,9 +644,9 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
     assert out[resources : resources + 3] == [
         "Resources:",
         "    ~ 2 to update",
-        "    2 changes. 82 unchanged",
+        "    2 changes. 83 unchanged",
     ]
-    # No unchanged resource of the 84 is in the tree.
+    # No unchanged resource of the 85 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
     # The CI summary of a change to one stack among unchanged ones: one section, one closing line.
     cli.append_summary(summary, "sriov", _unchanged_plan("sriov"))

@@ -100,3 +100,16 @@ def test_rule_keys_are_unique_per_nsg(native: bool) -> None:
     for rules in nsg_rules(network(), native).values():
         keys = [r.key for r in rules]
         assert len(keys) == len(set(keys))
+
+
+def test_no_rule_admits_the_bootstrap_port_from_outside_the_worker_subnet_with_flannel() -> None:
+    # On any NSG: the control plane reaches the nodes on every TCP port but 12250.
+    opening = [
+        (role, r.key, r.peer)
+        for role, r in every_rule(False)
+        if r.direction == "INGRESS" and r.opens(12250) and r.peer != WORKERS
+    ]
+    assert opening == []
+    workers = nsg_rules(network(), False)[NsgRole.WORKERS]
+    from_endpoint = [r.ports for r in workers if r.peer == "10.140.0.0/28" and r.direction == "INGRESS"]
+    assert from_endpoint == [(1, 12249), (12251, 65535)]

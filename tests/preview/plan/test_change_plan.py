@@ -249,7 +249,7 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
         # The full example's Kueue (release, Topology, two flavors, ClusterQueue, LocalQueue) and NCCL job
         # (MPIJob, the MPI operator's manifest) are on the cluster too.
         "    +-30 to replace",
-        "    30 changes. 54 unchanged",
+        "    30 changes. 55 unchanged",
     ]
 
 
@@ -337,7 +337,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "    ~ 3 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    4 changes. 78 unchanged",
+        "    4 changes. 79 unchanged",
     ]
 
 
@@ -730,3 +730,34 @@ def test_a_refusal_names_the_protect_key_of_its_kind() -> None:
     assert change_plan.protect_setting(*plan.refused()) == (
         "`oke-gpu-rdma:protect: {network: false, cluster: false, gpuPools: false, systemPool: false}`"
     )
+
+
+def test_nsg_rules_change_in_the_plan_like_any_resource() -> None:
+    # A new allowed CIDR is one new rule on the endpoint's NSG, nothing else changes.
+    def allow_office(raw: Raw) -> None:
+        raw["network"]["create"]["apiAllowedCidrs"] = ["203.0.113.0/24"]
+
+    plan = plan_for("full", allow_office)
+    assert [s.line() for s in plan.changed()] == [
+        "+ oci:Core/networkSecurityGroupSecurityRule:NetworkSecurityGroupSecurityRule "
+        "network-api-endpoint-api-from-203-0-113-0-24 create"
+    ]
+
+
+def test_a_moved_worker_subnet_updates_the_rules_that_name_it_in_place() -> None:
+    # source/destination are updatable (terraform-provider-oci's NSG rule schema, generated into
+    # preview/plan/oci_schema_rules.json): no rule and no NSG is replaced.
+    def move_workers(raw: Raw) -> None:
+        raw["network"]["create"]["workerSubnetCidr"] = "10.140.96.0/19"
+        raw["protect"] = False
+
+    rules = {
+        s.record.name: s.line()
+        for s in plan_for("full", move_workers).changed()
+        if "networkSecurityGroupSecurityRule" in s.line()
+    }
+    assert rules["network-api-endpoint-bootstrap-from-workers"] == (
+        "~ oci:Core/networkSecurityGroupSecurityRule:NetworkSecurityGroupSecurityRule "
+        "network-api-endpoint-bootstrap-from-workers update [diff: ~source]"
+    )
+    assert all(" update [diff: ~" in line for line in rules.values())
