@@ -40,7 +40,7 @@ from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobs
 from components.system_pool import SystemNodePool, system_pool_args
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
-from stack_config import cluster_version, gpu_operator_plan
+from stack_config import cluster_version, gpu_operator_plan, health_plan
 from stack_config.loading import load_program_stack, stack_source
 from stack_config.problems import ConfigError, ConfigProblem
 
@@ -80,6 +80,9 @@ taints = list({t: None for pool in config.dra_pools for t in pool.taints})
 sriov_taints = list({t: None for pool in config.sriov_pools for t in pool.taints})
 # rdma: none pools take their GPUs from the GPU Operator's device plugin, which must tolerate their taints too.
 railless_taints = list({t: None for pool in config.railless_pools for t in pool.taints})
+# The node mark of the rail health agent (where it marks whole nodes): the DaemonSets on the DRANET pools tolerate
+# it so their pods come back on a marked node; training pods and acceptance jobs do not.
+rail_marks = health_plan.mark_taints(config)
 
 # --- OCI: network, cluster, GPU node pools -------------------------------------------------------
 
@@ -179,7 +182,7 @@ if config.deploys_gpu_operator:
         "gpu-operator",
         GpuOperatorArgs(
             config=config.gpu_operator,
-            taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints])),
+            taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints, *rail_marks])),
             provider=cluster.provider,
             node_pools=[*pools.values(), *system_nodes],
             # Off as soon as a pool's GPUs come from the DRA driver: the validator's plugin-validation would
@@ -224,7 +227,9 @@ if config.gpu_driver.enabled:
     drivers.append(
         NvidiaGpuDraDriver(
             "gpu-dra-driver",
-            gpu_driver_args(config.gpu_driver, dra_pool_names, taints),
+            gpu_driver_args(
+                config.gpu_driver, dra_pool_names, [*taints, *rail_marks], health_checks=config.health.gpu
+            ),
             opts=pulumi.ResourceOptions.merge(renamed("gpu-dra-driver"), on_dra_pools()),
         )
     )

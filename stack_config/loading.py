@@ -17,7 +17,15 @@ from typing import Any
 
 import pydantic
 
-from . import address_plan, capacity, config_namespaces, placement_plan, region_checks, system_pool_checks
+from . import (
+    address_plan,
+    capacity,
+    config_namespaces,
+    health_plan,
+    placement_plan,
+    region_checks,
+    system_pool_checks,
+)
 from .claim_plan import ClaimPlan, plan_claims
 from .config_namespaces import closest
 from .model import PROJECT, StackConfig, config_keys
@@ -129,6 +137,7 @@ def load_stack(
         + system_pool_checks.problems(config)
         + capacity.problems(config)
         + placement_plan.problems(config)
+        + health_plan.problems(config)
         + list(claims.problems)
         + sriov_problems
     )

@@ -29,6 +29,7 @@ from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import RdmaPath
 
+from .health_plan import mark_taints
 from .model import NodePoolConfig, StackConfig, SystemPoolConfig
 
 
@@ -94,6 +95,9 @@ def planned_pools(
                 ),
                 taints=tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.taints),
                 extended_resources=frozenset(resources),
+                marks=tuple(NodeTaint(t.key, t.value, t.effect) for t in mark_taints(config))
+                if pool.rdma is RdmaPath.DRANET
+                else (),
             )
         )
     if config.creates_system_pool:
