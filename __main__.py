@@ -30,6 +30,7 @@ from components.network_operator import (
     SriovRailNetworksArgs,
 )
 from components.node_pool_inputs import NodePoolTarget
+from components.rail_health import RailHealthAgent, RailHealthAgentArgs
 from components.rdma_workloads import (
     GpuRailClaimTemplates,
     RdmaWorkloadNamespace,
@@ -38,6 +39,7 @@ from components.rdma_workloads import (
 )
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from components.system_pool import SystemNodePool, system_pool_args
+from oke_gpu_rdma import health
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from stack_config import cluster_version, gpu_operator_plan, health_plan
@@ -259,6 +261,28 @@ if config.dra_pools:
         opts=pulumi.ResourceOptions.merge(
             renamed("claim-templates"),
             pulumi.ResourceOptions(providers=[cluster.provider], depends_on=list(namespaces.values())),
+        ),
+    )
+
+# --- Kubernetes: day-2 health of the rails (the GPUs' is the GPU DRA driver's own, health.gpu) -------
+
+rail_health: RailHealthAgent | None = None
+if config.health.rails.enabled:
+    # One DaemonSet per DRANET shape (each shape has its own rails), marking a bad rail on its DRANET device
+    # or, where the Kubernetes version serves no v1 DeviceTaintRule, on its node (oke_gpu_rdma/health.py).
+    dra_shapes: dict[str, list[str]] = {}
+    for pool in config.dra_pools:
+        dra_shapes.setdefault(pool.shape, []).append(pool.name)
+    rail_health = RailHealthAgent(
+        "rail-health",
+        RailHealthAgentArgs(
+            config=config.health.rails,
+            mode=health.rail_mark_mode(cluster_spec.kubernetes_version),
+            pools=dra_shapes,
+            topologies=health_plan.rail_topologies(config),
+            taints=taints,
+            provider=cluster.provider,
+            node_pools=[pools[name] for name in dra_pool_names],
         ),
     )
 

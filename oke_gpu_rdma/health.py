@@ -80,8 +80,10 @@ def tolerates_health_taint(toleration: Mapping[str, Any]) -> str | None:
     key = toleration.get("key") or ""
     operator = toleration.get("operator") or "Equal"
     effect = toleration.get("effect") or ""
-    if effect == "NoExecute":
-        return None  # no health mark is NoExecute: tolerating that effect alone tolerates none of them
+    if effect and effect != "NoSchedule":
+        # A toleration of one effect matches only taints of that effect: the marks that keep a device or node
+        # out are NoSchedule (the GPU driver's None taints keep nothing out), never NoExecute.
+        return None
     if not key:
         return "every key (operator Exists with no key)" if operator == "Exists" else None
     return key if key in HEALTH_TAINT_KEYS else None

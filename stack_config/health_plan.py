@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from oke_gpu_rdma import health
 from oke_gpu_rdma.claims import feature_gates
+from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.releases import nvidia_gpu
+from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.topology import Topology
 
+from .claim_plan import emits_aligned_templates, emits_rails_only_template
 from .model import StackConfig, Taint
 from .problems import ConfigProblem
 
@@ -56,7 +60,28 @@ def problems(config: StackConfig) -> list[ConfigProblem]:
                 "with rdma: dranet); turn DRANET on, or set health.rails.enabled: false",
             )
         )
+    # A shape without a known topology is reported once: by the claim plan while it builds templates for it.
+    if rails.enabled and not (emits_aligned_templates(config) or emits_rails_only_template(config)):
+        for shape in dict.fromkeys(p.shape for p in config.dra_pools):
+            try:
+                rail_topologies(config, [shape])
+            except TopologyError as err:
+                found.append(
+                    ConfigProblem(
+                        "health.rails.enabled",
+                        True,
+                        f"the agent checks the rails of each DRANET pool's shape, and {err}; add "
+                        f"shapeTopologies.{shape} (make topology), or set health.rails.enabled: false",
+                    )
+                )
     return found
+
+
+def rail_topologies(config: StackConfig, shapes: list[str] | None = None) -> dict[str, Topology]:
+    """The topology (the rails) of each DRANET pool's shape, from the catalog and shapeTopologies."""
+    catalog = CATALOG.with_topologies(config.shape_topologies)
+    wanted = shapes if shapes is not None else list(dict.fromkeys(p.shape for p in config.dra_pools))
+    return {shape: catalog.topology(shape) for shape in wanted}
 
 
 def mark_taints(config: StackConfig) -> list[Taint]:

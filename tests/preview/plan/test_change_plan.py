@@ -244,8 +244,9 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        "    +-15 to replace",
-        "    15 changes. 24 unchanged",
+        # Every Kubernetes object with the provider, the rail health agent's six among them.
+        "    +-21 to replace",
+        "    21 changes. 25 unchanged",
     ]
 
 
@@ -325,10 +326,11 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        "    ~ 2 to update",
+        # The DRA drivers and the rail health agent (health.rails) leave the removed pool.
+        "    ~ 3 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    3 changes. 34 unchanged",
+        "    4 changes. 40 unchanged",
     ]
 
 
