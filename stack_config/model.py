@@ -697,8 +697,9 @@ def _error_counters(names: list[str]) -> list[str]:
     bad = [n for n in names if not _COUNTER.match(n)]
     if bad:
         raise ValueError(
-            f"{', '.join(repr(n) for n in bad)}: name a file of a port's counters/ or hw_counters/ directory "
-            "(/sys/class/infiniband/<device>/ports/1/...), e.g. counters/symbol_error"
+            f"{', '.join(repr(n) for n in bad)} names no file of a port's counters/ or hw_counters/ directory "
+            "(/sys/class/infiniband/<device>/ports/1/); write counters/<name> or hw_counters/<name>, e.g. "
+            "counters/symbol_error"
         )
     return list(dict.fromkeys(names))
 
