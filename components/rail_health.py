@@ -46,8 +46,8 @@ def agent_script() -> str:
 def rbac_rules(mode: health.RailMarkMode) -> list[dict[str, Any]]:
     """Only what the agent writes in its mode: DeviceTaintRules (get to adopt its own marks after a restart,
     create, delete), or the node's taints (get to read them, patch: `kubectl taint` reads the node and
-    patches it). RBAC cannot narrow `nodes` to the pod's own node; the agent only ever names its own
-    (NODE_NAME, from the downward API)."""
+    patches it). RBAC cannot narrow `nodes` to the pod's own node: :func:`own_node_policy` does, at
+    admission."""
     if mode == "device":
         return [
             {
@@ -57,6 +57,49 @@ def rbac_rules(mode: health.RailMarkMode) -> list[dict[str, Any]]:
             }
         ]
     return [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
+
+
+# The key kube-apiserver puts the pod's node in for a bound service-account token (KEP-4193,
+# ServiceAccountTokenPodNodeInfo: beta and on from 1.30, GA in 1.32; kubernetes
+# pkg/serviceaccount/claims.go NodeNameKey).
+NODE_NAME_EXTRA: Final = "authentication.kubernetes.io/node-name"
+
+
+def own_node_policy(namespace: str) -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy spec that narrows what RBAC cannot (node mode): the agent's updates of a
+    node must be of the node its pod runs on, and change only taints under the rail mark's key."""
+    others = f"t, t.key != '{RAIL_UNHEALTHY_TAINT_KEY}'"
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]}
+            ]
+        },
+        "matchConditions": [
+            {
+                "name": "the-rail-health-agent",
+                "expression": f"request.userInfo.username == 'system:serviceaccount:{namespace}:{NAME}'",
+            }
+        ],
+        "validations": [
+            {
+                "expression": f"has(request.userInfo.extra) && '{NODE_NAME_EXTRA}' in request.userInfo.extra && "
+                f"request.userInfo.extra['{NODE_NAME_EXTRA}'] == [object.metadata.name]",
+                "message": "the rail health agent may change only the node its pod runs on",
+            },
+            {
+                "expression": f"(has(object.spec.taints) ? object.spec.taints.filter({others}) : []) == "
+                f"(has(oldObject.spec.taints) ? oldObject.spec.taints.filter({others}) : [])",
+                "message": f"the rail health agent may change only taints with key {RAIL_UNHEALTHY_TAINT_KEY}",
+            },
+            {
+                "expression": "(has(object.metadata.labels) ? object.metadata.labels : {}) == "
+                "(has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})",
+                "message": "the rail health agent may not change a node's labels",
+            },
+        ],
+    }
 
 
 def shape_slug(shape: str) -> str:
@@ -196,6 +239,23 @@ class RailHealthAgent(pulumi.ComponentResource):
             subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=NAME, namespace=namespace)],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[role, account])),
         )
+        if args.mode == "node":
+            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-own-node-policy",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
+                spec=to_input_type(
+                    k8s.admissionregistration.v1.ValidatingAdmissionPolicySpecArgs, own_node_policy(namespace)
+                ),
+                opts=child,
+            )
+            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                f"{name}-own-node-policy-binding",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
+                spec=k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgs(
+                    policy_name=NAME, validation_actions=["Deny"]
+                ),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[policy])),
+            )
         script = k8s.core.v1.ConfigMap(
             f"{name}-script",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=namespace),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from components.rail_health import NAME, agent_script, rbac_rules
+from components.rail_health import NAME, agent_script, own_node_policy, rbac_rules
 from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 from tests.support import Run, raw_config
 
@@ -12,6 +12,8 @@ DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
 BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
+POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+POLICY_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 
 
 def env_of(run: Run) -> dict[str, object]:
@@ -74,6 +76,20 @@ def test_the_full_example_runs_the_agent_on_its_dranet_pools_marking_nodes_on_1_
         "name": NAME,
     }
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": NAME, "namespace": "rail-health"}]
+    # RBAC cannot narrow nodes to the pod's own: the admission policy does, and keeps other taints and labels.
+    policy = run.one(POLICY).inputs
+    assert policy["spec"] == own_node_policy("rail-health")
+    assert policy["spec"]["matchConditions"] == [
+        {
+            "name": "the-rail-health-agent",
+            "expression": "request.userInfo.username == 'system:serviceaccount:rail-health:rail-health-agent'",
+        }
+    ]
+    assert policy["spec"]["validations"][0]["expression"] == (
+        "has(request.userInfo.extra) && 'authentication.kubernetes.io/node-name' in request.userInfo.extra && "
+        "request.userInfo.extra['authentication.kubernetes.io/node-name'] == [object.metadata.name]"
+    )
+    assert run.one(POLICY_BINDING).inputs["spec"] == {"policyName": NAME, "validationActions": ["Deny"]}
     script = run.one("kubernetes:core/v1:ConfigMap", "rail-health-script").inputs
     assert script["data"] == {"rail-health.sh": agent_script()}
     namespace = run.one("kubernetes:core/v1:Namespace", "rail-health-namespace").inputs
@@ -99,6 +115,7 @@ def test_on_1_37_the_agent_writes_device_taint_rules_only(run_stack: Callable[..
             }
         ]
     )
+    assert run.of_type(POLICY) == [] and run.of_type(POLICY_BINDING) == []
     # No node is marked, so the GPU driver's kubelet plugin needs no toleration of the mark.
     release = next(
         r for r in run.of_type("kubernetes:helm.sh/v3:Release") if r.name == "gpu-dra-driver-release"

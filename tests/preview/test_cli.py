@@ -556,15 +556,15 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         "GPU nodes:",
         "  ! gpu-b4-a: 2 => 4 BM.GPU.B4.8 nodes: 2 added",
         "",
-        "     Type" + " " * 62 + "Name",
-        "     pulumi:pulumi:Stack" + " " * 47 + "oke-gpu-rdma-full",
-        "     └─ oke-gpu-rdma:index:RdmaGpuNodePool" + " " * 29 + "gpu-b4-a",
+        "     Type" + " " * 79 + "Name",
+        "     pulumi:pulumi:Stack" + " " * 64 + "oke-gpu-rdma-full",
+        "     └─ oke-gpu-rdma:index:RdmaGpuNodePool" + " " * 46 + "gpu-b4-a",
         " ~      └─ oci:ContainerEngine/nodePool:NodePool"
-        + " " * 23
+        + " " * 40
         + "gpu-b4-a-nodes"
         + pad[14:]
         + "update [diff: ~nodeConfigDetails.size]",
-        "     (43 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (45 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
@@ -574,8 +574,8 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         "",
     ]
     resources = out.index("Resources:")
-    assert out[resources : resources + 3] == ["Resources:", "    ~ 1 to update", "    1 change. 45 unchanged"]
-    # No unchanged resource of the 46 is in the tree.
+    assert out[resources : resources + 3] == ["Resources:", "    ~ 1 to update", "    1 change. 47 unchanged"]
+    # No unchanged resource of the 48 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
     # The CI summary of a change to one stack among unchanged ones: one section, one closing line.
     cli.append_summary(summary, "sriov", _unchanged_plan("sriov"))

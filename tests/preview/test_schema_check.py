@@ -36,9 +36,9 @@ def test_the_schema_version_is_the_newest_shipped_not_newer_than_the_stack() -> 
     )
 
 
-# full adds the rail health agent's namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap and
-# DaemonSet (health.rails).
-@pytest.mark.parametrize(("stack", "count"), [("dev", 7), ("full", 13)])
+# full adds the rail health agent's namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap,
+# DaemonSet and its own-node ValidatingAdmissionPolicy with its binding (health.rails).
+@pytest.mark.parametrize(("stack", "count"), [("dev", 7), ("full", 15)])
 def test_the_examples_manifests_are_valid(stack: str, count: int) -> None:
     report = schema_check.check(manifests(stack), "v1.36.4")
     assert (report.validated, report.errors, report.unvalidated) == (count, [], {})

@@ -244,9 +244,9 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        # Every Kubernetes object with the provider, the rail health agent's six among them.
-        "    +-21 to replace",
-        "    21 changes. 25 unchanged",
+        # Every Kubernetes object with the provider, the rail health agent's eight among them.
+        "    +-23 to replace",
+        "    23 changes. 25 unchanged",
     ]
 
 
@@ -330,7 +330,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "    ~ 3 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    4 changes. 40 unchanged",
+        "    4 changes. 42 unchanged",
     ]
 
 
