@@ -4,7 +4,7 @@
 # function, from the shape's topology) and marks a bad rail with the taint TAINT_KEY=TAINT_VALUE:NoSchedule:
 #   MARK_MODE=device: a DeviceTaintRule (resource.k8s.io/v1) on that rail's DRANET device alone;
 #   MARK_MODE=node:   a taint on the whole node (the cluster serves no v1 DeviceTaintRule).
-# A rail is bad when its PCI function is gone, its link is not up or has no carrier, its link flapped since the
+# A rail is bad when its PCI function is gone or has no driver, its link is not up or has no carrier, its link flapped since the
 # last check (carrier_changes grew), it has no RDMA device or the RDMA port is not ACTIVE/LinkUp, a watched
 # error counter grew by more than ERROR_THRESHOLD, or it has no IPv4 address (the one Oracle Cloud Agent
 # assigns), read from the RoCE v2 GID table. Files and formats: the kernel's sysfs ABI,
@@ -79,7 +79,11 @@ check_rail() {
     return
   fi
   if [ ! -d "$net" ]; then
-    # Its function is there but its interface is in another network namespace: DRANET gave it to a pod.
+    if [ ! -e "$sysfs/bus/pci/devices/$pci/driver" ]; then
+      echo "PCI function $pci has no driver bound (no interface)"
+      return
+    fi
+    # Its function is bound but its interface is in another network namespace: DRANET gave it to a pod.
     echo skip
     return
   fi

@@ -131,6 +131,10 @@ def test_the_recorded_trees_are_what_the_builder_writes(tmp_path: Path) -> None:
             }
 
         assert listing(recorded) == listing(built), f"run python -m tests.fixtures.sysfs_b48 ({name})"
+        # git keeps no empty directory: the trees hold none, so a checkout reads as the builder wrote them.
+        assert [
+            p for p in built.rglob("*") if p.is_dir() and not p.is_symlink() and not any(p.iterdir())
+        ] == []
 
 
 def test_the_agent_names_each_rail_as_dranet_names_its_device() -> None:
@@ -281,3 +285,19 @@ def test_the_agent_never_evicts_and_never_touches_pods(tmp_path: Path, mode: str
     assert "NoExecute" not in sent
     kinds = {c["args"][1] for c in agent.calls() if c["args"][0] != "create"}
     assert kinds <= {"devicetaintrule", "node"}
+
+
+def test_a_rail_handed_to_a_pod_is_left_alone_and_one_without_a_driver_is_marked(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device")
+    tree = copy_tree(sysfs_b48.HEALTHY, tmp_path / "sys")
+    agent.round(tree, 0)
+    # rdma2's interface leaves the host's namespace (DRANET moved it into a pod); its function stays bound.
+    shutil.rmtree(tree / "class/net/rdma2")
+    # rdma9's driver let go of its function: no interface either.
+    shutil.rmtree(tree / "class/net/rdma9")
+    (tree / "bus/pci/devices" / PCI["rdma9"] / "driver").unlink()
+    lines = agent.round(tree, 30)
+    assert lines == [
+        f"rail-health {NODE}: rdma9: bad (PCI function {PCI['rdma9']} has no driver bound (no interface)): marked"
+    ]
+    assert list(agent.rules()) == [rule_name("rdma9")]
