@@ -97,3 +97,19 @@ def test_the_agents_settings_are_checked() -> None:
     assert problems_of(raw) == [
         f"{SOURCE}: health.rails.intervalSeconds = 1: Input should be greater than or equal to 5"
     ]
+
+
+def test_the_stacks_claim_templates_tolerate_no_health_taint() -> None:
+    stack = load_stack(raw_config("full"), SOURCE, EXAMPLE_REGION)
+    templates = [*stack.claims.aligned, *stack.claims.rails_only_templates]
+    assert templates
+
+    def tolerations(value: object) -> list[object]:
+        if isinstance(value, dict):
+            return [*value.get("tolerations", []), *(t for v in value.values() for t in tolerations(v))]
+        if isinstance(value, list):
+            return [t for v in value for t in tolerations(v)]
+        return []
+
+    # A new claim never gets a GPU or rail a health mark took out (docs/health.md).
+    assert [tolerations(t.spec) for t in templates] == [[] for _ in templates]
