@@ -61,7 +61,7 @@ def rbac_rules(mode: health.RailMarkMode) -> list[dict[str, Any]]:
 
 # The key kube-apiserver puts the pod's node in for a bound service-account token (KEP-4193,
 # ServiceAccountTokenPodNodeInfo: beta and on from 1.30, GA in 1.32; kubernetes
-# pkg/serviceaccount/claims.go NodeNameKey).
+# staging/src/k8s.io/apiserver/pkg/authentication/serviceaccount/util.go NodeNameKey, set by UserInfo).
 NODE_NAME_EXTRA: Final = "authentication.kubernetes.io/node-name"
 
 
