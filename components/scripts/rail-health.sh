@@ -143,8 +143,15 @@ adopt() {
   fi
   for rail in $RAILS; do
     ifname=${rail%%=*} pci=${rail#*=}
-    if [ "$adopted" = all ] ||
-      { [ "$mode" = device ] && [ -n "$("$kubectl" get devicetaintrule "$(rule_name "$pci")" -o name --ignore-not-found 2>/dev/null)" ]; }; then
+    local found=""
+    if [ "$mode" = device ]; then
+      # An unanswered read is not "no mark": try again next round rather than forget a rule.
+      found=$("$kubectl" get devicetaintrule "$(rule_name "$pci")" -o name --ignore-not-found 2>&1) || {
+        log "could not read DeviceTaintRule $(rule_name "$pci"): $found"
+        return 1
+      }
+    fi
+    if [ "$adopted" = all ] || [ -n "$found" ]; then
       put "$ifname.marked" 1
       put "$ifname.good" 0
       put "$ifname.last_bad" "$now"
@@ -156,7 +163,7 @@ adopt() {
 
 round() {
   local now=${NOW:-$(date +%s)} rail ifname pci why marked good any=0
-  [ -e "$state/started" ] || adopt "$now"
+  [ -e "$state/started" ] || adopt "$now" || return 0
   for rail in $RAILS; do
     ifname=${rail%%=*} pci=${rail#*=}
     why=$(check_rail "$ifname" "$pci")

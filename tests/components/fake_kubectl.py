@@ -16,6 +16,9 @@ rules = home / "rules"
 rules.mkdir(parents=True, exist_ok=True)
 taints_file = home / "node-taints.json"
 args = sys.argv[1:]
+if (home / "down").exists():  # the API server does not answer
+    print("The connection to the server was refused", file=sys.stderr)
+    sys.exit(1)
 stdin = sys.stdin.read() if args[:2] == ["create", "-f"] else ""
 with (home / "calls.jsonl").open("a") as calls:
     calls.write(json.dumps({"args": args, "stdin": stdin}) + "\n")

@@ -301,3 +301,22 @@ def test_a_rail_handed_to_a_pod_is_left_alone_and_one_without_a_driver_is_marked
         f"rail-health {NODE}: rdma9: bad (PCI function {PCI['rdma9']} has no driver bound (no interface)): marked"
     ]
     assert list(agent.rules()) == [rule_name("rdma9")]
+
+
+def test_a_restarted_agent_that_cannot_read_its_marks_tries_again_before_it_forgets_one(
+    tmp_path: Path,
+) -> None:
+    agent = Agent(tmp_path, "device", recovery_checks=2, recovery_seconds=0)
+    agent.round(sysfs_b48.FAILING, 0)
+    shutil.rmtree(agent.state)
+    (agent.kube / "down").touch()
+    lines = agent.round(sysfs_b48.HEALTHY, 30)
+    assert lines == [
+        f"rail-health {NODE}: could not read DeviceTaintRule {rule_name('rdma0')}: The connection to the server was "
+        "refused"
+    ]
+    (agent.kube / "down").unlink()
+    agent.round(sysfs_b48.HEALTHY, 60)  # adopts the three marks; one good check of the two
+    assert sorted(agent.rules()) == sorted(rule_name(i) for i in ("rdma3", "rdma7", "rdma11"))
+    agent.round(sysfs_b48.HEALTHY, 90)
+    assert agent.rules() == {}
