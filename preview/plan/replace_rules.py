@@ -212,6 +212,9 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
 #   no `x-kubernetes-validations` transition rules (kubeflow/mpi-operator v0.6.0
 #   deploy/v2beta1/mpi-operator.yaml; Mellanox/network-operator's and k8snetworkplumbingwg's CRDs), so
 #   every field updates in place.
+# - ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding (admissionregistration.k8s.io/v1): updatable
+#   (pkg/apis/admissionregistration/validation/validation.go `ValidateValidatingAdmissionPolicyUpdate` and
+#   `ValidateValidatingAdmissionPolicyBindingUpdate` validate the new object, with no immutable field).
 # - Helm releases: helm_release.go `Diff` (.name, .namespace replace; never delete-first).
 KINDS: frozenset[str] = frozenset(
     {
@@ -225,6 +228,8 @@ KINDS: frozenset[str] = frozenset(
         "batch/v1/Job",
         "rbac.authorization.k8s.io/v1/ClusterRole",
         "rbac.authorization.k8s.io/v1/ClusterRoleBinding",
+        "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
+        "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding",
         "apiextensions.k8s.io/v1/CustomResourceDefinition",
         "resource.k8s.io/v1/DeviceClass",
         "resource.k8s.io/v1/ResourceClaimTemplate",

@@ -55,6 +55,7 @@ def test_get_analyzer_info_lists_the_policies_with_levels_and_schemas(analyzer):
         "sriov-vf-pool-range": analyzer_pb2.MANDATORY,
         "sriov-dra-disjoint": analyzer_pb2.MANDATORY,
         "sriov-pods-all-rails": analyzer_pb2.ADVISORY,
+        "health-taint-tolerations": analyzer_pb2.MANDATORY,
     }
     child = next(p for p in info.policies if p.name == "dranet-child-range")
     assert child.policy_type == analyzer_pb2.POLICY_TYPE_STACK
