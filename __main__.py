@@ -31,6 +31,7 @@ from components.network_operator import (
     SriovRailNetworksArgs,
 )
 from components.node_pool_inputs import NodePoolTarget
+from components.rail_health import RailHealthAgent, RailHealthAgentArgs
 from components.rdma_workloads import (
     GpuRailClaimTemplates,
     RdmaWorkloadNamespace,
@@ -39,10 +40,11 @@ from components.rdma_workloads import (
 )
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from components.system_pool import SystemNodePool, system_pool_args
+from oke_gpu_rdma import health
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from oke_gpu_rdma.node_sizes import node_size
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
-from stack_config import cluster_version, gpu_operator_plan
+from stack_config import cluster_version, gpu_operator_plan, health_plan
 from stack_config.loading import load_program_stack, stack_source
 from stack_config.problems import ConfigError, ConfigProblem
 
@@ -82,6 +84,9 @@ taints = list({t: None for pool in config.dra_pools for t in pool.taints})
 sriov_taints = list({t: None for pool in config.sriov_pools for t in pool.taints})
 # rdma: none pools take their GPUs from the GPU Operator's device plugin, which must tolerate their taints too.
 railless_taints = list({t: None for pool in config.railless_pools for t in pool.taints})
+# The node mark of the rail health agent (where it marks whole nodes): the DaemonSets on the DRANET pools tolerate
+# it so their pods come back on a marked node; training pods and acceptance jobs do not.
+rail_marks = health_plan.mark_taints(config)
 
 # --- OCI: network, cluster, GPU node pools -------------------------------------------------------
 
@@ -186,7 +191,7 @@ if config.deploys_gpu_operator:
         "gpu-operator",
         GpuOperatorArgs(
             config=config.gpu_operator,
-            taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints])),
+            taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints, *rail_marks])),
             provider=cluster.provider,
             node_pools=[*pools.values(), *system_nodes],
             # Off as soon as a pool's GPUs come from the DRA driver: the validator's plugin-validation would
@@ -231,7 +236,9 @@ if config.gpu_driver.enabled:
     drivers.append(
         NvidiaGpuDraDriver(
             "gpu-dra-driver",
-            gpu_driver_args(config.gpu_driver, dra_pool_names, taints),
+            gpu_driver_args(
+                config.gpu_driver, dra_pool_names, [*taints, *rail_marks], health_checks=config.health.gpu
+            ),
             opts=pulumi.ResourceOptions.merge(renamed("gpu-dra-driver"), on_dra_pools()),
         )
     )
@@ -279,6 +286,28 @@ if scheduling is not None:
         opts=pulumi.ResourceOptions(
             providers=[cluster.provider],
             depends_on=[*pools.values(), *system_nodes, *namespaces.values()],
+        ),
+    )
+
+# --- Kubernetes: day-2 health of the rails (the GPUs' is the GPU DRA driver's own, health.gpu) -------
+
+rail_health: RailHealthAgent | None = None
+if config.health.rails.enabled:
+    # One DaemonSet per DRANET shape (each shape has its own rails), marking a bad rail on its DRANET device
+    # or, where the Kubernetes version serves no v1 DeviceTaintRule, on its node (oke_gpu_rdma/health.py).
+    dra_shapes: dict[str, list[str]] = {}
+    for pool in health_plan.agent_pools(config):  # not the onboarding ones: their rails are not known yet
+        dra_shapes.setdefault(pool.shape, []).append(pool.name)
+    rail_health = RailHealthAgent(
+        "rail-health",
+        RailHealthAgentArgs(
+            config=config.health.rails,
+            mode=health.rail_mark_mode(cluster_spec.kubernetes_version),
+            pools=dra_shapes,
+            topologies=health_plan.rail_topologies(config),
+            taints=taints,
+            provider=cluster.provider,
+            node_pools=[pools[name] for name in dra_pool_names],
         ),
     )
 

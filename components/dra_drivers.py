@@ -11,7 +11,7 @@ from typing import Any, NotRequired, TypedDict, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import charts, images, pod_security, provisioning, resource_types
+from oke_gpu_rdma import charts, health, images, pod_security, provisioning, resource_types
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.releases import device_plugin, dranet, nvidia_gpu
@@ -86,17 +86,23 @@ def dranet_values(config: DranetConfig, pools: Sequence[str], taints: Sequence[T
     return _documented(values, dranet.VALUE_PATHS, dranet.CHART_NAME)
 
 
-def gpu_driver_values(pools: Sequence[str], taints: Sequence[Taint]) -> dict[str, Any]:
-    """The NVIDIA GPU DRA driver values of seed 000: GPUs on, compute domains off, on the GPU pools."""
+def gpu_driver_values(
+    pools: Sequence[str], taints: Sequence[Taint], health_checks: bool = False
+) -> dict[str, Any]:
+    """The NVIDIA GPU DRA driver values of seed 000: GPUs on, compute domains off, on the GPU pools; with
+    ``health_checks`` the NVML health monitor that taints a bad GPU in the driver's ResourceSlice
+    (oke_gpu_rdma/releases/nvidia_gpu.py HEALTH_*)."""
     kubelet_plugin: dict[str, Any] = {**node_placement(pools)}
     if taints:
         kubelet_plugin["tolerations"] = tolerations(list(taints))
-    values = {
+    values: dict[str, Any] = {
         "nvidiaDriverRoot": "/",
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "kubeletPlugin": kubelet_plugin,
     }
+    if health_checks:
+        charts.set_value(values, nvidia_gpu.HEALTH_FEATURE_GATE_VALUE, True)
     return _documented(values, nvidia_gpu.VALUE_PATHS, nvidia_gpu.RELEASE)
 
 
@@ -139,6 +145,9 @@ class NvidiaGpuDraDriverArgs(TypedDict):
     """Version of dra-driver-nvidia-gpu."""
     namespace: NotRequired[str]
     """Namespace of the driver (created)."""
+    health_checks: NotRequired[bool]
+    """The driver's NVML health checks (feature gate NVMLDeviceHealthCheck; driver v0.4.0 and later): a GPU with a
+    fatal XID or lost is tainted NoSchedule in its ResourceSlice."""
 
 
 def dranet_args(config: DranetConfig, pools: Sequence[str], taints: Sequence[Taint]) -> DranetArgs:
@@ -157,15 +166,19 @@ def dranet_args(config: DranetConfig, pools: Sequence[str], taints: Sequence[Tai
 
 
 def gpu_driver_args(
-    config: GpuDriverConfig, pools: Sequence[str], taints: Sequence[Taint]
+    config: GpuDriverConfig, pools: Sequence[str], taints: Sequence[Taint], health_checks: bool = False
 ) -> NvidiaGpuDraDriverArgs:
-    """The Args of the stack's validated GPU DRA driver config on ``pools``."""
-    return NvidiaGpuDraDriverArgs(
+    """The Args of the stack's validated GPU DRA driver config on ``pools`` (``taints``: the pools' and the
+    rail health agent's node mark, which the kubelet plugin tolerates)."""
+    args = NvidiaGpuDraDriverArgs(
         pools=list(pools),
         taints=taint_inputs(taints),
         chart_version=config.chart_version,
         namespace=config.namespace,
     )
+    if health_checks:
+        args["health_checks"] = True
+    return args
 
 
 def _driver_settings(
@@ -286,7 +299,16 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
         config, pool_taints = _driver_settings(
             GpuDriverConfig, args, ("chart_version", "namespace"), "NvidiaGpuDraDriver", name
         )
-        values = gpu_driver_values(args["pools"], pool_taints)
+        health_checks = bool(args.get("health_checks", False))
+        if health_checks and not health.driver_has_health_checks(config.chart_version):
+            problem = ConfigProblem(
+                "healthChecks",
+                True,
+                f"chart version {config.chart_version} has no NVML health checks (from "
+                f"v{nvidia_gpu.HEALTH_SINCE_VERSION}); set chartVersion {nvidia_gpu.DEFAULT_VERSION} or healthChecks false",
+            )
+            raise ComponentInputError("NvidiaGpuDraDriver", name, [problem])
+        values = gpu_driver_values(args["pools"], pool_taints, health_checks)
         release = _release(
             name,
             self,

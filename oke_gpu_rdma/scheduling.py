@@ -94,6 +94,10 @@ class PoolNodes:
     """Extended resources a device plugin offers there (GPUs, VF resources)."""
     device_classes: frozenset[str] = frozenset()
     """DRA device classes whose driver's kubelet plugin runs there (filled in by :func:`check`)."""
+    marks: tuple[NodeTaint, ...] = ()
+    """Taints the stack's health agents put on some of its nodes at run time (a node whose rail is bad,
+    where the cluster cannot taint the rail alone; oke_gpu_rdma/health.py). New pods keep off those nodes;
+    a DaemonSet's pod must tolerate them or it does not come back there."""
 
 
 @dataclass(frozen=True)
@@ -248,7 +252,12 @@ def check(
                     served[pool.name] |= pod.provides_device_classes
     pools = [
         PoolNodes(
-            p.name, p.labels, p.taints, p.extended_resources, p.device_classes | frozenset(served[p.name])
+            p.name,
+            p.labels,
+            p.taints,
+            p.extended_resources,
+            p.device_classes | frozenset(served[p.name]),
+            p.marks,
         )
         for p in pools
     ]
@@ -271,6 +280,19 @@ def check(
             if skipped:
                 problems.append(
                     f"{pod.name} selects pool(s) {', '.join(skipped)} but gets no pod there: {_reasons_text(skipped)}"
+                )
+            unmarked = {
+                pool.name: str(mark)
+                for pool in pools
+                if pool.name in admitting
+                for mark in [untolerated_taint(pool.marks, pod.tolerations)]
+                if mark is not None
+            }
+            if unmarked:
+                problems.append(
+                    f"{pod.name} gets no new pod on a node the health agent marked in pool(s) "
+                    f"{', '.join(unmarked)} (it does not tolerate "
+                    f"{', '.join(sorted(set(unmarked.values())))}): tolerate that taint, NoSchedule only"
                 )
             if admitting or skipped or pod.may_select_none:
                 continue

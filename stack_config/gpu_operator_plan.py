@@ -26,6 +26,7 @@ from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF
 from oke_gpu_rdma.releases import device_plugin
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 
+from .health_plan import mark_taints
 from .model import NodePoolConfig, StackConfig, Taint, tolerations
 from .pool_nodes import gpu_pool_labels
 
@@ -72,8 +73,11 @@ def separate_device_plugin(config: StackConfig) -> bool:
 
 
 def gpu_pool_taints(config: StackConfig) -> list[Taint]:
-    """The taints of every GPU pool, once each: the operands run on all of them."""
-    return list(dict.fromkeys(t for pool in config.node_pools for t in pool.taints))
+    """The taints of every GPU pool, once each, and the rail health agent's node mark: the operands run on
+    all of them and must come back on a marked node."""
+    return list(
+        dict.fromkeys([*(t for pool in config.node_pools for t in pool.taints), *mark_taints(config)])
+    )
 
 
 def operator_values(taints: Sequence[Taint], device_plugin: bool = True) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from . import (
     address_plan,
     capacity,
     config_namespaces,
+    health_plan,
     placement_plan,
     region_checks,
     scheduling_plan,
@@ -145,6 +146,7 @@ def load_stack(
         + system_pool_checks.problems(config)
         + capacity.problems(config)
         + placement_plan.problems(config)
+        + health_plan.problems(config)
         + list(claims.problems)
         + sriov_problems
         + scheduling_plan.problems(config)

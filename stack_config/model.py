@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from oke_gpu_rdma import cidr_rules as cidr
-from oke_gpu_rdma import mpi_operator, pack_settings, resource_types
+from oke_gpu_rdma import health, mpi_operator, pack_settings, resource_types
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import (
@@ -758,6 +758,73 @@ class GpuOperatorConfig(_Model):
     )
 
 
+_COUNTER = re.compile(r"^(counters|hw_counters)/[a-z0-9_]+$")
+
+
+def _error_counters(names: list[str]) -> list[str]:
+    bad = [n for n in names if not _COUNTER.match(n)]
+    if bad:
+        raise ValueError(
+            f"{', '.join(repr(n) for n in bad)} names no file of a port's counters/ or hw_counters/ directory "
+            "(/sys/class/infiniband/<device>/ports/1/); write counters/<name> or hw_counters/<name>, e.g. "
+            "counters/symbol_error"
+        )
+    return list(dict.fromkeys(names))
+
+
+class RailHealthConfig(_Model):
+    """The rail health agent: a DaemonSet on every DRANET pool that checks each rail and marks a bad one
+    (docs/health.md)."""
+
+    enabled: bool = Field(False, description="Run the rail health agent on the DRANET pools.")
+    image: str = Field(
+        health.RAIL_AGENT_IMAGE,
+        description="Image with bash and kubectl the agent runs in (Kubernetes' own).",
+    )
+    namespace: DnsLabel = Field("rail-health", description="Namespace of the agent (created).")
+    interval_seconds: StrictInt = Field(
+        30, ge=5, le=3600, alias="intervalSeconds", description="Seconds between two checks of the rails."
+    )
+    recovery_checks: StrictInt = Field(
+        5,
+        ge=1,
+        le=1000,
+        alias="recoveryChecks",
+        description="Good checks in a row a marked rail needs before its mark is lifted.",
+    )
+    recovery_minutes: StrictInt = Field(
+        10,
+        ge=0,
+        le=1440,
+        alias="recoveryMinutes",
+        description="Minutes since its last bad check a marked rail needs before its mark is lifted (a "
+        "flapping link stays marked).",
+    )
+    error_threshold: StrictInt = Field(
+        0,
+        ge=0,
+        alias="errorThreshold",
+        description="Growth of an error counter between two checks above which the rail is bad (0: any).",
+    )
+    error_counters: Annotated[list[str], AfterValidator(_error_counters)] = Field(
+        default_factory=lambda: list(health.DEFAULT_ERROR_COUNTERS),
+        alias="errorCounters",
+        description="The port's error counters the agent watches, as counters/<name> or hw_counters/<name>.",
+    )
+
+
+class HealthConfig(_Model):
+    """Day-2 health: bad GPUs and rails taken out of scheduling (docs/health.md)."""
+
+    gpu: bool = Field(
+        False,
+        description="The NVIDIA DRA driver's NVML health checks (feature gate NVMLDeviceHealthCheck): a GPU "
+        "with a fatal XID or lost is tainted NoSchedule in its ResourceSlice. Needs driver v0.4.0+ and "
+        "Kubernetes 1.36+ (DRADeviceTaints).",
+    )
+    rails: RailHealthConfig = Field(default_factory=lambda: RailHealthConfig())
+
+
 class VfPoolConfig(_Model):
     """The NVIDIA IPAM IPPool the VFs get their addresses from (seed 001 ip-pool.yaml)."""
 
@@ -1210,6 +1277,7 @@ class StackConfig(_Model):
     )
     system_pool: SystemPoolConfig = Field(default_factory=lambda: SystemPoolConfig(), alias="systemPool")
     encryption: EncryptionConfig = Field(default_factory=lambda: EncryptionConfig())
+    health: HealthConfig = Field(default_factory=lambda: HealthConfig())
     create_compute_cluster_policy: bool = Field(
         True,
         alias="createComputeClusterPolicy",

@@ -29,6 +29,7 @@ from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import RdmaPath
 
+from .health_plan import mark_taints
 from .model import NodePoolConfig, StackConfig, SystemPoolConfig
 
 
@@ -74,6 +75,8 @@ def planned_pools(
     """The stack's GPU pools and its system pool; each SR-IOV pool offers its ``vf_resources`` (by pool name:
     the VF resources of its shape)."""
     pools: list[PoolNodes] = []
+    # Once per stack: a fuzzed stack has thousands of pools.
+    marks = tuple(NodeTaint(t.key, t.value, t.effect) for t in mark_taints(config))
     for pool in config.node_pools:
         labels = gpu_pool_labels(pool, config.gpu_driver.enabled)
         device_plugin = labels.get(DEVICE_PLUGIN_LABEL) != DEVICE_PLUGIN_OFF
@@ -94,6 +97,7 @@ def planned_pools(
                 ),
                 taints=tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.taints),
                 extended_resources=frozenset(resources),
+                marks=marks if pool.rdma is RdmaPath.DRANET else (),
             )
         )
     if config.creates_system_pool:

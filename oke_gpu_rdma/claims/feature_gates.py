@@ -21,6 +21,7 @@ from oke_gpu_rdma.claims.feature_gate_table import VERSIONED_SPECS
 DRA_ADMIN_ACCESS: Final = "DRAAdminAccess"
 DRA_CONSUMABLE_CAPACITY: Final = "DRAConsumableCapacity"
 DRA_DEVICE_TAINTS: Final = "DRADeviceTaints"
+DRA_DEVICE_TAINT_RULES: Final = "DRADeviceTaintRules"
 DRA_PRIORITIZED_LIST: Final = "DRAPrioritizedList"
 DRA_EXTENDED_RESOURCE: Final = "DRAExtendedResource"
 DRA_PARTITIONABLE_DEVICES: Final = "DRAPartitionableDevices"

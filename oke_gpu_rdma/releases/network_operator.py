@@ -478,7 +478,11 @@ def with_operator_labels(
             listed = dict(config_daemon_selector) or {"node-role.kubernetes.io/worker": "", OS_LABEL: LINUX}
             if selector_matches(listed, labels) and any(selector_matches(s, labels) for s in selectors):
                 labels[SRIOV_DEVICE_PLUGIN_LABEL] = SRIOV_DEVICE_PLUGIN_ENABLED
-        found.append(PoolNodes(pool.name, labels, pool.taints, pool.extended_resources, pool.device_classes))
+        found.append(
+            PoolNodes(
+                pool.name, labels, pool.taints, pool.extended_resources, pool.device_classes, pool.marks
+            )
+        )
     return found
 
 

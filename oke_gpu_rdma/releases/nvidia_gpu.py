@@ -64,8 +64,10 @@ VALUE_PATHS: Final = frozenset(
         "controller.affinity.*",
         "image.repository",
         "image.tag",
+        "featureGates.NVMLDeviceHealthCheck",
     }
 )
+
 
 # The driver name, as it appears in ResourceSlice.spec.driver and in `device.driver`, and its DeviceClass.
 DRIVER: Final = "gpu.nvidia.com"
@@ -73,6 +75,34 @@ DEVICE_CLASS: Final = "gpu.nvidia.com"
 CLASS_SELECTOR: Final = (
     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
 )
+
+# GPU health from NVML (item "GPU health to device taints"). Source: kubernetes-sigs/dra-driver-nvidia-gpu at
+# commit 95932046 (the snapshot's newest; it has no v0.5.1 tag, the version the stack pins), read there:
+# - pkg/featuregates/featuregates.go l. 60-61 and l. 152-158: gate NVMLDeviceHealthCheck, alpha, off by
+#   default; l. 262-271: refused together with DynamicMIG or PassthroughSupport (the stack sets neither).
+# - cmd/gpu-kubelet-plugin/driver.go l. 157: the kubelet plugin starts its NVML event monitor only with it.
+# - values.yaml l. 109-121 `featureGates: {}`; templates/kubeletplugin.yaml l. 169-171 and l. 312-314 pass
+#   every entry as FEATURE_GATES=<name>=<value>,... to the plugin's containers.
+# - site/content/docs/guides/gpu-health-checking.md: the feature since v0.4.0; it needs the Kubernetes gate
+#   DRADeviceTaints (beta and on by default from 1.36), without which the API server drops the taints the
+#   driver writes into its ResourceSlices; taints persist until the kubelet plugin restarts.
+HEALTH_FEATURE_GATE: Final = "NVMLDeviceHealthCheck"
+HEALTH_FEATURE_GATE_VALUE: Final = f"featureGates.{HEALTH_FEATURE_GATE}"
+HEALTH_SINCE_VERSION: Final = "0.4.0"
+# cmd/gpu-kubelet-plugin/device_health.go l. 35-39 (the keys) and l. 68-96 healthEventToTaint (the effects):
+# a fatal XID -> gpu.nvidia.com/xid=<xid>:NoSchedule, a non-fatal one (l. 421-428: XIDs 13, 31, 43, 45, 68,
+# 109 are application errors) -> effect None; a lost GPU -> gpu.nvidia.com/gpu-lost:NoSchedule; a GPU NVML
+# cannot watch -> gpu.nvidia.com/unmonitored:None. The driver never writes NoExecute: a pod already holding
+# the GPU keeps running; new claims do not get it.
+TAINT_KEY_XID: Final = f"{DRIVER}/xid"
+TAINT_KEY_GPU_LOST: Final = f"{DRIVER}/gpu-lost"
+TAINT_KEY_UNMONITORED: Final = f"{DRIVER}/unmonitored"
+HEALTH_TAINT_EFFECTS: Final[dict[str, tuple[str, ...]]] = {
+    TAINT_KEY_XID: ("NoSchedule", "None"),
+    TAINT_KEY_GPU_LOST: ("NoSchedule",),
+    TAINT_KEY_UNMONITORED: ("None",),
+}
+HEALTH_TAINT_KEYS: Final = tuple(HEALTH_TAINT_EFFECTS)
 
 # The driver's attributes: published without a domain, so CEL sees them under gpu.nvidia.com.
 GPU_TYPE: Final = "type"

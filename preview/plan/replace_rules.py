@@ -223,6 +223,9 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
 #   every field updates in place.
 # - Kueue's Topology, ResourceFlavor and LocalQueue: the immutable fields of their CRDs' transition rules
 #   (API_IMMUTABLE; components/kueue.py replaces on them); ClusterQueue: no transition rule, quotas update in place.
+# - ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding (admissionregistration.k8s.io/v1): updatable
+#   (pkg/apis/admissionregistration/validation/validation.go `ValidateValidatingAdmissionPolicyUpdate` and
+#   `ValidateValidatingAdmissionPolicyBindingUpdate` validate the new object, with no immutable field).
 # - Helm releases: helm_release.go `Diff` (.name, .namespace replace; never delete-first).
 KINDS: frozenset[str] = frozenset(
     {
@@ -238,6 +241,8 @@ KINDS: frozenset[str] = frozenset(
         "rbac.authorization.k8s.io/v1/ClusterRoleBinding",
         "rbac.authorization.k8s.io/v1/Role",
         "rbac.authorization.k8s.io/v1/RoleBinding",
+        "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
+        "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding",
         "apiextensions.k8s.io/v1/CustomResourceDefinition",
         "resource.k8s.io/v1/DeviceClass",
         "resource.k8s.io/v1/ResourceClaimTemplate",

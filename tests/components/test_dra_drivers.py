@@ -249,3 +249,25 @@ def test_the_device_plugin_chart_release_in_a_mixed_fleet(run_stack: Callable[..
     assert operator.inputs["values"]["devicePlugin"] == {"enabled": False}
     # After the operator: its pre-requisites create the `nvidia` RuntimeClass the plugin's pods name.
     assert operator.urn in release.dependencies
+
+
+def test_gpu_health_checks_turn_on_the_drivers_nvml_gate(run_stack: Callable[..., Run]) -> None:
+    values = gpu_driver_values(POOLS, [GPU_TAINT], health_checks=True)
+    assert values["featureGates"] == {"NVMLDeviceHealthCheck": True}
+    assert undocumented_value_paths(values, nvidia_gpu.VALUE_PATHS) == []
+    assert "featureGates" not in gpu_driver_values(POOLS, [GPU_TAINT])
+    release = run_stack("full").one(RELEASE, "gpu-dra-driver-release")
+    assert release.inputs["values"]["featureGates"] == {"NVMLDeviceHealthCheck": True}
+
+
+def test_the_component_refuses_health_checks_on_a_driver_without_them(declare) -> None:
+    from components.component_inputs import ComponentInputError
+    from components.dra_drivers import NvidiaGpuDraDriver, NvidiaGpuDraDriverArgs
+
+    args = NvidiaGpuDraDriverArgs(pools=POOLS, chart_version="25.12.0", health_checks=True)
+    with pytest.raises(ComponentInputError) as refused:
+        declare(lambda: NvidiaGpuDraDriver("gpu", args))
+    assert str(refused.value) == (
+        "NvidiaGpuDraDriver 'gpu': invalid inputs:\n  input healthChecks = true: chart version 25.12.0 has no NVML "
+        "health checks (from v0.4.0); set chartVersion 0.5.1 or healthChecks false"
+    )

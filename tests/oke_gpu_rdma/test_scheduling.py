@@ -135,3 +135,27 @@ def test_a_pod_naming_a_priority_class_the_cluster_lacks_is_a_problem() -> None:
     # The API server creates the system classes; a pod without one takes the global default.
     system = PodPlacement("Deployment kube-system/x", priority_class="system-node-critical")
     assert check([system, PodPlacement("Pod default/p")], [pool]).problems == ()
+
+
+def test_a_daemonset_that_does_not_tolerate_the_rail_mark_is_refused_where_nodes_are_marked() -> None:
+    from oke_gpu_rdma.scheduling import NodeTaint, PodPlacement, PoolNodes, check
+
+    mark = NodeTaint("oke-gpu-rdma/rail-unhealthy", "rail-agent", "NoSchedule")
+    pools = [PoolNodes("gpu", {"oke-gpu-rdma/node-pool": "gpu"}, marks=(mark,)), PoolNodes("system", {})]
+    plugin = PodPlacement("DaemonSet plugin", daemonset=True)
+    verdict = check([plugin], pools)
+    assert verdict.problems == (
+        "DaemonSet plugin gets no new pod on a node the health agent marked in pool(s) gpu (it does not tolerate "
+        "oke-gpu-rdma/rail-unhealthy=rail-agent:NoSchedule): tolerate that taint, NoSchedule only",
+    )
+    tolerant = PodPlacement(
+        "DaemonSet plugin",
+        daemonset=True,
+        tolerations=({"key": "oke-gpu-rdma/rail-unhealthy", "operator": "Exists", "effect": "NoSchedule"},),
+    )
+    assert check([tolerant], pools).problems == ()
+    # A training pod is meant to keep off marked nodes: the pool's other nodes still admit it.
+    job = PodPlacement("Job train")
+    assert check([job], pools).problems == () and dict(check([job], pools).placements) == {
+        "Job train": ("gpu", "system")
+    }

@@ -280,6 +280,20 @@ PACK_CONFIG = {
 }
 
 
+def tolerating_health_taints(
+    toleration: Mapping[str, Any] | None = None, name: str = "rails-despite-health"
+) -> dict[str, Any]:
+    """Seed 000's all-rails template whose request tolerates the rail health mark (or ``toleration``)."""
+    claim = seed000("all-rails")
+    claim["metadata"]["name"] = name
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
+        dict(
+            toleration or {"key": "oke-gpu-rdma/rail-unhealthy", "operator": "Exists", "effect": "NoSchedule"}
+        )
+    ]
+    return claim
+
+
 def tripping_every_policy() -> list[RecordedResource]:
     """The seed stack gone wrong in every way a DRA policy checks, and two of seed 001's SR-IOV traps."""
     passthrough = seed000("all-rails")
@@ -315,6 +329,7 @@ def tripping_every_policy() -> list[RecordedResource]:
         k8s(passthrough),
         k8s(seed000("shape-root")),
         k8s(seed000("rails-8-a")),
+        k8s(tolerating_health_taints()),
         k8s(job),
         k8s(seed001("sriov-network-exclusive")),  # rdmaQoS missing
         k8s(misspelt_network()),  # a resource name no node policy provides

@@ -61,6 +61,7 @@ def test_get_analyzer_info_lists_the_policies_with_levels_and_schemas(analyzer):
         "kueue-topology-levels": analyzer_pb2.MANDATORY,
         "kueue-flavor-shapes": analyzer_pb2.MANDATORY,
         "kueue-flavor-pools": analyzer_pb2.MANDATORY,
+        "health-taint-tolerations": analyzer_pb2.MANDATORY,
     }
     child = next(p for p in info.policies if p.name == "dranet-child-range")
     assert child.policy_type == analyzer_pb2.POLICY_TYPE_STACK

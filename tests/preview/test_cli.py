@@ -609,22 +609,22 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         "GPU nodes:",
         "  ! gpu-b4-a: 2 => 4 BM.GPU.B4.8 nodes: 2 added",
         "",
-        "     Type" + " " * 78 + "Name",
-        "     pulumi:pulumi:Stack" + " " * 63 + "oke-gpu-rdma-full",
-        "     ├─ oke-gpu-rdma:index:RdmaGpuNodePool" + " " * 45 + "gpu-b4-a",
+        "     Type" + " " * 79 + "Name",
+        "     pulumi:pulumi:Stack" + " " * 64 + "oke-gpu-rdma-full",
+        "     ├─ oke-gpu-rdma:index:RdmaGpuNodePool" + " " * 46 + "gpu-b4-a",
         " ~   │  └─ oci:ContainerEngine/nodePool:NodePool"
-        + " " * 39
+        + " " * 40
         + "gpu-b4-a-nodes"
         + pad[14:]
         + "update [diff: ~nodeConfigDetails.size]",
         # The ClusterQueue's quotas follow the pool's size (the full example schedules through Kueue).
-        "     └─ oke-gpu-rdma:index:Kueue" + " " * 55 + "kueue",
+        "     └─ oke-gpu-rdma:index:Kueue" + " " * 56 + "kueue",
         " ~      └─ kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
-        + " " * 30
+        + " " * 31
         + "kueue-clusterqueue-rdma-gpus"
         + " " * 22
         + f"update [diff: {QUOTAS}]",
-        "     (80 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (89 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
@@ -644,9 +644,9 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
     assert out[resources : resources + 3] == [
         "Resources:",
         "    ~ 2 to update",
-        "    2 changes. 83 unchanged",
+        "    2 changes. 92 unchanged",
     ]
-    # No unchanged resource of the 85 is in the tree.
+    # No unchanged resource of the 94 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
     # The CI summary of a change to one stack among unchanged ones: one section, one closing line.
     cli.append_summary(summary, "sriov", _unchanged_plan("sriov"))

@@ -69,6 +69,7 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
     assert where["MPIJob rdma-dranet/nccl-all-reduce Launcher"] == ("gpu-b4-a", "gpu-b4-b", "system")
     assert where["MPIJob rdma-dranet/nccl-all-reduce Worker"] == ("gpu-b4-a",)
     assert where["DaemonSet dranet (chart dranet)"] == ("gpu-b4-a", "gpu-b4-b")
+    assert where["DaemonSet rail-health/rail-health-bm-gpu-b4-8"] == ("gpu-b4-a", "gpu-b4-b")
     assert where["DaemonSet nvidia-operator-validator (chart gpu-operator, release gpu-operator)"] == (
         "gpu-b4-a",
         "gpu-b4-b",
@@ -97,6 +98,8 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
             ),
             "DaemonSet dranet (chart dranet)",
             "DaemonSet dra-driver-nvidia-gpu-kubelet-plugin (chart dra-driver-nvidia-gpu)",
+            # The rail health agent (health.rails), on the DRANET pools only.
+            "DaemonSet rail-health/rail-health-bm-gpu-b4-8",
             "Deployment mpi-operator/mpi-operator",
             "MPIJob rdma-dranet/nccl-all-reduce Launcher",
             "MPIJob rdma-dranet/nccl-all-reduce Worker",

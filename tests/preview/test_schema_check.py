@@ -36,11 +36,13 @@ def test_the_schema_version_is_the_newest_shipped_not_newer_than_the_stack() -> 
     )
 
 
-@pytest.mark.parametrize(("stack", "count"), [("dev", 8), ("full", 14)])
+@pytest.mark.parametrize(("stack", "count"), [("dev", 8), ("full", 22)])
 def test_the_examples_manifests_are_valid(stack: str, count: int) -> None:
     # 7 objects of the DRANET path, and a Namespace (privileged) per node-agent chart: the GPU DRA driver's,
     # and in the full stack the GPU Operator's, Kueue's (baseline), the NCCL job's ConfigMap and the MPI
-    # operator's Roles and RoleBindings (in its own and the jobs' namespace).
+    # operator's Roles and RoleBindings (in its own and the jobs' namespace); and the rail health agent's
+    # namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap, DaemonSet and its own-node
+    # ValidatingAdmissionPolicy with its binding (health.rails).
     report = schema_check.check(manifests(stack), "v1.36.4")
     assert (report.validated, report.errors) == (count, [])
     # The full example's Kueue objects against Kueue's CRDs; its NCCL MPIJob has no schema here.

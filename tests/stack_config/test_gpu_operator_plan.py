@@ -35,7 +35,26 @@ def test_dra_pools_turn_the_operator_device_plugin_off_without_a_separate_one() 
         "driver": {"enabled": False},
         "devicePlugin": {"enabled": False},
         "daemonsets": {
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+            "tolerations": [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                # The full example runs the rail health agent on v1.36, which marks whole nodes: the operands
+                # must come back on a marked node.
+                {"key": "oke-gpu-rdma/rail-unhealthy", "operator": "Exists", "effect": "NoSchedule"},
+            ]
+        },
+        "node-feature-discovery": {
+            "worker": {
+                "tolerations": [
+                    {
+                        "key": "node-role.kubernetes.io/control-plane",
+                        "operator": "Equal",
+                        "value": "",
+                        "effect": "NoSchedule",
+                    },
+                    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                    {"key": "oke-gpu-rdma/rail-unhealthy", "operator": "Exists", "effect": "NoSchedule"},
+                ]
+            }
         },
     }
     assert plan.required_settings(config) == []  # the stack installs the operator

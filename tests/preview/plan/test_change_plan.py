@@ -247,9 +247,9 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     assert change_plan.summary_lines(plan) == [
         "Resources:",
         # The full example's Kueue (release, Topology, two flavors, ClusterQueue, LocalQueue) and NCCL job
-        # (MPIJob, the MPI operator's manifest) are on the cluster too.
-        "    +-30 to replace",
-        "    30 changes. 55 unchanged",
+        # (MPIJob, the MPI operator's manifest) and the rail health agent are on the cluster too.
+        "    +-38 to replace",
+        "    38 changes. 56 unchanged",
     ]
 
 
@@ -334,10 +334,10 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
     )
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        "    ~ 3 to update",
+        "    ~ 4 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    4 changes. 79 unchanged",
+        "    5 changes. 87 unchanged",
     ]
 
 

@@ -1,0 +1,287 @@
+"""The rail health agent: a DaemonSet on every DRANET pool that checks each rail and marks a bad one
+(components/scripts/rail-health.sh; oke_gpu_rdma/health.py says how a rail is marked at a Kubernetes version).
+
+Its objects: a namespace (Pod Security privileged: the agent needs the host network to see the node's rails in
+/sys/class/net), a ServiceAccount with the one ClusterRole its mode writes through, the script as a ConfigMap,
+and one DaemonSet per shape (each shape has its own rails).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from oke_gpu_rdma import health, resource_types
+from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, RAIL_UNHEALTHY_TAINT_KEY
+from oke_gpu_rdma.releases import dranet
+from oke_gpu_rdma.scheduling import SYSTEM_PRIORITY_CLASSES
+from oke_gpu_rdma.topology import Topology
+from stack_config.model import RailHealthConfig, Taint, tolerations
+
+from .dra_drivers import node_placement
+from .typed_inputs import to_input_type
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+SCRIPT: Final = "rail-health.sh"
+NAME: Final = "rail-health-agent"
+SCRIPT_MOUNT: Final = "/opt/rail-health"
+STATE_MOUNT: Final = "/run/rail-health"
+# hostNetwork is outside Pod Security baseline (https://kubernetes.io/docs/concepts/security/pod-security-standards/
+# "Host Namespaces"): the agent's namespace is privileged, and holds nothing else.
+POD_SECURITY_PRIVILEGED: Final = "privileged"
+# system-node-critical: the agent is what takes a bad rail out of scheduling, so it is not evicted first.
+PRIORITY_CLASS: Final = "system-node-critical"
+assert PRIORITY_CLASS in SYSTEM_PRIORITY_CLASSES
+
+
+def agent_script() -> str:
+    return (SCRIPTS / SCRIPT).read_text()
+
+
+def rbac_rules(mode: health.RailMarkMode) -> list[dict[str, Any]]:
+    """Only what the agent writes in its mode: DeviceTaintRules (get to adopt its own marks after a restart,
+    create, delete), or the node's taints (get to read them, patch: `kubectl taint` reads the node and
+    patches it). RBAC cannot narrow `nodes` to the pod's own node: :func:`own_node_policy` does, at
+    admission."""
+    if mode == "device":
+        return [
+            {
+                "apiGroups": ["resource.k8s.io"],
+                "resources": ["devicetaintrules"],
+                "verbs": ["get", "create", "delete"],
+            }
+        ]
+    return [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
+
+
+# The key kube-apiserver puts the pod's node in for a bound service-account token (KEP-4193,
+# ServiceAccountTokenPodNodeInfo: beta and on from 1.30, GA in 1.32; kubernetes
+# staging/src/k8s.io/apiserver/pkg/authentication/serviceaccount/util.go NodeNameKey, set by UserInfo).
+NODE_NAME_EXTRA: Final = "authentication.kubernetes.io/node-name"
+
+
+def own_node_policy(namespace: str) -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy spec that narrows what RBAC cannot (node mode): the agent's updates of a
+    node must be of the node its pod runs on, and change only taints under the rail mark's key."""
+    others = f"t, t.key != '{RAIL_UNHEALTHY_TAINT_KEY}'"
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]}
+            ]
+        },
+        "matchConditions": [
+            {
+                "name": "the-rail-health-agent",
+                "expression": f"request.userInfo.username == 'system:serviceaccount:{namespace}:{NAME}'",
+            }
+        ],
+        "validations": [
+            {
+                "expression": f"has(request.userInfo.extra) && '{NODE_NAME_EXTRA}' in request.userInfo.extra && "
+                f"request.userInfo.extra['{NODE_NAME_EXTRA}'] == [object.metadata.name]",
+                "message": "the rail health agent may change only the node its pod runs on",
+            },
+            {
+                "expression": f"(has(object.spec.taints) ? object.spec.taints.filter({others}) : []) == "
+                f"(has(oldObject.spec.taints) ? oldObject.spec.taints.filter({others}) : [])",
+                "message": f"the rail health agent may change only taints with key {RAIL_UNHEALTHY_TAINT_KEY}",
+            },
+            {
+                "expression": "(has(object.metadata.labels) ? object.metadata.labels : {}) == "
+                "(has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})",
+                "message": "the rail health agent may not change a node's labels",
+            },
+        ],
+    }
+
+
+def shape_slug(shape: str) -> str:
+    """A shape as a DNS label part: BM.GPU.B4.8 -> bm-gpu-b4-8."""
+    return "".join(c if c.isalnum() else "-" for c in shape.lower()).strip("-")
+
+
+def agent_env(
+    config: RailHealthConfig, mode: health.RailMarkMode, topology: Topology
+) -> list[dict[str, Any]]:
+    """The script's settings (rail-health.sh's header says what each does)."""
+    plain = {
+        "MARK_MODE": mode,
+        "TAINT_KEY": RAIL_UNHEALTHY_TAINT_KEY,
+        "TAINT_VALUE": health.RAIL_AGENT_MARK_VALUE,
+        "DRIVER": dranet.DRIVER,
+        "RAILS": health.agent_rails(topology),
+        "INTERVAL_SECONDS": str(config.interval_seconds),
+        "RECOVERY_CHECKS": str(config.recovery_checks),
+        "RECOVERY_SECONDS": str(config.recovery_minutes * 60),
+        "ERROR_COUNTERS": " ".join(config.error_counters),
+        "ERROR_THRESHOLD": str(config.error_threshold),
+        "STATE_DIR": STATE_MOUNT,
+        # kubectl keeps its discovery cache under $HOME; the root filesystem is read-only.
+        "HOME": f"{STATE_MOUNT}/home",
+    }
+    return [
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        *({"name": k, "value": v} for k, v in plain.items()),
+    ]
+
+
+def agent_pod_spec(
+    config: RailHealthConfig,
+    mode: health.RailMarkMode,
+    topology: Topology,
+    pools: Sequence[str],
+    taints: Sequence[Taint],
+) -> dict[str, Any]:
+    """The agent's pod on the nodes of ``pools`` (one shape): host network (the node's rails), read-only
+    /sys through the container's own sysfs, no privileges, the pools' taints and the agent's node mark
+    tolerated (it must keep running on a node it marked)."""
+    return {
+        "serviceAccountName": NAME,
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "priorityClassName": PRIORITY_CLASS,
+        **node_placement(pools),
+        "tolerations": tolerations(list(taints)),
+        "containers": [
+            {
+                "name": "agent",
+                "image": config.image,
+                "command": ["bash", f"{SCRIPT_MOUNT}/{SCRIPT}"],
+                "env": agent_env(config, mode, topology),
+                "volumeMounts": [
+                    {"name": "script", "mountPath": SCRIPT_MOUNT, "readOnly": True},
+                    {"name": "state", "mountPath": STATE_MOUNT},
+                ],
+                "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "96Mi"}},
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": 65534,
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+            }
+        ],
+        "volumes": [
+            {"name": "script", "configMap": {"name": NAME}},
+            # Survives a container restart, not a new pod: a new pod adopts the marks it finds.
+            {"name": "state", "emptyDir": {"sizeLimit": "16Mi"}},
+        ],
+    }
+
+
+def _mark_toleration_taint() -> Taint:
+    return Taint(
+        key=RAIL_UNHEALTHY_TAINT_KEY, value=health.RAIL_AGENT_MARK_VALUE, effect=health.RAIL_MARK_EFFECT
+    )
+
+
+@dataclass
+class RailHealthAgentArgs:
+    config: RailHealthConfig
+    """Validated agent settings (health.rails)."""
+    mode: health.RailMarkMode
+    """How a bad rail is marked at the cluster's Kubernetes version (oke_gpu_rdma/health.py rail_mark_mode)."""
+    pools: Mapping[str, Sequence[str]]
+    """The DRANET pools by shape."""
+    topologies: Mapping[str, Topology]
+    """Each shape's topology (its rails)."""
+    taints: Sequence[Taint]
+    """The pools' taints, which the agent tolerates."""
+    provider: k8s.Provider
+    node_pools: Sequence[pulumi.Resource] = field(default_factory=list)
+    """The pools to wait for."""
+
+
+class RailHealthAgent(pulumi.ComponentResource):
+    """The rail health agent on the DRANET pools."""
+
+    daemonsets: pulumi.Output[list[str]]
+
+    def __init__(
+        self, name: str, args: RailHealthAgentArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(resource_types.RAIL_HEALTH_COMPONENT, name, None, opts)
+        namespace = args.config.namespace
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=namespace, labels={POD_SECURITY_ENFORCE_LABEL: POD_SECURITY_PRIVILEGED}
+            ),
+            opts=child,
+        )
+        in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[ns]))
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-service-account",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=namespace),
+            opts=in_namespace,
+        )
+        role = k8s.rbac.v1.ClusterRole(
+            f"{name}-cluster-role",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
+            rules=[to_input_type(k8s.rbac.v1.PolicyRuleArgs, r) for r in rbac_rules(args.mode)],
+            opts=child,
+        )
+        binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-cluster-role-binding",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=NAME
+            ),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=NAME, namespace=namespace)],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[role, account])),
+        )
+        if args.mode == "node":
+            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-own-node-policy",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
+                spec=to_input_type(
+                    k8s.admissionregistration.v1.ValidatingAdmissionPolicySpecArgs, own_node_policy(namespace)
+                ),
+                opts=child,
+            )
+            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                f"{name}-own-node-policy-binding",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
+                spec=k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgs(
+                    policy_name=NAME, validation_actions=["Deny"]
+                ),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[policy])),
+            )
+        script = k8s.core.v1.ConfigMap(
+            f"{name}-script",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=namespace),
+            data={SCRIPT: agent_script()},
+            opts=in_namespace,
+        )
+        taints = list(dict.fromkeys([*args.taints, _mark_toleration_taint()]))
+        names: list[str] = []
+        for shape, pools in args.pools.items():
+            daemonset = f"rail-health-{shape_slug(shape)}"
+            labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/instance": daemonset}
+            spec = agent_pod_spec(args.config, args.mode, args.topologies[shape], pools, taints)
+            k8s.apps.v1.DaemonSet(
+                f"{name}-{shape_slug(shape)}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=daemonset, namespace=namespace, labels=labels),
+                spec=to_input_type(
+                    k8s.apps.v1.DaemonSetSpecArgs,
+                    {
+                        "selector": {"matchLabels": labels},
+                        "template": {"metadata": {"labels": labels}, "spec": spec},
+                    },
+                ),
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[binding, script, *args.node_pools])
+                ),
+            )
+            names.append(daemonset)
+        self.daemonsets = pulumi.Output.from_input(names)
+        self.register_outputs({"daemonsets": self.daemonsets})

@@ -1,0 +1,212 @@
+#!/bin/bash
+# The rail health agent (components/rail_health.py runs it as a DaemonSet on every DRANET pool, host network).
+# Every INTERVAL_SECONDS it checks each rail of RAILS ("rdma0=0000:0c:00.0 rdma1=..." : interface and PCI
+# function, from the shape's topology) and marks a bad rail with the taint TAINT_KEY=TAINT_VALUE:NoSchedule:
+#   MARK_MODE=device: a DeviceTaintRule (resource.k8s.io/v1) on that rail's DRANET device alone;
+#   MARK_MODE=node:   a taint on the whole node (the cluster serves no v1 DeviceTaintRule).
+# A rail is bad when its PCI function is gone or has no driver, its link is not up or has no carrier, its link flapped since the
+# last check (carrier_changes grew), it has no RDMA device or the RDMA port is not ACTIVE/LinkUp, a watched
+# error counter grew by more than ERROR_THRESHOLD, or it has no IPv4 address (the one Oracle Cloud Agent
+# assigns), read from the RoCE v2 GID table. Files and formats: the kernel's sysfs ABI,
+# Documentation/ABI/testing/sysfs-class-net (operstate, carrier, carrier_changes, device) and
+# Documentation/ABI/stable/sysfs-class-infiniband (ports/<n>/state "4: ACTIVE", phys_state "5: LinkUp",
+# counters/, hw_counters/, gids/<i>, gid_attrs/ndevs/<i>, gid_attrs/types/<i> "RoCE v2").
+# Hysteresis: a marked rail is lifted only after RECOVERY_CHECKS good checks in a row AND RECOVERY_SECONDS since
+# its last bad check, so a flapping link stays marked. Effect NoSchedule only: a pod already using the rail is
+# never evicted, and the agent never touches pods. It lifts only marks it wrote (value TAINT_VALUE): another
+# checker's mark under the same key stays.
+# SYSFS points at another sysfs root, NOW fixes the clock, ONCE=1 runs one round, KUBECTL names the client
+# (the tests use recorded /sys trees and a fake kubectl).
+set -u
+sysfs=${SYSFS:-/sys}
+state=${STATE_DIR:-/run/rail-health}
+kubectl=${KUBECTL:-kubectl}
+node=${NODE_NAME:?NODE_NAME is the node this pod runs on (downward API spec.nodeName)}
+mode=${MARK_MODE:?MARK_MODE is device or node}
+key=${TAINT_KEY:?TAINT_KEY is the taint key of a bad rail}
+value=${TAINT_VALUE:-rail-agent}
+driver=${DRIVER:-dra.net}
+interval=${INTERVAL_SECONDS:-30}
+recovery_checks=${RECOVERY_CHECKS:-5}
+recovery_seconds=${RECOVERY_SECONDS:-600}
+threshold=${ERROR_THRESHOLD:-0}
+counters=${ERROR_COUNTERS:-counters/link_downed counters/symbol_error counters/port_rcv_errors}
+effect=NoSchedule
+mkdir -p "$state"
+
+log() { echo "rail-health $node: $*"; }
+
+get() { cat "$state/$1" 2>/dev/null || echo "${2:-}"; }
+put() { echo "$2" >"$state/$1"; }
+
+# DRANET names a PCI network function's device after its normalised address (pci-0000-0c-00-0).
+device_name() { local d=${1//:/-}; echo "pci-${d//./-}"; }
+rule_name() { echo "rail-health.$node.$(device_name "$1")"; }
+
+ipv4_of_gid() {  # the IPv4 address of an IPv4-mapped GID (0000:...:ffff:0a0e:0203), else nothing
+  local gid=$1
+  case "$gid" in
+    0000:0000:0000:0000:0000:ffff:*) ;;
+    *) return ;;
+  esac
+  local hi=${gid:30:4} lo=${gid:35:4}
+  printf '%d.%d.%d.%d' "0x${hi:0:2}" "0x${hi:2:2}" "0x${lo:0:2}" "0x${lo:2:2}"
+}
+
+rail_ipv4() {  # $1 interface, $2 RDMA device: the address of its RoCE v2 IPv4 GID
+  local port=$sysfs/class/infiniband/$2/ports/1 file idx addr
+  for file in "$port"/gid_attrs/ndevs/*; do
+    [ "$(cat "$file" 2>/dev/null)" = "$1" ] || continue
+    idx=${file##*/}
+    [ "$(cat "$port/gid_attrs/types/$idx" 2>/dev/null)" = "RoCE v2" ] || continue
+    addr=$(ipv4_of_gid "$(cat "$port/gids/$idx" 2>/dev/null)")
+    [ -n "$addr" ] && echo "$addr" && return
+  done
+}
+
+grew() {  # $1 state name, $2 new value: prints the growth since the last check (nothing the first time)
+  local before
+  before=$(get "$1")
+  put "$1" "$2"
+  [ -n "$before" ] && echo $(($2 - before))
+}
+
+# Prints nothing for a good rail, "skip" for one this namespace cannot see, or why it is bad.
+check_rail() {
+  local ifname=$1 pci=$2 net=$sysfs/class/net/$1 why=() dev=""
+  if [ ! -e "$sysfs/bus/pci/devices/$pci" ]; then
+    echo "PCI function $pci is gone"
+    return
+  fi
+  if [ ! -d "$net" ]; then
+    if [ ! -e "$sysfs/bus/pci/devices/$pci/driver" ]; then
+      echo "PCI function $pci has no driver bound (no interface)"
+      return
+    fi
+    # Its function is bound but its interface is in another network namespace: DRANET gave it to a pod.
+    echo skip
+    return
+  fi
+  local operstate carrier changes growth
+  operstate=$(cat "$net/operstate" 2>/dev/null || echo unknown)
+  [ "$operstate" = up ] || why+=("operstate $operstate")
+  carrier=$(cat "$net/carrier" 2>/dev/null || echo 0)
+  [ "$carrier" = 1 ] || why+=("no carrier")
+  changes=$(cat "$net/carrier_changes" 2>/dev/null || echo 0)
+  growth=$(grew "$ifname.carrier_changes" "$changes")
+  [ -n "$growth" ] && [ "$growth" -gt 0 ] && why+=("link flapped ($growth carrier changes)")
+  for entry in "$net"/device/infiniband/*; do
+    [ -e "$entry" ] && dev=${entry##*/} && break
+  done
+  if [ -z "$dev" ]; then
+    why+=("no RDMA device")
+  else
+    local port=$sysfs/class/infiniband/$dev/ports/1 name reading
+    reading=$(cat "$port/state" 2>/dev/null || echo missing)
+    [ "$reading" = "4: ACTIVE" ] || why+=("$dev port state $reading")
+    reading=$(cat "$port/phys_state" 2>/dev/null || echo missing)
+    [ "$reading" = "5: LinkUp" ] || why+=("$dev phys_state $reading")
+    for name in $counters; do
+      reading=$(cat "$port/$name" 2>/dev/null) || continue
+      [[ "$reading" =~ ^[0-9]+$ ]] || continue
+      growth=$(grew "$ifname.${name//\//.}" "$reading")
+      [ -n "$growth" ] && [ "$growth" -gt "$threshold" ] && why+=("$dev $name +$growth")
+    done
+    [ -n "$(rail_ipv4 "$ifname" "$dev")" ] || why+=("no IPv4 address on $ifname")
+  fi
+  (IFS=';'; echo "${why[*]}")
+}
+
+node_mark() {  # the value of this node's taint under our key, if any
+  "$kubectl" get node "$node" -o "jsonpath={.spec.taints[?(@.key==\"$key\")].value}" 2>/dev/null
+}
+
+mark_rail() {  # $1 interface, $2 PCI function
+  [ "$mode" = device ] || return 0
+  local rule out
+  rule=$(rule_name "$2")
+  out=$(printf '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceTaintRule","metadata":{"name":"%s","labels":{"oke-gpu-rdma/rail-health-node":"%s"}},"spec":{"deviceSelector":{"driver":"%s","pool":"%s","device":"%s"},"taint":{"key":"%s","value":"%s","effect":"%s"}}}' \
+    "$rule" "$node" "$driver" "$node" "$(device_name "$2")" "$key" "$value" "$effect" |
+    "$kubectl" create -f - 2>&1) || [[ "$out" == *AlreadyExists* ]] || { log "$1: could not create DeviceTaintRule $rule: $out"; return 1; }
+}
+
+lift_rail() {  # $1 interface, $2 PCI function
+  [ "$mode" = device ] || return 0
+  "$kubectl" delete devicetaintrule "$(rule_name "$2")" --ignore-not-found >/dev/null
+}
+
+# A restarted agent adopts the marks it wrote before: they stay until the rail has recovered again.
+adopt() {
+  local now=$1 rail ifname pci adopted=""
+  if [ "$mode" = node ] && [ "$(node_mark)" = "$value" ]; then
+    adopted=all
+  fi
+  for rail in $RAILS; do
+    ifname=${rail%%=*} pci=${rail#*=}
+    local found=""
+    if [ "$mode" = device ]; then
+      # An unanswered read is not "no mark": try again next round rather than forget a rule.
+      found=$("$kubectl" get devicetaintrule "$(rule_name "$pci")" -o name --ignore-not-found 2>&1) || {
+        log "could not read DeviceTaintRule $(rule_name "$pci"): $found"
+        return 1
+      }
+    fi
+    if [ "$adopted" = all ] || [ -n "$found" ]; then
+      put "$ifname.marked" 1
+      put "$ifname.good" 0
+      put "$ifname.last_bad" "$now"
+      log "$ifname: marked before this agent started; kept until it recovers"
+    fi
+  done
+  put started "$now"
+}
+
+round() {
+  local now=${NOW:-$(date +%s)} rail ifname pci why marked good any=0
+  [ -e "$state/started" ] || adopt "$now" || return 0
+  for rail in $RAILS; do
+    ifname=${rail%%=*} pci=${rail#*=}
+    why=$(check_rail "$ifname" "$pci")
+    marked=$(get "$ifname.marked" 0)
+    if [ "$why" = skip ]; then
+      [ "$marked" = 1 ] && any=1
+      continue
+    fi
+    if [ -n "$why" ]; then
+      put "$ifname.good" 0
+      put "$ifname.last_bad" "$now"
+      if [ "$marked" != 1 ]; then
+        mark_rail "$ifname" "$pci" && put "$ifname.marked" 1 && log "$ifname: bad ($why): marked"
+      fi
+      any=1
+      continue
+    fi
+    [ "$marked" = 1 ] || continue
+    good=$(($(get "$ifname.good" 0) + 1))
+    put "$ifname.good" "$good"
+    if [ "$good" -ge "$recovery_checks" ] && [ $((now - $(get "$ifname.last_bad" 0))) -ge "$recovery_seconds" ]; then
+      lift_rail "$ifname" "$pci" && put "$ifname.marked" 0 && log "$ifname: recovered: mark lifted"
+    else
+      any=1
+    fi
+  done
+  [ "$mode" = node ] || return 0
+  # The node's taint follows its rails each round (read back, so a mark removed by hand returns while a rail
+  # is bad, and another checker's mark under the key is neither duplicated nor lifted).
+  local current
+  current=$(node_mark)
+  if [ "$any" = 1 ] && [ -z "$current" ]; then
+    "$kubectl" taint node "$node" "$key=$value:$effect" >/dev/null && log "node marked ($key=$value:$effect)"
+  elif [ "$any" = 0 ] && [ "$current" = "$value" ]; then
+    "$kubectl" taint node "$node" "$key:$effect-" >/dev/null && log "node mark lifted"
+  fi
+}
+
+if [ "${ONCE:-0}" = 1 ]; then
+  round
+  exit
+fi
+while true; do
+  round
+  sleep "$interval"
+done

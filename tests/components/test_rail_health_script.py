@@ -1,0 +1,322 @@
+"""rail-health.sh against the recorded /sys trees of a healthy and a failing BM.GPU.B4.8 node
+(tests/fixtures/sysfs/) and a fake kubectl that records what the agent would send."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.rdma_workloads import SCRIPTS
+from oke_gpu_rdma import health
+from oke_gpu_rdma.labels import RAIL_UNHEALTHY_TAINT_KEY
+from oke_gpu_rdma.releases import dranet
+from oke_gpu_rdma.shape_catalog import CATALOG
+from tests.fixtures import sysfs_b48
+
+NODE = "10.140.64.7"
+FAKE_KUBECTL = Path(__file__).resolve().parent / "fake_kubectl.py"
+TOPOLOGY = CATALOG.info(sysfs_b48.SHAPE).topology
+PCI = {ifname: pci for ifname, pci, _ in sysfs_b48.rails()}
+
+
+def device_of(ifname: str) -> str:
+    """The DRANET device of a rail, as the slice model names it."""
+    assert TOPOLOGY is not None
+    slice_ = dranet.dranet_slice(TOPOLOGY, NODE)
+    return next(d.name for d in slice_.devices if d.attributes.get(dranet.IF_NAME) == ifname)
+
+
+@dataclass
+class Agent:
+    """One node's agent: its state directory survives between rounds, like the pod's emptyDir."""
+
+    tmp: Path
+    mode: str
+    recovery_checks: int = 3
+    recovery_seconds: int = 300
+
+    def __post_init__(self) -> None:
+        self.kube = self.tmp / "kube"
+        self.kube.mkdir(exist_ok=True)
+        self.state = self.tmp / "state"
+        bin_dir = self.tmp / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        wrapper = bin_dir / "kubectl"
+        wrapper.write_text(f'#!/bin/bash\nexec "{sys.executable}" "{FAKE_KUBECTL}" "$@"\n')
+        wrapper.chmod(0o755)
+        self.kubectl = wrapper
+
+    def round(self, sysfs: Path, now: int) -> list[str]:
+        """One check of every rail at time ``now``; the agent's log lines."""
+        env = {
+            "PATH": os.environ["PATH"],
+            "SYSFS": str(sysfs),
+            "STATE_DIR": str(self.state),
+            "KUBECTL": str(self.kubectl),
+            "FAKE_KUBE": str(self.kube),
+            "NODE_NAME": NODE,
+            "MARK_MODE": self.mode,
+            "TAINT_KEY": RAIL_UNHEALTHY_TAINT_KEY,
+            "TAINT_VALUE": health.RAIL_AGENT_MARK_VALUE,
+            "DRIVER": dranet.DRIVER,
+            "RAILS": health.agent_rails(TOPOLOGY) if TOPOLOGY is not None else "",
+            "RECOVERY_CHECKS": str(self.recovery_checks),
+            "RECOVERY_SECONDS": str(self.recovery_seconds),
+            "ERROR_COUNTERS": " ".join(health.DEFAULT_ERROR_COUNTERS),
+            "ERROR_THRESHOLD": "0",
+            "NOW": str(now),
+            "ONCE": "1",
+        }
+        result = subprocess.run(
+            ["bash", str(SCRIPTS / "rail-health.sh")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == ""
+        return result.stdout.splitlines()
+
+    def calls(self) -> list[dict[str, Any]]:
+        path = self.kube / "calls.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def writes(self) -> list[list[str]]:
+        """The calls that change the cluster (create, delete, taint)."""
+        return [c["args"] for c in self.calls() if c["args"][0] in ("create", "delete", "taint")]
+
+    def rules(self) -> dict[str, dict[str, Any]]:
+        return {p.name: json.loads(p.read_text()) for p in sorted((self.kube / "rules").glob("*"))}
+
+    def node_taints(self) -> list[dict[str, str]]:
+        path = self.kube / "node-taints.json"
+        return json.loads(path.read_text()) if path.exists() else []
+
+
+def rule_name(ifname: str) -> str:
+    return f"rail-health.{NODE}.{device_of(ifname)}"
+
+
+def copy_tree(source: Path, target: Path) -> Path:
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, symlinks=True)
+    return target
+
+
+def set_carrier_changes(tree: Path, ifname: str, count: int) -> None:
+    (tree / "class/net" / ifname / "carrier_changes").write_text(f"{count}\n")
+
+
+def test_the_recorded_trees_are_what_the_builder_writes(tmp_path: Path) -> None:
+    for name, failing in (("b48-healthy", False), ("b48-failing", True)):
+        built = tmp_path / name
+        sysfs_b48.write_tree(built, failing)
+        recorded = sysfs_b48.TREES / name
+
+        def listing(root: Path) -> dict[str, str]:
+            return {
+                str(p.relative_to(root)): (f"-> {os.readlink(p)}" if p.is_symlink() else p.read_text())
+                for p in sorted(root.rglob("*"))
+                if p.is_symlink() or p.is_file()
+            }
+
+        assert listing(recorded) == listing(built), f"run python -m tests.fixtures.sysfs_b48 ({name})"
+        # git keeps no empty directory: the trees hold none, so a checkout reads as the builder wrote them.
+        assert [
+            p for p in built.rglob("*") if p.is_dir() and not p.is_symlink() and not any(p.iterdir())
+        ] == []
+
+
+def test_the_agent_names_each_rail_as_dranet_names_its_device() -> None:
+    assert TOPOLOGY is not None
+    for ifname, pci, _ in sysfs_b48.rails():
+        assert device_of(ifname) == "pci-" + pci.replace(":", "-").replace(".", "-")
+    assert health.agent_rails(TOPOLOGY).split()[:2] == ["rdma0=0000:0c:00.0", "rdma1=0000:0c:00.1"]
+    assert len(health.agent_rails(TOPOLOGY).split()) == 16
+
+
+def test_a_healthy_node_is_never_marked(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device")
+    assert agent.round(sysfs_b48.HEALTHY, 1000) == []
+    assert agent.round(sysfs_b48.HEALTHY, 1030) == []
+    assert agent.writes() == []
+    # The first round looked for marks an earlier pod of the agent left, one read per rail.
+    reads = [c["args"] for c in agent.calls()]
+    assert reads == [
+        ["get", "devicetaintrule", rule_name(ifname), "-o", "name", "--ignore-not-found"]
+        for ifname, _, _ in sysfs_b48.rails()
+    ]
+
+
+def test_each_failing_rail_gets_a_device_taint_rule_on_its_dranet_device(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device")
+    agent.round(sysfs_b48.HEALTHY, 1000)
+    lines = agent.round(sysfs_b48.FAILING, 1030)
+    assert sorted(agent.rules()) == sorted(rule_name(i) for i in sysfs_b48.FAILING_RAILS)
+    for ifname in sysfs_b48.FAILING_RAILS:
+        assert agent.rules()[rule_name(ifname)] == {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceTaintRule",
+            "metadata": {"name": rule_name(ifname), "labels": {"oke-gpu-rdma/rail-health-node": NODE}},
+            "spec": {
+                "deviceSelector": {"driver": "dra.net", "pool": NODE, "device": device_of(ifname)},
+                "taint": {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": "rail-agent", "effect": "NoSchedule"},
+            },
+        }
+    said = {line.split(": ")[1]: line for line in lines}
+    assert "operstate down" in said["rdma3"] and "no carrier" in said["rdma3"]
+    assert "port state 1: DOWN" in said["rdma3"] and "phys_state 3: Disabled" in said["rdma3"]
+    assert "link flapped (2 carrier changes)" in said["rdma5"]
+    assert "no IPv4 address on rdma7" in said["rdma7"]
+    assert f"PCI function {PCI['rdma11']} is gone" in said["rdma11"]
+    assert "counters/symbol_error +12" in said["rdma14"]
+    assert set(said) == set(sysfs_b48.FAILING_RAILS)
+    # The node itself is never touched in device mode, and nothing but DeviceTaintRules is written.
+    assert all(w[:2] == ["create", "-f"] for w in agent.writes())
+
+
+def test_a_first_look_at_a_failing_node_marks_what_one_reading_shows(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device")
+    agent.round(sysfs_b48.FAILING, 1000)
+    # Flapping and error growth need a reading before; the down, address-less and lost rails do not.
+    assert sorted(agent.rules()) == sorted(rule_name(i) for i in ("rdma3", "rdma7", "rdma11"))
+
+
+def test_a_flapping_rail_stays_marked_and_is_lifted_only_after_recovery(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device", recovery_checks=3, recovery_seconds=300)
+    tree = copy_tree(sysfs_b48.HEALTHY, tmp_path / "sys")
+    agent.round(tree, 0)
+    changes = 2
+    now = 0
+    # The link flaps every other check for ten minutes: marked at the first flap, kept all along.
+    for step in range(1, 21):
+        now = step * 30
+        if step % 2:
+            changes += 2
+            set_carrier_changes(tree, "rdma5", changes)
+        agent.round(tree, now)
+        assert list(agent.rules()) == [rule_name("rdma5")], f"check {step}"
+    last_flap = 19 * 30
+    # Steady again: three good checks come before five minutes have passed, so the mark stays until then.
+    for step in range(21, 40):
+        now = step * 30
+        lines = agent.round(tree, now)
+        if now - last_flap < 300:
+            assert list(agent.rules()) == [rule_name("rdma5")], f"check {step}"
+        else:
+            assert agent.rules() == {}
+            assert lines == ["rail-health 10.140.64.7: rdma5: recovered: mark lifted"]
+            break
+    assert now - last_flap == 300
+    deletes = [w for w in agent.writes() if w[0] == "delete"]
+    assert deletes == [["delete", "devicetaintrule", rule_name("rdma5"), "--ignore-not-found"]]
+    creates = [w for w in agent.writes() if w[0] == "create"]
+    assert len(creates) == 1  # marked once, not once per flap
+
+
+def test_recovery_needs_the_good_checks_too(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device", recovery_checks=4, recovery_seconds=0)
+    agent.round(sysfs_b48.FAILING, 0)
+    for step in range(1, 4):
+        agent.round(sysfs_b48.HEALTHY, step * 30)
+        assert rule_name("rdma3") in agent.rules()
+    agent.round(sysfs_b48.HEALTHY, 120)
+    assert agent.rules() == {}
+
+
+def test_a_restarted_agent_keeps_the_marks_it_left(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device", recovery_checks=2, recovery_seconds=120)
+    agent.round(sysfs_b48.FAILING, 0)
+    shutil.rmtree(agent.state)  # a new pod: a fresh emptyDir
+    agent.round(sysfs_b48.HEALTHY, 600)
+    agent.round(sysfs_b48.HEALTHY, 630)
+    assert sorted(agent.rules()) == sorted(rule_name(i) for i in ("rdma3", "rdma7", "rdma11"))
+    agent.round(sysfs_b48.HEALTHY, 720)
+    assert agent.rules() == {}
+
+
+def test_on_a_cluster_without_device_taint_rules_the_whole_node_is_marked(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "node", recovery_checks=2, recovery_seconds=60)
+    agent.round(sysfs_b48.HEALTHY, 0)
+    assert agent.writes() == []
+    lines = agent.round(sysfs_b48.FAILING, 30)
+    assert agent.node_taints() == [
+        {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": "rail-agent", "effect": "NoSchedule"}
+    ]
+    assert lines[-1] == f"rail-health {NODE}: node marked ({RAIL_UNHEALTHY_TAINT_KEY}=rail-agent:NoSchedule)"
+    agent.round(sysfs_b48.FAILING, 60)
+    agent.round(sysfs_b48.HEALTHY, 90)
+    assert agent.node_taints() != []  # one good check, 60 s after the last bad one: not yet
+    agent.round(sysfs_b48.HEALTHY, 120)
+    assert agent.node_taints() == []
+    assert agent.writes() == [
+        ["taint", "node", NODE, f"{RAIL_UNHEALTHY_TAINT_KEY}=rail-agent:NoSchedule"],
+        ["taint", "node", NODE, f"{RAIL_UNHEALTHY_TAINT_KEY}:NoSchedule-"],
+    ]
+
+
+def test_another_checkers_node_mark_is_neither_doubled_nor_lifted(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "node", recovery_checks=1, recovery_seconds=0)
+    theirs = {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": "bandwidth-check", "effect": "NoSchedule"}
+    (agent.kube / "node-taints.json").write_text(json.dumps([theirs]))
+    agent.round(sysfs_b48.FAILING, 0)
+    agent.round(sysfs_b48.HEALTHY, 30)
+    agent.round(sysfs_b48.HEALTHY, 60)
+    assert agent.node_taints() == [theirs]
+    assert agent.writes() == []
+
+
+@pytest.mark.parametrize("mode", ["device", "node"])
+def test_the_agent_never_evicts_and_never_touches_pods(tmp_path: Path, mode: str) -> None:
+    agent = Agent(tmp_path, mode, recovery_checks=1, recovery_seconds=0)
+    for step, tree in enumerate([sysfs_b48.HEALTHY, sysfs_b48.FAILING, sysfs_b48.HEALTHY, sysfs_b48.HEALTHY]):
+        agent.round(tree, step * 30)
+    sent = json.dumps(agent.calls())
+    assert "NoExecute" not in sent
+    kinds = {c["args"][1] for c in agent.calls() if c["args"][0] != "create"}
+    assert kinds <= {"devicetaintrule", "node"}
+
+
+def test_a_rail_handed_to_a_pod_is_left_alone_and_one_without_a_driver_is_marked(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device")
+    tree = copy_tree(sysfs_b48.HEALTHY, tmp_path / "sys")
+    agent.round(tree, 0)
+    # rdma2's interface leaves the host's namespace (DRANET moved it into a pod); its function stays bound.
+    shutil.rmtree(tree / "class/net/rdma2")
+    # rdma9's driver let go of its function: no interface either.
+    shutil.rmtree(tree / "class/net/rdma9")
+    (tree / "bus/pci/devices" / PCI["rdma9"] / "driver").unlink()
+    lines = agent.round(tree, 30)
+    assert lines == [
+        f"rail-health {NODE}: rdma9: bad (PCI function {PCI['rdma9']} has no driver bound (no interface)): marked"
+    ]
+    assert list(agent.rules()) == [rule_name("rdma9")]
+
+
+def test_a_restarted_agent_that_cannot_read_its_marks_tries_again_before_it_forgets_one(
+    tmp_path: Path,
+) -> None:
+    agent = Agent(tmp_path, "device", recovery_checks=2, recovery_seconds=0)
+    agent.round(sysfs_b48.FAILING, 0)
+    shutil.rmtree(agent.state)
+    (agent.kube / "down").touch()
+    lines = agent.round(sysfs_b48.HEALTHY, 30)
+    assert lines == [
+        f"rail-health {NODE}: could not read DeviceTaintRule {rule_name('rdma0')}: The connection to the server was "
+        "refused"
+    ]
+    (agent.kube / "down").unlink()
+    agent.round(sysfs_b48.HEALTHY, 60)  # adopts the three marks; one good check of the two
+    assert sorted(agent.rules()) == sorted(rule_name(i) for i in ("rdma3", "rdma7", "rdma11"))
+    agent.round(sysfs_b48.HEALTHY, 90)
+    assert agent.rules() == {}
