@@ -22,6 +22,7 @@ from components.gpu_node_pool import (
     oci_provider_settings,
     pool_args,
 )
+from components.monitoring import Monitoring, MonitoringArgs, selector_labels
 from components.network import Network, network_args
 from components.network_operator import (
     NetworkOperator,
@@ -42,6 +43,8 @@ from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from stack_config import cluster_version, gpu_operator_plan
 from stack_config.loading import load_program_stack, stack_source
+from stack_config.model import MIN_KUBERNETES_MINOR, kubernetes_minor
+from stack_config.monitoring_plan import rule_settings
 from stack_config.problems import ConfigError, ConfigProblem
 
 stack = pulumi.get_stack()
@@ -173,6 +176,25 @@ if config.creates_system_pool:
 
 # --- Kubernetes: GPU Operator, DRA drivers, workload namespaces, aligned claim templates ----------
 
+# --- Kubernetes: metrics, dashboards and alerts (monitoring.enabled) -------------------------------
+
+monitoring_config = config.monitoring
+monitoring: Monitoring | None = None
+if monitoring_config.enabled:
+    monitoring = Monitoring(
+        "monitoring",
+        MonitoringArgs(
+            config=monitoring_config,
+            rules=rule_settings(config),
+            provider=cluster.provider,
+            system_pool=config.system_pool.name if config.creates_system_pool else None,
+            taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints])),
+            scrape_dranet=config.dranet.enabled and bool(config.dra_pools),
+            # Its node exporter runs on every pool; its controllers on the system pool.
+            depends_on=[*pools.values(), *system_nodes],
+        ),
+    )
+
 gpu_operator: GpuOperator | None = None
 if config.deploys_gpu_operator:
     gpu_operator = GpuOperator(
@@ -185,6 +207,8 @@ if config.deploys_gpu_operator:
             # Off as soon as a pool's GPUs come from the DRA driver: the validator's plugin-validation would
             # crash-loop there (stack_config/gpu_operator_plan.py).
             device_plugin=gpu_operator_plan.operator_device_plugin(config),
+            service_monitor_labels=selector_labels(monitoring_config) if monitoring is not None else None,
+            after=[monitoring] if monitoring is not None else [],
         ),
     )
 if gpu_operator_plan.separate_device_plugin(config):
@@ -299,7 +323,7 @@ if (
             depends_on=[sriov_networks, *system_nodes],
         ),
     ).reports
-if acceptance.enabled and claim_templates is not None:
+if acceptance.active and claim_templates is not None:
     # The jobs run on one pool, with the templates of its shape. The stack config checked that the NCCL
     # job's template is in the plan (stack_config/claim_plan.py).
     acceptance_pool = acceptance.node_pool or dra_pool_names[0]
@@ -319,6 +343,7 @@ if acceptance.enabled and claim_templates is not None:
             taints=taints,
             provider=cluster.provider,
             depends_on=[claim_templates, *drivers, *system_nodes],
+            kubernetes_minor=kubernetes_minor(cluster_spec.kubernetes_version) or MIN_KUBERNETES_MINOR,
         ),
         opts=renamed("acceptance"),
     ).reports

@@ -16,7 +16,7 @@ def acceptance_pool(config: StackConfig) -> NodePoolConfig | None:
     """The pool the acceptance jobs run in: the one named, else the first DRANET pool, else the first SR-IOV
     pool (as __main__.py places them); None when the jobs are off or no pool has rails."""
     jobs = config.workloads.acceptance_jobs
-    if not jobs.enabled:
+    if not jobs.active:
         return None
     named = [p for p in config.node_pools if p.name == jobs.node_pool]
     candidates = named or config.dra_pools or config.sriov_pools

@@ -17,7 +17,15 @@ from typing import Any
 
 import pydantic
 
-from . import address_plan, capacity, config_namespaces, placement_plan, region_checks, system_pool_checks
+from . import (
+    address_plan,
+    capacity,
+    config_namespaces,
+    monitoring_plan,
+    placement_plan,
+    region_checks,
+    system_pool_checks,
+)
 from .claim_plan import ClaimPlan, plan_claims
 from .config_namespaces import closest
 from .model import PROJECT, StackConfig, config_keys
@@ -128,6 +136,7 @@ def load_stack(
         + region_checks.problems(config, region)
         + system_pool_checks.problems(config)
         + capacity.problems(config)
+        + monitoring_plan.problems(config)
         + placement_plan.problems(config)
         + list(claims.problems)
         + sriov_problems

@@ -14,6 +14,7 @@ from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from oke_gpu_rdma.releases import network_operator
 from oke_gpu_rdma.scheduling import PodPlacement, check
 
+from . import monitoring_plan
 from .model import StackConfig
 from .network_operator_values import release_values
 from .pool_nodes import planned_pools, unseen_pools
@@ -36,8 +37,9 @@ def controllers(config: StackConfig) -> list[PodPlacement]:
             p for p in network_operator.release_workloads(network_operator.RELEASE, values) if not p.daemonset
         ]
     acceptance = config.workloads.acceptance_jobs
-    if acceptance.enabled and acceptance.nccl:
+    if acceptance.active and (acceptance.nccl or acceptance.schedule is not None):
         pods.append(mpi_operator.release(acceptance.mpi_operator_version).placement())
+    pods += monitoring_plan.controllers(config)
     return pods
 
 

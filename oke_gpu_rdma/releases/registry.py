@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from . import device_plugin, dranet, gpu_operator, network_operator, nvidia_gpu
+from . import device_plugin, dranet, gpu_operator, kube_prometheus_stack, network_operator, nvidia_gpu
 from .facts import DriverFacts, ReleaseFacts, Serves
 
 # The GPU driver first: the claim inventory lists a node's slices in this order (the GPU slice, then DRANET's),
@@ -21,6 +21,7 @@ RELEASES: Final[tuple[ReleaseFacts, ...]] = (
     gpu_operator.FACTS,
     device_plugin.FACTS,
     network_operator.FACTS,
+    kube_prometheus_stack.FACTS,
 )
 
 

@@ -212,6 +212,13 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
 #   no `x-kubernetes-validations` transition rules (kubeflow/mpi-operator v0.6.0
 #   deploy/v2beta1/mpi-operator.yaml; Mellanox/network-operator's and k8snetworkplumbingwg's CRDs), so
 #   every field updates in place.
+# - Role: like ClusterRole (rbac validation `ValidateRoleUpdate` checks only metadata). RoleBinding: `roleRef`
+#   immutable, as ClusterRoleBinding's; the provider replaces on it.
+# - CronJob: updatable (pkg/apis/batch/validation/validation.go `ValidateCronJobUpdate` validates the new spec
+#   with no immutable field; the provider has no forceNew entry for batch CronJobs).
+# - PodMonitor, PrometheusRule (monitoring.coreos.com/v1): custom resources whose CRDs (kube-prometheus-stack
+#   88.5.3 charts/crds/crds/crd-podmonitors.yaml, crd-prometheusrules.yaml) declare no transition rule
+#   (no `oldSelf`): every field updates in place.
 # - Helm releases: helm_release.go `Diff` (.name, .namespace replace; never delete-first).
 KINDS: frozenset[str] = frozenset(
     {
@@ -225,6 +232,11 @@ KINDS: frozenset[str] = frozenset(
         "batch/v1/Job",
         "rbac.authorization.k8s.io/v1/ClusterRole",
         "rbac.authorization.k8s.io/v1/ClusterRoleBinding",
+        "rbac.authorization.k8s.io/v1/Role",
+        "rbac.authorization.k8s.io/v1/RoleBinding",
+        "batch/v1/CronJob",
+        "monitoring.coreos.com/v1/PodMonitor",
+        "monitoring.coreos.com/v1/PrometheusRule",
         "apiextensions.k8s.io/v1/CustomResourceDefinition",
         "resource.k8s.io/v1/DeviceClass",
         "resource.k8s.io/v1/ResourceClaimTemplate",

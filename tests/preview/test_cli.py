@@ -550,32 +550,39 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
     assert result.returncode == 0, result.stderr
     out = result.stdout.splitlines()
     pad = " " * 50
+    # The type column is as wide as the longest type of the stack (the fabric check's ClusterRoleBinding).
+    wide = " " * 7
     assert out[: out.index("Outputs:")] == [
         "Previewing update (full) offline: Pulumi mock runtime, nothing was sent to a cloud",
         "",
         "GPU nodes:",
         "  ! gpu-b4-a: 2 => 4 BM.GPU.B4.8 nodes: 2 added",
         "",
-        "     Type" + " " * 55 + "Name",
-        "     pulumi:pulumi:Stack" + " " * 40 + "oke-gpu-rdma-full",
-        "     └─ oke-gpu-rdma:index:RdmaGpuNodePool" + " " * 22 + "gpu-b4-a",
+        "     Type" + " " * 55 + wide + "Name",
+        "     pulumi:pulumi:Stack" + " " * 40 + wide + "oke-gpu-rdma-full",
+        "     └─ oke-gpu-rdma:index:RdmaGpuNodePool" + " " * 22 + wide + "gpu-b4-a",
         " ~      └─ oci:ContainerEngine/nodePool:NodePool"
         + " " * 16
+        + wide
         + "gpu-b4-a-nodes"
         + pad[14:]
         + "update [diff: ~nodeConfigDetails.size]",
-        "     (36 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (51 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
         "      ~ nodeConfigDetails.size: 2 => 4",
         "Not shown: the objects Helm renders from the charts of dranet-release, gpu-dra-driver-release, "
-        "gpu-operator-release at apply time (the plan shows each release's chart, version and values)",
+        "gpu-operator-release, monitoring-release at apply time (the plan shows each release's chart, version and "
+        "values)",
+        "Not shown: the objects of the manifests that ConfigFile acceptance-mpi-operator-manifest "
+        "(https://raw.githubusercontent.com/kubeflow/mpi-operator/c983759cfa87fd32ed5711804021ea47eb8d712c/deploy/"
+        "v2beta1/mpi-operator.yaml) fetches at apply time (the plan shows the manifest's URL, pinned to a commit)",
         "",
     ]
     resources = out.index("Resources:")
-    assert out[resources : resources + 3] == ["Resources:", "    ~ 1 to update", "    1 change. 38 unchanged"]
-    # No unchanged resource of the 39 is in the tree.
+    assert out[resources : resources + 3] == ["Resources:", "    ~ 1 to update", "    1 change. 53 unchanged"]
+    # No unchanged resource of the 54 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
     # The CI summary of a change to one stack among unchanged ones: one section, one closing line.
     cli.append_summary(summary, "sriov", _unchanged_plan("sriov"))

@@ -97,6 +97,7 @@ def test_the_shipped_registry_holds_each_release_once() -> None:
         "gpu-operator",
         "nvidia-device-plugin",
         "network-operator",
+        "kube-prometheus-stack",
     ]
     assert registry.dra_driver_releases() == (nvidia_gpu.FACTS, dranet.FACTS)
     assert registry.device_class_selectors() == {

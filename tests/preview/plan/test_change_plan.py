@@ -244,8 +244,8 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        "    +-15 to replace",
-        "    15 changes. 24 unchanged",
+        "    +-27 to replace",
+        "    27 changes. 27 unchanged",
     ]
 
 
@@ -325,10 +325,11 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
     ]
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        "    ~ 2 to update",
+        # The DRA drivers' pool affinity, and the alert rules' pools (monitoring is on in full).
+        "    ~ 3 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    3 changes. 34 unchanged",
+        "    4 changes. 48 unchanged",
     ]
 
 
