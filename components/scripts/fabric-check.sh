@@ -48,9 +48,9 @@ echo "pool $POOL: $(wc -w <<<"$nodes") nodes, idle: $(tr '\n' ' ' <<<"$idle")"
 # launcher's log; status 0 when it ran to an end (Succeeded or Failed), 1 when skipped.
 run_job() {
   local kind=$1 a=$2 b=$3 name="fabric-check-$1-$run"
-  jq --arg name "$name" --arg ns "$NAMESPACE" --arg a "$a" --arg b "$b" --arg label "$job_label" --arg run "$run" \
+  jq --arg name "$name" --arg ns "$NAMESPACE" --arg a "$a" --arg b "$b" --arg runlabel "$job_label" --arg run "$run" \
     --arg key "$RAIL_KEY" '
-    .metadata.name = $name | .metadata.namespace = $ns | .metadata.labels[$label] = $run
+    .metadata.name = $name | .metadata.namespace = $ns | .metadata.labels[$runlabel] = $run
     | .spec.mpiReplicaSpecs.Worker.replicas = 2
     | .spec.mpiReplicaSpecs.Worker.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
         = {nodeSelectorTerms: [{matchFields: [{key: "metadata.name", operator: "In", values: [$a, $b]}]}]}
