@@ -1056,6 +1056,16 @@ class MonitoringConfig(_Model):
 
     @model_validator(mode="after")
     def _pinned_chart(self) -> MonitoringConfig:
+        unused = sorted(
+            {"chart_version": "chartVersion", "namespace": "namespace"}[name]
+            for name in self.model_fields_set & {"chart_version", "namespace"}
+        )
+        if self.existing_prometheus is not None and unused:
+            raise ValueError(
+                f"{' and '.join(unused)} configure the kube-prometheus-stack the stack installs, and with "
+                "existingPrometheus it installs none; remove them (existingPrometheus.namespace names where the "
+                "objects go)"
+            )
         if self.existing_prometheus is None and self.chart_version != kube_prometheus_stack.DEFAULT_VERSION:
             raise ValueError(
                 f"chartVersion {self.chart_version}: the placement of kube-prometheus-stack's pods is known at "

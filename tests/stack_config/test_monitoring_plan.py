@@ -80,6 +80,13 @@ def test_monitoring_settings_are_checked() -> None:
         "monitoring.existingPrometheus = 'obs': is set while monitoring.enabled is false, so nothing would use it; "
         "set enabled: true or remove it"
     )
+    raw["monitoring"] = {
+        "enabled": True,
+        "namespace": "monitoring",
+        "existingPrometheus": {"namespace": "obs", "selectorLabels": {"a": "b"}},
+    }
+    (problem,) = problems_of(raw)
+    assert problem.startswith("monitoring: namespace configure the kube-prometheus-stack the stack installs")
     raw["monitoring"] = {"enabled": True, "existingPrometheus": {"namespace": "obs", "selectorLabels": {}}}
     (problem,) = problems_of(raw)
     assert problem.startswith("monitoring.existingPrometheus.selectorLabels:")

@@ -115,3 +115,21 @@ def test_the_rail_rules_watch_the_dranet_pools_only() -> None:
         'and on (instance) label_replace(kube_node_labels{label_oke_gpu_rdma_node_pool=~"gpu-b4-a|gpu-b4-b"}, '
         '"instance", "$1", "node", "(.*)")'
     )
+
+
+def test_rules_are_what_prometheus_rulefmt_accepts() -> None:
+    """prometheus/prometheus model/rulefmt/rulefmt.go (RuleNode validation): an alert name is a valid metric
+    name, `for` a Prometheus duration, label names valid label names; group names are unique."""
+    import re
+
+    metric_name = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+    label_name = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+    duration = re.compile(r"^((\d+)y)?((\d+)w)?((\d+)d)?((\d+)h)?((\d+)m)?((\d+)s)?((\d+)ms)?$")
+    groups = rule_groups(full_settings())
+    assert len({g["name"] for g in groups}) == len(groups)
+    for group in groups:
+        for rule in group["rules"]:
+            assert metric_name.match(str(rule["alert"])), rule["alert"]
+            assert duration.match(str(rule["for"])) and rule["for"], rule["for"]
+            assert all(label_name.match(name) for name in rule["labels"])
+            assert set(rule) == {"alert", "expr", "for", "labels", "annotations"}
