@@ -6,8 +6,9 @@
 #      waiting for nodes, and the check must not take them;
 #   2. pairs the idle nodes (sorted; an odd one waits for the next run) and runs on each pair the acceptance
 #      MPIJobs whose specs are in $SPECS (rail.json: ib_write_bw on every rail; nccl.json: NCCL all_reduce),
-#      one after the other, pinned to the pair: the apply-time specs, so the same claim templates and
-#      thresholds;
+#      one after the other, pinned to the pair, one worker on each node (a 4-GPU template's two workers
+#      would otherwise fit on one node and test no fabric): the apply-time specs, so the same claim
+#      templates and thresholds;
 #   3. a job that does not finish within $WAIT_SECONDS is deleted and the pair skipped, with no mark: its
 #      workers found no room (a pod took the nodes meanwhile) or could not start;
 #   4. marks what it measured. ib_write_bw measures a pair, so a rail below the threshold is marked on both
@@ -52,6 +53,9 @@ run_job() {
     --arg key "$RAIL_KEY" '
     .metadata.name = $name | .metadata.namespace = $ns | .metadata.labels[$runlabel] = $run
     | .spec.mpiReplicaSpecs.Worker.replicas = 2
+    | .spec.mpiReplicaSpecs.Worker.template.metadata.labels[$runlabel] = $name
+    | .spec.mpiReplicaSpecs.Worker.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution
+        += [{labelSelector: {matchLabels: {($runlabel): $name}}, topologyKey: "kubernetes.io/hostname"}]
     | .spec.mpiReplicaSpecs.Worker.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
         = {nodeSelectorTerms: [{matchFields: [{key: "metadata.name", operator: "In", values: [$a, $b]}]}]}
     | .spec.mpiReplicaSpecs.Worker.template.spec.tolerations += [{key: $key, operator: "Exists", effect: "NoSchedule"}]

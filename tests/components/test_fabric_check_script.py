@@ -130,6 +130,17 @@ def test_a_rail_below_the_threshold_taints_both_nodes_and_nccl_passes_them(tmp_p
                 ]
             }
         }
+        # One worker per node, so that a pair is measured across the fabric whatever the template's GPU count.
+        name = job["metadata"]["name"]
+        assert worker["template"]["metadata"]["labels"] == {"oke-gpu-rdma/fabric-check-run": name}
+        assert worker["template"]["spec"]["affinity"]["podAntiAffinity"] == {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"oke-gpu-rdma/fabric-check-run": name}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
         assert worker["template"]["spec"]["tolerations"][-1] == {
             "key": RAIL_UNHEALTHY_TAINT_KEY,
             "operator": "Exists",
