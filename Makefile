@@ -35,6 +35,9 @@ PACK_SDK := $(shell grep -E '^pulumi-policy==' policies/requirements.txt)
 # The component package (provider/) runs from its folder with a virtualenv of its own, as the CLI starts it.
 PROVIDER_VENV := provider/venv
 PROVIDER_STAMP := $(PROVIDER_VENV)/.installed
+# The PromQL parser the tests run (Prometheus' own grammar, @prometheus-io/lezer-promql from npm), installed
+# exactly as tools/promql/package-lock.json pins it.
+PROMQL_STAMP := tools/promql/node_modules/.installed
 # A self-contained copy of the pack for `pulumi policy publish` (tools/build_pack.py).
 PACK_OUT ?= build/policy-pack
 # Its version: the release tag vX.Y.Z on HEAD unless given.
@@ -91,6 +94,10 @@ $(PROVIDER_STAMP): provider/requirements.txt pyproject.toml | $(UV)
 	cd provider && ../$(UV_INSTALL) --python venv/bin/python -r requirements.txt
 	touch $@
 
+$(PROMQL_STAMP): tools/promql/package.json tools/promql/package-lock.json
+	cd tools/promql && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 # What `pulumi up` and `pulumi preview` run in CI: the program's venv/ and the pack's policies/venv, by uv.
 venvs: $(RUNTIME_STAMP) $(PACK_STAMP)
 
@@ -122,14 +129,14 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy
 
-unit: $(DEV_STAMP) $(PACK_STAMP) $(PROVIDER_STAMP)
+unit: $(DEV_STAMP) $(PACK_STAMP) $(PROVIDER_STAMP) $(PROMQL_STAMP)
 	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile
 
 bench: $(RUNTIME_STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-bench-test: $(DEV_STAMP) $(PACK_STAMP) $(PROVIDER_STAMP)
+bench-test: $(DEV_STAMP) $(PACK_STAMP) $(PROVIDER_STAMP) $(PROMQL_STAMP)
 	$(PY) benchmarks/bench_make_test.py --write $(JOBS_FILE)
 
 clean:
-	rm -rf $(VENV) $(PACK_VENV) $(PROVIDER_VENV) build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PACK_VENV) $(PROVIDER_VENV) tools/promql/node_modules build .pytest_cache .mypy_cache .ruff_cache

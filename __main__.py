@@ -23,6 +23,7 @@ from components.gpu_node_pool import (
     pool_args,
 )
 from components.kueue import Kueue, flavor_taint_inputs, kueue_args
+from components.monitoring import Monitoring, MonitoringArgs, selector_labels
 from components.network import Network, network_args
 from components.network_operator import (
     NetworkOperator,
@@ -46,6 +47,8 @@ from oke_gpu_rdma.node_sizes import node_size
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from stack_config import cluster_version, gpu_operator_plan, health_plan
 from stack_config.loading import load_program_stack, stack_source
+from stack_config.model import MIN_KUBERNETES_MINOR, kubernetes_minor
+from stack_config.monitoring_plan import rule_settings
 from stack_config.problems import ConfigError, ConfigProblem
 
 stack = pulumi.get_stack()
@@ -185,6 +188,25 @@ if config.creates_system_pool:
 
 # --- Kubernetes: GPU Operator, DRA drivers, workload namespaces, aligned claim templates ----------
 
+# --- Kubernetes: metrics, dashboards and alerts (monitoring.enabled) -------------------------------
+
+monitoring_config = config.monitoring
+monitoring: Monitoring | None = None
+if monitoring_config.enabled:
+    monitoring = Monitoring(
+        "monitoring",
+        MonitoringArgs(
+            config=monitoring_config,
+            rules=rule_settings(config),
+            provider=cluster.provider,
+            system_pool=config.system_pool.name if config.creates_system_pool else None,
+            taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints])),
+            scrape_dranet=config.dranet.enabled and bool(config.dra_pools),
+            # Its node exporter runs on every pool; its controllers on the system pool.
+            depends_on=[*pools.values(), *system_nodes],
+        ),
+    )
+
 gpu_operator: GpuOperator | None = None
 if config.deploys_gpu_operator:
     gpu_operator = GpuOperator(
@@ -197,6 +219,8 @@ if config.deploys_gpu_operator:
             # Off as soon as a pool's GPUs come from the DRA driver: the validator's plugin-validation would
             # crash-loop there (stack_config/gpu_operator_plan.py).
             device_plugin=gpu_operator_plan.operator_device_plugin(config),
+            service_monitor_labels=selector_labels(monitoring_config) if monitoring is not None else None,
+            after=[monitoring] if monitoring is not None else [],
         ),
     )
 if gpu_operator_plan.separate_device_plugin(config):
@@ -353,7 +377,7 @@ if (
             depends_on=[sriov_networks, *system_nodes],
         ),
     ).reports
-if acceptance.enabled and claim_templates is not None:
+if acceptance.active and claim_templates is not None:
     # The jobs run on one pool, with the templates of its shape. The stack config checked that the NCCL
     # job's template is in the plan (stack_config/claim_plan.py).
     # Not an onboarding pool: its shape has no templates (the stack config refuses naming one).
@@ -382,6 +406,7 @@ if acceptance.enabled and claim_templates is not None:
             provider=cluster.provider,
             depends_on=[claim_templates, *drivers, *system_nodes, *([kueue] if kueue is not None else [])],
             queue=acceptance_queue,
+            kubernetes_minor=kubernetes_minor(cluster_spec.kubernetes_version) or MIN_KUBERNETES_MINOR,
         ),
         opts=renamed("acceptance"),
     ).reports

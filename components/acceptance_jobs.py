@@ -26,7 +26,7 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import images, kueue_objects, pod_security, resource_types
+from oke_gpu_rdma import fabric_check, images, kueue_objects, pod_security, resource_types
 from oke_gpu_rdma import mpi_operator as mpi_operator_facts
 from oke_gpu_rdma.acceptance import nccl_threshold, rail_threshold
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL, POOL_LABEL
@@ -34,6 +34,7 @@ from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config.claim_plan import PlannedTemplate
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 
+from . import fabric_checks
 from .network_operator import WAIT_FOR_ANNOTATION
 from .rdma_workloads import SCRIPTS, TOOLS_CONFIGMAP, TOOLS_MOUNT
 from .typed_inputs import to_input_type
@@ -570,6 +571,8 @@ class AcceptanceJobsArgs:
     """Templates and drivers the jobs need."""
     queue: JobQueue | None = None
     """Kueue's queue the jobs go through (None: straight to the scheduler)."""
+    kubernetes_minor: int = 36
+    """The cluster's Kubernetes minor: how the scheduled check marks a rail (oke_gpu_rdma/fabric_check.py)."""
 
 
 @dataclass(frozen=True)
@@ -650,7 +653,9 @@ def rail_threshold_text(value: float) -> str:
 
 
 class AcceptanceJobs(GatingJobs):
-    """MPI operator and the NCCL MPIJob, or the rail test MPIJob (never both: each takes every rail)."""
+    """MPI operator and the NCCL MPIJob, or the rail test MPIJob (never both: each takes every rail), as
+    the apply-time gate (``enabled``); with a ``schedule``, the same jobs again on idle nodes
+    (components/fabric_checks.py)."""
 
     def __init__(
         self, name: str, args: AcceptanceJobsArgs, opts: pulumi.ResourceOptions | None = None
@@ -661,35 +666,57 @@ class AcceptanceJobs(GatingJobs):
             self.finish()
             return
         needs = self.declare_operator(name, config, args.namespace, args.provider, args.depends_on)
+        # The scheduled checks pin a pair of idle nodes themselves (components/fabric_checks.py), so their specs
+        # are the jobs without the queue; the apply-time gates go through it (workloads.scheduling).
+        nccl_spec: dict[str, Any] | None = None
+        rail_spec: dict[str, Any] | None = None
         if args.nccl_template is not None:
             gpus = args.nccl_template.gpus_per_worker
             # The stack config refused a GPU count without a seed figure and no setting (claim_plan.py).
             min_busbw = nccl_threshold("dranet", gpus, config.nccl_busbw_gbs)
             assert min_busbw is not None
-            self.gate(
-                name,
-                "nccl-all-reduce",
-                args.namespace,
-                EXPECTED_NCCL,
-                busbw_threshold(min_busbw),
-                mpijob_spec(config, args.nccl_template, args.pool, args.taints, min_busbw, args.queue),
-                config,
-                needs,
-                args.queue,
-            )
+            nccl_spec = mpijob_spec(config, args.nccl_template, args.pool, args.taints, min_busbw)
+            if config.enabled:
+                self.gate(
+                    name,
+                    "nccl-all-reduce",
+                    args.namespace,
+                    EXPECTED_NCCL,
+                    busbw_threshold(min_busbw),
+                    mpijob_spec(config, args.nccl_template, args.pool, args.taints, min_busbw, args.queue),
+                    config,
+                    needs,
+                    args.queue,
+                )
         if args.rails_template is not None:
             min_gbps = rail_threshold("dranet", config.rail_gbps)
-            self.gate(
+            rail_spec = rail_mpijob_spec(config, args.rails_template.name, args.pool, args.taints, min_gbps)
+            if config.enabled:
+                self.gate(
+                    name,
+                    RAIL_JOB,
+                    args.namespace,
+                    EXPECTED_RAILS,
+                    rail_threshold_text(min_gbps),
+                    rail_mpijob_spec(
+                        config, args.rails_template.name, args.pool, args.taints, min_gbps, args.queue
+                    ),
+                    config,
+                    needs,
+                    args.queue,
+                )
+        if config.schedule is not None:
+            fabric_checks.declare(
                 name,
-                RAIL_JOB,
-                args.namespace,
-                EXPECTED_RAILS,
-                rail_threshold_text(min_gbps),
-                rail_mpijob_spec(
-                    config, args.rails_template.name, args.pool, args.taints, min_gbps, args.queue
+                fabric_checks.FabricCheckArgs(
+                    config=config,
+                    pool=args.pool,
+                    namespace=args.namespace,
+                    mode=fabric_check.taint_mode(args.kubernetes_minor),
+                    taints=args.taints,
+                    rail_spec=rail_spec,
+                    nccl_spec=nccl_spec,
                 ),
-                config,
-                needs,
-                args.queue,
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=needs.depends_on),
             )
         self.finish()

@@ -325,11 +325,18 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
         self.register_outputs({"deviceClass": self.device_class, "releaseName": self.release_name})
 
 
-def gpu_operator_values(taints: Sequence[Taint], device_plugin: bool = True) -> dict[str, Any]:
+def gpu_operator_values(
+    taints: Sequence[Taint],
+    device_plugin: bool = True,
+    service_monitor_labels: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """GPU Operator values: the image has the GPU driver (driver off); its DaemonSets tolerate the pools' taints;
     its device plugin is off when ``device_plugin`` is False (stack_config/gpu_operator_plan.py says when and
-    why: the validator's plugin-validation)."""
+    why: the validator's plugin-validation); with ``service_monitor_labels`` it creates the DCGM exporter's
+    ServiceMonitor with them (monitoring.enabled)."""
     values = gpu_operator_plan.operator_values(taints, device_plugin)
+    if service_monitor_labels is not None:
+        values |= gpu_operator_plan.service_monitor_values(service_monitor_labels)
     return _documented(values, gpu_operator_chart.VALUE_PATHS, gpu_operator_chart.CHART_NAME)
 
 
@@ -356,6 +363,10 @@ class GpuOperatorArgs:
     """The pools to wait for."""
     device_plugin: bool = True
     """The operator's own device plugin: off as soon as a pool takes GPUs from the NVIDIA DRA driver."""
+    service_monitor_labels: Mapping[str, str] | None = None
+    """With monitoring: the labels of the DCGM exporter's ServiceMonitor (the ones the Prometheus selects)."""
+    after: Sequence[pulumi.Resource] = field(default_factory=list)
+    """What else the release waits for (the monitoring release, whose CRDs the ServiceMonitor needs)."""
 
 
 class GpuOperator(pulumi.ComponentResource):
@@ -368,12 +379,12 @@ class GpuOperator(pulumi.ComponentResource):
         release = _release(
             name,
             self,
-            pulumi.ResourceOptions(provider=args.provider, depends_on=list(args.node_pools)),
+            pulumi.ResourceOptions(provider=args.provider, depends_on=[*args.node_pools, *args.after]),
             gpu_operator_chart.CHART_NAME,
             gpu_operator_chart.CHART_NAME,
             args.config.chart_version,
             args.config.namespace,
-            gpu_operator_values(args.taints, args.device_plugin),
+            gpu_operator_values(args.taints, args.device_plugin, args.service_monitor_labels),
             create_namespace=True,
             repository=gpu_operator_chart.REPO,
         )

@@ -19,6 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
+# A ConfigMap with this label holds, in each data value, a Kubernetes object as JSON that a controller of the
+# stack creates later (the scheduled fabric check's MPIJobs): its pod specs are the stack's pods as much as
+# a declared object's, so the schedulability check places them too.
+POD_TEMPLATES_LABEL: Final = "oke-gpu-rdma/pod-templates"
+
 # Top-level fields that never hold a pod spec of the object (status is written by controllers).
 NOT_POD_FIELDS: Final = frozenset({"apiVersion", "kind", "metadata", "status"})
 

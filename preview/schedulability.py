@@ -12,6 +12,7 @@ Kubernetes' (oke_gpu_rdma/scheduling.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -23,7 +24,7 @@ from oke_gpu_rdma import (
     yamltext,
 )
 from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1, request_classes
-from oke_gpu_rdma.pod_specs import find_pod_specs
+from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL, find_pod_specs
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from oke_gpu_rdma.releases import network_operator
 from oke_gpu_rdma.scheduling import SYSTEM_PRIORITY_CLASSES, PodPlacement, Verdict, check, from_pod_spec
@@ -98,6 +99,34 @@ def _wanted(
     return frozenset(needed), tuple(dict.fromkeys(choices))
 
 
+def _stored_object_pods(
+    metadata: Mapping[str, Any],
+    data: Mapping[str, Any],
+    namespace: str,
+    classes: Mapping[tuple[str, str, str], tuple[frozenset[str], ...]],
+) -> list[PodPlacement]:
+    """The pods of the objects a ConfigMap labelled POD_TEMPLATES_LABEL stores for a controller to create
+    (the scheduled fabric check's MPIJobs): each data value a Kubernetes object as JSON, created in the
+    ConfigMap's namespace."""
+    labels = metadata.get("labels") or {}
+    if not isinstance(labels, Mapping) or labels.get(POD_TEMPLATES_LABEL) != "true":
+        return []
+    pods: list[PodPlacement] = []
+    for key, text in data.items():
+        try:
+            stored = json.loads(text) if isinstance(text, str) else None
+        except json.JSONDecodeError:
+            continue  # the script beside them
+        if not isinstance(stored, Mapping):
+            continue
+        kind = stored.get("kind", "object")
+        for path, spec in find_pod_specs(stored, _is_pod_spec):
+            wanted, choices = _wanted(spec, namespace, classes)
+            name = f"{kind} {namespace}/{key} (ConfigMap {metadata.get('name')}){_role(path)}"
+            pods.append(from_pod_spec(name, spec, wanted, device_class_choices=choices))
+    return pods
+
+
 def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
     """The placement of every pod the recorded run starts, in registration order."""
     classes = _claim_classes(resources)
@@ -131,6 +160,9 @@ def pod_placements(resources: list[RecordedResource]) -> list[PodPlacement]:
         kind = r.type.rsplit(":", 1)[-1]
         if kind == "PodTemplate":
             continue  # a stored template (core/v1 PodTemplate) starts no pod; the pack still judges it
+        if r.type == resource_types.CONFIG_MAP:
+            pods += _stored_object_pods(metadata, r.inputs.get("data") or {}, namespace, classes)
+            continue
         for path, spec in find_pod_specs(r.inputs, _is_pod_spec):
             wanted, choices = _wanted(spec, namespace, classes)
             name = f"{kind} {namespace}/{metadata.get('name') or r.name}{_role(path)}"

@@ -17,7 +17,7 @@ def acceptance_pool(config: StackConfig) -> NodePoolConfig | None:
     onboarding), else the first SR-IOV pool (as __main__.py places them); None when the jobs are off or no pool
     has rails."""
     jobs = config.workloads.acceptance_jobs
-    if not jobs.enabled:
+    if not jobs.active:
         return None
     named = [p for p in config.node_pools if p.name == jobs.node_pool]
     candidates = named or config.templated_pools or config.sriov_pools

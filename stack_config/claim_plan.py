@@ -408,7 +408,7 @@ def _verified(catalog: ShapeCatalog, shape: str) -> bool:
 
 def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:
     jobs = config.workloads.acceptance_jobs
-    if jobs.enabled and jobs.node_pool in {p.name for p in config.railless_pools}:
+    if jobs.active and jobs.node_pool in {p.name for p in config.railless_pools}:
         yield ConfigProblem(
             "workloads.acceptanceJobs.nodePool",
             jobs.node_pool,
@@ -436,31 +436,31 @@ def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:
         return
     names = [t.name for t in config.workloads.claim_templates]
     sriov_names = {p.name for p in config.sriov_pools}
-    if jobs.enabled and jobs.node_pool in sriov_names:
+    if jobs.active and jobs.node_pool in sriov_names:
         yield ConfigProblem(
             "workloads.acceptanceJobs.nodePool",
             jobs.node_pool,
             f"is an rdma: sriov pool; the claim-template jobs run on a DRANET pool ({', '.join(dra_names)})",
         )
-    if jobs.enabled and jobs.rail_bandwidth and not emits_rails_only_template(config):
+    if jobs.active and jobs.rail_bandwidth and not emits_rails_only_template(config):
         yield ConfigProblem(
             "workloads.acceptanceJobs.railBandwidth",
             True,
             "needs the rails-only template: set workloads.railsOnlyTemplate (default all-rails) and dranet.enabled",
         )
-    if jobs.enabled and jobs.nccl and not emits_aligned_templates(config):
+    if jobs.active and jobs.nccl and not emits_aligned_templates(config):
         yield ConfigProblem(
             "workloads.acceptanceJobs.nccl",
             True,
             "needs GPU/rail claim templates: dranet.enabled, gpuDriver.enabled and workloads.claimTemplates",
         )
-    elif jobs.enabled and jobs.nccl and jobs.claim_template not in names:
+    elif jobs.active and jobs.nccl and jobs.claim_template not in names:
         yield ConfigProblem(
             "workloads.acceptanceJobs.claimTemplate",
             jobs.claim_template,
             f"no such template in workloads.claimTemplates ({', '.join(names) or 'none'})",
         )
-    elif jobs.enabled and jobs.nccl:
+    elif jobs.active and jobs.nccl:
         gpus = next(
             t.gpus_per_worker for t in config.workloads.claim_templates if t.name == jobs.claim_template
         )

@@ -99,6 +99,31 @@ def operator_values(taints: Sequence[Taint], device_plugin: bool = True) -> dict
     return values
 
 
+def service_monitor_values(labels: Mapping[str, str]) -> dict[str, Any]:
+    """The ClusterPolicy's dcgmExporter.serviceMonitor (gpu-operator v26.3.3 values.yaml l. 307-318, passed
+    whole by templates/clusterpolicy.yaml l. 574-575): the operator then creates the DCGM exporter's
+    ServiceMonitor with ``labels`` (the ones the Prometheus selects by; controllers/object_controls.go
+    ServiceMonitor l. 4980-5010), honouring the exporter's pod, namespace and container labels (the pod
+    holding each GPU) and naming the node as `instance`, as the node exporter's targets are. Without the
+    ServiceMonitor CRD the operator reports the state not ready (l. 4994-4996): monitoring must bring it."""
+    return {
+        "dcgmExporter": {
+            "serviceMonitor": {
+                "enabled": True,
+                "honorLabels": True,
+                "additionalLabels": dict(labels),
+                "relabelings": [
+                    {
+                        "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                        "targetLabel": "instance",
+                        "action": "replace",
+                    }
+                ],
+            }
+        }
+    }
+
+
 def _untolerated(taints: Sequence[Taint], tolerated: Sequence[Mapping[str, Any]]) -> list[Taint]:
     return [
         t

@@ -22,6 +22,7 @@ from . import (
     capacity,
     config_namespaces,
     health_plan,
+    monitoring_plan,
     placement_plan,
     region_checks,
     scheduling_plan,
@@ -145,6 +146,7 @@ def load_stack(
         + region_checks.problems(config, region)
         + system_pool_checks.problems(config)
         + capacity.problems(config)
+        + monitoring_plan.problems(config)
         + placement_plan.problems(config)
         + health_plan.problems(config)
         + list(claims.problems)

@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from oke_gpu_rdma import cidr_rules as cidr
-from oke_gpu_rdma import health, mpi_operator, pack_settings, resource_types
+from oke_gpu_rdma import cron, health, mpi_operator, pack_settings, resource_types
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import (
@@ -37,7 +37,7 @@ from oke_gpu_rdma.labels import (
     RDMA_PATH_LABEL,
 )
 from oke_gpu_rdma.oci_regions import is_known_region, parse_ocid, unknown_region
-from oke_gpu_rdma.releases import dranet, kueue, network_operator, nvidia_gpu
+from oke_gpu_rdma.releases import dranet, kube_prometheus_stack, kueue, network_operator, nvidia_gpu
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import MAX_VFS_PER_PF, RdmaMode, RdmaPath
@@ -936,6 +936,13 @@ def _known_mpi_operator(version: str) -> str:
 MAX_TIMEOUT_MINUTES = (2**63 - 1) // (60 * 10**9)
 
 
+def _cron_schedule(value: str) -> str:
+    found = cron.problem(value)
+    if found is not None:
+        raise ValueError(found)
+    return value
+
+
 class AcceptanceJobsConfig(_Model):
     """Jobs that measure what the setup delivers (off by default: they hold whole nodes)."""
 
@@ -992,11 +999,33 @@ class AcceptanceJobsConfig(_Model):
         ge=1,
         le=MAX_TIMEOUT_MINUTES,
         description="How long `pulumi up` waits for a job to succeed (pulumi.com/timeoutSeconds): a job that "
-        "fails shows as this timeout, since the job's Succeeded condition never comes.",
+        "fails shows as this timeout, since the job's Succeeded condition never comes; the scheduled checks "
+        "give up on a job (skipped, no mark) after as long.",
     )
+    schedule: Annotated[str, AfterValidator(_cron_schedule)] | None = Field(
+        None,
+        description="Run the checks chosen by nccl and railBandwidth again on this CronJob schedule (e.g. "
+        "'0 3 * * *'), one after the other, only on pairs of nodes of the jobs' pool that no pod with a "
+        "ResourceClaim holds, with the same claim templates and thresholds (components/fabric_checks.py); a "
+        "rail below railGbps is tainted oke-gpu-rdma/rail-unhealthy, a node pair below ncclBusbwGBs labelled "
+        "oke-gpu-rdma/fabric-check=fail with the node condition FabricCheckFailed. Independent of enabled "
+        "(the apply-time gate). Off (null) by default: a small stack rarely has two idle nodes.",
+    )
+    check_image: str = Field(
+        "docker.io/alpine/k8s:1.36.4",
+        alias="checkImage",
+        description="Image of the scheduled checks' controller: bash, kubectl and jq (alpine/k8s, the kubectl "
+        "release of the cluster's minor).",
+    )
+
+    @property
+    def active(self) -> bool:
+        """Whether the stack runs these jobs at all: as the apply-time gate, on a schedule, or both."""
+        return self.enabled or self.schedule is not None
 
     @model_validator(mode="after")
     def _one_at_a_time(self) -> AcceptanceJobsConfig:
+        # The scheduled checks run their jobs one after the other, so both may be on there.
         if self.enabled and self.nccl and self.rail_bandwidth:
             raise ValueError(
                 "nccl and railBandwidth both hold every rail of their nodes, so one would wait for the other "
@@ -1178,6 +1207,94 @@ class SystemPoolConfig(_Model):
         return self
 
 
+class ExistingPrometheusConfig(_Model):
+    """A Prometheus (and Grafana) the cluster already runs, as the Prometheus Operator's custom resources."""
+
+    namespace: DnsLabel = Field(
+        description="Namespace the ServiceMonitor, PrometheusRule and dashboard ConfigMap go to: one the "
+        "Prometheus watches (its serviceMonitorNamespaceSelector and ruleNamespaceSelector)."
+    )
+    selector_labels: dict[str, str] = Field(
+        alias="selectorLabels",
+        min_length=1,
+        description="Labels its serviceMonitorSelector and ruleSelector match (kube-prometheus-stack: "
+        "{release: <its release name>}).",
+    )
+    dashboard_labels: dict[str, str] = Field(
+        default_factory=lambda: {
+            kube_prometheus_stack.DASHBOARD_LABEL: kube_prometheus_stack.DASHBOARD_LABEL_VALUE
+        },
+        alias="dashboardLabels",
+        description="Labels Grafana's dashboard sidecar loads ConfigMaps by (kube-prometheus-stack's default "
+        "grafana_dashboard: '1').",
+    )
+
+    @model_validator(mode="after")
+    def _valid_labels(self) -> ExistingPrometheusConfig:
+        for key, value in [*self.selector_labels.items(), *self.dashboard_labels.items()]:
+            if not is_label_key(key) or not is_label_value(value):
+                raise ValueError(f"label {key}={value!r} is not a valid Kubernetes label")
+        return self
+
+
+class MonitoringConfig(_Model):
+    """Metrics, dashboards and alerts of the GPUs and rails (components/monitoring.py, docs/monitoring.md)."""
+
+    enabled: bool = Field(
+        False,
+        description="Scrape the GPU Operator's DCGM exporter (its ServiceMonitor) and DRANET's metrics, and "
+        "ship the GPU and rail dashboard and alert rules.",
+    )
+    existing_prometheus: ExistingPrometheusConfig | None = Field(
+        None,
+        alias="existingPrometheus",
+        description="Use this Prometheus instead of installing kube-prometheus-stack (null: the stack "
+        "installs it).",
+    )
+    chart_version: str = Field(
+        kube_prometheus_stack.DEFAULT_VERSION,
+        alias="chartVersion",
+        description="kube-prometheus-stack chart version (prometheus-community); its placement facts are "
+        "read at this version (oke_gpu_rdma/releases/kube_prometheus_stack.py).",
+    )
+    namespace: DnsLabel = Field(
+        kube_prometheus_stack.NAMESPACE, description="Namespace of kube-prometheus-stack (created)."
+    )
+    tainted_alert_minutes: StrictInt = Field(
+        60,
+        alias="taintedAlertMinutes",
+        ge=1,
+        le=7 * 24 * 60,
+        description="Alert when a node has carried a health taint (rail or GPU) this long.",
+    )
+    rail_flaps_per_hour: StrictInt = Field(
+        3,
+        alias="railFlapsPerHour",
+        ge=1,
+        description="Alert when a rail's link goes down this many times in an hour (flapping).",
+    )
+
+    @model_validator(mode="after")
+    def _pinned_chart(self) -> MonitoringConfig:
+        unused = sorted(
+            {"chart_version": "chartVersion", "namespace": "namespace"}[name]
+            for name in self.model_fields_set & {"chart_version", "namespace"}
+        )
+        if self.existing_prometheus is not None and unused:
+            raise ValueError(
+                f"{' and '.join(unused)} configure the kube-prometheus-stack the stack installs, and with "
+                "existingPrometheus it installs none; remove them (existingPrometheus.namespace names where the "
+                "objects go)"
+            )
+        if self.existing_prometheus is None and self.chart_version != kube_prometheus_stack.DEFAULT_VERSION:
+            raise ValueError(
+                f"chartVersion {self.chart_version}: the placement of kube-prometheus-stack's pods is known at "
+                f"{kube_prometheus_stack.DEFAULT_VERSION} only (oke_gpu_rdma/releases/kube_prometheus_stack.py); "
+                "use it, or read the new version's values and update the facts"
+            )
+        return self
+
+
 def _protect_all(value: Any) -> Any:
     """`protect: true|false` (the stack-wide switch it always was) sets every kind at once."""
     if isinstance(value, Mapping):
@@ -1278,6 +1395,10 @@ class StackConfig(_Model):
     system_pool: SystemPoolConfig = Field(default_factory=lambda: SystemPoolConfig(), alias="systemPool")
     encryption: EncryptionConfig = Field(default_factory=lambda: EncryptionConfig())
     health: HealthConfig = Field(default_factory=lambda: HealthConfig())
+    monitoring: MonitoringConfig = Field(
+        default_factory=lambda: MonitoringConfig(),
+        description="Metrics, the GPU and rail dashboard and alert rules (docs/monitoring.md).",
+    )
     create_compute_cluster_policy: bool = Field(
         True,
         alias="createComputeClusterPolicy",

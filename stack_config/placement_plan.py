@@ -14,6 +14,7 @@ from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from oke_gpu_rdma.releases import kueue, network_operator
 from oke_gpu_rdma.scheduling import PodPlacement, check
 
+from . import monitoring_plan
 from .model import StackConfig
 from .network_operator_values import release_values
 from .pool_nodes import planned_pools, unseen_pools
@@ -40,8 +41,9 @@ def controllers(config: StackConfig) -> list[PodPlacement]:
         # component's values leave it.
         pods += kueue.workloads(kueue.RELEASE, kueue.values([]))
     acceptance = config.workloads.acceptance_jobs
-    if acceptance.enabled and acceptance.nccl:
+    if acceptance.active and (acceptance.nccl or acceptance.schedule is not None):
         pods.append(mpi_operator.release(acceptance.mpi_operator_version).placement())
+    pods += monitoring_plan.controllers(config)
     return pods
 
 

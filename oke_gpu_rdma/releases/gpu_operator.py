@@ -41,6 +41,12 @@ NFD_WORKER_TOLERATIONS_VALUE: Final = "node-feature-discovery.worker.tolerations
 DEVICE_PLUGIN_VALUE: Final = "devicePlugin.enabled"
 VALUE_PATHS: Final = frozenset(
     {
+        # values.yaml l. 307-318 dcgmExporter.serviceMonitor, rendered whole into the ClusterPolicy
+        # (templates/clusterpolicy.yaml l. 574-575).
+        "dcgmExporter.serviceMonitor.enabled",
+        "dcgmExporter.serviceMonitor.honorLabels",
+        "dcgmExporter.serviceMonitor.additionalLabels.*",
+        "dcgmExporter.serviceMonitor.relabelings",
         "driver.enabled",
         DEVICE_PLUGIN_VALUE,
         "daemonsets.tolerations",

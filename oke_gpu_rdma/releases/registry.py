@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from . import device_plugin, dranet, gpu_operator, kueue, network_operator, nvidia_gpu
+from . import device_plugin, dranet, gpu_operator, kube_prometheus_stack, kueue, network_operator, nvidia_gpu
 from .facts import DriverFacts, ReleaseFacts, Serves
 
 # The GPU driver first: the claim inventory lists a node's slices in this order (the GPU slice, then DRANET's),
@@ -22,6 +22,7 @@ RELEASES: Final[tuple[ReleaseFacts, ...]] = (
     device_plugin.FACTS,
     network_operator.FACTS,
     kueue.FACTS,
+    kube_prometheus_stack.FACTS,
 )
 
 

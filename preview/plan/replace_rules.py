@@ -226,6 +226,13 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
 # - ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding (admissionregistration.k8s.io/v1): updatable
 #   (pkg/apis/admissionregistration/validation/validation.go `ValidateValidatingAdmissionPolicyUpdate` and
 #   `ValidateValidatingAdmissionPolicyBindingUpdate` validate the new object, with no immutable field).
+# - Role: like ClusterRole (rbac validation `ValidateRoleUpdate` checks only metadata). RoleBinding: `roleRef`
+#   immutable, as ClusterRoleBinding's; the provider replaces on it.
+# - CronJob: updatable (pkg/apis/batch/validation/validation.go `ValidateCronJobUpdate` validates the new spec
+#   with no immutable field; the provider has no forceNew entry for batch CronJobs).
+# - PodMonitor, PrometheusRule (monitoring.coreos.com/v1): custom resources whose CRDs (kube-prometheus-stack
+#   88.5.3 charts/crds/crds/crd-podmonitors.yaml, crd-prometheusrules.yaml) declare no transition rule
+#   (no `oldSelf`): every field updates in place.
 # - Helm releases: helm_release.go `Diff` (.name, .namespace replace; never delete-first).
 KINDS: frozenset[str] = frozenset(
     {
@@ -243,6 +250,9 @@ KINDS: frozenset[str] = frozenset(
         "rbac.authorization.k8s.io/v1/RoleBinding",
         "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
         "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding",
+        "batch/v1/CronJob",
+        "monitoring.coreos.com/v1/PodMonitor",
+        "monitoring.coreos.com/v1/PrometheusRule",
         "apiextensions.k8s.io/v1/CustomResourceDefinition",
         "resource.k8s.io/v1/DeviceClass",
         "resource.k8s.io/v1/ResourceClaimTemplate",

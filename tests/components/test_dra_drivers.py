@@ -154,9 +154,10 @@ def test_releases_wait_for_the_node_pools(run_stack: Callable[..., Run]) -> None
     pools = {r.urn for r in run.of_type(NODE_POOL)} - {system}
     for release in run.of_type(RELEASE):
         assert pools <= set(release.dependencies)
-        # The GPU Operator's operator and NFD master/gc and Kueue's controller run on the system pool; the DRA
-        # drivers are DaemonSets.
-        assert (system in release.dependencies) == (release.name in ("gpu-operator-release", "kueue-release"))
+        # The GPU Operator's operator and NFD master/gc, Kueue's controller and kube-prometheus-stack's controllers
+        # run on the system pool; the DRA drivers are DaemonSets.
+        on_system = {"gpu-operator-release", "kueue-release", "monitoring-release"}
+        assert (system in release.dependencies) == (release.name in on_system)
         # Helm waits for the GPU nodes' bring-up, not its 300 s default (oke_gpu_rdma/provisioning.py).
         assert release.inputs["timeout"] == 2700
         assert release.provider.startswith("urn:pulumi:full::oke-gpu-rdma::")

@@ -66,10 +66,10 @@ def test_the_full_example_runs_the_agent_on_its_dranet_pools_marking_nodes_on_1_
     assert (env["RECOVERY_CHECKS"], env["RECOVERY_SECONDS"], env["INTERVAL_SECONDS"]) == ("5", "600", "30")
     assert str(env["RAILS"]).split()[15] == "rdma15=0000:d1:00.1"
     # v1.36: no v1 DeviceTaintRule, so the agent may only read and patch nodes.
-    assert run.one(CLUSTER_ROLE).inputs["rules"] == [
+    assert run.one(CLUSTER_ROLE, "rail-health-cluster-role").inputs["rules"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}
     ]
-    binding = run.one(BINDING).inputs
+    binding = run.one(BINDING, "rail-health-cluster-role-binding").inputs
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "ClusterRole",
@@ -105,7 +105,7 @@ def test_on_1_37_the_agent_writes_device_taint_rules_only(run_stack: Callable[..
     run = run_stack("full", raw)
     assert env_of(run)["MARK_MODE"] == "device"
     assert (
-        run.one(CLUSTER_ROLE).inputs["rules"]
+        run.one(CLUSTER_ROLE, "rail-health-cluster-role").inputs["rules"]
         == rbac_rules("device")
         == [
             {
@@ -129,7 +129,10 @@ def test_without_health_nothing_of_it_is_declared(run_stack: Callable[..., Run])
     raw = raw_config("full")
     raw.pop("health")
     run = run_stack("full", raw)
-    assert run.of_type(DAEMONSET) == [] and run.of_type(CLUSTER_ROLE) == []
+    assert (
+        run.of_type(DAEMONSET) == []
+        and [r for r in run.of_type(CLUSTER_ROLE) if r.name.startswith("rail-health")] == []
+    )
     release = next(
         r for r in run.of_type("kubernetes:helm.sh/v3:Release") if r.name == "gpu-dra-driver-release"
     )

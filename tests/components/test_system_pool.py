@@ -126,6 +126,19 @@ def test_without_it_a_created_cluster_has_nowhere_for_coredns_and_the_controller
         # The full example schedules through Kueue and runs the NCCL acceptance job.
         f"systemPool: Deployment kueue-controller-manager (chart kueue) fits no node pool of the stack: {pools}; {fix}",
         f"systemPool: Deployment mpi-operator/mpi-operator fits no node pool of the stack: {pools}; {fix}",
+        # kube-prometheus-stack's controllers (monitoring.enabled).
+        *(
+            f"systemPool: {workload} (chart kube-prometheus-stack, release kube-prometheus-stack) fits no node "
+            f"pool of the stack: {pools}; {fix}"
+            for workload in (
+                "Deployment kube-prometheus-stack-operator",
+                "Job kube-prometheus-stack-admission-create (pre-install hook)",
+                "StatefulSet prometheus-kube-prometheus-stack-prometheus",
+                "StatefulSet alertmanager-kube-prometheus-stack-alertmanager",
+                "Deployment kube-prometheus-stack-grafana",
+                "Deployment kube-prometheus-stack-kube-state-metrics",
+            )
+        ),
     ]
 
 

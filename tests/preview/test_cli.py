@@ -624,7 +624,7 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         + "kueue-clusterqueue-rdma-gpus"
         + " " * 22
         + f"update [diff: {QUOTAS}]",
-        "     (89 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (102 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
@@ -635,7 +635,8 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         '      ~ spec.resourceGroups[0].flavors[0].resources[2].nominalQuota: "32" => "48"',
         '      ~ spec.resourceGroups[0].flavors[0].resources[3].nominalQuota: "64" => "96"',
         "Not shown: the objects Helm renders from the charts of dranet-release, gpu-dra-driver-release, "
-        "gpu-operator-release, kueue-release at apply time (the plan shows each release's chart, version and values)",
+        "gpu-operator-release, kueue-release, monitoring-release at apply time (the plan shows each release's chart, "
+        "version and values)",
         "Not shown: the objects of the manifests that ConfigFile acceptance-mpi-operator-manifest "
         f"({MPI_MANIFEST}) fetches at apply time (the plan shows the manifest's URL, pinned to a commit)",
         "",
@@ -644,9 +645,9 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
     assert out[resources : resources + 3] == [
         "Resources:",
         "    ~ 2 to update",
-        "    2 changes. 92 unchanged",
+        "    2 changes. 105 unchanged",
     ]
-    # No unchanged resource of the 94 is in the tree.
+    # No unchanged resource of the 107 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
     # The CI summary of a change to one stack among unchanged ones: one section, one closing line.
     cli.append_summary(summary, "sriov", _unchanged_plan("sriov"))

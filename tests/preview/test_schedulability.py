@@ -104,8 +104,46 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
             "MPIJob rdma-dranet/nccl-all-reduce Launcher",
             "MPIJob rdma-dranet/nccl-all-reduce Worker",
             "Deployment kube-system/coredns (OKE cluster add-on)",
+            *(f"{name} {KPS}" for name in KPS_CONTROLLERS),
+            f"DaemonSet kube-prometheus-stack-prometheus-node-exporter {KPS}",
         ]
     )
+    # monitoring.enabled: kube-prometheus-stack's controllers on the system pool, its node exporter everywhere
+    # (it tolerates every NoSchedule taint, the GPU taint and the health taints among them).
+    for name in KPS_CONTROLLERS:
+        assert where[f"{name} {KPS}"] == ("system",)
+    assert where[f"DaemonSet kube-prometheus-stack-prometheus-node-exporter {KPS}"] == (
+        "gpu-b4-a",
+        "gpu-b4-b",
+        "system",
+    )
+
+
+KPS = "(chart kube-prometheus-stack, release kube-prometheus-stack)"
+KPS_CONTROLLERS = (
+    "Deployment kube-prometheus-stack-operator",
+    "Job kube-prometheus-stack-admission-create (pre-install hook)",
+    "StatefulSet prometheus-kube-prometheus-stack-prometheus",
+    "StatefulSet alertmanager-kube-prometheus-stack-alertmanager",
+    "Deployment kube-prometheus-stack-grafana",
+    "Deployment kube-prometheus-stack-kube-state-metrics",
+)
+
+
+def test_the_scheduled_checks_jobs_are_placed_from_their_stored_specs(run_stack: Callable[..., Run]) -> None:
+    """The MPIJobs the fabric check's controller creates later are in its ConfigMap; their pods are placed as
+    declared ones are, with the classes of the claim templates they name."""
+    resources = run_stack("full").resources
+    verdict = check_run(resources, load_stack(raw_config("full"), "full", EXAMPLE_REGION))
+    assert verdict.problems == ()
+    where = dict(verdict.placements)
+    stored = "rdma-dranet/{} (ConfigMap fabric-check)"
+    # The workers select the jobs' pool (the first DRANET pool) and claim its devices; the NCCL launcher
+    # tolerates the GPU taint, as at apply time (the full example checks NCCL nightly, not the rails).
+    assert f"MPIJob {stored.format('rail.json')} Worker" not in where
+    assert where[f"MPIJob {stored.format('nccl.json')} Worker"] == ("gpu-b4-a",)
+    assert where[f"MPIJob {stored.format('nccl.json')} Launcher"] == ("gpu-b4-a", "gpu-b4-b", "system")
+    assert where["CronJob rdma-dranet/fabric-check"] == ("gpu-b4-a", "gpu-b4-b", "system")
 
 
 def test_the_committed_full_rendering_shows_a_pool_for_every_pod() -> None:

@@ -36,19 +36,25 @@ def test_the_schema_version_is_the_newest_shipped_not_newer_than_the_stack() -> 
     )
 
 
-@pytest.mark.parametrize(("stack", "count"), [("dev", 8), ("full", 22)])
-def test_the_examples_manifests_are_valid(stack: str, count: int) -> None:
-    # 7 objects of the DRANET path, and a Namespace (privileged) per node-agent chart: the GPU DRA driver's,
-    # and in the full stack the GPU Operator's, Kueue's (baseline), the NCCL job's ConfigMap and the MPI
-    # operator's Roles and RoleBindings (in its own and the jobs' namespace); and the rail health agent's
-    # namespace, ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap, DaemonSet and its own-node
-    # ValidatingAdmissionPolicy with its binding (health.rails).
+# full adds, beyond dev: the GPU Operator's namespace, Kueue's (baseline), the NCCL job's ConfigMap, the MPI
+# operator's Roles and RoleBindings (in its own and the jobs' namespace), the rail health agent's namespace,
+# ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap, DaemonSet and its own-node ValidatingAdmissionPolicy
+# with its binding (health.rails), the scheduled fabric check (CronJob, its RBAC and ConfigMap) and the
+# monitoring namespace and objects, whose custom resources no shipped schema covers; Kueue's are checked against its CRDs.
+MONITORING_CRS = {"monitoring.coreos.com/v1/PodMonitor": 1, "monitoring.coreos.com/v1/PrometheusRule": 1}
+
+
+@pytest.mark.parametrize(
+    ("stack", "validated", "unvalidated"), [("dev", 8, {}), ("full", 31, MONITORING_CRS)]
+)
+def test_the_examples_manifests_are_valid(stack: str, validated: int, unvalidated: dict[str, int]) -> None:
     report = schema_check.check(manifests(stack), "v1.36.4")
-    assert (report.validated, report.errors) == (count, [])
-    # The full example's Kueue objects against Kueue's CRDs; its NCCL MPIJob has no schema here.
-    assert (report.crd_validated, report.unvalidated) == (
-        (5, {"kubeflow.org/v2beta1/MPIJob": 1}) if stack == "full" else (0, {})
+    assert (report.validated, report.errors) == (validated, [])
+    # The full example's NCCL MPIJob has no schema here.
+    assert report.unvalidated == (
+        {**unvalidated, "kubeflow.org/v2beta1/MPIJob": 1} if stack == "full" else {}
     )
+    assert report.crd_validated == (5 if stack == "full" else 0)
 
 
 def test_custom_resources_are_named_as_not_validated() -> None:

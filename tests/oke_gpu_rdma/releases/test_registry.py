@@ -98,6 +98,7 @@ def test_the_shipped_registry_holds_each_release_once() -> None:
         "nvidia-device-plugin",
         "network-operator",
         "kueue",
+        "kube-prometheus-stack",
     ]
     assert registry.dra_driver_releases() == (nvidia_gpu.FACTS, dranet.FACTS)
     assert registry.device_class_selectors() == {

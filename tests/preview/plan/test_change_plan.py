@@ -248,8 +248,8 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
         "Resources:",
         # The full example's Kueue (release, Topology, two flavors, ClusterQueue, LocalQueue) and NCCL job
         # (MPIJob, the MPI operator's manifest) and the rail health agent are on the cluster too.
-        "    +-38 to replace",
-        "    38 changes. 56 unchanged",
+        "    +-50 to replace",
+        "    50 changes. 57 unchanged",
     ]
 
 
@@ -334,10 +334,10 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
     )
     assert change_plan.summary_lines(plan) == [
         "Resources:",
-        "    ~ 4 to update",
+        "    ~ 5 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    5 changes. 87 unchanged",
+        "    6 changes. 99 unchanged",
     ]
 
 

@@ -1,0 +1,192 @@
+"""The scheduled fabric check (workloads.acceptanceJobs.schedule): a CronJob whose controller runs the
+acceptance MPIJobs again on pairs of idle nodes and marks the rails and nodes below the thresholds
+(components/scripts/fabric-check.sh says how). Declared by the acceptance component beside its MPI operator.
+
+What it declares, in the workload namespace: the ConfigMap with the controller script and the two MPIJob
+specs it creates (the apply-time specs of components/acceptance_jobs.py, so the same claim templates and
+thresholds; labelled as pod templates, so the schedulability check places their pods), the ServiceAccount, a
+Role for the MPIJobs and their logs, a ClusterRole for what is cluster-wide (pods, to find idle nodes; nodes and
+their status, to mark them; on 1.37+ ResourceSlices and DeviceTaintRules), and the CronJob.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from oke_gpu_rdma import fabric_check
+from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
+from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
+from oke_gpu_rdma.releases import dranet
+from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
+
+from .rdma_workloads import SCRIPTS
+from .typed_inputs import to_input_type
+
+SCRIPT: Final = "fabric-check.sh"
+NAME: Final = "fabric-check"
+MOUNT: Final = "/opt/fabric-check"
+RAIL_SPEC: Final = "rail.json"
+NCCL_SPEC: Final = "nccl.json"
+# The controller polls each job this often (seconds).
+POLL_SECONDS: Final = 10
+
+
+def mpijob_manifest(spec: dict[str, Any]) -> str:
+    """An MPIJob the controller creates from ``spec`` (it sets the name, namespace and node pinning)."""
+    return json.dumps(
+        {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {}, "spec": spec}, indent=1
+    )
+
+
+def cluster_rules(mode: fabric_check.TaintMode) -> list[dict[str, Any]]:
+    """The ClusterRole: only the verbs the controller's kubectl calls use."""
+    rules: list[dict[str, Any]] = [
+        # Which nodes pods with claims hold (every namespace); kubectl logs job/... lists the job's pods.
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        # The pool's nodes, their taint, label and annotation (kubectl taint/label/annotate: get and patch).
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+    ]
+    if mode == "device":
+        rules += [
+            {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list"]},
+            # kubectl apply: get, then create or patch; the lift: delete.
+            {
+                "apiGroups": ["resource.k8s.io"],
+                "resources": ["devicetaintrules"],
+                "verbs": ["get", "create", "patch", "delete"],
+            },
+        ]
+    return rules
+
+
+NAMESPACE_RULES: Final[list[dict[str, Any]]] = [
+    # create, wait (get), delete; the leftovers of a killed run: delete -l (list, then delete).
+    {"apiGroups": ["kubeflow.org"], "resources": ["mpijobs"], "verbs": ["create", "get", "list", "delete"]},
+    # kubectl logs job/<name>-launcher: the Job, then its pod's log.
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+]
+
+
+def controller_env(
+    config: AcceptanceJobsConfig, pool: str, namespace: str, mode: fabric_check.TaintMode
+) -> list[dict[str, str]]:
+    settings = {
+        "POOL_LABEL": POOL_LABEL,
+        "POOL": pool,
+        "NAMESPACE": namespace,
+        "TAINT_MODE": mode,
+        "RAIL_KEY": RAIL_UNHEALTHY_TAINT_KEY,
+        "TAINT_VALUE": fabric_check.TAINT_VALUE,
+        "CHECK_LABEL": FABRIC_CHECK_LABEL,
+        "CONDITION": fabric_check.CONDITION,
+        "RAILS_ANNOTATION": fabric_check.RAILS_ANNOTATION,
+        "DRIVER": dranet.DRIVER,
+        "SPECS": MOUNT,
+        "WAIT_SECONDS": str(config.timeout_minutes * 60),
+        "POLL_SECONDS": str(POLL_SECONDS),
+    }
+    return [{"name": key, "value": value} for key, value in settings.items()]
+
+
+def cronjob_spec(
+    config: AcceptanceJobsConfig,
+    pool: str,
+    namespace: str,
+    mode: fabric_check.TaintMode,
+    taints: Sequence[Taint],
+) -> dict[str, Any]:
+    """The CronJob: one controller at a time (Forbid: two would pair the same nodes), no retry (the next
+    schedule is the retry); its pod needs no GPU and tolerates the GPU pools' taints, as the launchers do,
+    so that it also runs where the cluster has only GPU nodes."""
+    assert config.schedule is not None
+    pod = {
+        "serviceAccountName": NAME,
+        "restartPolicy": "Never",
+        "tolerations": tolerations(list(taints)),
+        "containers": [
+            {
+                "name": "controller",
+                "image": config.check_image,
+                "command": ["bash", f"{MOUNT}/{SCRIPT}"],
+                "env": controller_env(config, pool, namespace, mode),
+                "volumeMounts": [{"name": "specs", "mountPath": MOUNT, "readOnly": True}],
+            }
+        ],
+        "volumes": [{"name": "specs", "configMap": {"name": NAME}}],
+    }
+    to_input_type(k8s.core.v1.PodSpecArgs, pod, "spec")
+    return {
+        "schedule": config.schedule,
+        "concurrencyPolicy": "Forbid",
+        "successfulJobsHistoryLimit": 3,
+        "failedJobsHistoryLimit": 3,
+        "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": pod}}},
+    }
+
+
+@dataclass
+class FabricCheckArgs:
+    config: AcceptanceJobsConfig
+    pool: str
+    namespace: str
+    mode: fabric_check.TaintMode
+    taints: list[Taint]
+    rail_spec: dict[str, Any] | None
+    nccl_spec: dict[str, Any] | None
+
+
+def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> None:
+    """The check's objects, children of the acceptance component (``opts``: its parent, provider and what
+    the jobs wait for, the MPI operator among them)."""
+    data = {SCRIPT: (SCRIPTS / SCRIPT).read_text()}
+    if args.rail_spec is not None:
+        data[RAIL_SPEC] = mpijob_manifest(args.rail_spec)
+    if args.nccl_spec is not None:
+        data[NCCL_SPEC] = mpijob_manifest(args.nccl_spec)
+    meta = k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=args.namespace)
+    k8s.core.v1.ConfigMap(
+        f"{name}-{NAME}-specs",
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=NAME, namespace=args.namespace, labels={POD_TEMPLATES_LABEL: "true"}
+        ),
+        data=data,
+        opts=opts,
+    )
+    k8s.core.v1.ServiceAccount(f"{name}-{NAME}-account", metadata=meta, opts=opts)
+    subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": args.namespace}]
+    k8s.rbac.v1.Role(f"{name}-{NAME}-role", metadata=meta, rules=NAMESPACE_RULES, opts=opts)
+    k8s.rbac.v1.RoleBinding(
+        f"{name}-{NAME}-role-binding",
+        metadata=meta,
+        role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+        subjects=subject,
+        opts=opts,
+    )
+    cluster_name = f"{args.namespace}-{NAME}"
+    k8s.rbac.v1.ClusterRole(
+        f"{name}-{NAME}-cluster-role",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
+        rules=cluster_rules(args.mode),
+        opts=opts,
+    )
+    k8s.rbac.v1.ClusterRoleBinding(
+        f"{name}-{NAME}-cluster-role-binding",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
+        role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_name},
+        subjects=subject,
+        opts=opts,
+    )
+    k8s.batch.v1.CronJob(
+        f"{name}-{NAME}",
+        metadata=meta,
+        spec=cronjob_spec(args.config, args.pool, args.namespace, args.mode, args.taints),
+        opts=opts,
+    )

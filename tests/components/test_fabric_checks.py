@@ -1,0 +1,113 @@
+"""The scheduled fabric check's objects (components/fabric_checks.py), as the full example declares them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from components import fabric_checks
+from components.acceptance_jobs import mpijob_spec
+from oke_gpu_rdma.fabric_check import taint_mode
+from oke_gpu_rdma.labels import POOL_LABEL
+from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
+from stack_config.loading import load_stack
+from tests.support import EXAMPLE_REGION, Run, raw_config
+
+CRONJOB = "kubernetes:batch/v1:CronJob"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+MPIJOB = "kubernetes:kubeflow.org/v2beta1:MPIJob"
+
+
+def test_the_full_example_gates_the_apply_with_nccl_and_runs_it_nightly(
+    run_stack: Callable[..., Run],
+) -> None:
+    run = run_stack("full")
+    # The apply-time gate is the NCCL job through Kueue's queue; the nightly check reuses its spec unqueued.
+    (gate,) = run.of_type(MPIJOB)
+    assert gate.inputs["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "rdma-gpus"
+    cron = run.one(CRONJOB)
+    spec = cron.inputs["spec"]
+    assert (spec["schedule"], spec["concurrencyPolicy"]) == ("0 3 * * *", "Forbid")
+    pod = spec["jobTemplate"]["spec"]["template"]["spec"]
+    assert spec["jobTemplate"]["spec"]["backoffLimit"] == 0
+    assert pod["serviceAccountName"] == "fabric-check" and pod["restartPolicy"] == "Never"
+    (container,) = pod["containers"]
+    assert container["image"] == "docker.io/alpine/k8s:1.36.4"
+    assert container["command"] == ["bash", "/opt/fabric-check/fabric-check.sh"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    # v1.36: no DeviceTaintRule in resource.k8s.io/v1, so the rail mark is a node taint.
+    assert env["TAINT_MODE"] == "node"
+    assert (env["POOL"], env["POOL_LABEL"], env["NAMESPACE"]) == ("gpu-b4-a", POOL_LABEL, "rdma-dranet")
+    assert env["WAIT_SECONDS"] == "1800"  # timeoutMinutes 30
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    mpi_operator = run.one("kubernetes:yaml/v2:ConfigFile")
+    assert mpi_operator.urn in cron.dependencies
+
+
+def test_the_stored_specs_are_the_apply_time_jobs_with_their_thresholds(
+    run_stack: Callable[..., Run],
+) -> None:
+    run = run_stack("full")
+    specs = run.one(CONFIG_MAP, "acceptance-fabric-check-specs")
+    assert specs.inputs["metadata"]["labels"] == {POD_TEMPLATES_LABEL: "true"}
+    data = specs.inputs["data"]
+    # The full example's gate is the NCCL job (it and the rail job are refused together at apply time).
+    assert sorted(data) == ["fabric-check.sh", "nccl.json"]
+    assert data["fabric-check.sh"] == (fabric_checks.SCRIPTS / "fabric-check.sh").read_text()
+    stack = load_stack(raw_config("full"), "full", EXAMPLE_REGION)
+    config = stack.config.workloads.acceptance_jobs
+    taints = [t for p in stack.config.dra_pools for t in p.taints]
+    taints = list(dict.fromkeys(taints))
+    aligned = stack.claims.aligned_template(config.claim_template, "BM.GPU.B4.8")
+    assert json.loads(data["nccl.json"])["spec"] == mpijob_spec(config, aligned, "gpu-b4-a", taints, 190.13)
+
+
+def test_rbac_is_only_what_the_controller_calls(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full")
+    assert run.one(CLUSTER_ROLE, "acceptance-fabric-check-cluster-role").inputs["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+    ]
+    assert run.one(ROLE, "acceptance-fabric-check-role").inputs["rules"] == [
+        {
+            "apiGroups": ["kubeflow.org"],
+            "resources": ["mpijobs"],
+            "verbs": ["create", "get", "list", "delete"],
+        },
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
+        {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    ]
+    binding = run.one(
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+        "acceptance-fabric-check-cluster-role-binding",
+    )
+    assert binding.inputs["subjects"] == [
+        {"kind": "ServiceAccount", "name": "fabric-check", "namespace": "rdma-dranet"}
+    ]
+    assert (
+        binding.inputs["roleRef"]["name"]
+        == run.one(CLUSTER_ROLE, "acceptance-fabric-check-cluster-role").inputs["metadata"]["name"]
+    )
+
+
+def test_from_1_37_rails_are_device_taint_rules_and_the_role_grants_them() -> None:
+    assert (taint_mode(36), taint_mode(37), taint_mode(38)) == ("node", "device", "device")
+    extra = fabric_checks.cluster_rules("device")[3:]
+    assert extra == [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list"]},
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["devicetaintrules"],
+            "verbs": ["get", "create", "patch", "delete"],
+        },
+    ]
+
+
+def test_no_schedule_no_check(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("full")
+    del raw["workloads"]
+    run = run_stack("full", raw)
+    assert run.of_type(CRONJOB) == [] and [r for r in run.of_type(ROLE) if "fabric-check" in r.name] == []
