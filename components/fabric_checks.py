@@ -143,6 +143,10 @@ class FabricCheckArgs:
     nccl_spec: dict[str, Any] | None
 
 
+def _policy_rules(rules: Sequence[dict[str, Any]]) -> list[k8s.rbac.v1.PolicyRuleArgs]:
+    return [to_input_type(k8s.rbac.v1.PolicyRuleArgs, rule, "rule") for rule in rules]
+
+
 def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> None:
     """The check's objects, children of the acceptance component (``opts``: its parent, provider and what
     the jobs wait for, the MPI operator among them)."""
@@ -161,12 +165,12 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
         opts=opts,
     )
     k8s.core.v1.ServiceAccount(f"{name}-{NAME}-account", metadata=meta, opts=opts)
-    subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": args.namespace}]
-    k8s.rbac.v1.Role(f"{name}-{NAME}-role", metadata=meta, rules=NAMESPACE_RULES, opts=opts)
+    subject = [k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=NAME, namespace=args.namespace)]
+    k8s.rbac.v1.Role(f"{name}-{NAME}-role", metadata=meta, rules=_policy_rules(NAMESPACE_RULES), opts=opts)
     k8s.rbac.v1.RoleBinding(
         f"{name}-{NAME}-role-binding",
         metadata=meta,
-        role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+        role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=NAME),
         subjects=subject,
         opts=opts,
     )
@@ -174,19 +178,25 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
     k8s.rbac.v1.ClusterRole(
         f"{name}-{NAME}-cluster-role",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
-        rules=cluster_rules(args.mode),
+        rules=_policy_rules(cluster_rules(args.mode)),
         opts=opts,
     )
     k8s.rbac.v1.ClusterRoleBinding(
         f"{name}-{NAME}-cluster-role-binding",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
-        role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_name},
+        role_ref=k8s.rbac.v1.RoleRefArgs(
+            api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=cluster_name
+        ),
         subjects=subject,
         opts=opts,
     )
     k8s.batch.v1.CronJob(
         f"{name}-{NAME}",
         metadata=meta,
-        spec=cronjob_spec(args.config, args.pool, args.namespace, args.mode, args.taints),
+        spec=to_input_type(
+            k8s.batch.v1.CronJobSpecArgs,
+            cronjob_spec(args.config, args.pool, args.namespace, args.mode, args.taints),
+            "spec",
+        ),
         opts=opts,
     )
