@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pulumi_policy import ReportViolation
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from .values import PropertyTypeError
@@ -128,3 +128,8 @@ def guarded(
 
 def stack_where(_args: Any) -> tuple[str, str | None]:
     return "the stack", None
+
+
+def resource_where(args: ResourceValidationArgs) -> tuple[str, str | None]:
+    """Where a resource policy's escaped error is reported: the resource's kind and name, and its URN."""
+    return f"{args.resource_type.rsplit(':', 1)[-1]} {args.name}", args.urn

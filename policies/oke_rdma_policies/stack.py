@@ -33,7 +33,7 @@ from .kube import (
     rail_requests,
     resource_claim_spec_v1,
 )
-from .report import Reporter, guarded, stack_where
+from .report import Reporter, guarded, resource_where, stack_where
 from .sdk_adapter import stack_state
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map
 
@@ -340,3 +340,19 @@ def validate_each_workload(check: WorkloadCheck) -> Callable[[StackValidationArg
             reporter.guard(workload.label, workload.urn, partial(check, view, workload, reporter))
 
     return guarded(run, stack_where)
+
+
+def claim_validation(
+    check: Callable[[PlainResource, Reporter], None],
+) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
+    """A resource policy's ``validate`` that runs ``check`` on each ResourceClaim and ResourceClaimTemplate
+    (every other resource passes untouched); an error that escapes it is reported at the resource."""
+
+    def check_resource(args: ResourceValidationArgs, reporter: Reporter) -> None:
+        if not args.resource_type.startswith(resource_types.DRA_GROUP_PREFIX):
+            return
+        res = from_resource_args(args)
+        if is_claim(res):
+            check(res, reporter)
+
+    return guarded(check_resource, resource_where)

@@ -13,15 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import ResourceValidationArgs
-
-from oke_gpu_rdma import resource_types
 from oke_gpu_rdma.releases import dranet
 
-from ..kube import DeviceClasses, PlainResource, is_claim, request_classes, resource_claim_spec_v1
+from ..kube import DeviceClasses, PlainResource, request_classes, resource_claim_spec_v1
 from ..registry import resource_rule
-from ..report import Reporter, guarded
-from ..stack import from_resource_args
+from ..report import Reporter
+from ..stack import claim_validation
 from ..values import UNKNOWN, as_list, as_map, contains_unknown, dig
 
 
@@ -115,18 +112,6 @@ def check(res: PlainResource, reporter: Reporter) -> None:
             reporter.unchecked(f"{res.label}: {', '.join(unknown[:3])} unknown until apply")
 
 
-def check_resource(args: ResourceValidationArgs, reporter: Reporter) -> None:
-    if not args.resource_type.startswith(resource_types.DRA_GROUP_PREFIX):
-        return
-    res = from_resource_args(args)
-    if is_claim(res):
-        check(res, reporter)
-
-
-def _where(args: ResourceValidationArgs) -> tuple[str, str | None]:
-    return f"{args.resource_type.rsplit(':', 1)[-1]} {args.name}", args.urn
-
-
 RULE = resource_rule(
     name="dranet-oke-profile-claims",
     level="mandatory",
@@ -134,5 +119,5 @@ RULE = resource_rule(
         "dra.net claim config must not set what DRANET's oke-rdma profile rejects: interface.type "
         "Passthrough, DHCP or unnumbered addressing, or interface.addresses."
     ),
-    validate=guarded(check_resource, _where),
+    validate=claim_validation(check),
 )

@@ -14,14 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import ResourceValidationArgs
+from oke_gpu_rdma import health
 
-from oke_gpu_rdma import health, resource_types
-
-from ..kube import PlainResource, is_claim, resource_claim_spec_v1
+from ..kube import PlainResource, resource_claim_spec_v1
 from ..registry import resource_rule
-from ..report import Reporter, guarded
-from ..stack import from_resource_args
+from ..report import Reporter
+from ..stack import claim_validation
 from ..values import UNKNOWN
 
 FIX = (
@@ -81,18 +79,6 @@ def check(res: PlainResource, reporter: Reporter) -> None:
             )
 
 
-def check_resource(args: ResourceValidationArgs, reporter: Reporter) -> None:
-    if not args.resource_type.startswith(resource_types.DRA_GROUP_PREFIX):
-        return
-    res = from_resource_args(args)
-    if is_claim(res):
-        check(res, reporter)
-
-
-def _where(args: ResourceValidationArgs) -> tuple[str, str | None]:
-    return f"{args.resource_type.rsplit(':', 1)[-1]} {args.name}", args.urn
-
-
 RULE = resource_rule(
     name="health-taint-tolerations",
     level="mandatory",
@@ -100,5 +86,5 @@ RULE = resource_rule(
         "No ResourceClaim or ResourceClaimTemplate tolerates a health taint (oke-gpu-rdma/rail-unhealthy, the GPU "
         "DRA driver's gpu.nvidia.com/xid, gpu-lost, unmonitored, or every taint with operator Exists and no key)."
     ),
-    validate=guarded(check_resource, _where),
+    validate=claim_validation(check),
 )
