@@ -716,6 +716,9 @@ class AcceptanceJobs(GatingJobs):
                     taints=args.taints,
                     rail_spec=rail_spec,
                     nccl_spec=nccl_spec,
+                    templates={
+                        t.name: t.spec for t in (args.nccl_template, args.rails_template) if t is not None
+                    },
                 ),
                 pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=needs.depends_on),
             )

@@ -12,7 +12,7 @@ their status, to mark them; on 1.37+ ResourceSlices and DeviceTaintRules), and t
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -33,6 +33,8 @@ NAME: Final = "fabric-check"
 MOUNT: Final = "/opt/fabric-check"
 RAIL_SPEC: Final = "rail.json"
 NCCL_SPEC: Final = "nccl.json"
+# Device mode: the claim templates the jobs use, tolerating the check's own mark (fabric_check.tolerating_claim_spec).
+CLAIMS: Final = "claims.json"
 # The controller polls each job this often (seconds).
 POLL_SECONDS: Final = 10
 
@@ -75,6 +77,54 @@ NAMESPACE_RULES: Final[list[dict[str, Any]]] = [
 ]
 
 
+def namespace_rules(mode: fabric_check.TaintMode) -> list[dict[str, Any]]:
+    """The Role: the jobs and their logs; in device mode also the check's own claim templates (kubectl apply:
+    get, then create or patch; delete at the end of a run)."""
+    if mode == "node":
+        return NAMESPACE_RULES
+    return [
+        *NAMESPACE_RULES,
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "resources": ["resourceclaimtemplates"],
+            "verbs": ["get", "create", "patch", "delete"],
+        },
+    ]
+
+
+def worker_templates(spec: dict[str, Any]) -> list[str]:
+    """The ResourceClaimTemplates an MPIJob spec's workers claim from."""
+    pod = spec["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    return [
+        c["resourceClaimTemplateName"]
+        for c in pod.get("resourceClaims", [])
+        if "resourceClaimTemplateName" in c
+    ]
+
+
+def claims_manifest(namespace: str, templates: Mapping[str, Mapping[str, Any]]) -> str:
+    """The check's copies of ``templates`` (name -> ResourceClaimSpec) as a kubectl List, each named with
+    fabric_check.CLAIM_PREFIX and tolerating the check's own mark only; each is checked against
+    pulumi-kubernetes' ResourceClaimTemplateSpec, as a declared template is."""
+    items = []
+    for name, spec in sorted(templates.items()):
+        template_spec = {"spec": fabric_check.tolerating_claim_spec(spec, RAIL_UNHEALTHY_TAINT_KEY)}
+        to_input_type(k8s.resource.v1.ResourceClaimTemplateSpecArgs, template_spec, f"{name}.spec")
+        items.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {
+                    "name": fabric_check.CLAIM_PREFIX + name,
+                    "namespace": namespace,
+                    "labels": {fabric_check.RUN_LABEL: "claims"},
+                },
+                "spec": template_spec,
+            }
+        )
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=1)
+
+
 def controller_env(
     config: AcceptanceJobsConfig, pool: str, namespace: str, mode: fabric_check.TaintMode
 ) -> list[dict[str, str]]:
@@ -89,6 +139,9 @@ def controller_env(
         "CONDITION": fabric_check.CONDITION,
         "RAILS_ANNOTATION": fabric_check.RAILS_ANNOTATION,
         "DRIVER": dranet.DRIVER,
+        "RUN_LABEL": fabric_check.RUN_LABEL,
+        "RULE_NODE_LABEL": fabric_check.RULE_NODE_LABEL,
+        "CLAIM_PREFIX": fabric_check.CLAIM_PREFIX,
         "SPECS": MOUNT,
         "WAIT_SECONDS": str(config.timeout_minutes * 60),
         "POLL_SECONDS": str(POLL_SECONDS),
@@ -141,6 +194,8 @@ class FabricCheckArgs:
     taints: list[Taint]
     rail_spec: dict[str, Any] | None
     nccl_spec: dict[str, Any] | None
+    templates: Mapping[str, Mapping[str, Any]]
+    """The ResourceClaimSpec of each template the specs' workers claim from, by name."""
 
 
 def _policy_rules(rules: Sequence[dict[str, Any]]) -> list[k8s.rbac.v1.PolicyRuleArgs]:
@@ -155,6 +210,11 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
         data[RAIL_SPEC] = mpijob_manifest(args.rail_spec)
     if args.nccl_spec is not None:
         data[NCCL_SPEC] = mpijob_manifest(args.nccl_spec)
+    if args.mode == "device":
+        used = [
+            t for spec in (args.rail_spec, args.nccl_spec) if spec is not None for t in worker_templates(spec)
+        ]
+        data[CLAIMS] = claims_manifest(args.namespace, {t: args.templates[t] for t in used})
     meta = k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=args.namespace)
     k8s.core.v1.ConfigMap(
         f"{name}-{NAME}-specs",
@@ -166,7 +226,9 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
     )
     k8s.core.v1.ServiceAccount(f"{name}-{NAME}-account", metadata=meta, opts=opts)
     subject = [k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=NAME, namespace=args.namespace)]
-    k8s.rbac.v1.Role(f"{name}-{NAME}-role", metadata=meta, rules=_policy_rules(NAMESPACE_RULES), opts=opts)
+    k8s.rbac.v1.Role(
+        f"{name}-{NAME}-role", metadata=meta, rules=_policy_rules(namespace_rules(args.mode)), opts=opts
+    )
     k8s.rbac.v1.RoleBinding(
         f"{name}-{NAME}-role-binding",
         metadata=meta,

@@ -17,14 +17,18 @@
 #      device (TAINT_MODE=device); a pair below the NCCL threshold gets $CHECK_LABEL=fail and the node
 #      condition $CONDITION=True, a pair above it pass and False. A rail that passes loses the mark this
 #      check set (never a mark another writer set: another taint value is left alone).
+#   In device mode the jobs claim from the check's own copies of their claim templates ($SPECS/claims.json,
+#   named $CLAIM_PREFIX<template>, applied for the run and deleted after it), which tolerate this check's own
+#   mark and nothing else: the rail job claims every rail of a node, so a rail the check tainted could
+#   otherwise never be allocated again, nor re-measured, nor its mark lifted.
 # kube-state-metrics exports the marks (kube_node_spec_taint, kube_node_labels, kube_node_status_condition):
 # the check's result as metrics with no Pushgateway and nothing that outlives its pod.
 # Settings (environment): POOL_LABEL POOL NAMESPACE TAINT_MODE RAIL_KEY TAINT_VALUE CHECK_LABEL CONDITION
-# RAILS_ANNOTATION DRIVER SPECS WAIT_SECONDS [POLL_SECONDS].
+# RAILS_ANNOTATION DRIVER RUN_LABEL RULE_NODE_LABEL CLAIM_PREFIX SPECS WAIT_SECONDS [POLL_SECONDS].
 set -uo pipefail
 poll=${POLL_SECONDS:-10}
 run=$(date -u +%Y%m%d%H%M)
-job_label=oke-gpu-rdma/fabric-check-run
+job_label=$RUN_LABEL
 now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
 
 # Jobs a killed run left behind would hold nodes.
@@ -39,6 +43,10 @@ if [ -n "$waiting" ]; then
   echo "skipped: pods with claims wait for nodes ($(tr '\n' ' ' <<<"$waiting")); the check takes none"
   exit 0
 fi
+if [ "$TAINT_MODE" = device ]; then
+  kubectl apply -f "$SPECS/claims.json" >/dev/null || { echo "could not apply the check's claim templates" >&2; exit 1; }
+  trap 'kubectl delete -f "$SPECS/claims.json" --ignore-not-found >/dev/null' EXIT
+fi
 busy=$(awk -F'\t' '$1 != "" {print $1}' <<<"$claimed" | sort -u)
 nodes=$(kubectl get nodes -l "$POOL_LABEL=$POOL" -o json | jq -r '.items[]
   | select(.spec.unschedulable != true) | .metadata.name' | sort)
@@ -50,7 +58,7 @@ echo "pool $POOL: $(wc -w <<<"$nodes") nodes, idle: $(tr '\n' ' ' <<<"$idle")"
 run_job() {
   local kind=$1 a=$2 b=$3 name="fabric-check-$1-$run"
   jq --arg name "$name" --arg ns "$NAMESPACE" --arg a "$a" --arg b "$b" --arg runlabel "$job_label" --arg run "$run" \
-    --arg key "$RAIL_KEY" '
+    --arg key "$RAIL_KEY" --arg prefix "$([ "$TAINT_MODE" = device ] && echo "$CLAIM_PREFIX")" '
     .metadata.name = $name | .metadata.namespace = $ns | .metadata.labels[$runlabel] = $run
     | .spec.mpiReplicaSpecs.Worker.replicas = 2
     | .spec.mpiReplicaSpecs.Worker.template.metadata.labels[$runlabel] = $name
@@ -59,6 +67,8 @@ run_job() {
     | .spec.mpiReplicaSpecs.Worker.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
         = {nodeSelectorTerms: [{matchFields: [{key: "metadata.name", operator: "In", values: [$a, $b]}]}]}
     | .spec.mpiReplicaSpecs.Worker.template.spec.tolerations += [{key: $key, operator: "Exists", effect: "NoSchedule"}]
+    | (.spec.mpiReplicaSpecs.Worker.template.spec.resourceClaims[]? | select(.resourceClaimTemplateName)
+        | .resourceClaimTemplateName) |= $prefix + .
     ' "$SPECS/$kind.json" | kubectl create -f - >/dev/null || return 1
   local waited=0 state=""
   while [ "$waited" -lt "$WAIT_SECONDS" ]; do
@@ -114,8 +124,8 @@ mark_rails() {
     fi
     rule="fabric-check-$node-$rail"
     jq -n --arg name "$rule" --arg d "$DRIVER" --arg p "$pool" --arg dev "$device" --arg key "$RAIL_KEY" \
-      --arg value "$TAINT_VALUE" --arg node "$node" '{apiVersion: "resource.k8s.io/v1", kind: "DeviceTaintRule",
-      metadata: {name: $name, labels: {"oke-gpu-rdma/fabric-check-node": $node}},
+      --arg value "$TAINT_VALUE" --arg node "$node" --arg nodelabel "$RULE_NODE_LABEL" '{apiVersion: "resource.k8s.io/v1", kind: "DeviceTaintRule",
+      metadata: {name: $name, labels: {($nodelabel): $node}},
       spec: {deviceSelector: {driver: $d, pool: $p, device: $dev},
         taint: {key: $key, value: $value, effect: "NoSchedule"}}}' | kubectl apply -f - >/dev/null
     echo "$node: tainted device $device ($rail) by DeviceTaintRule $rule"

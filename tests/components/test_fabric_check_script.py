@@ -15,7 +15,14 @@ import pytest
 
 from components import fabric_checks
 from components.rdma_workloads import SCRIPTS
-from oke_gpu_rdma.fabric_check import CONDITION, RAILS_ANNOTATION, TAINT_VALUE
+from oke_gpu_rdma.fabric_check import (
+    CLAIM_PREFIX,
+    CONDITION,
+    RAILS_ANNOTATION,
+    RULE_NODE_LABEL,
+    RUN_LABEL,
+    TAINT_VALUE,
+)
 from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 
 FAKE = Path(__file__).resolve().parent / "fake_kubectl_fabric.py"
@@ -42,8 +49,9 @@ NCCL all_reduce busbw at 8589934592 bytes: 120.10 GB/s out of place, 120.00 GB/s
 NCCL all_reduce: FAIL: 120.10 GB/s is below the threshold 190.13 GB/s
 """
 SPEC = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {}, "spec": {
-    "mpiReplicaSpecs": {"Worker": {"replicas": 4, "template": {"spec": {"tolerations": [
-        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}}}}}}  # fmt: skip
+    "mpiReplicaSpecs": {"Worker": {"replicas": 4, "template": {"spec": {
+        "resourceClaims": [{"name": "rails", "resourceClaimTemplateName": "all-rails"}],
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}}}}}}  # fmt: skip
 
 
 def node(name: str, **extra: Any) -> dict[str, Any]:
@@ -74,6 +82,10 @@ def run(
     specs.mkdir(exist_ok=True)
     for name in (fabric_checks.RAIL_SPEC, fabric_checks.NCCL_SPEC):
         (specs / name).write_text(json.dumps(SPEC))
+    if mode == "device":
+        (specs / fabric_checks.CLAIMS).write_text(
+            fabric_checks.claims_manifest("rdma-dranet", {"all-rails": {}})
+        )
     (tmp_path / "state.json").write_text(json.dumps(state))
     log = tmp_path / "calls.jsonl"
     log.write_text("")
@@ -91,6 +103,9 @@ def run(
         "CONDITION": CONDITION,
         "RAILS_ANNOTATION": RAILS_ANNOTATION,
         "DRIVER": "dra.net",
+        "RUN_LABEL": RUN_LABEL,
+        "RULE_NODE_LABEL": RULE_NODE_LABEL,
+        "CLAIM_PREFIX": CLAIM_PREFIX,
         "SPECS": str(specs),
         "WAIT_SECONDS": str(wait),
         "POLL_SECONDS": "1",
@@ -251,7 +266,7 @@ def test_on_1_37_a_bad_rail_is_a_device_taint_rule_on_its_dranet_device(tmp_path
     ]  # fmt: skip
     _, calls = run(tmp_path, cluster(slices=slices), mode="device")
     assert verbs(calls, "taint") == []
-    applied = [json.loads(c["stdin"]) for c in calls if c["args"][:1] == ["apply"]]
+    applied = [json.loads(c["stdin"]) for c in calls if c["args"][:1] == ["apply"] and c["stdin"]]
     assert applied[0] == {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "DeviceTaintRule",
@@ -272,6 +287,31 @@ def test_on_1_37_a_bad_rail_is_a_device_taint_rule_on_its_dranet_device(tmp_path
     assert ["delete", "devicetaintrule", "fabric-check-10.0.0.11-rdma0", "--ignore-not-found"] in verbs(
         calls, "delete"
     )
+
+
+def test_on_1_37_the_jobs_claim_from_the_check_s_own_templates_for_the_run_only(tmp_path: Path) -> None:
+    """A rail the check tainted stays claimable by the check (its copies tolerate its own mark), so it is
+    measured again and its rule lifted when it passes; the copies live for the run only."""
+    _, calls = run(tmp_path, cluster(), mode="device")
+    claims = str(tmp_path / "specs" / fabric_checks.CLAIMS)
+    applies = [c["args"] for c in calls if c["args"][:1] == ["apply"] and not c["stdin"]]
+    assert applies == [["apply", "-f", claims]]
+    first_job = next(i for i, c in enumerate(calls) if c["args"][:1] == ["create"])
+    assert calls.index(next(c for c in calls if c["args"] == ["apply", "-f", claims])) < first_job
+    assert calls[-1]["args"] == ["delete", "-f", claims, "--ignore-not-found"]
+    for job in created(calls):
+        worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+        assert worker["resourceClaims"] == [
+            {"name": "rails", "resourceClaimTemplateName": "fabric-check-all-rails"}
+        ]
+
+
+def test_on_1_36_the_jobs_claim_from_the_declared_templates(tmp_path: Path) -> None:
+    _, calls = run(tmp_path, cluster())
+    assert not any(c["args"][:1] == ["apply"] for c in calls)
+    for job in created(calls):
+        worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+        assert worker["resourceClaims"] == [{"name": "rails", "resourceClaimTemplateName": "all-rails"}]
 
 
 @pytest.mark.parametrize("kind", ["rail", "nccl"])

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from components import fabric_checks
 from components.acceptance_jobs import mpijob_spec
-from oke_gpu_rdma.fabric_check import taint_mode
-from oke_gpu_rdma.labels import POOL_LABEL
+from oke_gpu_rdma.fabric_check import TAINT_VALUE, taint_mode, tolerating_claim_spec
+from oke_gpu_rdma.labels import POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
 from stack_config.loading import load_stack
 from tests.support import EXAMPLE_REGION, Run, raw_config
@@ -111,3 +111,51 @@ def test_no_schedule_no_check(run_stack: Callable[..., Run]) -> None:
     del raw["workloads"]
     run = run_stack("full", raw)
     assert run.of_type(CRONJOB) == [] and [r for r in run.of_type(ROLE) if "fabric-check" in r.name] == []
+
+
+def test_on_1_37_the_check_carries_its_own_templates_tolerating_only_its_mark(
+    run_stack: Callable[..., Run],
+) -> None:
+    raw = raw_config("full")
+    raw["cluster"]["create"]["kubernetesVersion"] = "v1.37.1"
+    run = run_stack("full", raw)
+    data = run.one(CONFIG_MAP, "acceptance-fabric-check-specs").inputs["data"]
+    assert sorted(data) == ["claims.json", "fabric-check.sh", "nccl.json"]
+    nccl = json.loads(data["nccl.json"])["spec"]
+    (used,) = fabric_checks.worker_templates(nccl)
+    (declared,) = [
+        t
+        for t in run.of_type("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate")
+        if t.inputs["metadata"]["name"] == used
+    ]
+    (copy,) = json.loads(data["claims.json"])["items"]
+    assert copy["metadata"] == {
+        "name": f"fabric-check-{used}",
+        "namespace": "rdma-dranet",
+        "labels": {"oke-gpu-rdma/fabric-check-run": "claims"},
+    }
+    # The declared template with one toleration more on every request: the check's own mark, nothing else.
+    own = {"key": RAIL_UNHEALTHY_TAINT_KEY, "operator": "Equal", "value": TAINT_VALUE, "effect": "NoSchedule"}
+    expected = json.loads(json.dumps(declared.inputs["spec"]["spec"]))
+    for request in expected["devices"]["requests"]:
+        request["exactly"]["tolerations"] = [own]
+    assert copy["spec"]["spec"] == expected
+    role = run.one(ROLE, "acceptance-fabric-check-role")
+    assert role.inputs["rules"][-1] == {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["resourceclaimtemplates"],
+        "verbs": ["get", "create", "patch", "delete"],
+    }
+
+
+def test_a_first_available_request_tolerates_the_mark_in_every_subrequest() -> None:
+    spec = {"devices": {"requests": [{"name": "r", "firstAvailable": [
+        {"name": "a", "deviceClassName": "dra.net", "count": 2},
+        {"name": "b", "deviceClassName": "dra.net", "count": 1,
+         "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}]}]}]}}  # fmt: skip
+    out = tolerating_claim_spec(spec, RAIL_UNHEALTHY_TAINT_KEY)
+    subs = out["devices"]["requests"][0]["firstAvailable"]
+    own = {"key": RAIL_UNHEALTHY_TAINT_KEY, "operator": "Equal", "value": TAINT_VALUE, "effect": "NoSchedule"}
+    assert subs[0]["tolerations"] == [own]
+    assert subs[1]["tolerations"] == [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}, own]
+    assert "tolerations" not in spec["devices"]["requests"][0]["firstAvailable"][0]  # the input is left alone
