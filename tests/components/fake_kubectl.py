@@ -1,63 +1,186 @@
 #!/usr/bin/env python3
-"""A fake kubectl for the rail health agent's tests: it records every call (argv and stdin) in
-$FAKE_KUBE/calls.jsonl and keeps the little cluster state the agent reads back (DeviceTaintRules by name,
-the node's taints), answering the way kubectl does for the commands the agent uses and failing on any other."""
+"""A fake kubectl for the tests of the stack's in-cluster scripts (the rail health agent, rail-health.sh; the
+scheduled fabric check, fabric-check.sh): put on PATH (or named by $KUBECTL) through ``install``, it answers from
+one small cluster kept in $FAKE_KUBE/state.json, changes it the way kubectl would, records every call (argv and
+what it read on stdin) in $FAKE_KUBE/calls.jsonl, and fails on any call it does not know, so a script that
+starts calling something new fails its tests until this fake (and the RBAC beside the script) know it too.
+
+State: nodes [{name, pool?, unschedulable?, taints?}], pods [{node?, namespace, name, phase, claims}], jobs
+{<kind>: {state: "Succeeded"|"Failed"|"", log}} for the fabric check's MPIJobs (named fabric-check-<kind>-<run>),
+slices (ResourceSlice items), devicetaintrules {name: manifest}. $FAKE_KUBE/down makes every call fail as an
+API server that does not answer.
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
-home = Path(os.environ["FAKE_KUBE"])
-rules = home / "rules"
-rules.mkdir(parents=True, exist_ok=True)
-taints_file = home / "node-taints.json"
-args = sys.argv[1:]
-if (home / "down").exists():  # the API server does not answer
-    print("The connection to the server was refused", file=sys.stderr)
+TAINTS_JSONPATH = re.compile(r'jsonpath=\{\.spec\.taints\[\?\(@\.key=="([^"]+)"\)\]\.value\}')
+
+
+def state_path(home: Path) -> Path:
+    return home / "state.json"
+
+
+def read_state(home: Path) -> dict[str, Any]:
+    path = state_path(home)
+    state: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    for key, empty in (("nodes", []), ("pods", []), ("jobs", {}), ("slices", []), ("devicetaintrules", {})):
+        state.setdefault(key, empty)
+    return state
+
+
+def write_state(home: Path, state: dict[str, Any]) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    state_path(home).write_text(json.dumps(state))
+
+
+def calls(home: Path) -> list[dict[str, Any]]:
+    path = home / "calls.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def install(bin_dir: Path) -> Path:
+    """A ``kubectl`` in ``bin_dir`` that runs this fake with the tests' interpreter."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    wrapper = bin_dir / "kubectl"
+    wrapper.write_text(f'#!/bin/bash\nexec "{sys.executable}" "{Path(__file__).resolve()}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def node_of(state: dict[str, Any], name: str) -> dict[str, Any]:
+    found = next((n for n in state["nodes"] if n["name"] == name), None)
+    if found is None:
+        fail(f'Error from server (NotFound): nodes "{name}" not found')
+    return found
+
+
+def fail(message: str) -> Any:
+    print(message, file=sys.stderr)
     sys.exit(1)
-stdin = sys.stdin.read() if args[:2] == ["create", "-f"] else ""
-with (home / "calls.jsonl").open("a") as calls:
-    calls.write(json.dumps({"args": args, "stdin": stdin}) + "\n")
-taints = json.loads(taints_file.read_text()) if taints_file.exists() else []
 
 
-def save_taints() -> None:
-    taints_file.write_text(json.dumps(taints))
-
-
-if args[:3] == ["create", "-f", "-"]:
-    rule = json.loads(stdin)
-    name = rule["metadata"]["name"]
-    if (rules / name).exists():
-        print(f'Error from server (AlreadyExists): devicetaintrules.resource.k8s.io "{name}" already exists')
-        sys.exit(1)
-    (rules / name).write_text(stdin)
-    print(f"devicetaintrule.resource.k8s.io/{name} created")
-elif args[:2] == ["delete", "devicetaintrule"] and args[3:] == ["--ignore-not-found"]:
-    (rules / args[2]).unlink(missing_ok=True)
-elif args[:2] == ["get", "devicetaintrule"] and args[3:] == ["-o", "name", "--ignore-not-found"]:
-    if (rules / args[2]).exists():
-        print(f"devicetaintrule.resource.k8s.io/{args[2]}")
-elif args[:2] == ["get", "node"] and len(args) == 5 and args[3] == "-o":
-    found = re.fullmatch(r'jsonpath=\{\.spec\.taints\[\?\(@\.key=="([^"]+)"\)\]\.value\}', args[4])
-    if not found:
-        sys.exit(f"fake kubectl: unexpected output {args[4]}")
-    print(" ".join(t.get("value", "") for t in taints if t["key"] == found.group(1)), end="")
-elif args[:2] == ["taint", "node"] and len(args) == 4:
-    spec = args[3]
+def taint(state: dict[str, Any], node: str, spec: str, overwrite: bool) -> None:
+    """kubectl taint: ``key[=value]:effect`` adds (or with --overwrite replaces), a trailing ``-`` removes."""
+    taints: list[dict[str, str]] = node_of(state, node).setdefault("taints", [])
     if spec.endswith("-"):
-        key, effect = spec[:-1].split(":")
-        taints = [t for t in taints if not (t["key"] == key and t["effect"] == effect)]
+        pair, effect = spec[:-1].rsplit(":", 1)
+        key = pair.split("=", 1)[0]
+        remaining = [t for t in taints if not (t["key"] == key and t["effect"] == effect)]
+        if len(remaining) == len(taints):
+            fail(f'error: taint "{key}:{effect}" not found')
+        taints[:] = remaining
+        return
+    pair, effect = spec.rsplit(":", 1)
+    key, value = pair.split("=", 1)
+    same = [t for t in taints if t["key"] == key and t["effect"] == effect]
+    if same and not overwrite:
+        fail(f"error: node {node} already has {key} taint(s) with same effect(s) and --overwrite is false")
+    taints[:] = [t for t in taints if t not in same] + [{"key": key, "value": value, "effect": effect}]
+
+
+def create_or_apply(state: dict[str, Any], verb: str, manifest: dict[str, Any]) -> None:
+    kind, name = manifest["kind"], manifest["metadata"]["name"]
+    if kind == "DeviceTaintRule":
+        rules = state["devicetaintrules"]
+        if verb == "create" and name in rules:
+            print(
+                f'Error from server (AlreadyExists): devicetaintrules.resource.k8s.io "{name}" already exists'
+            )
+            sys.exit(1)
+        rules[name] = manifest
+        print(f"devicetaintrule.resource.k8s.io/{name} {'created' if verb == 'create' else 'configured'}")
+    elif kind == "MPIJob" and verb == "create":
+        print(f"mpijob.kubeflow.org/{name} created")
     else:
-        pair, effect = spec.rsplit(":", 1)
-        key, value = pair.split("=", 1)
-        if any(t["key"] == key and t["effect"] == effect for t in taints):
-            sys.exit(f"error: node already has {key}:{effect}")
-        taints.append({"key": key, "value": value, "effect": effect})
-    save_taints()
-else:
-    sys.exit(f"fake kubectl: unexpected call {args}")
+        fail(f"fake kubectl: unexpected {verb} of a {kind}")
+
+
+def fabric_job(state: dict[str, Any], name: str) -> dict[str, Any]:
+    """The fabric check's job fabric-check-<kind>-<run>[-launcher]: the outcome the test set for <kind>."""
+    job: dict[str, Any] = state["jobs"][name.split("-")[2]]
+    return job
+
+
+def main(argv: list[str]) -> int:
+    home = Path(os.environ["FAKE_KUBE"])
+    if (home / "down").exists():
+        fail("The connection to the server was refused")
+    args = list(argv)
+    if args[:1] == ["-n"]:
+        args = args[2:]
+    reads_stdin = any(a == "-f" and b == "-" for a, b in itertools.pairwise(args))
+    stdin = sys.stdin.read() if reads_stdin else None
+    home.mkdir(parents=True, exist_ok=True)
+    with (home / "calls.jsonl").open("a") as log:
+        log.write(json.dumps({"args": argv, "stdin": stdin}) + "\n")
+    state = read_state(home)
+    verb, rest = args[0], args[1:]
+    if verb in ("create", "apply") and rest == ["-f", "-"]:
+        assert stdin is not None
+        create_or_apply(state, verb, json.loads(stdin))
+    elif verb == "apply" and rest[:1] == ["-f"] and len(rest) == 2:
+        pass  # a file the script brought (the fabric check's claim templates): recorded only
+    elif verb == "delete" and rest[:1] == ["-f"] and rest[2:] == ["--ignore-not-found"]:
+        pass
+    elif verb == "delete" and rest[:1] == ["devicetaintrule"] and rest[2:] == ["--ignore-not-found"]:
+        state["devicetaintrules"].pop(rest[1], None)
+    elif verb == "delete" and rest[:1] in (["mpijob"], ["mpijobs"]):
+        pass
+    elif (
+        verb == "get" and rest[:1] == ["devicetaintrule"] and rest[2:] == ["-o", "name", "--ignore-not-found"]
+    ):
+        if rest[1] in state["devicetaintrules"]:
+            print(f"devicetaintrule.resource.k8s.io/{rest[1]}")
+    elif verb == "get" and rest[:2] == ["pods", "-A"]:
+        items = [
+            {
+                "metadata": {"namespace": p["namespace"], "name": p["name"]},
+                "spec": ({"nodeName": p["node"]} if p.get("node") else {})
+                | ({"resourceClaims": [{"name": "c"}]} if p["claims"] else {}),
+                "status": {"phase": p["phase"]},
+            }
+            for p in state["pods"]
+        ]
+        print(json.dumps({"items": items}))
+    elif verb == "get" and rest[:2] == ["nodes", "-l"]:
+        _, value = rest[2].split("=", 1)
+        items = [
+            {"metadata": {"name": n["name"]}, "spec": {"unschedulable": n.get("unschedulable", False)}}
+            for n in state["nodes"]
+            if n.get("pool") == value
+        ]
+        print(json.dumps({"items": items}))
+    elif verb == "get" and rest[:1] == ["node"] and rest[2:3] == ["-o"] and len(rest) == 4:
+        found = TAINTS_JSONPATH.fullmatch(rest[3])
+        if found is None:
+            fail(f"fake kubectl: unexpected output {rest[3]}")
+        taints = node_of(state, rest[1]).get("taints", [])
+        print(" ".join(t.get("value", "") for t in taints if t["key"] == found.group(1)), end="")
+    elif verb == "get" and rest[:1] == ["mpijob"]:
+        print(fabric_job(state, rest[1])["state"], end="")
+    elif verb == "get" and rest[:1] == ["resourceslices"]:
+        print(json.dumps({"items": state["slices"]}))
+    elif verb == "logs":
+        print(fabric_job(state, rest[0].split("/", 1)[1])["log"], end="")
+    elif verb == "taint" and rest[:1] in (["node"], ["nodes"]) and len(rest) in (3, 4):
+        taint(state, rest[1], rest[2], overwrite=rest[3:] == ["--overwrite"])
+    elif (verb in ("label", "annotate") and rest[:1] == ["node"]) or (
+        verb == "patch" and rest[:1] == ["node"] and "--subresource=status" in rest
+    ):
+        node_of(state, rest[1])
+    else:
+        fail(f"fake kubectl: unexpected call {argv}")
+    write_state(home, state)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

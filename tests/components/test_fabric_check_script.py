@@ -1,12 +1,11 @@
 """The scheduled fabric check's controller (components/scripts/fabric-check.sh), run for real against a fake
-kubectl on PATH (tests/components/fake_kubectl_fabric.py) that answers from a cluster state and records each call:
+kubectl on PATH (tests/components/fake_kubectl.py) that answers from a cluster state and records each call:
 which nodes it takes, what it creates, and the marks it sets and lifts."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,8 @@ from oke_gpu_rdma.fabric_check import (
     TAINT_VALUE,
 )
 from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
+from tests.components import fake_kubectl
 
-FAKE = Path(__file__).resolve().parent / "fake_kubectl_fabric.py"
 POOL = "gpu-b4-a"
 # The lines rail-gate.sh's rail_bandwidth prints ("<rail> <client device> -> <server ip> <Gb/s> Gb/s", with
 # ": FAIL: ..." below the threshold) and the verdict, as the rail MPIJob's launcher log holds them.
@@ -74,10 +73,7 @@ def cluster(**overrides: Any) -> dict[str, Any]:
 def run(
     tmp_path: Path, state: dict[str, Any], mode: str = "node", wait: int = 30
 ) -> tuple[str, list[dict[str, Any]]]:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    shutil.copy(FAKE, bin_dir / "kubectl")
-    (bin_dir / "kubectl").chmod(0o755)
+    bin_dir = fake_kubectl.install(tmp_path / "bin").parent
     specs = tmp_path / "specs"
     specs.mkdir(exist_ok=True)
     for name in (fabric_checks.RAIL_SPEC, fabric_checks.NCCL_SPEC):
@@ -86,13 +82,11 @@ def run(
         (specs / fabric_checks.CLAIMS).write_text(
             fabric_checks.claims_manifest("rdma-dranet", {"all-rails": {}})
         )
-    (tmp_path / "state.json").write_text(json.dumps(state))
-    log = tmp_path / "calls.jsonl"
-    log.write_text("")
+    kube = tmp_path / "kube"
+    fake_kubectl.write_state(kube, state)
     env = {
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "FAKE_STATE": str(tmp_path / "state.json"),
-        "FAKE_LOG": str(log),
+        "FAKE_KUBE": str(kube),
         "POOL_LABEL": POOL_LABEL,
         "POOL": POOL,
         "NAMESPACE": "rdma-dranet",
@@ -114,8 +108,7 @@ def run(
         ["bash", str(SCRIPTS / fabric_checks.SCRIPT)], env=env, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    calls = [json.loads(line) for line in log.read_text().splitlines()]
-    return result.stdout + result.stderr, calls
+    return result.stdout + result.stderr, fake_kubectl.calls(kube)
 
 
 def verbs(calls: list[dict[str, Any]], verb: str) -> list[list[str]]:

@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,10 @@ from oke_gpu_rdma import health
 from oke_gpu_rdma.labels import RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.releases import dranet
 from oke_gpu_rdma.shape_catalog import CATALOG
+from tests.components import fake_kubectl
 from tests.fixtures import sysfs_b48
 
 NODE = "10.140.64.7"
-FAKE_KUBECTL = Path(__file__).resolve().parent / "fake_kubectl.py"
 TOPOLOGY = CATALOG.info(sysfs_b48.SHAPE).topology
 PCI = {ifname: pci for ifname, pci, _ in sysfs_b48.rails()}
 
@@ -45,14 +44,9 @@ class Agent:
 
     def __post_init__(self) -> None:
         self.kube = self.tmp / "kube"
-        self.kube.mkdir(exist_ok=True)
+        fake_kubectl.write_state(self.kube, {"nodes": [{"name": NODE, "taints": []}]})
         self.state = self.tmp / "state"
-        bin_dir = self.tmp / "bin"
-        bin_dir.mkdir(exist_ok=True)
-        wrapper = bin_dir / "kubectl"
-        wrapper.write_text(f'#!/bin/bash\nexec "{sys.executable}" "{FAKE_KUBECTL}" "$@"\n')
-        wrapper.chmod(0o755)
-        self.kubectl = wrapper
+        self.kubectl = fake_kubectl.install(self.tmp / "bin")
 
     def round(self, sysfs: Path, now: int) -> list[str]:
         """One check of every rail at time ``now``; the agent's log lines."""
@@ -87,19 +81,23 @@ class Agent:
         return result.stdout.splitlines()
 
     def calls(self) -> list[dict[str, Any]]:
-        path = self.kube / "calls.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        return fake_kubectl.calls(self.kube)
 
     def writes(self) -> list[list[str]]:
         """The calls that change the cluster (create, delete, taint)."""
         return [c["args"] for c in self.calls() if c["args"][0] in ("create", "delete", "taint")]
 
     def rules(self) -> dict[str, dict[str, Any]]:
-        return {p.name: json.loads(p.read_text()) for p in sorted((self.kube / "rules").glob("*"))}
+        return dict(sorted(fake_kubectl.read_state(self.kube)["devicetaintrules"].items()))
 
     def node_taints(self) -> list[dict[str, str]]:
-        path = self.kube / "node-taints.json"
-        return json.loads(path.read_text()) if path.exists() else []
+        taints: list[dict[str, str]] = fake_kubectl.read_state(self.kube)["nodes"][0]["taints"]
+        return taints
+
+    def set_node_taints(self, taints: list[dict[str, str]]) -> None:
+        state = fake_kubectl.read_state(self.kube)
+        state["nodes"][0]["taints"] = taints
+        fake_kubectl.write_state(self.kube, state)
 
 
 def rule_name(ifname: str) -> str:
@@ -268,7 +266,7 @@ def test_on_a_cluster_without_device_taint_rules_the_whole_node_is_marked(tmp_pa
 def test_another_checkers_node_mark_is_neither_doubled_nor_lifted(tmp_path: Path) -> None:
     agent = Agent(tmp_path, "node", recovery_checks=1, recovery_seconds=0)
     theirs = {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": "bandwidth-check", "effect": "NoSchedule"}
-    (agent.kube / "node-taints.json").write_text(json.dumps([theirs]))
+    agent.set_node_taints([theirs])
     agent.round(sysfs_b48.FAILING, 0)
     agent.round(sysfs_b48.HEALTHY, 30)
     agent.round(sysfs_b48.HEALTHY, 60)
