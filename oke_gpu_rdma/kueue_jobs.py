@@ -40,6 +40,8 @@ GROUP: Final = "kueue.x-k8s.io"
 # Topology was v1alpha1 before it moved to v1beta1 and v1beta2; the fields read here are the same in all.
 API_VERSIONS: Final = ("v1alpha1", "v1beta1", "v1beta2")
 
+# pkg/controller/constants/constants.go l. 23 QueueLabel (on the job object); the pod-set annotations:
+# apis/kueue/v1beta2/topology_types.go l. 28 and l. 39 (on a pod set's template).
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 DEFAULT_LOCAL_QUEUE: Final = "default"
 

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import yaml
 
+from oke_gpu_rdma import kueue_jobs
 from oke_gpu_rdma.scheduling import PodPlacement
 
 from . import placement as values_of
@@ -33,7 +34,7 @@ RELEASE: Final = CHART_NAME
 NAMESPACE: Final = "kueue-system"
 
 # The API group and the version the stack writes (the storage version of each kind at the tag).
-API_GROUP: Final = "kueue.x-k8s.io"
+API_GROUP: Final = kueue_jobs.GROUP
 API_VERSION: Final = f"{API_GROUP}/v1beta2"
 TOPOLOGY_KIND: Final = "Topology"
 RESOURCE_FLAVOR_KIND: Final = "ResourceFlavor"
@@ -41,11 +42,11 @@ CLUSTER_QUEUE_KIND: Final = "ClusterQueue"
 LOCAL_QUEUE_KIND: Final = "LocalQueue"
 KINDS: Final = (TOPOLOGY_KIND, RESOURCE_FLAVOR_KIND, CLUSTER_QUEUE_KIND, LOCAL_QUEUE_KIND)
 
-# What a job says to Kueue. pkg/controller/constants/constants.go l. 23 QueueLabel, on the job object (an
-# MPIJob's metadata); apis/kueue/v1beta2/topology_types.go l. 28 and l. 39, on a pod set's template.
-QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
-REQUIRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-required-topology"
-PREFERRED_TOPOLOGY_ANNOTATION: Final = "kueue.x-k8s.io/podset-preferred-topology"
+# What a job says to Kueue: the label on the job object (an MPIJob's metadata), the annotations on a pod set's
+# template. Kept once, with their sources, in oke_gpu_rdma/kueue_jobs.py, which the policies read jobs with.
+QUEUE_LABEL: Final = kueue_jobs.QUEUE_LABEL
+REQUIRED_TOPOLOGY_ANNOTATION: Final = kueue_jobs.REQUIRED_TOPOLOGY
+PREFERRED_TOPOLOGY_ANNOTATION: Final = kueue_jobs.PREFERRED_TOPOLOGY
 
 # The quota resources the configuration's deviceClassMappings name (apis/config/v1beta2/configuration_types.go
 # l. 636-663; pkg/config/validation.go l. 495 requires a label key). pkg/dra/claims.go countDevicesPerClass
