@@ -1,8 +1,9 @@
-"""The seeded fuzz of the example stacks (benchmarks/stack_fuzz.py): no mutation crashes the preview or
-takes long, through the config loading path (a few hundred) and through the CLI entry (a sample).
+"""The seeded fuzz of the example stacks (benchmarks/stack_fuzz.py): no mutation crashes the preview, through
+the config loading path (a few hundred) and through the CLI entry (a sample), and every refusal is a message.
 
-FUZZ_MUTATIONS sets how many the loading path gets (default 300; benchmarks/bench_stack_fuzz.py runs the
-4,500 of issue 22 and prints the figures).
+FUZZ_MUTATIONS sets how many the loading path gets (default 300). How long they take is a benchmark's
+figure, not a test's verdict: benchmarks/bench_stack_fuzz.py runs the 4,500 of issue 22 and prints the slowest
+input and how many took over the 20 s bound.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ from pathlib import Path
 from benchmarks.stack_fuzz import cli_outcome, load_outcome, mutations
 
 MUTATIONS = int(os.environ.get("FUZZ_MUTATIONS", "300"))
-# Per input: the issue's bound for the whole CLI is 20 s; loading alone must stay far below it.
-LOAD_SECONDS = 10
-CLI_SECONDS = 20
 
 
 def test_the_same_seed_gives_the_same_files() -> None:
@@ -24,12 +22,10 @@ def test_the_same_seed_gives_the_same_files() -> None:
     assert [m.data for m in mutations(20, seed=5)] != [m.data for m in mutations(20, seed=6)]
 
 
-def test_no_mutation_crashes_the_config_loading_or_takes_long(tmp_path: Path) -> None:
+def test_no_mutation_crashes_the_config_loading(tmp_path: Path) -> None:
     outcomes = [(m, load_outcome(m, tmp_path)) for m in mutations(MUTATIONS)]
     crashed = [(m.index, m.edits, o.detail) for m, o in outcomes if o.kind == "crashed"]
     assert crashed == []
-    slow = [(m.index, m.edits, round(o.seconds, 1)) for m, o in outcomes if o.seconds > LOAD_SECONDS]
-    assert slow == []
     kinds = Counter(o.kind for _, o in outcomes)
     # Most mutations break the stack; some leave it valid (a default key deleted): both paths are exercised.
     assert kinds["refused"] > kinds["accepted"] > 0
@@ -45,7 +41,7 @@ def test_no_mutation_crashes_the_config_loading_or_takes_long(tmp_path: Path) ->
             assert "Traceback" not in outcome.detail
 
 
-def test_a_sample_through_the_cli_entry_neither_crashes_nor_runs_long(tmp_path: Path) -> None:
+def test_a_sample_through_the_cli_entry_does_not_crash(tmp_path: Path) -> None:
     # Mutations the loading path accepts run the whole preview (program, checks, rendering, policy pack);
     # refused ones stop where loading stops.
     sample = mutations(200, seed=3)
@@ -55,4 +51,3 @@ def test_a_sample_through_the_cli_entry_neither_crashes_nor_runs_long(tmp_path: 
     for mutation in [*accepted, *refused]:
         outcome = cli_outcome(mutation, tmp_path)
         assert outcome.kind != "crashed", (mutation.edits, outcome.detail)
-        assert outcome.seconds < CLI_SECONDS, (mutation.edits, outcome.seconds)
