@@ -5,8 +5,12 @@
   existing Prometheus the config names (monitoring.existingPrometheus), whose selector labels our objects carry.
 - The DCGM exporter is scraped through the ServiceMonitor the GPU Operator creates itself from its
   ClusterPolicy's dcgmExporter.serviceMonitor (set in the operator's values: stack_config/gpu_operator_plan.py
-  service_monitor_values); DRANET through a PodMonitor on its pods' port 9177 (DRANET's --bind-address default,
-  cmd/dranet/app.go l. 79; its pods run on the host network and declare no port, so a PodMonitor by number).
+  service_monitor_values); DRANET through a PodMonitor of its pods, scraped at <pod IP>:9177 (DRANET's
+  --bind-address default, cmd/dranet/app.go l. 79). Its pods declare no port (deployments/helm/dranet/templates/
+  daemonset.yaml: one container, 9177 only in its probes), so the endpoint names none: a `port` or `portNumber`
+  makes the operator keep only targets whose pod declares that port (prometheus-operator v0.93.0
+  pkg/prometheus/promcfg.go l. 1570-1581), which would drop every DRANET pod; the address is set by relabelling
+  instead (Prometheus' pod discovery gives a container without ports one target, at the pod's IP).
 - A PrometheusRule with the alert rules (oke_gpu_rdma/monitoring/rules.py) and a ConfigMap with the Grafana
   dashboard (oke_gpu_rdma/monitoring/dashboard.py), which Grafana's sidecar loads by label.
 """
@@ -36,18 +40,25 @@ from .dra_drivers import _documented, _release
 # selectorLabels, templates/_helpers.tpl l. 30-31: app: dranet).
 DRANET_METRICS_PORT = 9177
 DRANET_POD_LABELS = {"app": dranet.CHART_NAME}
-# The node's name as `instance`, as kube-prometheus-stack's node exporter ServiceMonitor does, so that one
-# label joins the rails of the node exporter and DRANET.
-NODE_AS_INSTANCE = [
-    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "instance", "action": "replace"}
-]
+# Scrape each DRANET pod at its IP (the node's: host network) and DRANET's port.
+DRANET_ADDRESS = {
+    "sourceLabels": ["__meta_kubernetes_pod_ip"],
+    "regex": "(.+)",
+    "targetLabel": "__address__",
+    "replacement": f"$1:{DRANET_METRICS_PORT}",
+    "action": "replace",
+}
 MONITORING_API = "monitoring.coreos.com/v1"
 
 
-def stack_values(system_pool: str | None, taints: Sequence[Taint]) -> dict[str, Any]:
+def stack_values(
+    system_pool: str | None, taints: Sequence[Taint], alertmanager_secret: str | None = None
+) -> dict[str, Any]:
     """kube-prometheus-stack values (stack_config/monitoring_plan.py release_values), each a path the chart
     documents."""
-    return _documented(release_values(system_pool, taints), kps.VALUE_PATHS, kps.CHART_NAME)
+    return _documented(
+        release_values(system_pool, taints, alertmanager_secret), kps.VALUE_PATHS, kps.CHART_NAME
+    )
 
 
 def selector_labels(config: MonitoringConfig) -> dict[str, str]:
@@ -73,8 +84,13 @@ def dranet_pod_monitor() -> dict[str, Any]:
     return {
         "selector": {"matchLabels": dict(DRANET_POD_LABELS)},
         "namespaceSelector": {"matchNames": [dranet.NAMESPACE]},
+        # The node's name as `instance`, as the node exporter's targets (kps.NODE_AS_INSTANCE): one label joins
+        # a node's rails across DRANET, the node exporter and kube-state-metrics.
         "podMetricsEndpoints": [
-            {"portNumber": DRANET_METRICS_PORT, "path": "/metrics", "relabelings": NODE_AS_INSTANCE}
+            {
+                "path": "/metrics",
+                "relabelings": [DRANET_ADDRESS, *(dict(r) for r in kps.NODE_AS_INSTANCE)],
+            }
         ],
     }
 
@@ -110,7 +126,7 @@ class Monitoring(pulumi.ComponentResource):
                     kps.CHART_NAME,
                     config.chart_version,
                     config.namespace,
-                    stack_values(args.system_pool, args.taints),
+                    stack_values(args.system_pool, args.taints, config.alertmanager_config_secret),
                     create_namespace=True,
                     repository=kps.REPO,
                 )

@@ -25,6 +25,7 @@ from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF
 from oke_gpu_rdma.releases import device_plugin
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
+from oke_gpu_rdma.releases import kube_prometheus_stack as kps
 
 from .health_plan import mark_taints
 from .model import NodePoolConfig, StackConfig, Taint, tolerations
@@ -103,22 +104,25 @@ def service_monitor_values(labels: Mapping[str, str]) -> dict[str, Any]:
     """The ClusterPolicy's dcgmExporter.serviceMonitor (gpu-operator v26.3.3 values.yaml l. 307-318, passed
     whole by templates/clusterpolicy.yaml l. 574-575): the operator then creates the DCGM exporter's
     ServiceMonitor with ``labels`` (the ones the Prometheus selects by; controllers/object_controls.go
-    ServiceMonitor l. 4980-5010), honouring the exporter's pod, namespace and container labels (the pod
-    holding each GPU) and naming the node as `instance`, as the node exporter's targets are. Without the
-    ServiceMonitor CRD the operator reports the state not ready (l. 4994-4996): monitoring must bring it."""
+    ServiceMonitor l. 4980-5010), honouring the labels the exporter sets (its pod, namespace and container
+    labels name the pod holding a GPU where it can map one) and naming the node as `instance`, as the node
+    exporter's targets are. Without the ServiceMonitor CRD the operator reports the state not ready
+    (l. 4994-4996): monitoring must bring it.
+
+    The exporter maps no DRA-allocated GPU to its pod here: that needs KUBERNETES_ENABLE_DRA, off by default
+    (dcgm-exporter 4.5.3-4.8.2 pkg/cmd/app.go l. 329-333), and then reads ResourceSlices from
+    resource.k8s.io/v1beta1 (internal/pkg/transformation/dra.go l. 43), which a 1.36 control plane does not
+    serve unless asked to (beta APIs are off by default, KEP-3136; OKE's managed API server takes no
+    --runtime-config), and the operator grants its ServiceAccount no ResourceSlice access
+    (assets/state-dcgm-exporter/0210_clusterrole.yaml). The dashboard therefore finds a job's GPUs by its
+    pods' nodes (oke_gpu_rdma/monitoring/dashboard.py)."""
     return {
         "dcgmExporter": {
             "serviceMonitor": {
                 "enabled": True,
                 "honorLabels": True,
                 "additionalLabels": dict(labels),
-                "relabelings": [
-                    {
-                        "sourceLabels": ["__meta_kubernetes_pod_node_name"],
-                        "targetLabel": "instance",
-                        "action": "replace",
-                    }
-                ],
+                "relabelings": [dict(r) for r in kps.NODE_AS_INSTANCE],
             }
         }
     }

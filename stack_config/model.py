@@ -1260,6 +1260,14 @@ class MonitoringConfig(_Model):
     namespace: DnsLabel = Field(
         kube_prometheus_stack.NAMESPACE, description="Namespace of kube-prometheus-stack (created)."
     )
+    alertmanager_config_secret: DnsLabel | None = Field(
+        None,
+        alias="alertmanagerConfigSecret",
+        description="A Secret in the monitoring namespace, kept outside the stack (its receivers hold "
+        "credentials), whose key alertmanager.yaml configures the Alertmanager the stack installs: where the "
+        "alerts go. Unset, the chart's own configuration routes every alert to its 'null' receiver: they show "
+        "in Alertmanager and Grafana only.",
+    )
     tainted_alert_minutes: StrictInt = Field(
         60,
         alias="taintedAlertMinutes",
@@ -1276,10 +1284,12 @@ class MonitoringConfig(_Model):
 
     @model_validator(mode="after")
     def _pinned_chart(self) -> MonitoringConfig:
-        unused = sorted(
-            {"chart_version": "chartVersion", "namespace": "namespace"}[name]
-            for name in self.model_fields_set & {"chart_version", "namespace"}
-        )
+        installed_only = {
+            "chart_version": "chartVersion",
+            "namespace": "namespace",
+            "alertmanager_config_secret": "alertmanagerConfigSecret",
+        }
+        unused = sorted(installed_only[name] for name in self.model_fields_set & set(installed_only))
         if self.existing_prometheus is not None and unused:
             raise ValueError(
                 f"{' and '.join(unused)} configure the kube-prometheus-stack the stack installs, and with "

@@ -42,11 +42,15 @@ def rule_settings(config: StackConfig) -> RuleSettings:
     )
 
 
-def release_values(system_pool: str | None, taints: Sequence[Taint]) -> dict[str, Any]:
+def release_values(
+    system_pool: str | None, taints: Sequence[Taint], alertmanager_secret: str | None = None
+) -> dict[str, Any]:
     """kube-prometheus-stack values: its controllers on the system pool (none selected without one: an
     existing cluster's own nodes), the node exporter tolerating the GPU pools' other effects besides its
-    default (every NoSchedule taint, the health taints among them: a bad node is one to watch), and
-    kube-state-metrics exporting the node labels the alert rules join on."""
+    default (every NoSchedule taint, the health taints among them: a bad node is one to watch), its targets
+    named by node (`instance`, which the rail rules and panels join on; the chart leaves it the pod's
+    address), kube-state-metrics exporting the node labels the alert rules join on, and Alertmanager configured
+    from the user's Secret when one is named (kube_prometheus_stack.ALERTMANAGER_*_VALUE)."""
     values: dict[str, Any] = {}
     if system_pool is not None:
         on_system = {"nodeSelector": {POOL_LABEL: system_pool}}
@@ -57,11 +61,16 @@ def release_values(system_pool: str | None, taints: Sequence[Taint]) -> dict[str
             "grafana": dict(on_system),
             "kube-state-metrics": dict(on_system),
         }
+    node_exporter: dict[str, Any] = {
+        "prometheus": {"monitor": {"relabelings": [dict(r) for r in kps.NODE_AS_INSTANCE]}}
+    }
     others = [t for t in taints if t.effect != "NoSchedule"]
     if others:
-        values["prometheus-node-exporter"] = {
-            "tolerations": [*kps.NODE_EXPORTER_TOLERATIONS, *tolerations(others)]
-        }
+        node_exporter["tolerations"] = [*kps.NODE_EXPORTER_TOLERATIONS, *tolerations(others)]
+    values["prometheus-node-exporter"] = node_exporter
+    if alertmanager_secret is not None:
+        spec = values.setdefault("alertmanager", {}).setdefault("alertmanagerSpec", {})
+        spec |= {"useExistingSecret": True, "configSecret": alertmanager_secret}
     values.setdefault("kube-state-metrics", {})["metricLabelsAllowlist"] = [
         f"nodes=[{POOL_LABEL},{FABRIC_CHECK_LABEL}]"
     ]
@@ -75,7 +84,7 @@ def controllers(config: StackConfig) -> list[PodPlacement]:
     if not monitoring.enabled or monitoring.existing_prometheus is not None:
         return []
     system = config.system_pool.name if config.creates_system_pool else None
-    values = release_values(system, gpu_pool_taints(config))
+    values = release_values(system, gpu_pool_taints(config), monitoring.alertmanager_config_secret)
     return [p for p in kps.workloads(kps.RELEASE, values) if not p.daemonset]
 
 

@@ -4,9 +4,10 @@ each one with Prometheus' own grammar and look each metric up in metric_catalog.
 
 Per node: the GPUs (utilisation, memory, temperature, power, last XID, remapped rows) by the DCGM exporter's
 Hostname label, and the rails (transmit and receive Gb/s, port state, link-down count) by the node exporter's
-instance label, which kube-prometheus-stack sets to the node's name. Per job: the GPUs of the chosen pods (the
-exporter's pod and namespace labels; the ServiceMonitor honours them) and the rails of the nodes those pods
-run on (kube_pod_info's node).
+instance label, which the stack sets to the node's name. Per job: the GPUs and rails of the nodes the chosen
+pods run on (kube_pod_info's node). Not the pods' own GPUs: the DCGM exporter maps no DRA-allocated GPU to its
+pod on this stack (stack_config/gpu_operator_plan.py service_monitor_values says why), so a job is followed
+through its nodes; exact for jobs that hold whole nodes, and on a node two jobs share the panels show both.
 """
 
 from __future__ import annotations
@@ -22,12 +23,19 @@ CONFIGMAP_KEY: Final = "oke-gpu-rdma-fabric.json"
 DATASOURCE: Final = {"type": "prometheus", "uid": "${datasource}"}
 
 _NODE_GPU = 'Hostname=~"$node"'
-_JOB_GPU = 'namespace=~"$namespace", pod=~"$pod"'
-# The nodes the chosen pods run on, as the node exporter's instance label.
-_JOB_NODES = (
-    'label_replace(max by (node) (kube_pod_info{namespace=~"$namespace", pod=~"$pod"}), '
-    '"instance", "$1", "node", "(.*)")'
-)
+
+
+def _job_nodes(label: str) -> str:
+    """The nodes the chosen pods run on, one series each, with the node's name as ``label`` (the DCGM
+    exporter's Hostname, the node exporter's instance)."""
+    return (
+        'label_replace(max by (node) (kube_pod_info{namespace=~"$namespace", pod=~"$pod"}), '
+        f'"{label}", "$1", "node", "(.*)")'
+    )
+
+
+def _on_job_nodes(query: str, label: str) -> str:
+    return f"{query} * on ({label}) group_left () {_job_nodes(label)}"
 
 
 def _rail_rate(counter: str, selector: str) -> str:
@@ -139,22 +147,24 @@ PANELS: Final[tuple[tuple[str, tuple[tuple[str, str, tuple[tuple[str, str], ...]
         "Per job",
         (
             (
-                "Job GPU utilisation",
+                "GPU utilisation, nodes of the job",
                 "percent",
-                ((f"DCGM_FI_DEV_GPU_UTIL{{{_JOB_GPU}}}", "{{pod}} gpu {{gpu}}"),),
+                ((_on_job_nodes("DCGM_FI_DEV_GPU_UTIL", "Hostname"), "{{Hostname}} gpu {{gpu}}"),),
             ),
             (
-                "Job framebuffer used",
+                "Framebuffer used, nodes of the job",
                 "decmbytes",
-                ((f"DCGM_FI_DEV_FB_USED{{{_JOB_GPU}}}", "{{pod}} gpu {{gpu}}"),),
+                ((_on_job_nodes("DCGM_FI_DEV_FB_USED", "Hostname"), "{{Hostname}} gpu {{gpu}}"),),
             ),
             (
-                "Job rails transmit (Gb/s), nodes of the job",
+                "Rails transmit (Gb/s), nodes of the job",
                 "none",
                 (
                     (
-                        f"{_rail_rate('node_infiniband_port_data_transmitted_bytes_total', '')} "
-                        f"* on (instance) group_left () {_JOB_NODES}",
+                        _on_job_nodes(
+                            f"({_rail_rate('node_infiniband_port_data_transmitted_bytes_total', '')})",
+                            "instance",
+                        ),
                         "{{instance}} {{device}}",
                     ),
                 ),
@@ -232,8 +242,8 @@ def dashboard() -> dict[str, Any]:
             "list": [
                 {"name": "datasource", "type": "datasource", "query": "prometheus", "current": {}},
                 _variable("node", "label_values(kube_node_info, node)"),
-                _variable("namespace", "label_values(DCGM_FI_DEV_GPU_UTIL, namespace)"),
-                _variable("pod", 'label_values(DCGM_FI_DEV_GPU_UTIL{namespace=~"$namespace"}, pod)'),
+                _variable("namespace", "label_values(kube_pod_info, namespace)"),
+                _variable("pod", 'label_values(kube_pod_info{namespace=~"$namespace"}, pod)'),
             ]
         },
         "panels": panels,

@@ -5,14 +5,20 @@ Node objects, which kube-state-metrics exports).
 
 Metric facts the expressions follow:
 - DCGM_FI_DEV_XID_ERRORS is a gauge holding the last XID the GPU reported (dcgm-exporter
-  etc/dcp-metrics-included.csv: "Value of the last XID error encountered"). The counters file the GPU Operator
+  etc/dcp-metrics-included.csv: "Value of the last XID error encountered"), and it keeps that value until the
+  exporter restarts (NVIDIA/dcgm-exporter#500): a rule on its value would fire forever after one XID, so the
+  rule fires on a change of it (a new XID; the same XID again is not seen, the dashboard shows the last one). The
+  counters file the GPU Operator
   uses lists no ECC counter (the DCGM_FI_DEV_ECC_* rows are commented out); an A100 retires memory with
   uncorrectable ECC errors by row remapping, which it does list: DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS
   (counter) and DCGM_FI_DEV_ROW_REMAP_FAILURE (gauge). Its labels: gpu, UUID, Hostname (the node), modelName,
   and with DCGM_EXPORTER_KUBERNETES the pod, namespace and container holding the GPU (internal/pkg/
   transformation/const.go).
 - node_infiniband_state_id: 4 is ACTIVE; node_infiniband_link_downed_total counts the link going down
-  (node_exporter collector/infiniband_linux.go l. 69, l. 86); labels device and port.
+  (node_exporter collector/infiniband_linux.go l. 69, l. 86); labels device and port. The collector reports
+  every RDMA device of the node, the front-end NIC's too, and nothing in its labels tells a rail from it; so
+  the link-rate rule holds to the rails' figure only the ports that reached it in the last day (a rail that
+  renegotiated down), not a front-end port that never runs that fast.
 - dranet_driver_published_devices_total: devices DRANET publishes on its node (pkg/driver/metrics.go).
 - kube_node_spec_taint{key, value, effect}, kube_node_status_condition{condition, status} and kube_node_labels
   (label_<name> for the labels kube-state-metrics is allowed to export), per node.
@@ -92,10 +98,11 @@ def gpu_rules(settings: RuleSettings) -> list[AlertRule]:
     rules = [
         AlertRule(
             "GpuXidError",
-            "max by (Hostname, gpu, UUID) (max_over_time(DCGM_FI_DEV_XID_ERRORS[5m])) > 0",
+            "max by (Hostname, gpu, UUID) (changes(DCGM_FI_DEV_XID_ERRORS[5m])) > 0",
             "0m",
             "warning",
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported a new XID in the last 5 minutes (the "
+            "dashboard's Last XID panel shows which)",
         ),
         AlertRule(
             "GpuUncorrectableEccRowRemap",
@@ -160,11 +167,13 @@ def rail_rules(settings: RuleSettings) -> list[AlertRule]:
         AlertRule(
             "RailRateBelowSeed",
             f"(max by (instance, device, port) (node_infiniband_rate_bytes_per_second) < {minimum_bytes:.0f}) "
+            "and on (instance, device, port) (max by (instance, device, port) "
+            f"(max_over_time(node_infiniband_rate_bytes_per_second[1d])) >= {minimum_bytes:.0f}) "
             f"{on_rail_nodes}",
             "5m",
             "warning",
             "RDMA port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} links at less than "
-            f"the {settings.rail_gbps} Gb/s a rail must reach",
+            f"the {settings.rail_gbps} Gb/s a rail must reach, which it reached in the last day",
         ),
         AlertRule(
             "RailBelowThresholdInCheck",

@@ -58,11 +58,29 @@ _PLACED: Final = {
     "kube_state_metrics": "kube-state-metrics",
 }
 NODE_EXPORTER: Final = "prometheus-node-exporter"
+# The node exporter's ServiceMonitor relabelings (values.yaml l. 2800 `prometheus-node-exporter.prometheus.
+# monitor.relabelings: []`, rendered as they are by prometheus-node-exporter 4.56.1 templates/servicemonitor.yaml
+# l. 57): empty, so its targets' `instance` is the pod's address (<node IP>:9100, host network), not the node's
+# name that kube-state-metrics' `node` label and the DCGM exporter's `Hostname` carry. The stack sets it to the
+# node's name, as the DCGM exporter's ServiceMonitor (stack_config/gpu_operator_plan.py) and DRANET's PodMonitor
+# (components/monitoring.py) do.
+NODE_EXPORTER_RELABELINGS_VALUE: Final = f"{NODE_EXPORTER}.prometheus.monitor.relabelings"
+NODE_AS_INSTANCE: Final[tuple[Mapping[str, Any], ...]] = (
+    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "instance", "action": "replace"},
+)
+# Alertmanager's configuration from a Secret the user keeps (values.yaml l. 1024-1028 useExistingSecret: the
+# chart's own `config`, which routes every alert to the receiver 'null' (l. 553-591), is then not rendered;
+# l. 1044-1047 configSecret; templates/alertmanager/alertmanager.yaml l. 67-68, secret.yaml l. 1).
+ALERTMANAGER_EXISTING_SECRET_VALUE: Final = "alertmanager.alertmanagerSpec.useExistingSecret"
+ALERTMANAGER_CONFIG_SECRET_VALUE: Final = "alertmanager.alertmanagerSpec.configSecret"
 VALUE_PATHS: Final = frozenset(
     {
         *(f"{prefix}.{key}" for prefix in _PLACED.values() for key in ("nodeSelector.*", "tolerations")),
         f"{NODE_EXPORTER}.tolerations",
         KSM_LABELS_ALLOWLIST_VALUE,
+        NODE_EXPORTER_RELABELINGS_VALUE,
+        ALERTMANAGER_EXISTING_SECRET_VALUE,
+        ALERTMANAGER_CONFIG_SECRET_VALUE,
     }
 )
 # prometheus-node-exporter values.yaml l. 464-473 and templates/_helpers.tpl l. 209-222.

@@ -11,13 +11,20 @@ import pytest
 from components.dra_drivers import ChartValuesError, _documented
 from oke_gpu_rdma.monitoring import dashboard
 from oke_gpu_rdma.releases import kube_prometheus_stack as kps
-from tests.support import Run, raw_config
+from stack_config.loading import load_stack
+from stack_config.problems import ConfigError
+from tests.support import EXAMPLE_REGION, Run, raw_config
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 ON_SYSTEM = {"nodeSelector": {"oke-gpu-rdma/node-pool": "system"}}
+NODE_AS_INSTANCE = {
+    "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+    "targetLabel": "instance",
+    "action": "replace",
+}
 
 
 def test_the_stack_installs_kube_prometheus_stack_on_the_system_pool(run_stack: Callable[..., Run]) -> None:
@@ -44,7 +51,35 @@ def test_the_stack_installs_kube_prometheus_stack_on_the_system_pool(run_stack: 
             **ON_SYSTEM,
             "metricLabelsAllowlist": ["nodes=[oke-gpu-rdma/node-pool,oke-gpu-rdma/fabric-check]"],
         },
+        # The chart leaves the node exporter's instance the pod's address (values.yaml l. 2800
+        # relabelings: []); the rail rules and panels join it with the node's name.
+        "prometheus-node-exporter": {"prometheus": {"monitor": {"relabelings": [NODE_AS_INSTANCE]}}},
     }
+
+
+def test_alerts_go_where_the_user_s_alertmanager_secret_says(run_stack: Callable[..., Run]) -> None:
+    raw = raw_config("full")
+    raw["monitoring"]["alertmanagerConfigSecret"] = "alertmanager-receivers"
+    values = run_stack("full", raw).one(RELEASE, "monitoring-release").inputs["values"]
+    assert values["alertmanager"] == {
+        "alertmanagerSpec": {**ON_SYSTEM, "useExistingSecret": True, "configSecret": "alertmanager-receivers"}
+    }
+
+
+def test_an_alertmanager_secret_with_an_existing_prometheus_is_refused() -> None:
+    raw = raw_config("full")
+    raw["monitoring"] = {
+        "enabled": True,
+        "existingPrometheus": {"namespace": "observability", "selectorLabels": {"prometheus": "main"}},
+        "alertmanagerConfigSecret": "receivers",
+    }
+    with pytest.raises(ConfigError) as refused:
+        load_stack(raw, "full", EXAMPLE_REGION)
+    assert str(refused.value).splitlines()[1].strip() == (
+        "full: monitoring: alertmanagerConfigSecret configure the kube-prometheus-stack the stack installs, and "
+        "with existingPrometheus it installs none; remove them (existingPrometheus.namespace names where the "
+        "objects go)"
+    )
 
 
 def test_the_gpu_operator_creates_the_dcgm_service_monitor_prometheus_selects(
@@ -57,13 +92,7 @@ def test_the_gpu_operator_creates_the_dcgm_service_monitor_prometheus_selects(
             "enabled": True,
             "honorLabels": True,
             "additionalLabels": {"release": "kube-prometheus-stack"},
-            "relabelings": [
-                {
-                    "sourceLabels": ["__meta_kubernetes_pod_node_name"],
-                    "targetLabel": "instance",
-                    "action": "replace",
-                }
-            ],
+            "relabelings": [NODE_AS_INSTANCE],
         }
     }
     # The ServiceMonitor CRD comes with the monitoring release: the operator waits for it.
@@ -81,7 +110,22 @@ def test_dranet_rules_and_dashboard_carry_the_selector_labels(run_stack: Callabl
     assert monitor["spec"]["selector"] == {"matchLabels": {"app": "dranet"}}
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["kube-system"]}
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
-    assert (endpoint["portNumber"], endpoint["path"]) == (9177, "/metrics")
+    # DRANET's pods declare no port, and the operator keeps only targets whose pod declares the endpoint's
+    # port: the endpoint names none and sets the address to the pod's IP and DRANET's port itself.
+    assert "port" not in endpoint and "portNumber" not in endpoint
+    assert endpoint == {
+        "path": "/metrics",
+        "relabelings": [
+            {
+                "sourceLabels": ["__meta_kubernetes_pod_ip"],
+                "regex": "(.+)",
+                "targetLabel": "__address__",
+                "replacement": "$1:9177",
+                "action": "replace",
+            },
+            NODE_AS_INSTANCE,
+        ],
+    }
     rule = run.one(RULE).inputs
     assert rule["metadata"]["labels"] == {"release": "kube-prometheus-stack"}
     assert [g["name"] for g in rule["spec"]["groups"]] == [

@@ -3,6 +3,8 @@ and rails per node and per job."""
 
 from __future__ import annotations
 
+import re
+
 from oke_gpu_rdma.monitoring import catalog, dashboard
 
 from .promql import parse
@@ -27,9 +29,24 @@ def test_the_rows_are_gpus_and_rails_per_node_and_per_job() -> None:
     assert [v["name"] for v in model["templating"]["list"]] == ["datasource", "node", "namespace", "pod"]
     ids = [p["id"] for p in model["panels"]]
     assert len(ids) == len(set(ids))
-    # The per-job rails: the nodes the chosen pods run on, joined on the node exporter's instance label.
-    job_rails = next(p for p in model["panels"] if p["title"].startswith("Job rails"))
-    assert 'kube_pod_info{namespace=~"$namespace", pod=~"$pod"}' in job_rails["targets"][0]["expr"]
+    variables = {v["name"]: v for v in model["templating"]["list"]}
+    # The DCGM exporter labels no DRA-allocated GPU with its pod here, so the job's pods come from
+    # kube-state-metrics, and the job is followed through the nodes they run on.
+    assert variables["pod"]["definition"] == 'label_values(kube_pod_info{namespace=~"$namespace"}, pod)'
+
+
+def test_a_job_s_gpus_and_rails_are_those_of_the_nodes_its_pods_run_on() -> None:
+    by_title = {p["title"]: p for p in dashboard.dashboard()["panels"]}
+    nodes = 'label_replace(max by (node) (kube_pod_info{namespace=~"$namespace", pod=~"$pod"}), '
+    gpus = by_title["GPU utilisation, nodes of the job"]["targets"][0]["expr"]
+    assert (
+        gpus == f'DCGM_FI_DEV_GPU_UTIL * on (Hostname) group_left () {nodes}"Hostname", "$1", "node", "(.*)")'
+    )
+    rails = by_title["Rails transmit (Gb/s), nodes of the job"]["targets"][0]["expr"]
+    assert rails.endswith(f' * on (instance) group_left () {nodes}"instance", "$1", "node", "(.*)")')
+    # No query reads a pod label off the DCGM series.
+    dcgm_by_pod = re.compile(r"DCGM_FI_\w+\{[^}]*\b(pod|namespace)=")
+    assert [q for q in dashboard.queries(dashboard.dashboard()) if dcgm_by_pod.search(q)] == []
 
 
 def test_panels_stay_on_the_grid() -> None:

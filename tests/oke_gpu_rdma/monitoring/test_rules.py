@@ -109,6 +109,23 @@ def test_rails_are_held_to_the_seed_s_figure_and_the_stack_s_settings() -> None:
     assert "< 11250000000)" in str(alerts["RailRateBelowSeed"]["expr"])
 
 
+def test_an_xid_alerts_when_it_is_new_not_for_as_long_as_the_exporter_keeps_it() -> None:
+    # DCGM_FI_DEV_XID_ERRORS keeps the last XID until the exporter restarts (NVIDIA/dcgm-exporter#500).
+    (xid,) = rules_by_alert()["GpuXidError"]
+    assert xid["expr"] == "max by (Hostname, gpu, UUID) (changes(DCGM_FI_DEV_XID_ERRORS[5m])) > 0"
+
+
+def test_the_link_rate_rule_holds_only_ports_that_reached_the_rail_figure() -> None:
+    # The infiniband collector also reports the front-end NIC; a port that never linked at a rail's speed is
+    # not a rail that slowed down.
+    (rate,) = rules_by_alert()["RailRateBelowSeed"]
+    assert str(rate["expr"]).startswith(
+        "(max by (instance, device, port) (node_infiniband_rate_bytes_per_second) < 12108750000) "
+        "and on (instance, device, port) (max by (instance, device, port) "
+        "(max_over_time(node_infiniband_rate_bytes_per_second[1d])) >= 12108750000) and on (instance) "
+    )
+
+
 def test_the_rail_rules_watch_the_dranet_pools_only() -> None:
     expr = str(rules_by_alert()["RailDown"][0]["expr"])
     assert expr.endswith(
