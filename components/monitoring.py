@@ -48,7 +48,6 @@ DRANET_ADDRESS = {
     "replacement": f"$1:{DRANET_METRICS_PORT}",
     "action": "replace",
 }
-MONITORING_API = "monitoring.coreos.com/v1"
 
 
 def stack_values(
@@ -137,16 +136,16 @@ class Monitoring(pulumi.ComponentResource):
         if args.scrape_dranet:
             k8s.apiextensions.CustomResource(
                 f"{name}-dranet-pod-monitor",
-                api_version=MONITORING_API,
-                kind="PodMonitor",
+                api_version=kps.MONITORING_API,
+                kind=kps.POD_MONITOR_KIND,
                 metadata=k8s.meta.v1.ObjectMetaArgs(name="dranet", namespace=namespace, labels=labels),
                 spec=dranet_pod_monitor(),
                 opts=child,
             )
         k8s.apiextensions.CustomResource(
             f"{name}-alert-rules",
-            api_version=MONITORING_API,
-            kind="PrometheusRule",
+            api_version=kps.MONITORING_API,
+            kind=kps.PROMETHEUS_RULE_KIND,
             metadata=k8s.meta.v1.ObjectMetaArgs(name="oke-gpu-rdma", namespace=namespace, labels=labels),
             spec={"groups": rule_groups(args.rules)},
             opts=child,

@@ -8,9 +8,10 @@ library ships that is not newer than the stack's `kubernetesVersion` (major.mino
 says which.
 
 Custom resources (MPIJob, NicClusterPolicy, SriovNetwork, ...) have no schema there: their CRDs are
-the operators'. They are named as not validated, never passed silently. Kueue's kinds are validated against
-Kueue's own CRD schemas at the pinned tag (oke_gpu_rdma/kueue_schemas.py, preview/crd_schema.py): the
-structural schema strictly, then the CEL rules a create evaluates.
+the operators'. They are named as not validated, never passed silently. Kueue's kinds and the Prometheus
+Operator's PodMonitor and PrometheusRule are validated against their own CRD schemas at the pinned tags
+(oke_gpu_rdma/crd_schemas.py, preview/crd_schema.py): the structural schema strictly, then the CEL rules a
+create evaluates.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import kubernetes_validate
 from kubernetes_validate import utils
 from packaging.version import Version
 
-from oke_gpu_rdma import kueue_schemas
+from oke_gpu_rdma import crd_schemas
 
 from . import crd_schema
 
@@ -60,8 +61,8 @@ class SchemaReport:
     """`<apiVersion>/<kind> <namespace>/<name>: <path>: <message>`, one per manifest that fails."""
     unvalidated: dict[str, int] = field(default_factory=dict)
     """`<apiVersion>/<kind>` of custom resources without a shipped schema -> how many objects."""
-    crd_validated: int = 0
-    """Custom resources valid against their CRD's schema (Kueue's)."""
+    crd_validated: dict[str, int] = field(default_factory=dict)
+    """Custom resources valid against their CRD's schema: the schemas' provenance -> how many objects."""
     transition_rules: int = 0
     """CEL transition rules (oldSelf) of those CRDs, which only an update evaluates."""
 
@@ -77,10 +78,13 @@ class SchemaReport:
                 f"OpenAPI schemas (strict; {LIBRARY} {installed_version(LIBRARY)}; stack {self.kubernetes_version}):"
             )
         lines = [head, *(f"  {e}" for e in self.errors)]
+        for provenance, count in sorted(self.crd_validated.items()):
+            lines.append(
+                f"  {count} custom resource(s) valid against {provenance} (strict, with their CEL rules)"
+            )
         if self.crd_validated:
             lines.append(
-                f"  {self.crd_validated} custom resource(s) valid against {kueue_schemas.provenance()} (strict, "
-                f"with their CEL rules; {self.transition_rules} update-only rule(s) not evaluated on a create)"
+                f"  {self.transition_rules} update-only CEL rule(s) of those CRDs not evaluated on a create"
             )
         if self.unvalidated:
             kinds = ", ".join(f"{kind} ({n})" for kind, n in sorted(self.unvalidated.items()))
@@ -99,12 +103,15 @@ def check(manifests: Iterable[Mapping[str, Any]], kubernetes_version: str) -> Sc
         kind = f"{manifest['apiVersion']}/{manifest['kind']}"
         metadata = manifest.get("metadata") or {}
         name = "/".join(str(p) for p in (metadata.get("namespace"), metadata.get("name")) if p)
-        crd = kueue_schemas.schema(str(manifest["apiVersion"]), str(manifest["kind"]))
+        crd = crd_schemas.find(str(manifest["apiVersion"]), str(manifest["kind"]))
         if crd is not None:
-            found = crd_schema.check(manifest, crd)
+            source, schema = crd
+            found = crd_schema.check(manifest, schema)
             report.transition_rules += found.transition_rules
             report.errors += [f"{kind} {name}: {e}" for e in found.errors]
-            report.crd_validated += 0 if found.errors else 1
+            if not found.errors:
+                provenance = source.provenance()
+                report.crd_validated[provenance] = report.crd_validated.get(provenance, 0) + 1
             continue
         try:
             kubernetes_validate.validate(dict(manifest), report.schema_version, strict=True)

@@ -35,6 +35,10 @@ REPO: Final = "https://prometheus-community.github.io/helm-charts"
 DEFAULT_VERSION: Final = "88.5.3"
 RELEASE: Final = CHART_NAME
 NAMESPACE: Final = "monitoring"
+# The Prometheus Operator's API and the kinds the stack declares (the chart's crds subchart installs them).
+MONITORING_API: Final = "monitoring.coreos.com/v1"
+POD_MONITOR_KIND: Final = "PodMonitor"
+PROMETHEUS_RULE_KIND: Final = "PrometheusRule"
 
 # With `*SelectorNilUsesHelmValues: true` (values.yaml l. 4451, l. 4476) the Prometheus the chart renders
 # selects ServiceMonitors, PodMonitors and PrometheusRules labelled release: <release name>

@@ -1,15 +1,23 @@
-"""Kueue objects against Kueue's CRD schemas at the pinned tag (preview/crd_schema.py, oke_gpu_rdma/kueue_schemas.py)."""
+"""Custom resources against their CRD schemas at the pinned tags (preview/crd_schema.py, oke_gpu_rdma/crd_schemas.py):
+Kueue's objects, and the monitoring PodMonitor and PrometheusRule."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from oke_gpu_rdma import kueue_schemas
+from components.monitoring import dranet_pod_monitor
+from oke_gpu_rdma import crd_schemas
+from oke_gpu_rdma.crd_schemas import KUEUE as kueue_schemas
+from oke_gpu_rdma.crd_schemas import PROMETHEUS_OPERATOR
+from oke_gpu_rdma.monitoring.rules import rule_groups
+from oke_gpu_rdma.releases import kube_prometheus_stack as kps
 from oke_gpu_rdma.releases import kueue
 from preview import crd_schema, schema_check
 from stack_config.loading import load_stack
+from stack_config.monitoring_plan import rule_settings
 from stack_config.scheduling_plan import objects
 from tests.support import EXAMPLE_REGION, raw_config
 
@@ -101,9 +109,48 @@ def test_the_preview_report_names_the_crd_validation() -> None:
     assert stack.scheduling is not None
     bad = manifest("Topology", {"levels": []})
     report = schema_check.check([*objects(stack.scheduling), bad], "v1.36.4")
-    assert report.crd_validated == 5
+    assert sum(report.crd_validated.values()) == 5
     assert report.errors and report.errors[0].startswith("kueue.x-k8s.io/v1beta2/Topology x: .spec.levels")
     assert report.unvalidated == {}
     assert any(
         "valid against https://github.com/kubernetes-sigs/kueue v0.19.2" in line for line in report.lines()
     )
+
+
+def test_the_monitoring_objects_are_valid_against_the_chart_s_own_crds() -> None:
+    """The PodMonitor and PrometheusRule against the Prometheus Operator CRDs kube-prometheus-stack 88.5.3
+    installs (its crds subchart, operator 0.93.1): a misspelt field fails the preview."""
+    data = PROMETHEUS_OPERATOR.load()
+    assert (data["tag"], data["apiVersion"]) == (
+        f"kube-prometheus-stack-{kps.DEFAULT_VERSION}",
+        kps.MONITORING_API,
+    )
+    assert set(data["kinds"]) == {"PodMonitor", "PrometheusRule"}
+    config = load_stack(raw_config("full"), "full", EXAMPLE_REGION).config
+    monitor = {
+        "apiVersion": kps.MONITORING_API,
+        "kind": "PodMonitor",
+        "metadata": {"name": "dranet", "namespace": "monitoring"},
+        "spec": dranet_pod_monitor(),
+    }
+    rule = {
+        "apiVersion": kps.MONITORING_API,
+        "kind": "PrometheusRule",
+        "metadata": {"name": "oke-gpu-rdma", "namespace": "monitoring"},
+        "spec": {"groups": rule_groups(rule_settings(config))},
+    }
+    for manifest in (monitor, rule):
+        found = crd_schemas.find(manifest["apiVersion"], manifest["kind"])
+        assert found is not None and found[0] is PROMETHEUS_OPERATOR
+        assert crd_schema.check(manifest, found[1]).errors == []
+    misspelt = {**monitor, "spec": {**monitor["spec"], "podMetricEndpoints": []}}
+    (error,) = crd_schema.check(
+        misspelt, PROMETHEUS_OPERATOR.schema(kps.MONITORING_API, "PodMonitor") or {}
+    ).errors
+    assert "podMetricEndpoints" in error
+    # A `for` that is no Prometheus duration is refused by the CRD's pattern.
+    bad_for = json.loads(json.dumps(rule))
+    bad_for["spec"]["groups"][0]["rules"][0]["for"] = "ten minutes"
+    assert crd_schema.check(
+        bad_for, PROMETHEUS_OPERATOR.schema(kps.MONITORING_API, "PrometheusRule") or {}
+    ).errors

@@ -1,0 +1,153 @@
+"""Regenerate the CRD schemas the preview validates custom resources with (oke_gpu_rdma/crd_schemas.py): the
+OpenAPI schemas of the kinds the stack declares, as each operator's CRDs define them at the pinned tag, so that
+the preview validates the rendered objects offline (preview/schema_check.py) without the project holding the
+CRD files.
+
+It reads the CRDs from the source's git directory at a tag, keeps the schema of the served version the stack
+writes with the descriptions dropped, and records where each came from (repository, tag, commit, path).
+
+Usage (a clone or a mirror of the source's repository):
+
+    python -m tools.crd_schemas --source kueue --git-dir <kueue>/.git                 # kubernetes-sigs/kueue
+    python -m tools.crd_schemas --source kube-prometheus-stack --git-dir <charts>/.git  # prometheus-community/helm-charts
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from oke_gpu_rdma import crd_schemas  # noqa: E402
+from oke_gpu_rdma.releases import kube_prometheus_stack as kps  # noqa: E402
+from oke_gpu_rdma.releases import kueue  # noqa: E402
+
+
+@dataclass(frozen=True)
+class CrdSource:
+    repository: str
+    default_tag: str
+    api_version: str
+    paths: Mapping[str, str]
+    """Kind -> the path of its CRD in the repository."""
+    out: Path
+
+
+_KUEUE_PLURALS = {
+    kueue.TOPOLOGY_KIND: "topologies",
+    kueue.RESOURCE_FLAVOR_KIND: "resourceflavors",
+    kueue.CLUSTER_QUEUE_KIND: "clusterqueues",
+    kueue.LOCAL_QUEUE_KIND: "localqueues",
+}
+# The CRDs kube-prometheus-stack installs, in its crds subchart (each names the prometheus-operator release it
+# was taken from in its first line).
+_KPS_CRDS = "charts/kube-prometheus-stack/charts/crds/crds"
+SOURCES: dict[str, CrdSource] = {
+    "kueue": CrdSource(
+        repository="https://github.com/kubernetes-sigs/kueue",
+        default_tag=f"v{kueue.DEFAULT_VERSION}",
+        api_version=kueue.API_VERSION,
+        # The files the chart's templates/crd/ are generated from.
+        paths={
+            kind: f"config/components/crd/bases/{kueue.API_GROUP}_{plural}.yaml"
+            for kind, plural in _KUEUE_PLURALS.items()
+        },
+        out=crd_schemas.KUEUE.path,
+    ),
+    "kube-prometheus-stack": CrdSource(
+        repository="https://github.com/prometheus-community/helm-charts",
+        default_tag=f"{kps.CHART_NAME}-{kps.DEFAULT_VERSION}",
+        api_version=kps.MONITORING_API,
+        paths={
+            kps.POD_MONITOR_KIND: f"{_KPS_CRDS}/crd-podmonitors.yaml",
+            kps.PROMETHEUS_RULE_KIND: f"{_KPS_CRDS}/crd-prometheusrules.yaml",
+        },
+        out=crd_schemas.PROMETHEUS_OPERATOR.path,
+    ),
+}
+
+
+class SchemaSourceError(Exception):
+    """The CRDs at the tag do not give a schema; the message says which and why."""
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    done = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SchemaSourceError(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def without_descriptions(node: Any) -> Any:
+    """The schema without its prose (what validation never reads)."""
+    if isinstance(node, Mapping):
+        return {k: without_descriptions(v) for k, v in node.items() if k != "description"}
+    if isinstance(node, list):
+        return [without_descriptions(v) for v in node]
+    return node
+
+
+def served_schema(crd: Mapping[str, Any], kind: str, version: str) -> dict[str, Any]:
+    """The openAPIV3Schema of ``version`` in a CRD of ``kind`` (which must serve it)."""
+    if crd.get("spec", {}).get("names", {}).get("kind") != kind:
+        raise SchemaSourceError(
+            f"the CRD of {kind} names kind {crd.get('spec', {}).get('names', {}).get('kind')!r}"
+        )
+    for entry in crd["spec"].get("versions", []):
+        if entry.get("name") == version:
+            if not entry.get("served"):
+                raise SchemaSourceError(f"{kind} {version} is not served at this tag")
+            return dict(without_descriptions(entry["schema"]["openAPIV3Schema"]))
+    raise SchemaSourceError(f"the CRD of {kind} has no version {version}")
+
+
+def generate(source: CrdSource, git_dir: Path, tag: str) -> dict[str, Any]:
+    commit = _git(git_dir, "rev-parse", f"{tag}^{{commit}}").strip()
+    version = source.api_version.split("/")[1]
+    schemas: dict[str, Any] = {}
+    for kind, path in source.paths.items():
+        crd = yaml.safe_load(_git(git_dir, "show", f"{commit}:{path}"))
+        schemas[kind] = {"source": path, "schema": served_schema(crd, kind, version)}
+    return {
+        "repository": source.repository,
+        "tag": tag,
+        "commit": commit,
+        "apiVersion": source.api_version,
+        "kinds": schemas,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--source", choices=sorted(SOURCES), required=True)
+    parser.add_argument("--git-dir", type=Path, required=True, help="the source repository's git directory")
+    parser.add_argument("--tag", help="the release tag (default: the pinned one)")
+    parser.add_argument("--out", type=Path, help="default: the file the preview reads")
+    args = parser.parse_args(argv)
+    source = SOURCES[args.source]
+    tag = args.tag or source.default_tag
+    out = args.out or source.out
+    try:
+        data = generate(source, args.git_dir, tag)
+    except SchemaSourceError as err:
+        print(f"crd_schemas: {err}", file=sys.stderr)
+        return 1
+    out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {out} ({', '.join(data['kinds'])} at {data['tag']}, {data['commit']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
