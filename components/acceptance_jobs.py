@@ -628,8 +628,8 @@ class GatingJobs(pulumi.ComponentResource):
         """Declare the MPIJob ``job`` that `pulumi up` awaits until it succeeds, and report where to read it."""
         k8s.apiextensions.CustomResource(
             f"{name}-{job}",
-            api_version="kubeflow.org/v2beta1",
-            kind="MPIJob",
+            api_version=mpi_operator_facts.MPIJOB_API_VERSION,
+            kind=mpi_operator_facts.MPIJOB_KIND,
             metadata=awaited(job, namespace, expected, threshold, config.timeout_minutes, queue),
             spec=spec,
             opts=opts,

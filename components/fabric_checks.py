@@ -19,7 +19,7 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import fabric_check
+from oke_gpu_rdma import fabric_check, mpi_operator
 from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
 from oke_gpu_rdma.releases import dranet
@@ -42,7 +42,13 @@ POLL_SECONDS: Final = 10
 def mpijob_manifest(spec: dict[str, Any]) -> str:
     """An MPIJob the controller creates from ``spec`` (it sets the name, namespace and node pinning)."""
     return json.dumps(
-        {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {}, "spec": spec}, indent=1
+        {
+            "apiVersion": mpi_operator.MPIJOB_API_VERSION,
+            "kind": mpi_operator.MPIJOB_KIND,
+            "metadata": {},
+            "spec": spec,
+        },
+        indent=1,
     )
 
 

@@ -8,6 +8,8 @@ without its descriptions). The preview validates the rendered custom resources a
 - The Prometheus Operator's PodMonitor and PrometheusRule as kube-prometheus-stack ships them at the pinned chart
   tag (prometheus-community/helm-charts charts/kube-prometheus-stack/charts/crds/crds/): the CRDs the stack's
   own release installs.
+- The MPI Operator's MPIJob, from the manifest the stack applies (kubeflow/mpi-operator deploy/v2beta1/
+  mpi-operator.yaml at the pinned release): the API server prunes any pod template field its schema lacks.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def _read(path: Path) -> dict[str, Any]:
 
 KUEUE: Final = SchemaFile(HERE / "kueue_crd_schemas.json")
 PROMETHEUS_OPERATOR: Final = SchemaFile(HERE / "monitoring" / "prometheus_operator_crd_schemas.json")
-SOURCES: Final = (KUEUE, PROMETHEUS_OPERATOR)
+MPI_OPERATOR: Final = SchemaFile(HERE / "mpi_operator_crd_schemas.json")
+SOURCES: Final = (KUEUE, PROMETHEUS_OPERATOR, MPI_OPERATOR)
 
 
 def find(api_version: str, kind: str) -> tuple[SchemaFile, dict[str, Any]] | None:

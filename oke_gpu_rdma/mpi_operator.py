@@ -26,6 +26,9 @@ SOURCE: Final = "kubeflow/mpi-operator deploy/v2beta1/mpi-operator.yaml, read by
 REPOSITORY: Final = "kubeflow/mpi-operator"
 MANIFEST_PATH: Final = "deploy/v2beta1/mpi-operator.yaml"
 DEFAULT_VERSION: Final = "v0.6.0"
+# The kind the stack's acceptance jobs are (the manifest's CRD mpijobs.kubeflow.org serves v2beta1).
+MPIJOB_API_VERSION: Final = "kubeflow.org/v2beta1"
+MPIJOB_KIND: Final = "MPIJob"
 # The type token of pulumi-kubernetes' yaml/v2 ConfigFile (sdk/python/pulumi_kubernetes/yaml/v2/ConfigFile.py).
 CONFIG_FILE_TYPE: Final = "kubernetes:yaml/v2:ConfigFile"
 # The operator's own ClusterRole (and its binding) in the manifest.

@@ -10,6 +10,7 @@ Usage (a clone or a mirror of the source's repository):
 
     python -m tools.crd_schemas --source kueue --git-dir <kueue>/.git                 # kubernetes-sigs/kueue
     python -m tools.crd_schemas --source kube-prometheus-stack --git-dir <charts>/.git  # prometheus-community/helm-charts
+    python -m tools.crd_schemas --source mpi-operator --git-dir <mpi-operator>/.git      # kubeflow/mpi-operator
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from oke_gpu_rdma import crd_schemas  # noqa: E402
+from oke_gpu_rdma import crd_schemas, mpi_operator  # noqa: E402
 from oke_gpu_rdma.releases import kube_prometheus_stack as kps  # noqa: E402
 from oke_gpu_rdma.releases import kueue  # noqa: E402
 
@@ -74,6 +75,15 @@ SOURCES: dict[str, CrdSource] = {
         },
         out=crd_schemas.PROMETHEUS_OPERATOR.path,
     ),
+    # The manifest the stack applies (components/acceptance_jobs.py), whose CRD is the MPIJob the API server
+    # keeps: a pod template field its schema lacks is pruned, silently.
+    "mpi-operator": CrdSource(
+        repository=f"https://github.com/{mpi_operator.REPOSITORY}",
+        default_tag=mpi_operator.DEFAULT_VERSION,
+        api_version=mpi_operator.MPIJOB_API_VERSION,
+        paths={mpi_operator.MPIJOB_KIND: mpi_operator.MANIFEST_PATH},
+        out=crd_schemas.MPI_OPERATOR.path,
+    ),
 }
 
 
@@ -97,6 +107,20 @@ def without_descriptions(node: Any) -> Any:
     return node
 
 
+def crd_of(text: str, kind: str) -> Mapping[str, Any]:
+    """The CustomResourceDefinition of ``kind`` in a file of one or more YAML documents."""
+    crds = [
+        d
+        for d in yaml.safe_load_all(text)
+        if isinstance(d, Mapping) and d.get("kind") == "CustomResourceDefinition"
+    ]
+    for crd in crds:
+        if crd.get("spec", {}).get("names", {}).get("kind") == kind:
+            return crd
+    names = [c.get("spec", {}).get("names", {}).get("kind") for c in crds]
+    raise SchemaSourceError(f"no CRD of {kind} in the file (it defines {names or 'none'})")
+
+
 def served_schema(crd: Mapping[str, Any], kind: str, version: str) -> dict[str, Any]:
     """The openAPIV3Schema of ``version`` in a CRD of ``kind`` (which must serve it)."""
     if crd.get("spec", {}).get("names", {}).get("kind") != kind:
@@ -116,7 +140,7 @@ def generate(source: CrdSource, git_dir: Path, tag: str) -> dict[str, Any]:
     version = source.api_version.split("/")[1]
     schemas: dict[str, Any] = {}
     for kind, path in source.paths.items():
-        crd = yaml.safe_load(_git(git_dir, "show", f"{commit}:{path}"))
+        crd = crd_of(_git(git_dir, "show", f"{commit}:{path}"), kind)
         schemas[kind] = {"source": path, "schema": served_schema(crd, kind, version)}
     return {
         "repository": source.repository,

@@ -4,14 +4,15 @@ Kueue's objects, and the monitoring PodMonitor and PrometheusRule."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from components.monitoring import dranet_pod_monitor
-from oke_gpu_rdma import crd_schemas
+from oke_gpu_rdma import crd_schemas, mpi_operator
 from oke_gpu_rdma.crd_schemas import KUEUE as kueue_schemas
-from oke_gpu_rdma.crd_schemas import PROMETHEUS_OPERATOR
+from oke_gpu_rdma.crd_schemas import MPI_OPERATOR, PROMETHEUS_OPERATOR
 from oke_gpu_rdma.monitoring.rules import rule_groups
 from oke_gpu_rdma.releases import kube_prometheus_stack as kps
 from oke_gpu_rdma.releases import kueue
@@ -19,7 +20,7 @@ from preview import crd_schema, schema_check
 from stack_config.loading import load_stack
 from stack_config.monitoring_plan import rule_settings
 from stack_config.scheduling_plan import objects
-from tests.support import EXAMPLE_REGION, raw_config
+from tests.support import EXAMPLE_REGION, Run, raw_config
 
 
 def manifest(kind: str, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
@@ -154,3 +155,28 @@ def test_the_monitoring_objects_are_valid_against_the_chart_s_own_crds() -> None
     assert crd_schema.check(
         bad_for, PROMETHEUS_OPERATOR.schema(kps.MONITORING_API, "PrometheusRule") or {}
     ).errors
+
+
+def test_mpijobs_are_checked_against_the_crd_the_stack_applies(run_stack: Callable[..., Run]) -> None:
+    """The MPI operator's CRD at the pinned release is what the API server prunes an MPIJob with: a pod template
+    field it lacks would vanish from the workers. The apply-time gate and the scheduled check's stored spec both
+    pass it strictly; a misplaced field does not."""
+    data = MPI_OPERATOR.load()
+    assert (data["tag"], data["commit"]) == ("v0.6.0", "c983759cfa87fd32ed5711804021ea47eb8d712c")
+    schema = MPI_OPERATOR.schema(mpi_operator.MPIJOB_API_VERSION, mpi_operator.MPIJOB_KIND)
+    assert schema is not None
+    run = run_stack("full")
+    (gate,) = run.of_type("kubernetes:kubeflow.org/v2beta1:MPIJob")
+    stored = run.one("kubernetes:core/v1:ConfigMap", "acceptance-fabric-check-specs").inputs["data"][
+        "nccl.json"
+    ]
+    for job in (
+        {"apiVersion": mpi_operator.MPIJOB_API_VERSION, "kind": "MPIJob", **gate.inputs},
+        {**json.loads(stored), "metadata": {"name": "fabric-check-nccl-x", "namespace": "rdma-dranet"}},
+    ):
+        assert crd_schema.check(job, schema).errors == [], job["metadata"]
+    worker = json.loads(stored)
+    worker["metadata"] = {"name": "x"}
+    worker["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["resources"] = {"limits": {"cpu": "1"}}
+    (error,) = crd_schema.check(worker, schema).errors
+    assert "resources" in error

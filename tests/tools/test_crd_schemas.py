@@ -123,3 +123,26 @@ def test_the_monitoring_crds_come_from_the_chart_s_crds_subchart_at_its_tag(tmp_
         == "charts/kube-prometheus-stack/charts/crds/crds/crd-podmonitors.yaml"
     )
     assert "description" not in json.dumps(data["kinds"]["PrometheusRule"]["schema"])
+
+
+def test_the_mpijob_crd_is_found_among_the_manifest_s_documents(tmp_path: Path) -> None:
+    repo = tmp_path / "mpi-operator"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    source = tool.SOURCES["mpi-operator"]
+    document = crd("MPIJob")
+    document["spec"]["versions"] = [{**document["spec"]["versions"][1], "name": "v2beta1"}]
+    path = repo / source.paths["MPIJob"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The deploy manifest: the namespace, the CRD, the operator's RBAC and Deployment, in one file.
+    path.write_text(
+        yaml.safe_dump_all([{"apiVersion": "v1", "kind": "Namespace"}, document, {"kind": "Deployment"}])
+    )
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "manifest")
+    git(repo, "tag", source.default_tag)
+    out = tmp_path / "schemas.json"
+    assert tool.main(["--source", "mpi-operator", "--git-dir", str(repo / ".git"), "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["kinds"]["MPIJob"]["source"] == "deploy/v2beta1/mpi-operator.yaml"
+    assert data["apiVersion"] == "kubeflow.org/v2beta1"
