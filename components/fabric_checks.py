@@ -19,6 +19,7 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
+from oke_gpu_rdma import admission_cel as cel
 from oke_gpu_rdma import fabric_check, mpi_operator
 from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
@@ -59,7 +60,10 @@ def cluster_rules(mode: fabric_check.TaintMode) -> list[dict[str, Any]]:
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         # The pool's nodes, their taint, label and annotation (kubectl taint/label/annotate: get and patch).
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
-        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+        # The condition: `kubectl patch --subresource=status` reads the subresource before it patches it
+        # (kubectl pkg/cmd/patch/patch.go builds a resource.Builder that requires the object; cli-runtime
+        # pkg/resource/builder.go requireObject true, visitor.go Info.Get on the subresource).
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["get", "patch"]},
     ]
     if mode == "device":
         rules += [
@@ -96,6 +100,78 @@ def namespace_rules(mode: fabric_check.TaintMode) -> list[dict[str, Any]]:
             "verbs": ["get", "create", "patch", "delete"],
         },
     ]
+
+
+def admission_policy(namespace: str, mode: fabric_check.TaintMode) -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy spec that narrows what RBAC cannot (oke_gpu_rdma/admission_cel.py): the
+    ClusterRole lets the check patch any field of any node and, on 1.37+, write any DeviceTaintRule. Its node
+    updates may change only its own marks (the rail taint with its value, NoSchedule; its label; its rails
+    annotation; its condition) and leave spec.unschedulable, other taints (the rail agent's value of the same
+    key among them), labels, annotations and conditions as they are; its DeviceTaintRules must be named
+    fabric-check-..., select one DRANET device and carry its own mark."""
+    mark = (RAIL_UNHEALTHY_TAINT_KEY, fabric_check.TAINT_VALUE, "NoSchedule")
+    node_rules = [
+        (cel.only_own_taint_changes(*mark), "may add or remove only its own taint {}={}:{}".format(*mark)),
+        (
+            cel.only_key_changes("metadata.labels", FABRIC_CHECK_LABEL),
+            f"may change only the label {FABRIC_CHECK_LABEL}",
+        ),
+        (
+            cel.only_key_changes("metadata.annotations", fabric_check.RAILS_ANNOTATION),
+            f"may change only the annotation {fabric_check.RAILS_ANNOTATION}",
+        ),
+        (cel.unchanged("spec.unschedulable", "false"), "may not cordon or uncordon a node"),
+        (
+            cel.only_condition_changes(fabric_check.CONDITION),
+            f"may change only the condition {fabric_check.CONDITION}",
+        ),
+    ]
+    rule = cel.WRITTEN_RULE
+    rule_rules = [
+        (f"{rule}.metadata.name.startsWith('{NAME}-')", f"may write only DeviceTaintRules named {NAME}-..."),
+        (
+            cel.rule_selects_one_device(dranet.DRIVER),
+            f"must select one {dranet.DRIVER} device in a DeviceTaintRule",
+        ),
+        (
+            cel.is_taint(f"{rule}.spec.taint", *mark),
+            "must carry its own mark {}={}:{} in a DeviceTaintRule".format(*mark),
+        ),
+    ]
+    resource_rules: list[dict[str, Any]] = [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["UPDATE"],
+            "resources": ["nodes", "nodes/status"],
+        }
+    ]
+    validations = [
+        {"expression": f"request.kind.kind != 'Node' || ({expr})", "message": f"the fabric check {message}"}
+        for expr, message in node_rules
+    ]
+    if mode == "device":
+        resource_rules.append(
+            {
+                "apiGroups": ["resource.k8s.io"],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE", "DELETE"],
+                "resources": ["devicetaintrules"],
+            }
+        )
+        validations += [
+            {
+                "expression": f"request.kind.kind != 'DeviceTaintRule' || ({expr})",
+                "message": f"the fabric check {message}",
+            }
+            for expr, message in rule_rules
+        ]
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": resource_rules},
+        "matchConditions": cel.service_account(namespace, NAME),
+        "validations": validations,
+    }
 
 
 def worker_templates(spec: dict[str, Any]) -> list[str]:
@@ -258,6 +334,24 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
         subjects=subject,
         opts=opts,
     )
+    policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        f"{name}-{NAME}-policy",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
+        spec=to_input_type(
+            k8s.admissionregistration.v1.ValidatingAdmissionPolicySpecArgs,
+            admission_policy(args.namespace, args.mode),
+            "spec",
+        ),
+        opts=opts,
+    )
+    policy_binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        f"{name}-{NAME}-policy-binding",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
+        spec=k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgs(
+            policy_name=cluster_name, validation_actions=["Deny"]
+        ),
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[policy])),
+    )
     k8s.batch.v1.CronJob(
         f"{name}-{NAME}",
         metadata=meta,
@@ -266,5 +360,6 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
             cronjob_spec(args.config, args.pool, args.namespace, args.mode, args.taints),
             "spec",
         ),
-        opts=opts,
+        # The check never runs before its admission limits are in place.
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[policy_binding])),
     )

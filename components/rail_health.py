@@ -16,6 +16,7 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
+from oke_gpu_rdma import admission_cel as cel
 from oke_gpu_rdma import health, resource_types
 from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.releases import dranet
@@ -59,16 +60,12 @@ def rbac_rules(mode: health.RailMarkMode) -> list[dict[str, Any]]:
     return [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
 
 
-# The key kube-apiserver puts the pod's node in for a bound service-account token (KEP-4193,
-# ServiceAccountTokenPodNodeInfo: beta and on from 1.30, GA in 1.32; kubernetes
-# staging/src/k8s.io/apiserver/pkg/authentication/serviceaccount/util.go NodeNameKey, set by UserInfo).
-NODE_NAME_EXTRA: Final = "authentication.kubernetes.io/node-name"
-
-
 def own_node_policy(namespace: str) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy spec that narrows what RBAC cannot (node mode): the agent's updates of a
-    node must be of the node its pod runs on, and change only taints under the rail mark's key."""
-    others = f"t, t.key != '{RAIL_UNHEALTHY_TAINT_KEY}'"
+    node must be of the node its pod runs on and add or remove only its own mark (the rail key, its value,
+    NoSchedule), touching no other taint (another writer's value of the same key included), label,
+    annotation or spec.unschedulable (oke_gpu_rdma/admission_cel.py)."""
+    mark = (RAIL_UNHEALTHY_TAINT_KEY, health.RAIL_AGENT_MARK_VALUE, health.RAIL_MARK_EFFECT)
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -76,27 +73,72 @@ def own_node_policy(namespace: str) -> dict[str, Any]:
                 {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]}
             ]
         },
-        "matchConditions": [
-            {
-                "name": "the-rail-health-agent",
-                "expression": f"request.userInfo.username == 'system:serviceaccount:{namespace}:{NAME}'",
-            }
-        ],
+        "matchConditions": cel.service_account(namespace, NAME),
+        "variables": [{"name": "node", "expression": cel.TOKEN_NODE}],
         "validations": [
             {
-                "expression": f"has(request.userInfo.extra) && '{NODE_NAME_EXTRA}' in request.userInfo.extra && "
-                f"request.userInfo.extra['{NODE_NAME_EXTRA}'] == [object.metadata.name]",
+                "expression": "variables.node != '' && variables.node == object.metadata.name",
                 "message": "the rail health agent may change only the node its pod runs on",
             },
             {
-                "expression": f"(has(object.spec.taints) ? object.spec.taints.filter({others}) : []) == "
-                f"(has(oldObject.spec.taints) ? oldObject.spec.taints.filter({others}) : [])",
-                "message": f"the rail health agent may change only taints with key {RAIL_UNHEALTHY_TAINT_KEY}",
+                "expression": cel.only_own_taint_changes(*mark),
+                "message": "the rail health agent may add or remove only its own taint {}={}:{}".format(
+                    *mark
+                ),
             },
             {
-                "expression": "(has(object.metadata.labels) ? object.metadata.labels : {}) == "
-                "(has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})",
-                "message": "the rail health agent may not change a node's labels",
+                "expression": " && ".join(
+                    cel.unchanged(f, e)
+                    for f, e in (
+                        ("metadata.labels", "{}"),
+                        ("metadata.annotations", "{}"),
+                        ("spec.unschedulable", "false"),
+                    )
+                ),
+                "message": "the rail health agent may not change a node's labels, annotations or unschedulable",
+            },
+        ],
+    }
+
+
+def own_rules_policy(namespace: str) -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy spec that narrows what RBAC cannot (device mode): RBAC grants the agent
+    every DeviceTaintRule, and an empty device selector matches every device, with NoExecute an allowed effect
+    (k8s.io/api resource/v1 DeviceTaintRuleSpec, DeviceTaint). A rule the agent creates or deletes must be one
+    it writes for its own node: named rail-health.<node>.<device>, selecting one DRANET device of the pool its
+    node publishes (DRANET names the pool after the node), with its own mark."""
+    mark = (RAIL_UNHEALTHY_TAINT_KEY, health.RAIL_AGENT_MARK_VALUE, health.RAIL_MARK_EFFECT)
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {
+                    "apiGroups": ["resource.k8s.io"],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE", "DELETE"],
+                    "resources": ["devicetaintrules"],
+                }
+            ]
+        },
+        "matchConditions": cel.service_account(namespace, NAME),
+        "variables": [{"name": "node", "expression": cel.TOKEN_NODE}],
+        "validations": [
+            {
+                "expression": f"variables.node != '' && "
+                f"{cel.WRITTEN_RULE}.metadata.name.startsWith('rail-health.' + variables.node + '.')",
+                "message": "the rail health agent may write only the DeviceTaintRules of the node its pod runs on "
+                "(rail-health.<node>.<device>)",
+            },
+            {
+                "expression": cel.rule_selects_one_device(dranet.DRIVER, "variables.node"),
+                "message": f"the rail health agent's DeviceTaintRule must select one {dranet.DRIVER} device of its "
+                "own node's pool",
+            },
+            {
+                "expression": cel.is_taint(f"{cel.WRITTEN_RULE}.spec.taint", *mark),
+                "message": "the rail health agent's DeviceTaintRule must carry its own mark {}={}:{}".format(
+                    *mark
+                ),
             },
         ],
     }
@@ -239,23 +281,26 @@ class RailHealthAgent(pulumi.ComponentResource):
             subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=NAME, namespace=namespace)],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[role, account])),
         )
-        if args.mode == "node":
-            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-                f"{name}-own-node-policy",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
-                spec=to_input_type(
-                    k8s.admissionregistration.v1.ValidatingAdmissionPolicySpecArgs, own_node_policy(namespace)
-                ),
-                opts=child,
-            )
-            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-                f"{name}-own-node-policy-binding",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
-                spec=k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgs(
-                    policy_name=NAME, validation_actions=["Deny"]
-                ),
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[policy])),
-            )
+        # What RBAC cannot narrow, admission does: the node mode's own node, the device mode's own rules.
+        kind, policy_spec = (
+            ("own-node-policy", own_node_policy(namespace))
+            if args.mode == "node"
+            else ("own-rules-policy", own_rules_policy(namespace))
+        )
+        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            f"{name}-{kind}",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
+            spec=to_input_type(k8s.admissionregistration.v1.ValidatingAdmissionPolicySpecArgs, policy_spec),
+            opts=child,
+        )
+        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{name}-{kind}-binding",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
+            spec=k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgs(
+                policy_name=NAME, validation_actions=["Deny"]
+            ),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[policy])),
+        )
         script = k8s.core.v1.ConfigMap(
             f"{name}-script",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=namespace),

@@ -44,6 +44,9 @@ if [ -n "$waiting" ]; then
   exit 0
 fi
 if [ "$TAINT_MODE" = device ]; then
+  # A killed run's copies may be left, and a template's spec is immutable (ValidateResourceClaimTemplateUpdate):
+  # replace them rather than apply over them, so a template the stack changed since is taken up.
+  kubectl delete -f "$SPECS/claims.json" --ignore-not-found >/dev/null
   kubectl apply -f "$SPECS/claims.json" >/dev/null || { echo "could not apply the check's claim templates" >&2; exit 1; }
   trap 'kubectl delete -f "$SPECS/claims.json" --ignore-not-found >/dev/null' EXIT
 fi
@@ -143,10 +146,11 @@ mark_node() {
     reason=NcclBelowThreshold
   fi
   kubectl label node "$node" "$CHECK_LABEL=$verdict" --overwrite >/dev/null
-  kubectl patch node "$node" --subresource=status --type=strategic -p "$(jq -cn --arg t "$CONDITION" \
+  local out
+  out=$(kubectl patch node "$node" --subresource=status --type=strategic -p "$(jq -cn --arg t "$CONDITION" \
     --arg s "$status" --arg r "$reason" --arg m "$message" --arg now "$(now)" \
     '{status: {conditions: [{type: $t, status: $s, reason: $r, message: $m, lastHeartbeatTime: $now,
-      lastTransitionTime: $now}]}}')" >/dev/null
+      lastTransitionTime: $now}]}}')" 2>&1) || { echo "$node: $CHECK_LABEL=$verdict; condition $CONDITION not set: $out"; return; }
   echo "$node: $CHECK_LABEL=$verdict, condition $CONDITION=$status"
 }
 

@@ -289,6 +289,9 @@ def test_on_1_37_the_jobs_claim_from_the_check_s_own_templates_for_the_run_only(
     claims = str(tmp_path / "specs" / fabric_checks.CLAIMS)
     applies = [c["args"] for c in calls if c["args"][:1] == ["apply"] and not c["stdin"]]
     assert applies == [["apply", "-f", claims]]
+    # A killed run's copies go first: a template's spec cannot be updated in place.
+    apply_at = next(i for i, c in enumerate(calls) if c["args"] == ["apply", "-f", claims])
+    assert calls[apply_at - 1]["args"] == ["delete", "-f", claims, "--ignore-not-found"]
     first_job = next(i for i, c in enumerate(calls) if c["args"][:1] == ["create"])
     assert calls.index(next(c for c in calls if c["args"] == ["apply", "-f", claims])) < first_job
     assert calls[-1]["args"] == ["delete", "-f", claims, "--ignore-not-found"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from components import fabric_checks
 from components.acceptance_jobs import mpijob_spec
@@ -11,6 +12,7 @@ from oke_gpu_rdma.fabric_check import TAINT_VALUE, taint_mode, tolerating_claim_
 from oke_gpu_rdma.labels import POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
 from stack_config.loading import load_stack
+from tests.components.admission import denials
 from tests.support import EXAMPLE_REGION, Run, raw_config
 
 CRONJOB = "kubernetes:batch/v1:CronJob"
@@ -69,7 +71,7 @@ def test_rbac_is_only_what_the_controller_calls(run_stack: Callable[..., Run]) -
     assert run.one(CLUSTER_ROLE, "acceptance-fabric-check-cluster-role").inputs["rules"] == [
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
-        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["get", "patch"]},
     ]
     assert run.one(ROLE, "acceptance-fabric-check-role").inputs["rules"] == [
         {
@@ -159,3 +161,103 @@ def test_a_first_available_request_tolerates_the_mark_in_every_subrequest() -> N
     assert subs[0]["tolerations"] == [own]
     assert subs[1]["tolerations"] == [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}, own]
     assert "tolerations" not in spec["devices"]["requests"][0]["firstAvailable"][0]  # the input is left alone
+
+
+CHECK = "system:serviceaccount:rdma-dranet:fabric-check"
+OWN = {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": TAINT_VALUE, "effect": "NoSchedule"}
+GPU = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
+READY = {"type": "Ready", "status": "True"}
+
+
+def node_update(user: str = CHECK) -> dict[str, Any]:
+    return {"operation": "UPDATE", "kind": {"kind": "Node"}, "userInfo": {"username": user}}
+
+
+def a_node(
+    taints: tuple[dict[str, str], ...] = (GPU,),
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    conditions: tuple[dict[str, str], ...] = (READY,),
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "10.0.0.11", "labels": labels or {"a": "b"}, "annotations": annotations or {}},
+        "spec": {"taints": list(taints)},
+        "status": {"conditions": list(conditions)},
+    }
+
+
+def test_admission_lets_the_check_set_only_its_own_marks_on_nodes() -> None:
+    policy = fabric_checks.admission_policy("rdma-dranet", "node")
+    before = a_node()
+    # What fabric-check.sh sends: its taint on and off, its label, its annotation, its condition.
+    for after in (
+        a_node(taints=(GPU, OWN)),
+        a_node(labels={"a": "b", "oke-gpu-rdma/fabric-check": "fail"}),
+        a_node(annotations={"oke-gpu-rdma/fabric-check-rails": "rdma1"}),
+        a_node(conditions=(READY, {"type": "FabricCheckFailed", "status": "True"})),
+    ):
+        assert denials(policy, node_update(), after, before) == []
+        assert denials(policy, node_update(), before, after) == []
+    refused = {
+        "the fabric check may add or remove only its own taint oke-gpu-rdma/rail-unhealthy=fabric-check:NoSchedule": (
+            a_node(taints=(GPU, {**OWN, "effect": "NoExecute"})),
+            a_node(taints=(GPU, {**OWN, "value": "rail-agent"})),  # the rail agent's mark is not the check's
+            a_node(taints=()),
+        ),
+        "the fabric check may change only the label oke-gpu-rdma/fabric-check": (a_node(labels={"a": "c"}),),
+        "the fabric check may change only the annotation oke-gpu-rdma/fabric-check-rails": (
+            a_node(annotations={"x": "y"}),
+        ),
+        "the fabric check may change only the condition FabricCheckFailed": (
+            a_node(conditions=({"type": "Ready", "status": "False"},)),
+        ),
+    }
+    for message, afters in refused.items():
+        for after in afters:
+            assert denials(policy, node_update(), after, before) == [message], after
+    cordoned = a_node()
+    cordoned["spec"]["unschedulable"] = True
+    assert denials(policy, node_update(), cordoned, before) == [
+        "the fabric check may not cordon or uncordon a node"
+    ]
+    assert denials(policy, node_update(user="system:node:10.0.0.11"), cordoned, before) is None
+
+
+def test_on_1_37_admission_holds_the_check_to_its_own_device_taint_rules() -> None:
+    assert [r["resources"] for r in fabric_checks.admission_policy("rdma-dranet", "node")["matchConstraints"][
+        "resourceRules"]] == [["nodes", "nodes/status"]]  # fmt: skip
+    policy = fabric_checks.admission_policy("rdma-dranet", "device")
+    rule = {
+        "metadata": {"name": "fabric-check-10.0.0.11-rdma1"},
+        "spec": {"deviceSelector": {"driver": "dra.net", "pool": "10.0.0.11", "device": "pci-0000-0c-00-1"}, "taint": OWN},
+    }  # fmt: skip
+    request = {"kind": {"kind": "DeviceTaintRule"}, "userInfo": {"username": CHECK}}
+    assert denials(policy, {**request, "operation": "CREATE"}, rule) == []
+    assert denials(policy, {**request, "operation": "DELETE"}, None, rule) == []
+    agents = {"metadata": {"name": "rail-health.10.0.0.11.pci-0000-0c-00-1"}, "spec": {**rule["spec"], "taint": {
+        **OWN, "value": "rail-agent"}}}  # fmt: skip
+    assert denials(policy, {**request, "operation": "DELETE"}, None, agents) == [
+        "the fabric check may write only DeviceTaintRules named fabric-check-...",
+        "the fabric check must carry its own mark oke-gpu-rdma/rail-unhealthy=fabric-check:NoSchedule in a "
+        "DeviceTaintRule",
+    ]
+    everything = {"metadata": rule["metadata"], "spec": {"deviceSelector": {}, "taint": OWN}}
+    assert denials(policy, {**request, "operation": "CREATE"}, everything) == [
+        "the fabric check must select one dra.net device in a DeviceTaintRule"
+    ]
+
+
+def test_the_check_waits_for_its_admission_limits(run_stack: Callable[..., Run]) -> None:
+    run = run_stack("full")
+    policy = run.one(
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+        "acceptance-fabric-check-policy",
+    )
+    assert policy.inputs["metadata"]["name"] == "rdma-dranet-fabric-check"
+    assert policy.inputs["spec"] == fabric_checks.admission_policy("rdma-dranet", "node")
+    binding = run.one(
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
+        "acceptance-fabric-check-policy-binding",
+    )
+    assert binding.inputs["spec"] == {"policyName": "rdma-dranet-fabric-check", "validationActions": ["Deny"]}
+    assert binding.urn in run.one(CRONJOB).dependencies

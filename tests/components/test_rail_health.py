@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from components.rail_health import NAME, agent_script, own_node_policy, rbac_rules
+from components.rail_health import NAME, agent_script, own_node_policy, own_rules_policy, rbac_rules
 from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, RAIL_UNHEALTHY_TAINT_KEY
+from tests.components.admission import denials
 from tests.support import Run, raw_config
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -77,7 +78,7 @@ def test_the_full_example_runs_the_agent_on_its_dranet_pools_marking_nodes_on_1_
     }
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": NAME, "namespace": "rail-health"}]
     # RBAC cannot narrow nodes to the pod's own: the admission policy does, and keeps other taints and labels.
-    policy = run.one(POLICY).inputs
+    policy = run.one(POLICY, "rail-health-own-node-policy").inputs
     assert policy["spec"] == own_node_policy("rail-health")
     assert policy["spec"]["matchConditions"] == [
         {
@@ -85,11 +86,8 @@ def test_the_full_example_runs_the_agent_on_its_dranet_pools_marking_nodes_on_1_
             "expression": "request.userInfo.username == 'system:serviceaccount:rail-health:rail-health-agent'",
         }
     ]
-    assert policy["spec"]["validations"][0]["expression"] == (
-        "has(request.userInfo.extra) && 'authentication.kubernetes.io/node-name' in request.userInfo.extra && "
-        "request.userInfo.extra['authentication.kubernetes.io/node-name'] == [object.metadata.name]"
-    )
-    assert run.one(POLICY_BINDING).inputs["spec"] == {"policyName": NAME, "validationActions": ["Deny"]}
+    binding = run.one(POLICY_BINDING, "rail-health-own-node-policy-binding").inputs
+    assert binding["spec"] == {"policyName": NAME, "validationActions": ["Deny"]}
     script = run.one("kubernetes:core/v1:ConfigMap", "rail-health-script").inputs
     assert script["data"] == {"rail-health.sh": agent_script()}
     namespace = run.one("kubernetes:core/v1:Namespace", "rail-health-namespace").inputs
@@ -115,7 +113,19 @@ def test_on_1_37_the_agent_writes_device_taint_rules_only(run_stack: Callable[..
             }
         ]
     )
-    assert run.of_type(POLICY) == [] and run.of_type(POLICY_BINDING) == []
+    # RBAC grants every DeviceTaintRule: admission holds the agent to its own node's rules and mark.
+    policy = run.one(POLICY, "rail-health-own-rules-policy").inputs
+    assert policy["spec"] == own_rules_policy("rail-health")
+    assert policy["spec"]["matchConstraints"]["resourceRules"] == [
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE", "DELETE"],
+            "resources": ["devicetaintrules"],
+        }
+    ]
+    binding = run.one(POLICY_BINDING, "rail-health-own-rules-policy-binding").inputs
+    assert binding["spec"] == {"policyName": NAME, "validationActions": ["Deny"]}
     # No node is marked, so the GPU driver's kubelet plugin needs no toleration of the mark.
     release = next(
         r for r in run.of_type("kubernetes:helm.sh/v3:Release") if r.name == "gpu-dra-driver-release"
@@ -137,3 +147,83 @@ def test_without_health_nothing_of_it_is_declared(run_stack: Callable[..., Run])
         r for r in run.of_type("kubernetes:helm.sh/v3:Release") if r.name == "gpu-dra-driver-release"
     )
     assert "featureGates" not in release.inputs["values"]
+
+
+AGENT = "system:serviceaccount:rail-health:rail-health-agent"
+NODE = "10.0.0.5"
+MARK = {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": "rail-agent", "effect": "NoSchedule"}
+GPU_TAINT = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
+
+
+def request(operation: str, user: str = AGENT, node: str | None = NODE) -> dict[str, object]:
+    extra = {"authentication.kubernetes.io/node-name": [node]} if node else {}
+    return {"operation": operation, "userInfo": {"username": user, "extra": extra}}
+
+
+def a_node(
+    name: str = NODE, taints: tuple[dict[str, str], ...] = (GPU_TAINT,), **meta: object
+) -> dict[str, object]:
+    return {"metadata": {"name": name, "labels": {"a": "b"}, **meta}, "spec": {"taints": list(taints)}}
+
+
+def test_on_1_36_the_agent_may_set_and_lift_only_its_own_mark_on_its_own_node() -> None:
+    policy = own_node_policy("rail-health")
+    update = request("UPDATE")
+    marked = a_node(taints=(GPU_TAINT, MARK))
+    assert denials(policy, update, marked, a_node()) == []  # kubectl taint ... :NoSchedule
+    assert denials(policy, update, a_node(), marked) == []  # ... and its removal
+    other_node = a_node("10.0.0.6", (GPU_TAINT, MARK))
+    assert denials(policy, update, other_node, a_node("10.0.0.6")) == [
+        "the rail health agent may change only the node its pod runs on"
+    ]
+    own_mark_only = [
+        "the rail health agent may add or remove only its own taint oke-gpu-rdma/rail-unhealthy=rail-agent:NoSchedule"
+    ]
+    evicting = a_node(taints=(GPU_TAINT, {**MARK, "effect": "NoExecute"}))
+    assert denials(policy, update, evicting, a_node()) == own_mark_only
+    # The scheduled check's mark under the same key is not the agent's to lift.
+    checked = a_node(taints=(GPU_TAINT, {**MARK, "value": "fabric-check"}))
+    assert denials(policy, update, a_node(), checked) == own_mark_only
+    assert denials(policy, update, a_node(taints=(MARK,)), a_node()) == own_mark_only  # the GPU taint dropped
+    cordoned = a_node()
+    cordoned["spec"] = {**cordoned["spec"], "unschedulable": True}  # type: ignore[dict-item]
+    assert denials(policy, update, cordoned, a_node()) == [
+        "the rail health agent may not change a node's labels, annotations or unschedulable"
+    ]
+    # A token without the pod's node is refused; anyone else (the kubelet, an admin) is not this policy's.
+    assert denials(policy, request("UPDATE", node=None), marked, a_node()) == [
+        "the rail health agent may change only the node its pod runs on"
+    ]
+    assert denials(policy, request("UPDATE", user="system:node:10.0.0.5"), evicting, a_node()) is None
+
+
+def test_on_1_37_the_agent_may_write_only_its_own_node_s_rules_with_its_own_mark() -> None:
+    policy = own_rules_policy("rail-health")
+    rule = {
+        "metadata": {"name": f"rail-health.{NODE}.pci-0000-0c-00-0"},
+        "spec": {
+            "deviceSelector": {"driver": "dra.net", "pool": NODE, "device": "pci-0000-0c-00-0"},
+            "taint": MARK,
+        },
+    }
+    assert denials(policy, request("CREATE"), rule) == []
+    assert denials(policy, request("DELETE"), None, rule) == []
+    everything = {
+        "metadata": rule["metadata"],
+        "spec": {"deviceSelector": {}, "taint": {**MARK, "effect": "NoExecute"}},
+    }
+    assert denials(policy, request("CREATE"), everything) == [
+        "the rail health agent's DeviceTaintRule must select one dra.net device of its own node's pool",
+        "the rail health agent's DeviceTaintRule must carry its own mark oke-gpu-rdma/rail-unhealthy=rail-agent:NoSchedule",
+    ]
+    # Another node's rule, or the scheduled check's, is not the agent's to delete.
+    theirs = {"metadata": {"name": f"fabric-check-{NODE}-rdma0"}, "spec": rule["spec"]}
+    assert denials(policy, request("DELETE"), None, theirs) == [
+        "the rail health agent may write only the DeviceTaintRules of the node its pod runs on "
+        "(rail-health.<node>.<device>)"
+    ]
+    assert denials(policy, request("CREATE", node="10.0.0.6"), rule) == [
+        "the rail health agent may write only the DeviceTaintRules of the node its pod runs on "
+        "(rail-health.<node>.<device>)",
+        "the rail health agent's DeviceTaintRule must select one dra.net device of its own node's pool",
+    ]

@@ -1,0 +1,91 @@
+"""CEL pieces of the ValidatingAdmissionPolicies that narrow what RBAC cannot for the stack's own writers (the
+rail health agent, components/rail_health.py; the scheduled fabric check, components/fabric_checks.py).
+
+RBAC grants a verb on every object of a resource; a policy then refuses, at admission, any write that is not
+the writer's own: kube-apiserver evaluates its matchConditions, variables and validations with `request`,
+`object` and `oldObject` bound (k8s.io/apiserver pkg/admission/plugin/policy/validating; `object` is null on a
+DELETE, `oldObject` on a CREATE). A PATCH (kubectl taint, label, annotate, patch) is admitted as an UPDATE
+(pkg/endpoints/handlers/patch.go). The tests evaluate these expressions with cel-expr-python.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# The key kube-apiserver puts the pod's node in for a bound service-account token (KEP-4193,
+# ServiceAccountTokenPodNodeInfo: beta and on from 1.30, GA in 1.32; kubernetes
+# staging/src/k8s.io/apiserver/pkg/authentication/serviceaccount/util.go NodeNameKey, set by UserInfo).
+NODE_NAME_EXTRA: Final = "authentication.kubernetes.io/node-name"
+# The pod's node from its bound token, '' when the token carries none (which no validation then passes).
+TOKEN_NODE: Final = (
+    f"has(request.userInfo.extra) && '{NODE_NAME_EXTRA}' in request.userInfo.extra && "
+    f"size(request.userInfo.extra['{NODE_NAME_EXTRA}']) == 1 ? request.userInfo.extra['{NODE_NAME_EXTRA}'][0] : ''"
+)
+
+
+def service_account(namespace: str, name: str) -> list[dict[str, str]]:
+    """matchConditions: the policy is about this ServiceAccount's requests only (the kubelet, an admin and
+    every other writer pass untouched)."""
+    return [
+        {
+            "name": f"the-{name}",
+            "expression": f"request.userInfo.username == 'system:serviceaccount:{namespace}:{name}'",
+        }
+    ]
+
+
+def is_taint(var: str, key: str, value: str, effect: str) -> str:
+    """``var`` (a taint) is exactly key=value:effect."""
+    return (
+        f"{var}.key == '{key}' && has({var}.value) && {var}.value == '{value}' && "
+        f"has({var}.effect) && {var}.effect == '{effect}'"
+    )
+
+
+def _or_empty(obj: str, field: str, empty: str) -> str:
+    return f"(has({obj}.{field}) ? {obj}.{field} : {empty})"
+
+
+def unchanged(field: str, empty: str) -> str:
+    """``field`` of the node (``metadata.labels``, ``spec.unschedulable``) is the same before and after."""
+    return f"{_or_empty('object', field, empty)} == {_or_empty('oldObject', field, empty)}"
+
+
+def only_key_changes(field: str, key: str) -> str:
+    """A map ``field`` (labels, annotations) changes at ``key`` only."""
+    new, old = _or_empty("object", field, "{}"), _or_empty("oldObject", field, "{}")
+    return (
+        f"{new}.all(k, k == '{key}' || (k in {old} && {old}[k] == {new}[k])) && "
+        f"{old}.all(k, k == '{key}' || k in {new})"
+    )
+
+
+def only_own_taint_changes(key: str, value: str, effect: str) -> str:
+    """The node's taints, but for the writer's own mark, are the same before and after: it adds or removes
+    that mark and nothing else (another writer's value of the same key, or NoExecute, included)."""
+    others = f"t, !({is_taint('t', key, value, effect)})"
+    new, old = _or_empty("object", "spec.taints", "[]"), _or_empty("oldObject", "spec.taints", "[]")
+    return f"{new}.filter({others}) == {old}.filter({others})"
+
+
+def only_condition_changes(condition: str) -> str:
+    """The node's conditions, but for ``condition``, are the same before and after (a status update)."""
+    others = f"c, c.type != '{condition}'"
+    new = _or_empty("object", "status.conditions", "[]")
+    old = _or_empty("oldObject", "status.conditions", "[]")
+    return f"{new}.filter({others}) == {old}.filter({others})"
+
+
+# The DeviceTaintRule a request writes: the new one, or on a DELETE the one it deletes.
+WRITTEN_RULE: Final = "(request.operation == 'DELETE' ? oldObject : object)"
+
+
+def rule_selects_one_device(driver: str, pool: str | None = None) -> str:
+    """The written DeviceTaintRule selects one device of ``driver`` (of the pool named by the CEL expression
+    ``pool``, when given): an empty selector would match every device (k8s.io/api resource/v1
+    DeviceTaintSelector)."""
+    selector = f"{WRITTEN_RULE}.spec.deviceSelector"
+    expr = f"has({selector}.driver) && {selector}.driver == '{driver}' && has({selector}.device)"
+    if pool is not None:
+        expr += f" && has({selector}.pool) && {selector}.pool == {pool}"
+    return expr
