@@ -34,7 +34,7 @@ from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from stack_config.claim_plan import PlannedTemplate
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 
-from . import fabric_checks
+from . import access_control, fabric_checks
 from .network_operator import WAIT_FOR_ANNOTATION
 from .rdma_workloads import SCRIPTS, TOOLS_CONFIGMAP, TOOLS_MOUNT
 from .typed_inputs import to_input_type
@@ -479,7 +479,7 @@ def operator_roles(
             k8s.rbac.v1.Role(
                 f"{name}-{role}-role",
                 metadata=metadata,
-                rules=[to_input_type(k8s.rbac.v1.PolicyRuleArgs, r, "rule") for r in rules],
+                rules=access_control.policy_rules(rules),
                 opts=opts,
             )
         )

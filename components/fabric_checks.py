@@ -26,6 +26,8 @@ from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
 from oke_gpu_rdma.releases import dranet
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 
+from . import access_control
+from .access_control import policy_rules
 from .rdma_workloads import SCRIPTS
 from .typed_inputs import to_input_type
 
@@ -280,10 +282,6 @@ class FabricCheckArgs:
     """The ResourceClaimSpec of each template the specs' workers claim from, by name."""
 
 
-def _policy_rules(rules: Sequence[dict[str, Any]]) -> list[k8s.rbac.v1.PolicyRuleArgs]:
-    return [to_input_type(k8s.rbac.v1.PolicyRuleArgs, rule, "rule") for rule in rules]
-
-
 def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> None:
     """The check's objects, children of the acceptance component (``opts``: its parent, provider and what
     the jobs wait for, the MPI operator among them)."""
@@ -309,7 +307,7 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
     k8s.core.v1.ServiceAccount(f"{name}-{NAME}-account", metadata=meta, opts=opts)
     subject = [k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=NAME, namespace=args.namespace)]
     k8s.rbac.v1.Role(
-        f"{name}-{NAME}-role", metadata=meta, rules=_policy_rules(namespace_rules(args.mode)), opts=opts
+        f"{name}-{NAME}-role", metadata=meta, rules=policy_rules(namespace_rules(args.mode)), opts=opts
     )
     k8s.rbac.v1.RoleBinding(
         f"{name}-{NAME}-role-binding",
@@ -322,7 +320,7 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
     k8s.rbac.v1.ClusterRole(
         f"{name}-{NAME}-cluster-role",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
-        rules=_policy_rules(cluster_rules(args.mode)),
+        rules=policy_rules(cluster_rules(args.mode)),
         opts=opts,
     )
     k8s.rbac.v1.ClusterRoleBinding(
@@ -334,23 +332,8 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
         subjects=subject,
         opts=opts,
     )
-    policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-        f"{name}-{NAME}-policy",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
-        spec=to_input_type(
-            k8s.admissionregistration.v1.ValidatingAdmissionPolicySpecArgs,
-            admission_policy(args.namespace, args.mode),
-            "spec",
-        ),
-        opts=opts,
-    )
-    policy_binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-        f"{name}-{NAME}-policy-binding",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
-        spec=k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgs(
-            policy_name=cluster_name, validation_actions=["Deny"]
-        ),
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[policy])),
+    policy_binding = access_control.admission_policy(
+        f"{name}-{NAME}-policy", cluster_name, admission_policy(args.namespace, args.mode), opts
     )
     k8s.batch.v1.CronJob(
         f"{name}-{NAME}",

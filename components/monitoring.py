@@ -83,12 +83,12 @@ def dranet_pod_monitor() -> dict[str, Any]:
     return {
         "selector": {"matchLabels": dict(DRANET_POD_LABELS)},
         "namespaceSelector": {"matchNames": [dranet.NAMESPACE]},
-        # The node's name as `instance`, as the node exporter's targets (kps.NODE_AS_INSTANCE): one label joins
+        # The node's name as `instance`, as the node exporter's targets (kps.node_as_instance): one label joins
         # a node's rails across DRANET, the node exporter and kube-state-metrics.
         "podMetricsEndpoints": [
             {
                 "path": "/metrics",
-                "relabelings": [DRANET_ADDRESS, *(dict(r) for r in kps.NODE_AS_INSTANCE)],
+                "relabelings": [DRANET_ADDRESS, *kps.node_as_instance()],
             }
         ],
     }

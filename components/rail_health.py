@@ -24,6 +24,7 @@ from oke_gpu_rdma.scheduling import SYSTEM_PRIORITY_CLASSES
 from oke_gpu_rdma.topology import Topology
 from stack_config.model import RailHealthConfig, Taint, tolerations
 
+from . import access_control
 from .dra_drivers import node_placement
 from .typed_inputs import to_input_type
 
@@ -60,12 +61,16 @@ def rbac_rules(mode: health.RailMarkMode) -> list[dict[str, Any]]:
     return [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
 
 
+# The agent's own mark (key, value, effect), the only one its admission policies let it write.
+AGENT_MARK: Final = (RAIL_UNHEALTHY_TAINT_KEY, health.RAIL_AGENT_MARK_VALUE, health.RAIL_MARK_EFFECT)
+
+
 def own_node_policy(namespace: str) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy spec that narrows what RBAC cannot (node mode): the agent's updates of a
     node must be of the node its pod runs on and add or remove only its own mark (the rail key, its value,
     NoSchedule), touching no other taint (another writer's value of the same key included), label,
     annotation or spec.unschedulable (oke_gpu_rdma/admission_cel.py)."""
-    mark = (RAIL_UNHEALTHY_TAINT_KEY, health.RAIL_AGENT_MARK_VALUE, health.RAIL_MARK_EFFECT)
+    mark = AGENT_MARK
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -107,7 +112,7 @@ def own_rules_policy(namespace: str) -> dict[str, Any]:
     (k8s.io/api resource/v1 DeviceTaintRuleSpec, DeviceTaint). A rule the agent creates or deletes must be one
     it writes for its own node: named rail-health.<node>.<device>, selecting one DRANET device of the pool its
     node publishes (DRANET names the pool after the node), with its own mark."""
-    mark = (RAIL_UNHEALTHY_TAINT_KEY, health.RAIL_AGENT_MARK_VALUE, health.RAIL_MARK_EFFECT)
+    mark = AGENT_MARK
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -269,7 +274,7 @@ class RailHealthAgent(pulumi.ComponentResource):
         role = k8s.rbac.v1.ClusterRole(
             f"{name}-cluster-role",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
-            rules=[to_input_type(k8s.rbac.v1.PolicyRuleArgs, r) for r in rbac_rules(args.mode)],
+            rules=access_control.policy_rules(rbac_rules(args.mode)),
             opts=child,
         )
         binding = k8s.rbac.v1.ClusterRoleBinding(
@@ -287,20 +292,7 @@ class RailHealthAgent(pulumi.ComponentResource):
             if args.mode == "node"
             else ("own-rules-policy", own_rules_policy(namespace))
         )
-        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-            f"{name}-{kind}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
-            spec=to_input_type(k8s.admissionregistration.v1.ValidatingAdmissionPolicySpecArgs, policy_spec),
-            opts=child,
-        )
-        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-            f"{name}-{kind}-binding",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
-            spec=k8s.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpecArgs(
-                policy_name=NAME, validation_actions=["Deny"]
-            ),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[policy])),
-        )
+        access_control.admission_policy(f"{name}-{kind}", NAME, policy_spec, child)
         script = k8s.core.v1.ConfigMap(
             f"{name}-script",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=namespace),

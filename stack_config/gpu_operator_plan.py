@@ -122,7 +122,7 @@ def service_monitor_values(labels: Mapping[str, str]) -> dict[str, Any]:
                 "enabled": True,
                 "honorLabels": True,
                 "additionalLabels": dict(labels),
-                "relabelings": [dict(r) for r in kps.NODE_AS_INSTANCE],
+                "relabelings": kps.node_as_instance(),
             }
         }
     }

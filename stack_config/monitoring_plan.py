@@ -61,9 +61,7 @@ def release_values(
             "grafana": dict(on_system),
             "kube-state-metrics": dict(on_system),
         }
-    node_exporter: dict[str, Any] = {
-        "prometheus": {"monitor": {"relabelings": [dict(r) for r in kps.NODE_AS_INSTANCE]}}
-    }
+    node_exporter: dict[str, Any] = {"prometheus": {"monitor": {"relabelings": kps.node_as_instance()}}}
     others = [t for t in taints if t.effect != "NoSchedule"]
     if others:
         node_exporter["tolerations"] = [*kps.NODE_EXPORTER_TOLERATIONS, *tolerations(others)]

@@ -69,9 +69,15 @@ NODE_EXPORTER: Final = "prometheus-node-exporter"
 # node's name, as the DCGM exporter's ServiceMonitor (stack_config/gpu_operator_plan.py) and DRANET's PodMonitor
 # (components/monitoring.py) do.
 NODE_EXPORTER_RELABELINGS_VALUE: Final = f"{NODE_EXPORTER}.prometheus.monitor.relabelings"
-NODE_AS_INSTANCE: Final[tuple[Mapping[str, Any], ...]] = (
-    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "instance", "action": "replace"},
-)
+
+
+def node_as_instance() -> list[dict[str, Any]]:
+    """The relabeling that names a pod's target by its node (`instance`), a fresh list for each values tree."""
+    return [
+        {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "instance", "action": "replace"}
+    ]
+
+
 # Alertmanager's configuration from a Secret the user keeps (values.yaml l. 1024-1028 useExistingSecret: the
 # chart's own `config`, which routes every alert to the receiver 'null' (l. 553-591), is then not rendered;
 # l. 1044-1047 configSecret; templates/alertmanager/alertmanager.yaml l. 67-68, secret.yaml l. 1).
