@@ -57,7 +57,7 @@ JOBS ?= $(shell cat $(JOBS_FILE) 2>/dev/null || nproc)
 # (15 s instead of 4 s to import what the program uses).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help preview render topology docs test lint typecheck unit bench bench-test venvs pack clean
+.PHONY: help preview render topology docs test lint typecheck unit e2e bench bench-test venvs pack clean
 
 help:
 	@echo "make preview [STACK=dev] [BASE=HEAD] [SHOW_SAMES=1]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: plan against rendered/<stack>/ at BASE, rendered/<stack>/, policy findings"
@@ -65,6 +65,7 @@ help:
 	@echo "make topology SLICES=<file> [NODE=<node>] [SHAPE=<shape>] [NODES=<file>]  the shapeTopologies entry of a node's shape, from \`kubectl get resourceslices -o yaml\` (the shape: SHAPE=, or NODES=\`kubectl get nodes -o yaml\`, when the slices do not name it)"
 	@echo "make docs                 docs/reference/ from the stack config model and the policy registry"
 	@echo "make test                 ruff, mypy, actionlint and pytest"
+	@echo "make e2e                  the rendered stacks applied to a control plane built from the Go modules (kube-apiserver, scheduler, controller-manager, Kueue)"
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
 	@echo "make bench-test           time make test's pytest serial and with workers; make test then uses the fastest"
 	@echo "make venvs                the program's and the policy pack's virtualenvs only (what pulumi up runs with)"
@@ -131,6 +132,16 @@ typecheck: $(DEV_STAMP)
 
 unit: $(DEV_STAMP) $(PACK_STAMP) $(PROVIDER_STAMP) $(PROMQL_STAMP)
 	$(VENV)/bin/pytest -n $(JOBS) --dist loadfile
+
+# The e2e tests (tests/e2e/): kube-apiserver, kube-controller-manager, kube-scheduler, etcd and Kueue's manager
+# built from their Go modules (tests/e2e/cluster/go.mod, and the MPI operator from tests/e2e/mpi-operator/go.mod)
+# into build/e2e/bin; Go's build cache makes a warm build take seconds. One control plane per stack, on
+# loopback. Its last line names the passed scenarios and the versions the binaries report.
+e2e: $(DEV_STAMP)
+	@command -v go >/dev/null || { echo "make e2e: needs Go (1.26, the version tests/e2e/cluster/go.mod names) on PATH" >&2; exit 2; }
+	rm -f build/e2e/summary.json
+	$(VENV)/bin/pytest --e2e tests/e2e -p no:xdist -p no:cacheprovider -rx; status=$$?; \
+	  $(PY) -m tests.e2e.summary build/e2e/summary.json && exit $$status
 
 bench: $(RUNTIME_STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import yaml
 
 from oke_gpu_rdma import cloud_init, labels
 from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
+from tests.fixtures.node_boot import boot_cloud_init, kubelet_flags, node_labels
 
 TAINT = "nvidia.com/gpu=present:NoSchedule"
 
@@ -50,65 +50,11 @@ def value(identifier: str) -> str:
     return hashlib.sha256(identifier.encode()).hexdigest()[:32]
 
 
-def fake_imds(bin_dir: Path, documents: dict[str, str]) -> None:
-    """`curl` answering IMDS v2 paths from ``documents``; 404 (curl exit 22) for any other path or a request
-    without the Authorization header (IMDS v2 refuses those)."""
-    cases = "\n".join(
-        f"  http://169.254.169.254/opc/v2/{path}) cat <<'DOC'\n{body}\nDOC\n  ;;"
-        for path, body in documents.items()
-    )
-    script = f"""#!/bin/bash
-url="${{!#}}"
-authorized=no
-prev=
-for arg in "$@"; do
-  if [ "$prev" = -H ] && [ "$arg" = "Authorization: Bearer Oracle" ]; then authorized=yes; fi
-  prev=$arg
-done
-[ "$authorized" = yes ] || exit 22
-case "$url" in
-{cases}
-  *) exit 22 ;;
-esac
-"""
-    (bin_dir / "curl").write_text(script)
-    (bin_dir / "curl").chmod(0o755)
-
-
 def boot(
     tmp_path: Path, documents: dict[str, str], taints: tuple[str, ...] = (TAINT,)
 ) -> subprocess.CompletedProcess[str]:
-    """Write the rendered cloud-init's scripts under tmp_path and run its last command (the bootstrap) with
-    the same arguments, the node paths mapped into tmp_path."""
-    text = render_cloud_init(NodeBootstrap(taints))
-    document = yaml.safe_load(text)
-    root, bin_dir = tmp_path / "node", tmp_path / "bin"
-    bin_dir.mkdir()
-    written = {}
-    for entry in document["write_files"]:
-        path = root / entry["path"].lstrip("/")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(entry["content"])
-        path.chmod(int(entry["permissions"], 8))
-        written[entry["path"]] = str(path)
-    fake_imds(bin_dir, documents)
-    (bin_dir / "oke").write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {tmp_path}/oke-args\n')
-    (bin_dir / "oke").chmod(0o755)
-    command = [written.get(word, word) for word in document["runcmd"][-1]]
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
-
-
-def kubelet_flags(tmp_path: Path) -> list[str]:
-    """The flags `oke bootstrap` got: `bootstrap --kubelet-extra-args <flags>`."""
-    args = (tmp_path / "oke-args").read_text().splitlines()
-    assert args[:2] == ["bootstrap", "--kubelet-extra-args"] and len(args) == 3, args
-    return args[2].split(" ")
-
-
-def node_labels(flags: list[str]) -> dict[str, str]:
-    [labels_flag] = [f for f in flags if f.startswith("--node-labels=")]
-    return dict(pair.split("=", 1) for pair in labels_flag.removeprefix("--node-labels=").split(","))
+    """The rendered cloud-init of a pool with ``taints``, booted under tmp_path."""
+    return boot_cloud_init(tmp_path, render_cloud_init(NodeBootstrap(taints)), documents)
 
 
 def test_the_rendered_cloud_init_writes_the_labeller_and_hands_its_output_to_the_bootstrap() -> None:
