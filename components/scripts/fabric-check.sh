@@ -68,7 +68,7 @@ run_job() {
     | .spec.mpiReplicaSpecs.Worker.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution
         += [{labelSelector: {matchLabels: {($runlabel): $name}}, topologyKey: "kubernetes.io/hostname"}]
     | .spec.mpiReplicaSpecs.Worker.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
-        = {nodeSelectorTerms: [{matchFields: [{key: "metadata.name", operator: "In", values: [$a, $b]}]}]}
+        = {nodeSelectorTerms: [$a, $b | {matchFields: [{key: "metadata.name", operator: "In", values: [.]}]}]}
     | .spec.mpiReplicaSpecs.Worker.template.spec.tolerations += [{key: $key, operator: "Exists", effect: "NoSchedule"}]
     | (.spec.mpiReplicaSpecs.Worker.template.spec.resourceClaims[]? | select(.resourceClaimTemplateName)
         | .resourceClaimTemplateName) |= $prefix + .

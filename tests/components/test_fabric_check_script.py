@@ -129,12 +129,11 @@ def test_a_rail_below_the_threshold_taints_both_nodes_and_nccl_passes_them(tmp_p
         assert worker["replicas"] == 2
         assert worker["template"]["spec"]["affinity"]["nodeAffinity"] == {
             "requiredDuringSchedulingIgnoredDuringExecution": {
+                # One term per node (terms are ORed): a node field selector holds one value
+                # (kubernetes pkg/apis/core/validation ValidateNodeFieldSelectorRequirement).
                 "nodeSelectorTerms": [
-                    {
-                        "matchFields": [
-                            {"key": "metadata.name", "operator": "In", "values": ["10.0.0.11", "10.0.0.12"]}
-                        ]
-                    }
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["10.0.0.11"]}]},
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["10.0.0.12"]}]},
                 ]
             }
         }
@@ -226,8 +225,8 @@ def test_only_idle_nodes_are_paired(tmp_path: Path) -> None:
     )  # fmt: skip
     out, calls = run(tmp_path, state)
     pinned = {
-        tuple(j["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"]["nodeAffinity"][
-            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchFields"][0]["values"])
+        tuple(term["matchFields"][0]["values"][0] for term in j["spec"]["mpiReplicaSpecs"]["Worker"]["template"][
+            "spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"])
         for j in created(calls)
     }  # fmt: skip
     assert pinned == {("10.0.0.11", "10.0.0.13")}

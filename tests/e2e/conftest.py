@@ -67,7 +67,28 @@ def cluster_of(clusters: Clusters) -> Callable[..., StackCluster]:
     return clusters.get
 
 
+def _cluster_key(item: pytest.Item) -> str:
+    """The cluster a test runs on: its `stack` parameter, its `cluster` mark, or its module's KEY or STACK."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "stack" in callspec.params:
+        return str(callspec.params["stack"])
+    mark = item.get_closest_marker("cluster")
+    if mark is not None:
+        return str(mark.args[0])
+    module = getattr(item, "module", None)
+    for name in ("KEY", "STACK"):
+        if hasattr(module, name):
+            return str(getattr(module, name))
+    return ""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # One cluster runs at a time (Clusters): run each cluster's tests together, so each is installed once.
+    items.sort(key=_cluster_key)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cluster(key): the cluster (Clusters key) the test runs on")
     # Loopback to a self-signed API server (tests/e2e/kube.py); pytest would otherwise show urllib3's warning
     # on every request.
     config.addinivalue_line("filterwarnings", "ignore::urllib3.exceptions.InsecureRequestWarning")

@@ -208,6 +208,7 @@ def judge_cluster(cluster_of: Callable[..., StackCluster]) -> StackCluster:
     return cluster
 
 
+@pytest.mark.cluster("dev-judge")
 def test_the_judge_agrees_with_the_allocator_on_1000_seeded_random_claims(
     judge_cluster: StackCluster,
 ) -> None:

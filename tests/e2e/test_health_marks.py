@@ -226,7 +226,10 @@ def check_job(
     )
     anti.append({"labelSelector": {"matchLabels": {run_label: name}}, "topologyKey": HOSTNAME_LABEL})
     affinity.setdefault("nodeAffinity", {})["requiredDuringSchedulingIgnoredDuringExecution"] = {
-        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [a, b]}]}]
+        # One term per node, as fabric-check.sh writes it (a node field selector holds one value).
+        "nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]} for node in (a, b)
+        ]
     }
     pod["tolerations"] = [
         *pod.get("tolerations", []),
@@ -236,17 +239,6 @@ def check_job(
     for claim in pod.get("resourceClaims", []):
         if "resourceClaimTemplateName" in claim:
             claim["resourceClaimTemplateName"] = prefix + claim["resourceClaimTemplateName"]
-    return job
-
-
-def one_term_per_node(job: dict[str, Any]) -> dict[str, Any]:
-    """The check's pinning in a form the API server takes: a node field selector holds one value
-    (ValidateNodeFieldSelectorRequirement), so one nodeSelectorTerm per node (terms are ORed)."""
-    job = copy.deepcopy(job)
-    pod = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
-    required = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    [[field]] = [term["matchFields"] for term in required["nodeSelectorTerms"]]
-    required["nodeSelectorTerms"] = [{"matchFields": [{**field, "values": [v]}]} for v in field["values"]]
     return job
 
 
@@ -408,13 +400,6 @@ def test_a_rail_the_agent_marked_keeps_new_whole_node_claims_off_its_node(cluste
 
 
 # -- the fabric check holding a pair -------------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    raises=WorkersRefused,
-    reason="fabric-check.sh pins its workers with one matchFields requirement metadata.name In [a, b]; the API "
-    "server takes one value in a node field selector, so it refuses every worker pod the MPI operator "
-    "creates (found by this test; not an item of issue 34 or 36)",
-)
 def test_the_fabric_checks_nccl_job_gets_one_worker_on_each_node_of_the_idle_pair(
     cluster: StackCluster, check_run: CheckRun
 ) -> None:
@@ -459,7 +444,7 @@ def test_a_queued_job_is_admitted_to_the_other_nodes_while_the_fabric_check_hold
         for n in held | others
     }
     assert max(blocks[n] for n in held) < min(blocks[n] for n in others), blocks
-    check_spec = one_term_per_node(check_job(cluster, env, "nccl", a, b, "202601010400"))
+    check_spec = check_job(cluster, env, "nccl", a, b, "202601010400")
     check_name, namespace = check_spec["metadata"]["name"], check_spec["metadata"]["namespace"]
     queued_name = "queued-nccl-all-reduce"
     check.create(check_spec)
