@@ -79,6 +79,7 @@ def wait_scheduled(
     scheduler's message."""
     pending = set(names)
     done: dict[str, Scheduled] = {}
+    published: dict[tuple[str, str, str], Any] = {}
     deadline = time.monotonic() + timeout
     while pending and time.monotonic() < deadline:
         for pod in kube.list("v1", "Pod", namespace):
@@ -89,7 +90,9 @@ def wait_scheduled(
                 (c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"), None
             )
             if pod["spec"].get("nodeName"):
-                done[name] = Scheduled(name, pod["spec"]["nodeName"], "", _devices(kube, pod))
+                if not published:
+                    published = _published(kube)
+                done[name] = Scheduled(name, pod["spec"]["nodeName"], "", _devices(kube, pod, published))
                 pending.discard(name)
             elif condition is not None and condition["status"] == "False":
                 done[name] = Scheduled(name, None, condition.get("message", ""), ())
@@ -110,7 +113,19 @@ def _claim_name(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _devices(kube: Kube, pod: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+def _published(kube: Kube) -> dict[tuple[str, str, str], Any]:
+    """(driver, pool, device) -> the device's attributes, from every ResourceSlice (read once per wait: the
+    slices do not change while pods are scheduled)."""
+    return {
+        (s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"]): d.get("attributes") or {}
+        for s in kube.list(RESOURCE_API, "ResourceSlice")
+        for d in s["spec"].get("devices") or ()
+    }
+
+
+def _devices(
+    kube: Kube, pod: Mapping[str, Any], published: Mapping[tuple[str, str, str], Any]
+) -> tuple[dict[str, Any], ...]:
     name = _claim_name(pod)
     if name is None:
         return ()
@@ -118,11 +133,6 @@ def _devices(kube: Kube, pod: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     results = (((claim or {}).get("status") or {}).get("allocation") or {}).get("devices", {}).get(
         "results"
     ) or ()
-    published = {
-        (s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"]): d.get("attributes") or {}
-        for s in kube.list(RESOURCE_API, "ResourceSlice")
-        for d in s["spec"].get("devices") or ()
-    }
     return tuple(
         {**r, "attributes": published.get((r["driver"], r["pool"], r["device"]), {})} for r in results
     )

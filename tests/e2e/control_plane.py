@@ -222,32 +222,30 @@ class ControlPlane:
                 }
             )
         )
-        self._start(
-            "kube-controller-manager",
-            [
+
+        def client_of_the_api_server() -> list[str]:
+            """What the controller manager and the scheduler share: the admin kubeconfig for their client and
+            their own authentication, a secure port of their own on loopback, no leader election (one each)."""
+            return [
                 f"--kubeconfig={self.kubeconfig}",
                 f"--authentication-kubeconfig={self.kubeconfig}",
                 f"--authorization-kubeconfig={self.kubeconfig}",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={free_port()}",
                 "--leader-elect=false",
+            ]
+
+        self._start(
+            "kube-controller-manager",
+            [
+                *client_of_the_api_server(),
                 f"--service-account-private-key-file={pki / 'sa.key'}",
                 f"--root-ca-file={pki / 'tls.crt'}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--controllers=*,-node-lifecycle-controller,-cloud-node-lifecycle-controller",
             ],
         )
-        scheduler = self._start(
-            "kube-scheduler",
-            [
-                f"--kubeconfig={self.kubeconfig}",
-                f"--authentication-kubeconfig={self.kubeconfig}",
-                f"--authorization-kubeconfig={self.kubeconfig}",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={free_port()}",
-                "--leader-elect=false",
-            ],
-        )
+        scheduler = self._start("kube-scheduler", client_of_the_api_server())
         # The controller manager has made the default ServiceAccount (pods need it to be admitted).
         self._wait(
             self.processes["kube-controller-manager"],
@@ -323,14 +321,18 @@ class ControlPlane:
         return {"kube-apiserver": str(api.get("gitVersion")), "kube-scheduler": scheduler, "kueue": kueue}
 
     def stop(self) -> None:
+        """Terminate every component, and kill what is still up after a few seconds: a test cluster keeps
+        nothing worth a graceful shutdown (kube-apiserver's drains for far longer)."""
         for process in reversed(list(self.processes.values())):
             if process.popen.poll() is None:
                 process.popen.terminate()
+        deadline = time.monotonic() + 3
         for process in self.processes.values():
             try:
-                process.popen.wait(timeout=15)
+                process.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 process.popen.kill()
+                process.popen.wait()
             process.handle.close()
 
 

@@ -119,7 +119,7 @@ def test_every_claim_template_fills_an_empty_node_of_its_shape_with_gpus_beside_
 SHAPE = "BM.GPU.B4.8"
 CLAIMS = 1000
 SEED = 20261202
-NODES = 50
+NODES = 100
 ROOTS = ("pci0000:00", "pci0000:3e", "pci0000:7d", "pci0000:ba")
 NAMESPACE = "judge"
 
@@ -260,6 +260,15 @@ def test_the_judge_agrees_with_the_allocator_on_1000_seeded_random_claims(
             text = json.dumps(claims[index])
             if kind in SATISFIABLE and not allocated:
                 disagreements.append(f"#{index} judged {kind}, not allocated: {result.message}\n{text}")
+            if not allocated and "timed out" in result.message:
+                # The DynamicResources filter gave up (DRASchedulerFilterTimeout, 10 s by default): the pod
+                # stays Pending, as it does for a claim that can never be allocated; a disagreement unless the
+                # judge said so (it searches without upstream's backtracking, kubernetes/kubernetes#131730).
+                tally[f"{kind} timed out"] = tally.get(f"{kind} timed out", 0) + 1
+                if kind not in NEVER:
+                    disagreements.append(
+                        f"#{index} judged {kind}, the allocator timed out: {result.message}\n{text}"
+                    )
             if kind in NEVER and allocated:
                 disagreements.append(f"#{index} judged {kind}, allocated {result.devices}\n{text}")
             if kind is VerdictKind.ALIGNED and allocated:

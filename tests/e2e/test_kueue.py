@@ -152,8 +152,9 @@ def test_a_single_node_gpu_job_with_only_the_queue_name_label_is_admitted_and_bo
     try:
         wait_for(
             lambda: _admitted(_workload_of(cluster, namespace, "one-node-train")),
+            # Kueue admits within its scheduling cycle (milliseconds here); 20 s is long past it.
             "the single-node Job's Workload admitted",
-            45,
+            20,
         )
         [pod] = wait_for(
             lambda: (
