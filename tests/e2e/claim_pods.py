@@ -16,7 +16,7 @@ from oke_gpu_rdma import labels
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import Topology
-from tests.e2e.kube import ApiError, Kube
+from tests.e2e.kube import Kube
 
 RESOURCE_API = "resource.k8s.io/v1"
 # What Pod Security "restricted" asks of a container (pod-security-admission policy checks), so the pods fit
@@ -72,6 +72,19 @@ class Scheduled:
     """Allocated devices: driver, pool, device, request, and the device's published attributes."""
 
 
+def scheduled(pod: Mapping[str, Any]) -> tuple[str | None, str]:
+    """(node, the scheduler's message) once the scheduler has tried the pod: bound, or PodScheduled False
+    (Unschedulable, or an error such as the DynamicResources filter's timeout); (None, "") before (not tried
+    yet, or held by a scheduling gate: reason SchedulingGated)."""
+    conditions = pod["status"].get("conditions") or ()
+    condition: Mapping[str, Any] = next((c for c in conditions if c["type"] == "PodScheduled"), {})
+    if pod["spec"].get("nodeName"):
+        return str(pod["spec"]["nodeName"]), ""
+    if condition.get("status") == "False" and condition.get("reason") != "SchedulingGated":
+        return None, str(condition.get("message", ""))
+    return None, ""
+
+
 def wait_scheduled(
     kube: Kube, namespace: str, names: Iterable[str], timeout: float = 60
 ) -> dict[str, Scheduled]:
@@ -86,16 +99,14 @@ def wait_scheduled(
             name = pod["metadata"]["name"]
             if name not in pending:
                 continue
-            condition = next(
-                (c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"), None
-            )
-            if pod["spec"].get("nodeName"):
+            node, message = scheduled(pod)
+            if node:
                 if not published:
                     published = _published(kube)
-                done[name] = Scheduled(name, pod["spec"]["nodeName"], "", _devices(kube, pod, published))
+                done[name] = Scheduled(name, node, "", _devices(kube, pod, published))
                 pending.discard(name)
-            elif condition is not None and condition["status"] == "False":
-                done[name] = Scheduled(name, None, condition.get("message", ""), ())
+            elif message:
+                done[name] = Scheduled(name, None, message, ())
                 pending.discard(name)
         if pending:
             time.sleep(0.3)
@@ -178,16 +189,7 @@ def delete_pods(kube: Kube, namespace: str, names: Iterable[str]) -> None:
     generated claims with them (the resourceclaim controller deletes those it made for the pod)."""
     names = list(names)
     for name in names:
-        try:
-            kube._request(
-                "DELETE",
-                f"/api/v1/namespaces/{namespace}/pods/{name}",
-                f"delete pod {name}",
-                json={"gracePeriodSeconds": 0},
-            )
-        except ApiError as err:
-            if err.status != 404:
-                raise
+        kube.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", grace_seconds=0)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         left = {p["metadata"]["name"] for p in kube.list("v1", "Pod", namespace)} & set(names)

@@ -173,7 +173,7 @@ class Installer:
             cluster.plane.start_kueue(kueue_config, str((stack.helm_release("/kueue") or {})["namespace"]))
             for webhook in upstream.kueue_webhooks(webhook_base, cluster.plane.ca_bundle()):
                 self._apply(webhook)
-        kube._kinds.clear()  # new CRDs: discover again
+        kube.forget_kinds()  # new CRDs
         for obj in everything:
             if obj["kind"] in ("Namespace", "CustomResourceDefinition"):
                 continue

@@ -77,7 +77,7 @@ class Kube:
         return Kube(self.server, token)
 
     # -- raw ---------------------------------------------------------------------------------------------
-    def _request(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
+    def request(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
         response = self.session.request(method, self.server + path, timeout=60, **kwargs)
         if response.status_code >= 400:
             try:
@@ -91,12 +91,12 @@ class Kube:
         return response.json() if "json" in response.headers.get("Content-Type", "") else response.text
 
     def raw_get(self, path: str) -> Any:
-        return self._request("GET", path, f"GET {path}")
+        return self.request("GET", path, f"GET {path}")
 
     def get(self, path: str) -> Any:
         """The object at ``path``, or None when it does not exist."""
         try:
-            return self._request("GET", path, f"GET {path}")
+            return self.request("GET", path, f"GET {path}")
         except ApiError as err:
             if err.status == 404:
                 return None
@@ -116,6 +116,10 @@ class Kube:
                 raise ApiError(404, "NotFound", f"the server serves no {kind} in {api_version}", kind)
         return self._kinds[key]
 
+    def forget_kinds(self) -> None:
+        """Discover kinds again on next use (after CRDs were added)."""
+        self._kinds.clear()
+
     def path_of(self, obj: Mapping[str, Any]) -> str:
         meta = obj["metadata"]
         return self.kind(obj["apiVersion"], obj["kind"]).path(meta.get("namespace"), meta["name"])
@@ -123,7 +127,7 @@ class Kube:
     # -- writes ------------------------------------------------------------------------------------------
     def apply(self, obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> Any:
         """Server-side apply with field validation Strict (an unknown or duplicate field is an error)."""
-        return self._request(
+        return self.request(
             "PATCH",
             self.path_of(obj),
             f"apply {describe(obj)}",
@@ -136,12 +140,12 @@ class Kube:
         meta = obj.get("metadata") or {}
         kind = self.kind(obj["apiVersion"], obj["kind"])
         path = kind.path(meta.get("namespace"), meta["name"] + subresource if subresource else None)
-        return self._request(
+        return self.request(
             "POST", path, f"create {describe(obj)}", params={"fieldValidation": "Strict"}, json=obj
         )
 
     def post(self, path: str, body: Mapping[str, Any]) -> Any:
-        return self._request("POST", path, f"POST {path}", json=body)
+        return self.request("POST", path, f"POST {path}", json=body)
 
     def patch(self, path: str, body: Any, patch_type: str = "merge", what: str = "") -> Any:
         content = {
@@ -149,13 +153,17 @@ class Kube:
             "strategic": "application/strategic-merge-patch+json",
             "json": "application/json-patch+json",
         }[patch_type]
-        return self._request(
+        return self.request(
             "PATCH", path, what or f"patch {path}", data=json.dumps(body), headers={"Content-Type": content}
         )
 
-    def delete(self, path: str, propagation: str = "Background") -> None:
+    def delete(self, path: str, propagation: str = "Background", grace_seconds: int | None = None) -> None:
+        """DELETE, gone already being fine; ``grace_seconds`` 0 for a pod no kubelet will finish deleting."""
+        body: dict[str, Any] = {"propagationPolicy": propagation}
+        if grace_seconds is not None:
+            body["gracePeriodSeconds"] = grace_seconds
         try:
-            self._request("DELETE", path, f"DELETE {path}", json={"propagationPolicy": propagation})
+            self.request("DELETE", path, f"DELETE {path}", json=body)
         except ApiError as err:
             if err.status != 404:
                 raise
@@ -163,6 +171,6 @@ class Kube:
     # -- reads -------------------------------------------------------------------------------------------
     def list(self, api_version: str, kind: str, namespace: str | None = None, **params: str) -> list[Any]:
         path = self.kind(api_version, kind).path(namespace)
-        listing = self._request("GET", path, f"list {kind}", params=params)
+        listing = self.request("GET", path, f"list {kind}", params=params)
         items: list[Any] = listing["items"]
         return items

@@ -158,7 +158,11 @@ def _allocatable(
     out["pods"] = str(MAX_PODS)
     if NVIDIA_GPU_RESOURCE in pool.extended_resources:
         topology = CATALOG.info(shape).topology if shape in CATALOG else None
-        out[NVIDIA_GPU_RESOURCE] = str(len(topology.gpus) if topology is not None else 8)
+        if topology is None:
+            raise ValueError(
+                f"pool {pool.name}: no topology for {shape}, so no GPU count for its device plugin"
+            )
+        out[NVIDIA_GPU_RESOURCE] = str(len(topology.gpus))
     for resource in sorted(pool.extended_resources - {NVIDIA_GPU_RESOURCE}):
         out[resource] = str(vfs[resource])
     return out

@@ -39,6 +39,7 @@ from oke_gpu_rdma import fabric_check
 from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL
 from tests.components.test_fabric_checks import OWN as CHECK_MARK
 from tests.components.test_rail_health import MARK as AGENT_MARK
+from tests.e2e.claim_pods import RESOURCE_API
 from tests.e2e.cluster_stack import StackCluster, wait_for
 from tests.e2e.kube import ApiError, Kube
 
@@ -46,7 +47,6 @@ KEY = "full-admission"
 AGENT_NODE, OTHER_NODE = "gpu-b4-a-0", "gpu-b4-a-1"
 # The fabric check's pool (its CronJob's POOL): the nodes it marks.
 CHECKED_NODE = "gpu-b4-a-1"
-RCT_API = "resource.k8s.io/v1"
 
 
 # -- identities --------------------------------------------------------------------------------------------
@@ -126,16 +126,7 @@ def rail_agent_on(cluster: StackCluster, node: str) -> Writer:
 
 def delete_now(kube: Kube, path: str) -> None:
     """DELETE with gracePeriodSeconds 0: no kubelet here finishes a graceful pod deletion."""
-    try:
-        kube._request(
-            "DELETE",
-            path,
-            f"DELETE {path}",
-            json={"gracePeriodSeconds": 0, "propagationPolicy": "Background"},
-        )
-    except ApiError as err:
-        if err.status != 404:
-            raise
+    kube.delete(path, grace_seconds=0)
 
 
 @dataclass
@@ -184,7 +175,7 @@ def stop_fabric_check(cluster: StackCluster, run: CheckRun) -> None:
 # -- writes as kubectl sends them ----------------------------------------------------------------------------
 def _patch(kube: Kube, path: str, body: Any, content_type: str, manager: str, strict: bool = False) -> Any:
     params = {"fieldManager": manager, **({"fieldValidation": "Strict"} if strict else {})}
-    return kube._request(
+    return kube.request(
         "PATCH",
         path,
         f"PATCH {path} as {manager}",
@@ -703,7 +694,7 @@ def claim_template(namespace: str, name: str) -> dict[str, Any]:
         "devices": {"requests": [{"name": "rails", "exactly": {"deviceClassName": "dra.net", "count": 1}}]}
     }
     return {
-        "apiVersion": RCT_API,
+        "apiVersion": RESOURCE_API,
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"spec": spec},
@@ -711,7 +702,7 @@ def claim_template(namespace: str, name: str) -> dict[str, Any]:
 
 
 def rct_path(namespace: str, name: str) -> str:
-    return f"/apis/{RCT_API}/namespaces/{namespace}/resourceclaimtemplates/{name}"
+    return f"/apis/{RESOURCE_API}/namespaces/{namespace}/resourceclaimtemplates/{name}"
 
 
 def rct_write(kube: Kube, verb: str, namespace: str, name: str) -> Any:
@@ -723,7 +714,7 @@ def rct_write(kube: Kube, verb: str, namespace: str, name: str) -> Any:
         body = {"metadata": {"labels": {fabric_check.RUN_LABEL: "claims"}}}
         return kube.patch(rct_path(namespace, name), body, "strategic")
     assert verb == "delete"
-    return kube._request("DELETE", rct_path(namespace, name), f"DELETE {rct_path(namespace, name)}")
+    return kube.request("DELETE", rct_path(namespace, name), f"DELETE {rct_path(namespace, name)}")
 
 
 def allowed(kube: Kube, verb: str, namespace: str) -> bool:

@@ -120,7 +120,8 @@ SHAPE = "BM.GPU.B4.8"
 CLAIMS = 1000
 SEED = 20261202
 NODES = 100
-ROOTS = ("pci0000:00", "pci0000:3e", "pci0000:7d", "pci0000:ba")
+# The shape's PCIe roots, which some random selectors narrow a request to.
+ROOTS = topology_of(SHAPE).root_names
 NAMESPACE = "judge"
 
 

@@ -31,10 +31,11 @@ from typing import Any
 import pytest
 
 from components import fabric_checks
+from oke_gpu_rdma import mpi_operator
 from oke_gpu_rdma.kueue_jobs import QUEUE_LABEL
 from oke_gpu_rdma.labels import HOSTNAME_LABEL, INSTANCE_TYPE_LABEL, RDMA_NETWORK_BLOCK_LABEL
 from tests.components.test_rail_health import MARK as AGENT_MARK
-from tests.e2e.claim_pods import RESOURCE_API, delete_pods
+from tests.e2e.claim_pods import RESOURCE_API, delete_pods, scheduled
 from tests.e2e.cluster_stack import StackCluster, wait_for
 from tests.e2e.kube import Kube
 from tests.e2e.nodes import Placement
@@ -46,11 +47,11 @@ from tests.e2e.test_admission import (
     start_fabric_check,
     stop_fabric_check,
 )
+from tests.e2e.workloads import admitted, workload_of
 
 KEY = "full-health-marks"
 SHAPE = "BM.GPU.B4.8"
-MPIJOB_API = "kubeflow.org/v2beta1"
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
+MPIJOB_API = mpi_operator.MPIJOB_API_VERSION
 ACCEPTANCE_JOB = "nccl-all-reduce"
 WHOLE_NODE_TEMPLATE = "aligned-8gpu-16rails"
 # The fabric check's pool (gpu-b4-a) in the network block Kueue's TAS tries first when blocks tie: its
@@ -93,7 +94,7 @@ def delete_job(cluster: StackCluster, namespace: str, name: str) -> None:
         if pods:
             delete_pods(kube, namespace, names)
         left = kube.get(f"/apis/{MPIJOB_API}/namespaces/{namespace}/mpijobs/{name}")
-        return not pods and left is None and workload_of(kube, namespace, name) is None
+        return not pods and left is None and workload_of(kube, namespace, name, "MPIJob") is None
 
     wait_for(gone, f"MPIJob {name} and its pods gone", 60)
     wait_for(
@@ -107,28 +108,6 @@ def delete_job(cluster: StackCluster, namespace: str, name: str) -> None:
         f"the claims of MPIJob {name} gone",
         60,
     )
-
-
-def workload_of(kube: Kube, namespace: str, job: str) -> dict[str, Any] | None:
-    """Kueue's Workload for the MPIJob ``job`` (owned by it)."""
-    for workload in kube.list(KUEUE_API, "Workload", namespace):
-        owners = workload["metadata"].get("ownerReferences") or ()
-        if any(o["kind"] == "MPIJob" and o["name"] == job for o in owners):
-            found: dict[str, Any] = workload
-            return found
-    return None
-
-
-def scheduled(pod: Mapping[str, Any]) -> tuple[str | None, str]:
-    """(node, the scheduler's message) once the scheduler has decided: bound, or PodScheduled False with
-    reason Unschedulable; (None, "") before (not tried yet, or held by a scheduling gate)."""
-    conditions = pod["status"].get("conditions") or ()
-    condition: Mapping[str, Any] = next((c for c in conditions if c["type"] == "PodScheduled"), {})
-    if pod["spec"].get("nodeName"):
-        return str(pod["spec"]["nodeName"]), ""
-    if condition.get("status") == "False" and condition.get("reason") == "Unschedulable":
-        return None, str(condition.get("message", ""))
-    return None, ""
 
 
 def workers(kube: Kube, namespace: str, job: str) -> list[dict[str, Any]]:
@@ -305,11 +284,6 @@ def assignment_hosts(workload: Mapping[str, Any]) -> set[str]:
     return hosts
 
 
-def admitted(workload: Mapping[str, Any] | None) -> bool:
-    conditions = ((workload or {}).get("status") or {}).get("conditions") or ()
-    return any(c["type"] == "Admitted" and c["status"] == "True" for c in conditions)
-
-
 class OntoHeldNodes(AssertionError):
     """Kueue admitted a queued job onto nodes the fabric check holds."""
 
@@ -325,7 +299,7 @@ def cluster(cluster_of: Callable[..., StackCluster]) -> StackCluster:
     pool_nodes = {n.name for n in cluster.nodes if n.pool == pool}
     bound = wait_bound_workers(cluster.kube, namespace, ACCEPTANCE_JOB)
     assert {p["spec"]["nodeName"] for p in bound} == pool_nodes
-    assert admitted(workload_of(cluster.kube, namespace, ACCEPTANCE_JOB))
+    assert admitted(workload_of(cluster.kube, namespace, ACCEPTANCE_JOB, "MPIJob"))
     delete_job(cluster, namespace, ACCEPTANCE_JOB)
     return cluster
 
@@ -455,7 +429,7 @@ def test_a_queued_job_is_admitted_to_the_other_nodes_while_the_fabric_check_hold
             assert {d["pool"] for d in held_devices(kube, pod)} == {pod["spec"]["nodeName"]}
         kube.create(queued_job(cluster, queued_name))
         workload = wait_for(
-            lambda: (w := workload_of(kube, namespace, queued_name)) and admitted(w) and w,
+            lambda: (w := workload_of(kube, namespace, queued_name, "MPIJob")) and admitted(w) and w,
             f"Kueue admits {queued_name}",
             60,
         )

@@ -17,25 +17,13 @@ from oke_gpu_rdma import labels
 from oke_gpu_rdma.kueue_jobs import QUEUE_LABEL
 from tests.e2e.claim_pods import RESTRICTED, delete_pods
 from tests.e2e.cluster_stack import StackCluster, wait_for
+from tests.e2e.workloads import admitted, workload_of
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
 STACK = "full"
 
 
 def _mpijob(cluster: StackCluster) -> dict[str, Any]:
     return next(m for m in cluster.stack.manifests.values() if m["kind"] == "MPIJob")
-
-
-def _workload_of(cluster: StackCluster, namespace: str, owner: str) -> dict[str, Any] | None:
-    for workload in cluster.kube.list(KUEUE_API, "Workload", namespace):
-        if any(ref["name"] == owner for ref in workload["metadata"].get("ownerReferences") or ()):
-            return workload
-    return None
-
-
-def _admitted(workload: dict[str, Any] | None) -> bool:
-    conditions = ((workload or {}).get("status") or {}).get("conditions") or ()
-    return any(c["type"] == "Admitted" and c["status"] == "True" for c in conditions)
 
 
 def _pods(cluster: StackCluster, namespace: str, selector: str) -> list[dict[str, Any]]:
@@ -58,7 +46,7 @@ def test_the_nccl_acceptance_job_is_admitted_and_its_workers_bound_inside_one_ne
     job = _mpijob(cluster)
     namespace = job["metadata"]["namespace"]
     workload = wait_for(
-        lambda: (w := _workload_of(cluster, namespace, job["metadata"]["name"])) and _admitted(w) and w,
+        lambda: (w := workload_of(cluster.kube, namespace, job["metadata"]["name"])) and admitted(w) and w,
         "the acceptance MPIJob's Workload admitted",
     )
     assert workload["status"]["admission"]["clusterQueue"] == cluster.stack.stack.scheduling.cluster_queue
@@ -151,7 +139,7 @@ def test_a_single_node_gpu_job_with_only_the_queue_name_label_is_admitted_and_bo
     cluster.kube.create(job)
     try:
         wait_for(
-            lambda: _admitted(_workload_of(cluster, namespace, "one-node-train")),
+            lambda: admitted(workload_of(cluster.kube, namespace, "one-node-train")),
             # Kueue admits within its scheduling cycle (milliseconds here); 20 s is long past it.
             "the single-node Job's Workload admitted",
             20,
