@@ -43,9 +43,8 @@ from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobs
 from components.system_pool import SystemNodePool, system_pool_args
 from oke_gpu_rdma import health
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
-from oke_gpu_rdma.node_sizes import node_size
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
-from stack_config import cluster_version, gpu_operator_plan, health_plan
+from stack_config import claim_plan, cluster_version, gpu_operator_plan, health_plan
 from stack_config.loading import load_program_stack, stack_source
 from stack_config.model import MIN_KUBERNETES_MINOR, kubernetes_minor
 from stack_config.monitoring_plan import rule_settings
@@ -383,9 +382,11 @@ if acceptance.active and claim_templates is not None:
     # Not an onboarding pool: its shape has no templates (the stack config refuses naming one).
     acceptance_pool = acceptance.node_pool or config.templated_pools[0].name
     acceptance_shape = next(p.shape for p in config.node_pools if p.name == acceptance_pool)
+    # The stack config refused a pool without a template for the NCCL job.
+    nccl_template = claim_plan.acceptance_template(config) or ""
     acceptance_queue: JobQueue | None = None
     if scheduling is not None:
-        size = node_size(acceptance_shape)
+        size = config.node_size(acceptance_shape)
         assert size is not None  # the stack config refused a shape without a known size
         acceptance_queue = JobQueue(
             scheduling.local_queue, scheduling.acceptance_level, size.whole_node_cpus, acceptance_shape
@@ -395,7 +396,7 @@ if acceptance.active and claim_templates is not None:
         AcceptanceJobsArgs(
             config=acceptance,
             namespace=workloads.namespace,
-            nccl_template=valid_stack.claims.aligned_template(acceptance.claim_template, acceptance_shape)
+            nccl_template=valid_stack.claims.aligned_template(nccl_template, acceptance_shape)
             if acceptance.nccl
             else None,
             rails_template=valid_stack.claims.rails_only(acceptance_shape)

@@ -28,6 +28,7 @@ from stack_config.claim_plan import (
     judged_templates,
     topology_problems,
 )
+from stack_config.claim_plan import claim_templates as stack_claim_templates
 from stack_config.model import ClaimTemplateConfig, DnsLabel, ShapeName, StackConfig
 
 from .component_inputs import ComponentInputError, from_wire, is_known, schema_name, validated, value_problems
@@ -107,6 +108,9 @@ class ClaimTemplateRequest(TypedDict):
     part of a NUMA node's GPUs gives one template per NUMA node, its name ending with -numa<N>)."""
     namespace: NotRequired[str]
     """Namespace of the template (default: the component's namespace)."""
+    shapes: NotRequired[list[str]]
+    """The shapes (of ``shapes`` below) it is made for, each of which must hold it (default: every one whose
+    nodes can align ``gpus_per_worker`` GPUs; none can: refused)."""
 
 
 class GpuRailClaimTemplatesArgs(TypedDict):
@@ -183,7 +187,15 @@ def planned_templates(name: str, args: GpuRailClaimTemplatesArgs) -> tuple[Plann
     plan = judged_templates(
         catalog,
         shapes,
-        [TemplateRequest(t.name, t.gpus_per_worker, t.namespace or args["namespace"]) for t in checked],
+        [
+            TemplateRequest(
+                t.name,
+                t.gpus_per_worker,
+                t.namespace or args["namespace"],
+                tuple(t.shapes) if t.shapes is not None else None,
+            )
+            for t in checked
+        ],
         rails_only,
         args["namespace"],
         COMPONENT_KEYS,
@@ -193,6 +205,17 @@ def planned_templates(name: str, args: GpuRailClaimTemplatesArgs) -> tuple[Plann
     return plan.templates
 
 
+def _request(template: ClaimTemplateConfig, namespace: str) -> ClaimTemplateRequest:
+    request = ClaimTemplateRequest(
+        name=template.name,
+        gpus_per_worker=template.gpus_per_worker,
+        namespace=template.namespace or namespace,
+    )
+    if template.shapes is not None:
+        request["shapes"] = list(template.shapes)
+    return request
+
+
 def claim_template_args(plan: ClaimPlan, config: StackConfig) -> GpuRailClaimTemplatesArgs:
     """The Args that give the templates of the stack's plan (what __main__.py declares): its shapes,
     its requests when their drivers are on, and its shapeTopologies."""
@@ -200,12 +223,7 @@ def claim_template_args(plan: ClaimPlan, config: StackConfig) -> GpuRailClaimTem
     args = GpuRailClaimTemplatesArgs(
         shapes=list(plan.shapes),
         namespace=workloads.namespace,
-        claim_templates=[
-            ClaimTemplateRequest(
-                name=t.name, gpus_per_worker=t.gpus_per_worker, namespace=t.namespace or workloads.namespace
-            )
-            for t in workloads.claim_templates
-        ]
+        claim_templates=[_request(t, workloads.namespace) for t in stack_claim_templates(config)]
         if emits_aligned_templates(config)
         else [],
         shape_topologies=dict(config.shape_topologies),

@@ -7,9 +7,11 @@ than half of the node's CPUs, so that TAS never puts two on one node (docs/sched
 
 Source: Oracle Cloud Infrastructure documentation, "Compute Shapes", bare metal GPU shapes
 (https://docs.oracle.com/en-us/iaas/Content/Compute/References/computeshapes.htm): OCPUs and memory per
-shape. One OCPU is two vCPUs (hardware threads) on x86, which the kubelet reports as CPUs. The node's
-allocatable is somewhat less (the kubelet's reservations): the quotas built from these are an upper bound,
-and a worker's "more than half" request stays far below what a node has free.
+shape. The same page defines an OCPU as two vCPUs (hardware threads) on x86 and one vCPU on Arm; the
+kubelet reports vCPUs as CPUs. The node's allocatable is somewhat less (the kubelet's reservations): the
+quotas built from these are an upper bound, and a worker's "more than half" request stays far below what a
+node has free. A shape listed here with other figures on a tenancy, or a shape not listed, takes its figures
+from the stack file (`workloads.scheduling.nodeSizes`, stack_config/model.py), never from an edit here.
 """
 
 from __future__ import annotations
@@ -17,19 +19,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-# vCPUs per OCPU on x86 (the same page: "one OCPU is the equal of two vCPUs for x86-based compute").
-VCPUS_PER_OCPU: Final = 2
+# vCPUs per OCPU (the same page: "one OCPU is the equal of two vCPUs for x86-based compute", one for Arm).
+VCPUS_PER_OCPU_X86: Final = 2
+VCPUS_PER_OCPU_ARM: Final = 1
 
 
 @dataclass(frozen=True)
 class NodeSize:
-    ocpus: int
+    cpus: int
+    """The CPUs the kubelet reports (vCPUs: hardware threads)."""
     memory_gib: int
 
-    @property
-    def cpus(self) -> int:
-        """The CPUs the kubelet reports (hardware threads)."""
-        return self.ocpus * VCPUS_PER_OCPU
+    @classmethod
+    def x86(cls, ocpus: int, memory_gib: int) -> NodeSize:
+        return cls(ocpus * VCPUS_PER_OCPU_X86, memory_gib)
+
+    @classmethod
+    def arm(cls, ocpus: int, memory_gib: int) -> NodeSize:
+        return cls(ocpus * VCPUS_PER_OCPU_ARM, memory_gib)
 
     @property
     def whole_node_cpus(self) -> int:
@@ -38,16 +45,21 @@ class NodeSize:
 
 
 SIZES: Final[dict[str, NodeSize]] = {
-    "BM.GPU.B4.8": NodeSize(64, 2048),
-    "BM.GPU.A100-v2.8": NodeSize(128, 2048),
-    "BM.GPU.H100.8": NodeSize(112, 2048),
-    "BM.GPU.H200.8": NodeSize(112, 3072),
-    "BM.GPU.B200.8": NodeSize(128, 4096),
-    "BM.GPU.MI300X.8": NodeSize(112, 2048),
-    "VM.GPU.A10.1": NodeSize(15, 240),
+    "BM.GPU.B4.8": NodeSize.x86(64, 2048),
+    "BM.GPU.A100-v2.8": NodeSize.x86(128, 2048),
+    "BM.GPU.H100.8": NodeSize.x86(112, 2048),
+    "BM.GPU.H200.8": NodeSize.x86(112, 3072),
+    "BM.GPU.B200.8": NodeSize.x86(128, 4096),
+    "BM.GPU.MI300X.8": NodeSize.x86(112, 2048),
+    "VM.GPU.A10.1": NodeSize.x86(15, 240),
+    # The same page's GB200 row (BM.GPU.GB200.4): 144 OCPUs and 960 GB, the two Grace CPUs of the compute
+    # tray (72 Arm Neoverse V2 cores and 480 GB LPDDR5X each, NVIDIA's GB200 NVL72 datasheet). The -v3.4
+    # variant is the same tray with ConnectX-8 rails (oke_gpu_rdma/shapes/BM.GPU.GB200-v3.4.yaml: 2 Grace
+    # CPUs, 4 GPUs, 8 rails); Arm, so one CPU per OCPU.
+    "BM.GPU.GB200-v3.4": NodeSize.arm(144, 960),
 }
 
 
 def node_size(shape: str) -> NodeSize | None:
-    """The size of a node of ``shape`` (None for a shape not listed)."""
+    """The size of a node of ``shape`` in OCI's table (None for a shape not listed)."""
     return SIZES.get(shape)

@@ -25,7 +25,7 @@ import pulumi
 
 from oke_gpu_rdma import mpi_operator, resource_types
 from oke_gpu_rdma.scheduling import Verdict
-from stack_config import region_checks
+from stack_config import claim_plan, region_checks
 from stack_config.loading import load_stack as load_checked_stack
 from stack_config.loading import raw_config, stack_source
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
@@ -96,6 +96,8 @@ class Preview:
     """The schedulability check: where each pod can run, and what it could not see (an existing cluster)."""
     schemas: schema_check.SchemaReport | None = None
     """Every manifest against the OpenAPI schemas of the stack's Kubernetes version (preview/schema_check.py)."""
+    templates: tuple[str, ...] = ()
+    """Which claim templates each shape got, and which it did not (stack_config/claim_plan.py shape_lines)."""
 
 
 def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
@@ -136,7 +138,8 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
         )
     except schema_check.SchemaVersionError as err:
         raise PreviewError(f"{_shown(stack_file(stack, dirs))}: {err}") from None
-    return Preview(run, pack_config, analyze_run(run, pack_config), placement, schemas)
+    templates = tuple(claim_plan.shape_lines(checked.config, checked.claims))
+    return Preview(run, pack_config, analyze_run(run, pack_config), placement, schemas, templates)
 
 
 def _shown(path: Path) -> str:
@@ -384,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\nRendered {records} resource record(s), {objects} Kubernetes manifest(s) and {PACK_CONFIG_FILE} "
         f"to {shown}/\n"
     )
+    if result.templates:
+        print("Claim templates by shape:")
+        print("\n".join(f"  {line}" for line in result.templates) + "\n")
     if result.placement.notes:
         print("Schedulability: not checked for pods that may run on pools outside this stack:")
         print("\n".join(f"  {note}" for note in result.placement.notes) + "\n")

@@ -21,13 +21,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, nccl_threshold
-from oke_gpu_rdma.claims import Verdict, aligned_claim_specs, judge_claim, rails_only_claim_spec
+from oke_gpu_rdma.claims import (
+    Verdict,
+    aligned_claim_specs,
+    aligned_pairs,
+    judge_claim,
+    rails_only_claim_spec,
+    valid_gpu_counts,
+)
 from oke_gpu_rdma.errors import PairingError, TopologyError
 from oke_gpu_rdma.shape_catalog import CATALOG, ShapeCatalog, verified_override_problem
 from oke_gpu_rdma.sriov import RdmaPath
 from oke_gpu_rdma.topology import Topology, shape_slug
 
-from .model import StackConfig
+from .capacity import acceptance_pool
+from .model import ClaimTemplateConfig, StackConfig
 from .problems import ConfigProblem
 
 
@@ -98,13 +106,20 @@ def template_name(name: str, shape: str, shapes: tuple[str, ...]) -> str:
 def stable_names(
     templates: Sequence[PlannedTemplate], shapes: tuple[str, ...]
 ) -> tuple[PlannedTemplate, ...]:
-    """With several shapes, the first shape's templates once more under their shape-free names (their spec
-    as built, pinned to that shape): the names a one-shape stack had, so that a second shape joining it
-    removes no template a workload names. After the per-shape ones, so that whoever looks a template up by
-    name and shape (the acceptance jobs) keeps the per-shape one it had."""
+    """With several shapes, each template once more under its shape-free name, as built for the first shape
+    (in pool order) it is made for, pinned to that shape: the names a one-shape stack had, so that a second
+    shape joining it removes no template a workload names. After the per-shape ones, so that whoever looks a
+    template up by name and shape (the acceptance jobs) keeps the per-shape one it had."""
     if len(shapes) <= 1:
         return ()
-    return tuple(replace(t, name=t.config_name) for t in templates if t.shape == shapes[0])
+    first: dict[str, str] = {}
+    for t in templates:
+        first.setdefault(t.config_name, t.shape)
+    return tuple(
+        replace(t, name=f"{t.config_name}-{t.group}" if t.group else t.config_name)
+        for t in templates
+        if first[t.config_name] == t.shape
+    )
 
 
 def shape_catalog(config: StackConfig) -> ShapeCatalog:
@@ -119,7 +134,8 @@ def topology(config: StackConfig, shape: str) -> Topology:
 
 def emits_aligned_templates(config: StackConfig) -> bool:
     """GPU/rail templates need both drivers: the GPUs and the rails each come from one."""
-    return config.dranet.enabled and config.gpu_driver.enabled and bool(config.workloads.claim_templates)
+    given = config.workloads.claim_templates
+    return config.dranet.enabled and config.gpu_driver.enabled and (given is None or bool(given))
 
 
 def emits_rails_only_template(config: StackConfig) -> bool:
@@ -128,11 +144,113 @@ def emits_rails_only_template(config: StackConfig) -> bool:
 
 @dataclass(frozen=True)
 class TemplateRequest:
-    """An aligned template asked for: its name, the GPUs one pod gets and its namespace."""
+    """An aligned template asked for: its name, the GPUs one pod gets, its namespace and the shapes it is for
+    (None: every shape that can hold it)."""
 
     name: str
     gpus_per_worker: int
     namespace: str
+    shapes: tuple[str, ...] | None = None
+
+
+def gpu_counts(topology: Topology) -> tuple[int, ...]:
+    """The GPUs per worker ``topology`` can align (none when its groups cannot be paired at all)."""
+    try:
+        return tuple(valid_gpu_counts(topology))
+    except PairingError:
+        return ()
+
+
+def rails_for(topology: Topology, gpus_per_worker: int) -> int:
+    """The rails a worker with ``gpus_per_worker`` aligned GPUs gets on ``topology``."""
+    return sum(pair.rails for pair in aligned_pairs(topology, gpus_per_worker))
+
+
+def default_claim_templates(catalog: ShapeCatalog, shapes: Sequence[str]) -> list[ClaimTemplateConfig]:
+    """The templates of a stack that names none: for each shape, one for a whole node's GPUs and one for half
+    of them (where half aligns), named by what a worker gets (``aligned-8gpu-16rails``), each made for every
+    shape that gives it that name. So any fleet gets templates its every shape holds: BM.GPU.B4.8 keeps
+    aligned-8gpu-16rails and aligned-4gpu-8rails; BM.GPU.GB200-v3.4 gets aligned-4gpu-8rails (its whole node)
+    and aligned-2gpu-4rails (one NUMA node)."""
+    made: dict[str, tuple[int, list[str]]] = {}
+    for shape in dict.fromkeys(shapes):
+        try:
+            topology = catalog.topology(shape)
+        except TopologyError:
+            continue  # the stack config reports the shape (topology_problems)
+        counts = gpu_counts(topology)
+        total = len(topology.gpus)
+        for gpus in (total, total // 2):
+            if gpus not in counts:
+                continue
+            name = f"aligned-{gpus}gpu-{rails_for(topology, gpus)}rails"
+            made.setdefault(name, (gpus, []))[1].append(shape)
+    return [
+        ClaimTemplateConfig.model_validate({"name": name, "gpusPerWorker": gpus, "shapes": made_for})
+        for name, (gpus, made_for) in made.items()
+    ]
+
+
+def claim_templates(config: StackConfig) -> list[ClaimTemplateConfig]:
+    """The aligned templates the stack asks for: workloads.claimTemplates, or the defaults of its shapes."""
+    given = config.workloads.claim_templates
+    if given is not None:
+        return list(given)
+    return default_claim_templates(shape_catalog(config), pool_shapes(config))
+
+
+def template_shapes(
+    catalog: ShapeCatalog,
+    shapes: Sequence[str],
+    index: int,
+    wanted: TemplateRequest,
+    keys: TemplateKeys,
+) -> tuple[tuple[str, ...], list[ConfigProblem]]:
+    """The shapes a template is made for, or the problems: a named shape the stack's pools lack or that cannot
+    hold it; with no shapes named, every shape that can hold it, and a problem when none can."""
+    at = f"{keys.claim_templates}[{index}]"
+    if wanted.shapes is None:
+        held = tuple(s for s in shapes if wanted.gpus_per_worker in gpu_counts(catalog.topology(s)))
+        if held or not shapes:
+            return held, []
+        if len(shapes) == 1:
+            try:
+                aligned_pairs(catalog.topology(shapes[0]), wanted.gpus_per_worker)
+            except PairingError as err:
+                return (), [ConfigProblem(f"{at}.gpusPerWorker", wanted.gpus_per_worker, str(err))]
+        each = "; ".join(
+            f"{s}: {len(catalog.topology(s).gpus)} GPUs a node, aligns "
+            f"{', '.join(map(str, gpu_counts(catalog.topology(s)))) or 'none'}"
+            for s in shapes
+        )
+        return (), [
+            ConfigProblem(
+                f"{at}.gpusPerWorker",
+                wanted.gpus_per_worker,
+                f"no shape of the stack's rdma: dranet pools can hold a worker with {wanted.gpus_per_worker} aligned "
+                f"GPUs ({each}); use a count one of them aligns",
+            )
+        ]
+    problems: list[ConfigProblem] = []
+    for j, shape in enumerate(wanted.shapes):
+        key = f"{at}.shapes[{j}]"
+        if shape not in shapes:
+            problems.append(
+                ConfigProblem(
+                    key,
+                    shape,
+                    f"no rdma: dranet pool of the stack that gets claim templates has this shape (theirs: "
+                    f"{', '.join(shapes) or 'none'}); name one of those, or add a pool of {shape}",
+                )
+            )
+            continue
+        try:
+            aligned_pairs(catalog.topology(shape), wanted.gpus_per_worker)
+        except PairingError as err:
+            problems.append(
+                ConfigProblem(key, shape, f"{err}; or leave {shape} out of the template's shapes")
+            )
+    return tuple(s for s in shapes if s in wanted.shapes), problems
 
 
 @dataclass(frozen=True)
@@ -226,17 +344,22 @@ def judged_templates(
     shapes = tuple(dict.fromkeys(shapes))
     pinned = len(shapes) > 1
     problems: list[ConfigProblem] = []
+    made_for: list[tuple[str, ...]] = []
+    for i, wanted in enumerate(aligned_requests):
+        held, found = template_shapes(catalog, shapes, i, wanted, keys)
+        made_for.append(held)
+        problems += found
+    if problems:
+        return ClaimPlan(shapes, problems=tuple(problems))
     aligned: list[PlannedTemplate] = []
     rails_only: list[PlannedTemplate] = []
     for shape in shapes:
         topology = catalog.topology(shape)
         for i, wanted in enumerate(aligned_requests):
-            key = f"{keys.claim_templates}[{i}].gpusPerWorker"
-            try:
-                specs = aligned_claim_specs(topology, wanted.gpus_per_worker, pin_shape=pinned)
-            except PairingError as err:
-                problems.append(ConfigProblem(key, wanted.gpus_per_worker, str(err)))
+            if shape not in made_for[i]:
                 continue
+            key = f"{keys.claim_templates}[{i}].gpusPerWorker"
+            specs = aligned_claim_specs(topology, wanted.gpus_per_worker, pin_shape=pinned)
             # A shape aligned at the NUMA node gives a worker with part of a node's GPUs one template
             # per NUMA node (oke_gpu_rdma/claims/pairing.py): each name ends with its group.
             for aligned_spec in specs:
@@ -301,22 +424,52 @@ def judged_templates(
     )
 
 
+def shape_lines(config: StackConfig, plan: ClaimPlan) -> list[str]:
+    """Which templates each shape got (their object names), then each aligned template a shape did not get and
+    why: what the preview prints, so that a fleet's templates are never a surprise."""
+    lines = []
+    for shape in plan.shapes:
+        names = [t.name for t in plan.templates if t.shape == shape]
+        if names:
+            lines.append(f"{shape}: {', '.join(names)}")
+    if not emits_aligned_templates(config):
+        return lines
+    catalog = shape_catalog(config)
+    given = {t.name: t for t in config.workloads.claim_templates or []}
+    for name, made in template_shape_map(config).items():
+        for shape in (s for s in plan.shapes if s not in made):
+            template = given.get(name)
+            if template is None:
+                why = "a default template of another shape; each shape's defaults are its whole and half node"
+            elif template.shapes is not None:
+                why = f"its shapes are {', '.join(template.shapes)}"
+            else:
+                topology = catalog.topology(shape)
+                counts = ", ".join(map(str, gpu_counts(topology))) or "none"
+                why = f"a node has {len(topology.gpus)} GPUs and aligns {counts} per worker"
+            lines.append(f"{name}: not made for {shape} ({why})")
+    return lines
+
+
 def plan_claims(config: StackConfig) -> ClaimPlan:
     """The judged templates, or a plan whose ``problems`` say which key to change."""
     shapes = pool_shapes(config)
-    problems = (
-        list(_onboarding_problems(config))
-        + list(_topology_problems(config))
-        + list(_acceptance_problems(config))
-    )
+    problems = list(_onboarding_problems(config)) + list(_topology_problems(config))
+    # The jobs' templates are known once every shape has its topology.
+    problems = problems or list(_acceptance_problems(config))
     if problems:
         return ClaimPlan(shapes, problems=tuple(problems))
     if not (emits_aligned_templates(config) or emits_rails_only_template(config)):
         return ClaimPlan(shapes)
     workloads = config.workloads
     requests = [
-        TemplateRequest(t.name, t.gpus_per_worker, t.namespace or workloads.namespace)
-        for t in workloads.claim_templates
+        TemplateRequest(
+            t.name,
+            t.gpus_per_worker,
+            t.namespace or workloads.namespace,
+            tuple(t.shapes) if t.shapes is not None else None,
+        )
+        for t in claim_templates(config)
     ]
     return judged_templates(
         shape_catalog(config),
@@ -434,7 +587,7 @@ def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             f"them ({', '.join(dra_names)})",
         )
         return
-    names = [t.name for t in config.workloads.claim_templates]
+    templates = {t.name: t for t in claim_templates(config)}
     sriov_names = {p.name for p in config.sriov_pools}
     if jobs.active and jobs.node_pool in sriov_names:
         yield ConfigProblem(
@@ -442,33 +595,87 @@ def _acceptance_problems(config: StackConfig) -> Iterator[ConfigProblem]:
             jobs.node_pool,
             f"is an rdma: sriov pool; the claim-template jobs run on a DRANET pool ({', '.join(dra_names)})",
         )
+        return
     if jobs.active and jobs.rail_bandwidth and not emits_rails_only_template(config):
         yield ConfigProblem(
             "workloads.acceptanceJobs.railBandwidth",
             True,
             "needs the rails-only template: set workloads.railsOnlyTemplate (default all-rails) and dranet.enabled",
         )
-    if jobs.active and jobs.nccl and not emits_aligned_templates(config):
+    if not (jobs.active and jobs.nccl):
+        return
+    if not emits_aligned_templates(config):
         yield ConfigProblem(
             "workloads.acceptanceJobs.nccl",
             True,
             "needs GPU/rail claim templates: dranet.enabled, gpuDriver.enabled and workloads.claimTemplates",
         )
-    elif jobs.active and jobs.nccl and jobs.claim_template not in names:
+        return
+    if jobs.claim_template is not None and jobs.claim_template not in templates:
         yield ConfigProblem(
             "workloads.acceptanceJobs.claimTemplate",
             jobs.claim_template,
-            f"no such template in workloads.claimTemplates ({', '.join(names) or 'none'})",
+            f"no such template in workloads.claimTemplates ({', '.join(templates) or 'none'})",
         )
-    elif jobs.active and jobs.nccl:
-        gpus = next(
-            t.gpus_per_worker for t in config.workloads.claim_templates if t.name == jobs.claim_template
-        )
-        if nccl_threshold("dranet", gpus, jobs.nccl_busbw_gbs) is None:
-            measured = " and ".join(str(n) for n in SEED_NCCL_BUSBW_GBS["dranet"])
-            yield ConfigProblem(
-                "workloads.acceptanceJobs.ncclBusbwGBs",
-                None,
-                f"the seed measured NCCL jobs with {measured} GPUs per worker, not {gpus} "
-                f"({jobs.claim_template}); set the minimum busbw in GB/s the job must reach",
+        return
+    pool = acceptance_pool(config)
+    if pool is None or pool.name != (jobs.node_pool or pool.name):
+        return  # a pool the stack does not have (region_checks reports it)
+    shape = pool.shape
+    name = acceptance_template(config)
+    if name is None or shape not in template_shape_map(config).get(name, ()):
+        for_shape = [n for n, made in template_shape_map(config).items() if shape in made]
+        yield ConfigProblem(
+            "workloads.acceptanceJobs.claimTemplate",
+            jobs.claim_template,
+            f"the NCCL job runs on pool {pool.name} ({shape}), and "
+            + (
+                f"template {name} is not made for {shape}"
+                if name is not None
+                else f"no template of {shape} has all of a node's GPUs"
             )
+            + f"; name one made for it ({', '.join(for_shape) or 'none'}), or another nodePool",
+        )
+        return
+    gpus = templates[name].gpus_per_worker
+    if nccl_threshold("dranet", gpus, jobs.nccl_busbw_gbs) is None:
+        measured = " and ".join(str(n) for n in SEED_NCCL_BUSBW_GBS["dranet"])
+        yield ConfigProblem(
+            "workloads.acceptanceJobs.ncclBusbwGBs",
+            None,
+            f"the seed measured NCCL jobs with {measured} GPUs per worker, not {gpus} "
+            f"({name}); set the minimum busbw in GB/s the job must reach",
+        )
+
+
+def template_shape_map(config: StackConfig) -> dict[str, tuple[str, ...]]:
+    """Each aligned template's name -> the shapes it is made for (a shape that cannot hold it left out)."""
+    catalog = shape_catalog(config)
+    shapes = pool_shapes(config)
+    found: dict[str, tuple[str, ...]] = {}
+    for i, t in enumerate(claim_templates(config)):
+        request = TemplateRequest(t.name, t.gpus_per_worker, "", tuple(t.shapes) if t.shapes else None)
+        found[t.name] = template_shapes(catalog, shapes, i, request, STACK_KEYS)[0]
+    return found
+
+
+def acceptance_template(config: StackConfig) -> str | None:
+    """The NCCL acceptance job's template: acceptanceJobs.claimTemplate, else the one made for the jobs' pool's
+    shape that holds all of a node's GPUs (aligned-8gpu-16rails on BM.GPU.B4.8); None when it has none."""
+    jobs = config.workloads.acceptance_jobs
+    if jobs.claim_template is not None:
+        return jobs.claim_template
+    pool = acceptance_pool(config)
+    if pool is None:
+        return None
+    shape = pool.shape
+    total = len(shape_catalog(config).topology(shape).gpus)
+    templates = {t.name: t for t in claim_templates(config)}
+    return next(
+        (
+            name
+            for name, made in template_shape_map(config).items()
+            if shape in made and templates[name].gpus_per_worker == total
+        ),
+        None,
+    )

@@ -22,11 +22,12 @@ from pydantic import (
     Field,
     StrictInt,
     TypeAdapter,
+    field_validator,
     model_validator,
 )
 
 from oke_gpu_rdma import cidr_rules as cidr
-from oke_gpu_rdma import cron, health, mpi_operator, pack_settings, resource_types
+from oke_gpu_rdma import cron, health, mpi_operator, node_sizes, pack_settings, resource_types
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import (
@@ -36,6 +37,7 @@ from oke_gpu_rdma.labels import (
     RDMA_NETWORK_BLOCK_LABEL,
     RDMA_PATH_LABEL,
 )
+from oke_gpu_rdma.node_sizes import NodeSize
 from oke_gpu_rdma.oci_regions import is_known_region, parse_ocid, unknown_region
 from oke_gpu_rdma.releases import dranet, kube_prometheus_stack, kueue, network_operator, nvidia_gpu
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
@@ -909,13 +911,28 @@ class NetworkOperatorConfig(_Model):
 
 
 class ClaimTemplateConfig(_Model):
-    """A ResourceClaimTemplate pairing GPUs with the rails on their PCIe roots."""
+    """A ResourceClaimTemplate pairing GPUs with the rails on their PCIe roots (or NUMA node)."""
 
     name: DnsLabel = Field(description="Template name; pods reference it in resourceClaims.")
     gpus_per_worker: StrictInt = Field(
         alias="gpusPerWorker", ge=1, description="GPUs one pod gets (with their rails)."
     )
     namespace: DnsLabel | None = Field(None, description="Defaults to workloads.namespace.")
+    shapes: list[ShapeName] | None = Field(
+        None,
+        min_length=1,
+        description="The shapes of the stack's rdma: dranet pools it is made for, each of which must hold it; "
+        "default: every such shape whose nodes can align gpusPerWorker GPUs (the preview lists which shapes got "
+        "it), refused when none can.",
+    )
+
+    @field_validator("shapes")
+    @classmethod
+    def _distinct_shapes(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            repeated = sorted({s for s in value if value.count(s) > 1})
+            raise ValueError(f"names a shape twice ({', '.join(repeated)}); list each once")
+        return value
 
 
 def _known_mpi_operator(version: str) -> str:
@@ -960,8 +977,11 @@ class AcceptanceJobsConfig(_Model):
     workers: StrictInt = Field(
         2, ge=2, le=MAX_NODES_PER_POOL, description="MPIJob workers, one per node of the jobs' pool."
     )
-    claim_template: DnsLabel = Field(
-        "aligned-8gpu-16rails", alias="claimTemplate", description="Template the NCCL workers use."
+    claim_template: DnsLabel | None = Field(
+        None,
+        alias="claimTemplate",
+        description="Template the NCCL workers use; default: the one made for the jobs' pool's shape with all of "
+        "a node's GPUs (aligned-8gpu-16rails on BM.GPU.B4.8, aligned-4gpu-8rails on BM.GPU.GB200-v3.4).",
     )
     mpi_operator_version: Annotated[str, AfterValidator(_known_mpi_operator)] = Field(
         mpi_operator.DEFAULT_VERSION,
@@ -1043,6 +1063,15 @@ def _fabric_level(level: str) -> str:
     return level
 
 
+class NodeSizeConfig(_Model):
+    """What the kubelet of one node of a shape reports: `kubectl get node <node> -o jsonpath='{.status.capacity}'`."""
+
+    cpus: StrictInt = Field(ge=1, description="The node's CPUs (status.capacity.cpu).")
+    memory_gib: StrictInt = Field(
+        alias="memoryGiB", ge=1, description="The node's memory in GiB (status.capacity.memory)."
+    )
+
+
 class SchedulingConfig(_Model):
     """Kueue with topology-aware scheduling over the RDMA fabric (docs/scheduling.md): the chart, one Topology with
     the fabric levels, a ResourceFlavor per RDMA shape, a ClusterQueue with the pools' GPUs, rails, CPUs and memory,
@@ -1069,6 +1098,13 @@ class SchedulingConfig(_Model):
         alias="acceptanceLevel",
         description="The Topology level the NCCL acceptance job's workers must share "
         "(kueue.x-k8s.io/podset-required-topology).",
+    )
+    node_sizes: dict[ShapeName, NodeSizeConfig] = Field(
+        default_factory=dict,
+        alias="nodeSizes",
+        description="CPUs and memory of a node per shape, for a shape OCI's table in oke_gpu_rdma/node_sizes.py "
+        "lacks or where the tenancy's nodes differ: the flavors' quotas and the whole-node workers' CPU requests "
+        "are built from them.",
     )
 
 
@@ -1100,14 +1136,14 @@ class WorkloadsConfig(_Model):
     namespace: DnsLabel = Field(
         "rdma-dranet", description="Namespace for RDMA workloads (Pod Security baseline)."
     )
-    claim_templates: list[ClaimTemplateConfig] = Field(
-        default_factory=lambda: [
-            ClaimTemplateConfig.model_validate({"name": "aligned-8gpu-16rails", "gpusPerWorker": 8}),
-            ClaimTemplateConfig.model_validate({"name": "aligned-4gpu-8rails", "gpusPerWorker": 4}),
-        ],
+    claim_templates: list[ClaimTemplateConfig] | None = Field(
+        None,
         alias="claimTemplates",
         description="Aligned GPU/rail claim templates; a template's namespace of its own is created like "
-        "workloads.namespace.",
+        "workloads.namespace. Default (unset): for each shape of the rdma: dranet pools, a whole-node template "
+        "and a half-node one, named aligned-<GPUs>gpu-<rails>rails (aligned-8gpu-16rails and aligned-4gpu-8rails "
+        "on BM.GPU.B4.8; aligned-4gpu-8rails and aligned-2gpu-4rails on BM.GPU.GB200-v3.4), each made for the "
+        "shapes that share its name (stack_config/claim_plan.py default_claim_templates).",
     )
     rails_only_template: DnsLabel | None = Field(
         "all-rails", alias="railsOnlyTemplate", description="Name of a template with every rail (null: none)."
@@ -1124,7 +1160,7 @@ class WorkloadsConfig(_Model):
 
     @model_validator(mode="after")
     def _unique_templates(self) -> WorkloadsConfig:
-        names = [t.name for t in self.claim_templates] + (
+        names = [t.name for t in self.claim_templates or []] + (
             [self.rails_only_template] if self.rails_only_template else []
         )
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -1453,6 +1489,13 @@ class StackConfig(_Model):
     @property
     def dra_pools(self) -> list[NodePoolConfig]:
         return [p for p in self.node_pools if p.rdma is RdmaPath.DRANET]
+
+    def node_size(self, shape: str) -> NodeSize | None:
+        """A node of ``shape``: the stack's workloads.scheduling.nodeSizes entry, else OCI's table."""
+        given = self.workloads.scheduling.node_sizes.get(shape)
+        if given is not None:
+            return NodeSize(given.cpus, given.memory_gib)
+        return node_sizes.node_size(shape)
 
     @property
     def templated_pools(self) -> list[NodePoolConfig]:

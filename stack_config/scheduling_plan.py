@@ -7,7 +7,7 @@ and the queue (docs/scheduling.md says why each is so).
   tolerates the taints of those pools (Kueue injects its tolerations into the admitted pod sets, and TAS
   drops a node whose taints a pod set does not tolerate), and schedules over the stack's Topology.
 - Quotas are the pools' capacity: their nodes' GPUs and rails as Kueue counts DRA devices (one per device of a
-  mapped DeviceClass: oke_gpu_rdma/releases/kueue.py), and their CPUs and memory (oke_gpu_rdma/node_sizes.py).
+  mapped DeviceClass: oke_gpu_rdma/releases/kueue.py), and their CPUs and memory (oke_gpu_rdma/node_sizes.py, or the stack's workloads.scheduling.nodeSizes).
 - With a system pool, a flavor of its own without topology for pod sets that need no GPU (an MPIJob's
   launcher): Kueue gives a pod set without a topology request only a flavor without topology when the queue
   has one (pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS, l. 164-203).
@@ -26,7 +26,7 @@ from oke_gpu_rdma.labels import (
     INSTANCE_TYPE_LABEL,
     POOL_LABEL,
 )
-from oke_gpu_rdma.node_sizes import SIZES, node_size
+from oke_gpu_rdma.node_sizes import SIZES
 from oke_gpu_rdma.releases import dranet, kueue, nvidia_gpu
 from oke_gpu_rdma.topology import shape_slug
 
@@ -35,6 +35,7 @@ from .model import StackConfig, tolerations
 from .problems import ConfigProblem
 
 KEY = "workloads.scheduling.enabled"
+NODE_SIZES_KEY = "workloads.scheduling.nodeSizes"
 # apis/kueue/v1beta2/resourceflavor_types.go l. 65 and l. 98: at most 8 node labels and 8 tolerations.
 MAX_FLAVOR_TOLERATIONS = 8
 # The system flavor's name (no shape has it: shape slugs start with bm- or vm-).
@@ -94,14 +95,27 @@ def problems(config: StackConfig) -> list[ConfigProblem]:
                     f"needs {key}: Kueue counts GPUs and rails as DRA devices; turn {key} on or scheduling off",
                 )
             )
-    for shape in pool_shapes(config):
-        if node_size(shape) is None:
+    shapes = pool_shapes(config)
+    for shape in settings_shapes(config):
+        if shape not in shapes:
             found.append(
                 ConfigProblem(
-                    KEY,
-                    True,
-                    f"shape {shape} has no known CPUs and memory (oke_gpu_rdma/node_sizes.py lists "
-                    f"{', '.join(SIZES)}); add it there or turn scheduling off",
+                    f"{NODE_SIZES_KEY}.{shape}",
+                    None,
+                    f"no rdma: dranet pool with claim templates has shape {shape} (theirs: "
+                    f"{', '.join(shapes) or 'none'}); remove the entry or add a pool of that shape",
+                )
+            )
+    for shape in shapes:
+        if config.node_size(shape) is None:
+            found.append(
+                ConfigProblem(
+                    f"{NODE_SIZES_KEY}.{shape}",
+                    None,
+                    f"shape {shape} has no known CPUs and memory (OCI's table in oke_gpu_rdma/node_sizes.py lists "
+                    f"{', '.join(SIZES)}); set them from a node's `kubectl get node <node> -o "
+                    "jsonpath='{.status.capacity}'`: "
+                    f"{NODE_SIZES_KEY}: {{{shape}: {{cpus: <cpu>, memoryGiB: <memory in GiB>}}}}",
                 )
             )
         taints = {(t.key, t.effect) for p in config.dra_pools if p.shape == shape for t in p.taints}
@@ -117,6 +131,11 @@ def problems(config: StackConfig) -> list[ConfigProblem]:
     return found
 
 
+def settings_shapes(config: StackConfig) -> list[str]:
+    """The shapes workloads.scheduling.nodeSizes gives figures for."""
+    return list(config.workloads.scheduling.node_sizes)
+
+
 def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> SchedulingPlan | None:
     """The plan of a valid stack (None when scheduling is off); ``namespaces``: where workloads run."""
     settings = config.workloads.scheduling
@@ -128,7 +147,7 @@ def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> Schedul
     for shape in pool_shapes(config):
         pools = [p for p in config.dra_pools if p.shape == shape]
         topology = catalog.topology(shape)
-        size = node_size(shape)
+        size = config.node_size(shape)
         assert size is not None  # problems() refused the stack otherwise
         nodes = sum(p.count for p in pools)
         name = flavor_name(shape)

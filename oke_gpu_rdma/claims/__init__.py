@@ -65,6 +65,7 @@ __all__ = [
     "plugin_drivers",
     "rails_only_claim_spec",
     "shape_selector",
+    "valid_gpu_counts",
 ]
 
 
@@ -106,6 +107,11 @@ def judge_claim(
 def aligned_pairs(shape: ShapeArg, gpus_per_worker: int) -> list[Pair]:
     """Pairs (GPUs, rails) per PCIe root for a worker; PairingError for counts that cannot align."""
     return pairing.aligned_pairs(CATALOG.resolve(shape), gpus_per_worker)
+
+
+def valid_gpu_counts(shape: ShapeArg) -> list[int]:
+    """GPU counts per worker that align on the shape; PairingError when its groups cannot be paired at all."""
+    return pairing.valid_gpu_counts(CATALOG.resolve(shape))
 
 
 def aligned_claim_spec(shape: ShapeArg, gpus_per_worker: int, pin_shape: bool = False) -> dict[str, Any]:

@@ -232,8 +232,8 @@ def test_jobs_on_a_pool_of_a_second_shape_use_that_shapes_templates(run_stack: C
     }
     # The one-shape name stays with the first pool's shape, pinned to it (stable_names).
     assert templates["aligned-8gpu-16rails"] == templates["aligned-8gpu-16rails-bm-gpu-b4-8"]
-    h100 = templates["aligned-8gpu-16rails-bm-gpu-h100-8"]
-    # 4 roots of 2 GPUs and 2 rails: 8 GPUs with 8 rails, from the H100 topology.
+    # 4 roots of 2 GPUs and 2 rails: the H100's whole-node default is 8 GPUs with 8 rails, named so.
+    h100 = templates["aligned-8gpu-8rails-bm-gpu-h100-8"]
     assert [r["exactly"]["count"] for r in h100["devices"]["requests"]] == [2, 2] * 4
     assert [
         r["exactly"]["count"] for r in templates["aligned-8gpu-16rails-bm-gpu-b4-8"]["devices"]["requests"]
@@ -244,7 +244,7 @@ def test_jobs_on_a_pool_of_a_second_shape_use_that_shapes_templates(run_stack: C
     pod = run.one(MPIJOB).inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
     assert pod["nodeSelector"] == {"oke-gpu-rdma/node-pool": "gpu-h100"}
     assert pod["resourceClaims"] == [
-        {"name": "gpus-rails", "resourceClaimTemplateName": "aligned-8gpu-16rails-bm-gpu-h100-8"}
+        {"name": "gpus-rails", "resourceClaimTemplateName": "aligned-8gpu-8rails-bm-gpu-h100-8"}
     ]
 
 

@@ -11,6 +11,7 @@ from components.acceptance_jobs import mpijob_spec
 from oke_gpu_rdma.fabric_check import TAINT_VALUE, taint_mode, tolerating_claim_spec
 from oke_gpu_rdma.labels import POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
+from stack_config.claim_plan import acceptance_template
 from stack_config.loading import load_stack
 from tests.components.admission import denials
 from tests.support import EXAMPLE_REGION, Run, raw_config
@@ -62,7 +63,7 @@ def test_the_stored_specs_are_the_apply_time_jobs_with_their_thresholds(
     config = stack.config.workloads.acceptance_jobs
     taints = [t for p in stack.config.dra_pools for t in p.taints]
     taints = list(dict.fromkeys(taints))
-    aligned = stack.claims.aligned_template(config.claim_template, "BM.GPU.B4.8")
+    aligned = stack.claims.aligned_template(str(acceptance_template(stack.config)), "BM.GPU.B4.8")
     assert json.loads(data["nccl.json"])["spec"] == mpijob_spec(config, aligned, "gpu-b4-a", taints, 190.13)
 
 

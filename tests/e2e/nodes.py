@@ -26,7 +26,7 @@ import yaml
 
 from oke_gpu_rdma import labels, sriov
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
-from oke_gpu_rdma.node_sizes import SIZES
+from oke_gpu_rdma.node_sizes import NodeSize
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from oke_gpu_rdma.releases.network_operator import KUBELET_OS_LABELS
 from oke_gpu_rdma.scheduling import PoolNodes
@@ -46,9 +46,6 @@ RECORDED_SLICES = {
 }
 # kubelet's --max-pods default (pkg/kubelet/apis/config/v1beta1/defaults.go: MaxPods 110).
 MAX_PODS = 110
-# A shape node_sizes.py has no figure for (GB200-v3.4 today, the other issue's to add): these nodes get
-# this much so that pods with small requests fit; no scenario counts their CPUs or memory.
-UNSIZED = {"cpu": "64", "memory": "256Gi"}
 # The stand-in for an existing cluster's own CPU pool: the flexible shape OKE's quick create gives it.
 EXISTING_CPU_NODE = "existing-cpu-0"
 EXISTING_CPU_SHAPE = "VM.Standard.E5.Flex"
@@ -145,16 +142,10 @@ def _vf_counts(stack: RenderedStack) -> dict[str, int]:
     return counts
 
 
-def _allocatable(
-    pool: PoolNodes, shape: str, vfs: dict[str, int], cpu: int | None = None, memory_gb: int | None = None
-) -> dict[str, str]:
-    size = SIZES.get(shape)
-    if cpu is not None and memory_gb is not None:
-        out = {"cpu": str(cpu), "memory": f"{memory_gb}Gi"}
-    elif size is not None:
-        out = {"cpu": str(size.cpus), "memory": f"{size.memory_gib}Gi"}
-    else:
-        out = dict(UNSIZED)
+def _allocatable(pool: PoolNodes, shape: str, vfs: dict[str, int], size: NodeSize | None) -> dict[str, str]:
+    if size is None:
+        raise ValueError(f"pool {pool.name}: no CPUs and memory for {shape} (oke_gpu_rdma/node_sizes.py)")
+    out = {"cpu": str(size.cpus), "memory": f"{size.memory_gib}Gi"}
     out["pods"] = str(MAX_PODS)
     if NVIDIA_GPU_RESOURCE in pool.extended_resources:
         topology = CATALOG.info(shape).topology if shape in CATALOG else None
@@ -201,7 +192,7 @@ def stack_nodes(stack: RenderedStack, placement: Placement | None = None) -> lis
                     pool.shape,
                     {**planned.labels, **fabric, labels.HOSTNAME_LABEL: name},
                     taints,
-                    _allocatable(planned, pool.shape, vfs),
+                    _allocatable(planned, pool.shape, vfs, config.node_size(pool.shape)),
                     local_block,
                     network_block,
                     _drivers(config, pool),
@@ -219,7 +210,7 @@ def stack_nodes(stack: RenderedStack, placement: Placement | None = None) -> lis
                     system.shape,
                     {**planned.labels, labels.HOSTNAME_LABEL: name},
                     tuple({"key": t.key, "value": t.value, "effect": t.effect} for t in planned.taints),
-                    _allocatable(planned, system.shape, vfs, system.ocpus * 2, system.memory_gbs),
+                    _allocatable(planned, system.shape, vfs, NodeSize.x86(system.ocpus, system.memory_gbs)),
                 )
             )
     if config.cluster.existing is not None:

@@ -20,11 +20,13 @@ from stack_config.loading import Stack, load_program_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_STACKS = ROOT / "tests" / "fixtures" / "stacks"
-# The example stacks, and a mixed fleet: B4.8 beside GB200-v3.4 (tests/fixtures/stacks/Pulumi.gb200-b4.yaml).
+# The example stacks (fleet: B4.8 beside GB200-v3.4 with Kueue and the default templates), and B4.8 beside
+# GB200-v3.4 on the seed's existing cluster with templates of its own (tests/fixtures/stacks/Pulumi.gb200-b4.yaml).
 STACKS = {
     "dev": EXAMPLES,
     "full": EXAMPLES,
     "sriov": EXAMPLES,
+    "fleet": EXAMPLES,
     "gb200-b4": FIXTURE_STACKS,
 }
 NODE_POOL_TYPE = "oci:ContainerEngine/nodePool:NodePool"

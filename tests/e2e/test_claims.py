@@ -37,8 +37,9 @@ from tests.e2e.cluster_stack import StackCluster, wait_for
 from tests.e2e.kube import ApiError, Kube
 from tests.e2e.nodes import FakeNode, register
 
-# The stacks whose templates are checked: B4.8 alone, B4.8 in two pools with Kueue, B4.8 beside GB200-v3.4.
-TEMPLATE_STACKS = ("dev", "full", "gb200-b4")
+# The stacks whose templates are checked: B4.8 alone, B4.8 in two pools with Kueue, B4.8 beside GB200-v3.4
+# with the default templates (fleet) and with templates of its own (gb200-b4).
+TEMPLATE_STACKS = ("dev", "full", "fleet", "gb200-b4")
 
 
 def _empty_node(cluster: StackCluster, shape: str) -> FakeNode:

@@ -179,7 +179,7 @@ def test_claim_template_inputs(schema: dict[str, Any]) -> None:
         "shapeTopologies",
     }
     request = schema["types"]["oke-gpu-rdma:index:ClaimTemplateRequest"]
-    assert set(request["properties"]) == {"name", "gpusPerWorker", "namespace"}
+    assert set(request["properties"]) == {"name", "gpusPerWorker", "namespace", "shapes"}
     assert set(request["required"]) == {"name", "gpusPerWorker"}
     assert set(templates["properties"]) == {"claimTemplates"}
 

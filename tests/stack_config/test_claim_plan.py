@@ -10,11 +10,13 @@ import yaml
 
 from oke_gpu_rdma.claims import aligned_claim_spec, judge_claim, rails_only_claim_spec
 from oke_gpu_rdma.shape_catalog import CATALOG
+from stack_config.claim_plan import acceptance_template, shape_lines
 from stack_config.loading import load_stack
 from stack_config.problems import ConfigError
 from tests.support import EXAMPLE_REGION, raw_config
 
 SOURCE = "stacks/Pulumi.test.yaml"
+GB200 = "BM.GPU.GB200-v3.4"
 A100 = "BM.GPU.A100-v2.8"
 
 
@@ -132,15 +134,131 @@ def test_a_gb200_pool_next_to_a_b4_pool_gets_templates_for_both_each_at_its_leve
     )
 
 
-def test_a_gpu_count_gb200_cannot_align_names_the_key_and_the_counts_it_can() -> None:
+def test_a_gpu_count_gb200_cannot_align_is_made_for_b4_only_and_refused_where_named_for_gb200() -> None:
     raw = gb200_next_to_b4()
     raw["workloads"]["claimTemplates"] = [{"name": "aligned-8gpu-16rails", "gpusPerWorker": 8}]
     raw["workloads"]["acceptanceJobs"] = {"claimTemplate": "aligned-8gpu-16rails"}
-    with pytest.raises(ConfigError) as err:
-        load_stack(raw, SOURCE, EXAMPLE_REGION)
-    assert [p.render() for p in err.value.problems] == [
-        "workloads.claimTemplates[0].gpusPerWorker = 8: 8 GPUs per worker cannot be aligned on BM.GPU.GB200-v3.4: "
-        "a BM.GPU.GB200-v3.4 node has only 4 GPUs; use one of 1, 2, 4"
+    stack = load_stack(raw, SOURCE, EXAMPLE_REGION)
+    assert {t.shape for t in stack.claims.aligned} == {"BM.GPU.B4.8"}
+    assert (
+        "aligned-8gpu-16rails: not made for BM.GPU.GB200-v3.4 (a node has 4 GPUs and aligns 1, 2, 4 per worker)"
+        in (shape_lines(stack.config, stack.claims))
+    )
+    raw["workloads"]["claimTemplates"][0]["shapes"] = ["BM.GPU.B4.8", "BM.GPU.GB200-v3.4"]
+    assert problems(raw) == [
+        f"{SOURCE}: workloads.claimTemplates[0].shapes[1] = 'BM.GPU.GB200-v3.4': 8 GPUs per worker cannot be "
+        "aligned on BM.GPU.GB200-v3.4: a BM.GPU.GB200-v3.4 node has only 4 GPUs; use one of 1, 2, 4; or leave "
+        "BM.GPU.GB200-v3.4 out of the template's shapes"
+    ]
+
+
+def dev_with_gb200() -> dict[str, Any]:
+    """The dev example as a new user grows it: a BM.GPU.GB200-v3.4 pool added, nothing else written."""
+    raw = raw_config("dev")
+    raw["nodePools"].append({**raw["nodePools"][0], "name": "gpu-gb200", "shape": GB200})
+    return raw
+
+
+def test_adding_a_gb200_pool_to_dev_keeps_b4s_templates_and_gives_gb200_its_own_per_numa_node() -> None:
+    stack = load_stack(dev_with_gb200(), SOURCE, EXAMPLE_REGION)
+    by_shape: dict[str, list[tuple[str, str, int]]] = {}
+    for t in stack.claims.aligned:
+        by_shape.setdefault(t.shape, []).append((t.name, t.alignment, t.gpus_per_worker))
+    # B4.8 keeps its whole-node 8-GPU template under the name dev had, and its half node.
+    assert by_shape["BM.GPU.B4.8"] == [
+        ("aligned-8gpu-16rails-bm-gpu-b4-8", "pcieRoot", 8),
+        ("aligned-4gpu-8rails-bm-gpu-b4-8", "pcieRoot", 4),
+        ("aligned-8gpu-16rails", "pcieRoot", 8),
+        ("aligned-4gpu-8rails", "pcieRoot", 4),
+    ]
+    # GB200 gets its whole node (4 GPUs, 8 rails) and one NUMA node (2 GPUs, 4 rails), each aligned per NUMA
+    # node; its 2-GPU template is GB200's alone, so its shape-free names are GB200's.
+    assert by_shape[GB200] == [
+        ("aligned-4gpu-8rails-bm-gpu-gb200-v3-4", "numaNode", 4),
+        ("aligned-2gpu-4rails-numa0-bm-gpu-gb200-v3-4", "numaNode", 2),
+        ("aligned-2gpu-4rails-numa1-bm-gpu-gb200-v3-4", "numaNode", 2),
+        ("aligned-2gpu-4rails-numa0", "numaNode", 2),
+        ("aligned-2gpu-4rails-numa1", "numaNode", 2),
+    ]
+    catalog = CATALOG
+    for t in stack.claims.aligned:
+        assert judge_claim(t.spec, catalog.topology(t.shape)).kind == "aligned", t.name
+    assert shape_lines(stack.config, stack.claims)[2:] == [
+        "aligned-8gpu-16rails: not made for BM.GPU.GB200-v3.4 (a default template of another shape; each "
+        "shape's defaults are its whole and half node)",
+        "aligned-2gpu-4rails: not made for BM.GPU.B4.8 (a default template of another shape; each shape's "
+        "defaults are its whole and half node)",
+    ]
+
+
+@pytest.mark.parametrize("shape", sorted(s for s in CATALOG.names if CATALOG.is_verified(s)))
+def test_every_verified_shape_alone_gets_default_templates_that_align(shape: str) -> None:
+    raw = raw_config("dev")
+    raw["nodePools"][0]["shape"] = shape
+    stack = load_stack(raw, SOURCE, EXAMPLE_REGION)
+    topology = CATALOG.topology(shape)
+    assert stack.claims.aligned, f"{shape} got no aligned template"
+    assert max(t.gpus_per_worker for t in stack.claims.aligned) == len(topology.gpus)
+    for t in stack.claims.aligned:
+        assert judge_claim(t.spec, topology).kind == "aligned", t.name
+
+
+def test_a_template_no_shape_can_hold_is_refused_naming_each_shape_and_its_gpus() -> None:
+    raw = dev_with_gb200()
+    raw["workloads"] = {"claimTemplates": [{"name": "three", "gpusPerWorker": 3}]}
+    assert problems(raw) == [
+        f"{SOURCE}: workloads.claimTemplates[0].gpusPerWorker = 3: no shape of the stack's rdma: dranet pools can "
+        "hold a worker with 3 aligned GPUs (BM.GPU.B4.8: 8 GPUs a node, aligns 1, 2, 4, 6, 8; BM.GPU.GB200-v3.4: "
+        "4 GPUs a node, aligns 1, 2, 4); use a count one of them aligns"
+    ]
+
+
+def test_a_template_for_a_shape_the_stack_has_no_pool_of_is_refused() -> None:
+    raw = raw_config("dev")
+    raw["workloads"] = {"claimTemplates": [{"name": "two", "gpusPerWorker": 2, "shapes": [GB200]}]}
+    assert problems(raw) == [
+        f"{SOURCE}: workloads.claimTemplates[0].shapes[0] = '{GB200}': no rdma: dranet pool of the stack that "
+        f"gets claim templates has this shape (theirs: BM.GPU.B4.8); name one of those, or add a pool of {GB200}"
+    ]
+
+
+def test_a_template_named_for_one_shape_is_made_there_only() -> None:
+    raw = dev_with_gb200()
+    raw["workloads"] = {"claimTemplates": [{"name": "two", "gpusPerWorker": 2, "shapes": ["BM.GPU.B4.8"]}]}
+    stack = load_stack(raw, SOURCE, EXAMPLE_REGION)
+    assert [(t.name, t.shape) for t in stack.claims.aligned] == [
+        ("two-bm-gpu-b4-8", "BM.GPU.B4.8"),
+        ("two", "BM.GPU.B4.8"),
+    ]
+    assert "two: not made for BM.GPU.GB200-v3.4 (its shapes are BM.GPU.B4.8)" in shape_lines(
+        stack.config, stack.claims
+    )
+
+
+def test_a_shape_listed_twice_is_refused() -> None:
+    raw = raw_config("dev")
+    raw["workloads"] = {
+        "claimTemplates": [{"name": "two", "gpusPerWorker": 2, "shapes": ["BM.GPU.B4.8", "BM.GPU.B4.8"]}]
+    }
+    (line,) = problems(raw)
+    assert line.startswith(f"{SOURCE}: workloads.claimTemplates[0].shapes = ")
+    assert "names a shape twice (BM.GPU.B4.8); list each once" in line
+
+
+def test_the_nccl_job_on_a_gb200_pool_takes_its_whole_node_template_by_default() -> None:
+    raw = dev_with_gb200()
+    raw["workloads"] = {"acceptanceJobs": {"enabled": True, "nodePool": "gpu-gb200", "ncclBusbwGBs": 300}}
+    stack = load_stack(raw, SOURCE, EXAMPLE_REGION)
+    assert acceptance_template(stack.config) == "aligned-4gpu-8rails"
+    assert (
+        stack.claims.aligned_template("aligned-4gpu-8rails", GB200).name
+        == "aligned-4gpu-8rails-bm-gpu-gb200-v3-4"
+    )
+    raw["workloads"]["acceptanceJobs"]["claimTemplate"] = "aligned-8gpu-16rails"
+    assert problems(raw) == [
+        f"{SOURCE}: workloads.acceptanceJobs.claimTemplate = 'aligned-8gpu-16rails': the NCCL job runs on pool "
+        f"gpu-gb200 ({GB200}), and template aligned-8gpu-16rails is not made for {GB200}; name one made for it "
+        "(aligned-4gpu-8rails, aligned-2gpu-4rails), or another nodePool"
     ]
 
 

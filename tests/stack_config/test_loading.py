@@ -9,7 +9,7 @@ import pytest
 
 from oke_gpu_rdma import cidr_rules as cidr
 from preview.mock_runtime import pulumi_config_map
-from stack_config.loading import ConfigError, load_program_stack, parse_stack_config
+from stack_config.loading import ConfigError, load_program_stack, load_stack, parse_stack_config
 from stack_config.model import GPU_TAINT, StackConfig
 from tests.support import EXAMPLE_REGION, raw_config, stack_document
 
@@ -270,11 +270,20 @@ def test_a_template_is_refused_on_the_shape_it_cannot_align_on() -> None:
         for i in range(2)
     ]
     raw["shapeTopologies"] = {"BM.GPU.A100-v2.8": {"roots": roots}}
-    raw["workloads"] = {"claimTemplates": [{"name": "six", "gpusPerWorker": 6}], "railsOnlyTemplate": None}
+    # Named for both shapes, it is refused on the one that cannot hold it (issue 34: templates per shape).
+    six = {"name": "six", "gpusPerWorker": 6, "shapes": ["BM.GPU.B4.8", "BM.GPU.A100-v2.8"]}
+    raw["workloads"] = {"claimTemplates": [six], "railsOnlyTemplate": None}
     assert only_problem(raw).startswith(
-        f"{SOURCE}: workloads.claimTemplates[0].gpusPerWorker = 6: 6 GPUs per worker cannot be aligned on "
-        "BM.GPU.A100-v2.8"
+        f"{SOURCE}: workloads.claimTemplates[0].shapes[1] = 'BM.GPU.A100-v2.8': 6 GPUs per worker cannot be "
+        "aligned on BM.GPU.A100-v2.8"
     )
+    # Naming no shapes, it is made for the shape that can hold it.
+    del six["shapes"]
+    stack = load_stack(raw, SOURCE, EXAMPLE_REGION)
+    assert [(t.name, t.shape) for t in stack.claims.templates] == [
+        ("six-bm-gpu-b4-8", "BM.GPU.B4.8"),
+        ("six", "BM.GPU.B4.8"),
+    ]
 
 
 def test_a_boolean_is_not_a_node_count() -> None:

@@ -133,7 +133,10 @@ def test_the_objects() -> None:
     [
         ({"gpuDriver": {"enabled": False}}, "needs gpuDriver.enabled"),
         ({"dranet": {"enabled": False}}, "needs dranet.enabled"),
-        ({"_unsized": "BM.GPU.B4.8"}, "shape BM.GPU.B4.8 has no known CPUs and memory"),
+        (
+            {"_unsized": "BM.GPU.B4.8"},
+            "shape BM.GPU.B4.8 has no known CPUs and memory",
+        ),
     ],
 )
 def test_stacks_it_cannot_schedule_are_refused(
@@ -148,7 +151,8 @@ def test_stacks_it_cannot_schedule_are_refused(
     raw.setdefault("workloads", {})["scheduling"] = {"enabled": True}
     with pytest.raises(ConfigError) as err:
         load_stack(raw, "test", EXAMPLE_REGION)
-    assert f"workloads.scheduling.enabled = true: {message}" in str(err.value)
+    key = f"workloads.scheduling.nodeSizes.{unsized}" if unsized else "workloads.scheduling.enabled = true"
+    assert f"{key}: {message}" in str(err.value)
 
 
 def test_an_acceptance_level_the_topology_lacks_is_refused() -> None:
@@ -158,3 +162,62 @@ def test_an_acceptance_level_the_topology_lacks_is_refused() -> None:
         load_stack(raw, "test", EXAMPLE_REGION)
     assert "workloads.scheduling.acceptanceLevel" in str(err.value)
     assert "is not a fabric level of the Topology" in str(err.value)
+
+
+def gb200_fleet() -> dict[str, Any]:
+    """The full example with a BM.GPU.GB200-v3.4 pool beside its B4.8 pool."""
+    raw = raw_config("full")
+    raw["nodePools"].append({**raw["nodePools"][0], "name": "gpu-gb200", "shape": "BM.GPU.GB200-v3.4"})
+    return raw
+
+
+def test_a_gb200_pool_is_scheduled_from_ocis_figures_for_the_shape() -> None:
+    plan, config = scheduled(gb200_fleet())
+    flavor = plan.shape_flavor("BM.GPU.GB200-v3.4")
+    nodes = sum(p.count for p in config.dra_pools if p.shape == "BM.GPU.GB200-v3.4")
+    # 144 Arm cores (one CPU per OCPU) and 960 GB a node; 4 GPUs and 8 rails (the shape's topology).
+    assert dict(flavor.quotas) == {
+        "cpu": str(nodes * 144),
+        "memory": f"{nodes * 960}Gi",
+        kueue.GPU_RESOURCE: str(nodes * 4),
+        kueue.RAIL_RESOURCE: str(nodes * 8),
+    }
+
+
+def test_a_shape_without_figures_takes_them_from_the_stack_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(node_sizes.SIZES, "BM.GPU.GB200-v3.4")
+    raw = gb200_fleet()
+    with pytest.raises(ConfigError) as err:
+        scheduled(raw)
+    assert (
+        "workloads.scheduling.nodeSizes.BM.GPU.GB200-v3.4: shape BM.GPU.GB200-v3.4 has no known CPUs and memory"
+        in str(err.value)
+    )
+    assert (
+        "workloads.scheduling.nodeSizes: {BM.GPU.GB200-v3.4: {cpus: <cpu>, memoryGiB: <memory in GiB>}}"
+        in str(err.value)
+    )
+    raw["workloads"]["scheduling"] = {
+        "enabled": True,
+        "nodeSizes": {"BM.GPU.GB200-v3.4": {"cpus": 140, "memoryGiB": 900}},
+    }
+    stack = load_stack(raw, "test", EXAMPLE_REGION)
+    assert stack.scheduling is not None
+    quotas = stack.scheduling.shape_flavor("BM.GPU.GB200-v3.4").quotas
+    nodes = sum(p.count for p in stack.config.dra_pools if p.shape == "BM.GPU.GB200-v3.4")
+    assert (quotas["cpu"], quotas["memory"]) == (str(nodes * 140), f"{nodes * 900}Gi")
+
+
+def test_figures_for_a_shape_the_stack_has_no_pool_of_are_refused() -> None:
+    raw = raw_config("full")
+    raw["workloads"]["scheduling"] = {
+        "enabled": True,
+        "nodeSizes": {"BM.GPU.GB200-v3.4": {"cpus": 144, "memoryGiB": 960}},
+    }
+    with pytest.raises(ConfigError) as err:
+        load_stack(raw, "test", EXAMPLE_REGION)
+    assert (
+        "workloads.scheduling.nodeSizes.BM.GPU.GB200-v3.4: no rdma: dranet pool with claim templates has shape "
+        "BM.GPU.GB200-v3.4 (theirs: BM.GPU.B4.8); remove the entry or add a pool of that shape"
+        in str(err.value)
+    )
