@@ -813,3 +813,71 @@ def test_a_supplied_topology_for_a_verified_shape_does_not_silence_an_unaligned_
     (refused,) = [v for v in found if "pack config" in v.message]
     assert "shapeTopologies.BM.GPU.B4.8" in refused.message
     assert "BM.GPU.B4.8 has a verified topology" in refused.message
+
+
+# -- issue 34, round 5: verdicts that follow upstream where a pool has no topology -----------------------------
+
+H100 = "BM.GPU.H100.8"
+ONBOARDING_H100 = {POLICY: {"onboardingShapes": [H100]}}
+
+
+def _pinned(claim: dict, shape: str) -> dict:
+    """``claim`` (seed pair-check) with its rail request pinned to ``shape`` by oke.dra.net/shape."""
+    claim["spec"]["devices"]["requests"][1]["exactly"]["selectors"].append(
+        {"cel": {"expression": f'device.attributes["oke.dra.net"].shape == "{shape}"'}}
+    )
+    return claim
+
+
+@pytest.mark.parametrize(
+    ("broken", "said"),
+    [
+        (
+            {"selectors": [{"cel": {"expression": 'device.driver == "dra.net" &&'}}]},
+            "request rails: selector #0: CEL compile error in selector",
+        ),
+        (
+            {"tolerations": [{"key": "example.com/drain", "operator": "exists"}]},
+            "request rails: tolerations[0]: operator 'exists': Unsupported value",
+        ),
+    ],
+)
+def test_a_claim_the_api_server_refuses_is_rejected_even_where_it_lands_only_on_an_onboarding_pool(
+    broken, said
+):
+    """Round 5, finding 1: DRANET runs only on the onboarding H100 pool, so the rail claim lands only there; the
+    API server's validation (a CEL expression must compile, validateDeviceToleration's operator enum) needs no
+    topology, so the claim is refused there as on every shape, not waved through with the onboarding note."""
+    claim = seed000("pair-check")
+    claim["spec"]["devices"]["requests"][1]["exactly"].update(broken)
+    found, findings = judged(k8s(claim), plan=_fleet((H100,)), config=ONBOARDING_H100)
+    (v,) = found
+    assert v.level == "mandatory" and v.urn.endswith("::pair-check")
+    assert v.message.startswith(
+        "ResourceClaim rdma-dranet/pair-check: claim pair-check would be rejected by the API server: "
+    )
+    assert said in v.message
+    # The onboarding pool is still named as not judged: the pairing there waits for its topology.
+    assert [n.message.split("not checked: ", 1)[1].split(":", 1)[0] for n in notes(findings, POLICY)] == [
+        "node pool gpu-h100"
+    ]
+
+
+def test_a_claim_pinned_to_the_onboarding_shape_is_not_judged_on_the_shape_it_can_never_land_on():
+    """Round 5, finding 2: pinned by oke.dra.net/shape to the onboarding H100 shape, the claim finds no rail on a
+    B4.8 node, so the scheduler's DRA Filter never places it there: B4.8 says nothing about it, and the H100 pool
+    is the onboarding note. Unpinned, a claim B4.8 cannot hold (9 GPUs) can land there and is rejected there, and
+    one pinned to B4.8 is judged there as before."""
+    plan = _fleet(("BM.GPU.B4.8", H100))
+    found, findings = judged(k8s(_pinned(seed000("pair-check"), H100)), plan=plan, config=ONBOARDING_H100)
+    assert found == []
+    (note,) = notes(findings, POLICY)
+    assert "node pool gpu-h100: BM.GPU.H100.8 is onboarding" in note.message
+    nine = seed000("pair-check")
+    nine["spec"]["devices"]["requests"][0]["exactly"]["count"] = 9
+    (v,) = judged(k8s(nine), plan=plan, config=ONBOARDING_H100)[0]
+    assert "can never be allocated on BM.GPU.B4.8" in v.message
+    unaligned = _pinned(seed000("pair-check"), "BM.GPU.B4.8")
+    unaligned["spec"]["devices"]["constraints"] = []
+    (v,) = judged(k8s(unaligned), plan=plan, config=ONBOARDING_H100)[0]
+    assert "on BM.GPU.B4.8 (node pools gpu-b4)" in v.message and "unaligned" in v.message

@@ -24,9 +24,13 @@ claim asks for rails and its selectors do not rule that shape out (`oke.dra.net/
 :func:`oke_gpu_rdma.claims.excluded_on_shape`): a claim for no rails has no pairing to judge there. A pool
 of a shape the stack onboards (pack config `onboardingShapes`, from `nodePools[].onboarding`: the drivers
 run there so that `make topology` can read the shape) is named as not judged instead, once: the stack
-asked for that pool to run without a topology until its entry exists. Then,
+asked for that pool to run without a topology until its entry exists. What needs no topology is still checked
+for a claim that lands only on such pools: what the API server refuses (validation, device tolerations, CEL
+compilation) it refuses on every shape. Then,
 among those, the shapes where its devices exist: the scheduler never places a claim for rails on a node
-without rails. A claim that can land nowhere, or whose devices exist on no shape, is judged on every shape.
+without rails, nor a claim pinned (`oke.dra.net/shape`) to the shape of a pool without a topology on a shape
+where it finds no device (:func:`oke_gpu_rdma.claims.pinned_elsewhere`). A claim that can land nowhere, or whose
+devices exist on no shape, is judged on every shape.
 Claims go to the judge as written, in their API version (`resource.k8s.io/v1beta1` has no `exactly`), at
 the cluster's Kubernetes version (pack config `kubernetesVersion`: the fields its API server serves), on
 nodes whose rails publish the stack's child range.
@@ -58,6 +62,7 @@ from oke_gpu_rdma.claims import (
     feature_gates,
     judge_claim,
     parse_taint,
+    pinned_elsewhere,
     plugin_drivers,
 )
 from oke_gpu_rdma.claims.spec import admin_access_requests
@@ -484,7 +489,8 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
         for c in used
         if isinstance(c, str)
     )
-    skipped = False
+    # Shapes of the pools without a topology where the claim may land (onboarding, or refused below).
+    unjudged: list[str] = []
     for i, pool in landing:
         if pool.topology is None:
             # Without the shape's topology the claim is still judged where it can land: a claim for no rails
@@ -499,7 +505,6 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
                 how.kubernetes_version,
                 how.child_range,
             ):
-                skipped = True
                 continue
             if pool.onboarding:
                 where = f"node pool {pool.res.name}" if pool.res else "pack config shape"
@@ -510,22 +515,16 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
                     f"({stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}.{pool.shape}); pods that must get "
                     "aligned GPUs and rails select the pools whose shape has templates"
                 )
+                unjudged.append(pool.shape)
                 continue
             if i not in how.reported:
                 how.reported.add(i)
                 where = f"node pool {pool.res.name}" if pool.res else "pack config shape"
                 reporter.violation(f"{where}: {pool.error}", pool.res.urn if pool.res else None)
+            unjudged.append(pool.shape)
             continue
         shapes.setdefault(pool.shape, (pool.topology, []))[1].extend([pool.res.name] if pool.res else [])
     name = claim.object_name if isinstance(claim.object_name, str) else claim.name
-    if not shapes and skipped:
-        # It lands only where no topology is known and asks no pairing there: what the API server refuses
-        # does not depend on the shape, so an invalid claim is still reported.
-        topology = reference or CATALOG.topology(DEFAULT_SHAPE)
-        verdict = _judge(spec, api_version, topology, how, name)
-        if verdict.kind is VerdictKind.INVALID:
-            reporter.violation(f"{claim.label}: {verdict.message}", claim.urn)
-        return
     judged = [(t, pools, _judge(spec, api_version, t, how, name)) for t, pools in shapes.values()]
     if len(judged) > 1:
         # A mixed fleet: only the shapes where the claim's devices exist can run it (module docstring).
@@ -536,6 +535,28 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
             or devices_exist(spec, t, how.classes, api_version, how.kubernetes_version, how.child_range)
         ]
         judged = placed or judged
+    if unjudged:
+        # It may land on a pool without a topology too: a shape where it is never allocated because its
+        # selectors pin it to that pool's shape (oke.dra.net/shape) is a shape the DRA Filter never places it
+        # on (oke_gpu_rdma.claims.pinned_elsewhere), not one where it stays Pending.
+        judged = [
+            (t, pools, v)
+            for t, pools, v in judged
+            if v.kind is not VerdictKind.UNSATISFIABLE
+            or not pinned_elsewhere(
+                spec, t, unjudged, how.classes, api_version, how.kubernetes_version, how.child_range
+            )
+        ]
+    if not judged:
+        # It lands only where no topology is known (no pairing asked there, an onboarding pool, a pool refused
+        # above): what the API server refuses does not depend on the shape (kubernetes v1.36.4
+        # pkg/apis/resource/validation/validation.go validateCELSelector l. 316-331 compiles each selector,
+        # validateDeviceToleration l. 1524-1540 checks the operator), so an invalid claim is reported, onboarding or not.
+        topology = reference or CATALOG.topology(DEFAULT_SHAPE)
+        verdict = _judge(spec, api_version, topology, how, name)
+        if verdict.kind is VerdictKind.INVALID:
+            reporter.violation(f"{claim.label}: {verdict.message}", claim.urn)
+        return
     stated = _stated_alignment(claim)
     used_classes = {c for used in wanted.values() for c in used if isinstance(c, str)}
     for topology, pools, verdict in judged:
