@@ -94,3 +94,44 @@ def affinity_matches(
         if ok:
             return True
     return None if undecided else False
+
+
+def may_select(
+    node_selector: Mapping[str, Any],
+    affinity: Mapping[str, Any],
+    labels: Mapping[str, str],
+    later_keys: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether a pod with this nodeSelector and node affinity may be placed on a node with ``labels`` by
+    kube-scheduler's NodeAffinity Filter (kubernetes v1.36.4 pkg/scheduler/framework/plugins/nodeaffinity/
+    node_affinity.go l. 218-239, which matches `GetRequiredNodeAffinity`: the nodeSelector, then the required
+    terms; component-helpers v0.36.4 scheduling/corev1/nodeaffinity/nodeaffinity.go l. 306-331).
+
+    ``later_keys`` are label keys the node carries whose values are known only once it runs (the fabric levels
+    its cloud-init writes, its hostname): a requirement on one of them that ``labels`` does not hold is taken
+    as met. A term on node fields (matchFields) or a malformed affinity is not decided here: True.
+    """
+    unknown = later_keys - set(labels)
+    if not selector_matches({k: v for k, v in node_selector.items() if k not in unknown}, labels):
+        return False
+    node = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = (
+        node.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node, Mapping) else None
+    )
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    if not isinstance(terms, list):
+        return True
+    kept: list[Any] = []
+    for term in terms:
+        exprs = term.get("matchExpressions") if isinstance(term, Mapping) else None
+        if isinstance(exprs, list) and exprs and unknown:
+            known = [e for e in exprs if not (isinstance(e, Mapping) and e.get("key") in unknown)]
+            if not known and not term.get("matchFields"):
+                return True  # every requirement of this term is on a value known only at run time
+            term = {**term, "matchExpressions": known}
+        kept.append(term)
+    cut = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": kept}}}
+    try:
+        return affinity_matches(cut, labels) is not False
+    except SelectionError:
+        return True

@@ -30,6 +30,7 @@ from oke_gpu_rdma.claims.landing import (
     drivers_on_pools,
     excluded_on_shape,
     parse_taint,
+    pinned_elsewhere,
     plugin_drivers,
 )
 from oke_gpu_rdma.claims.pairing import AlignedSpec, Pair, shape_selector
@@ -62,6 +63,7 @@ __all__ = [
     "excluded_on_shape",
     "judge_claim",
     "parse_taint",
+    "pinned_elsewhere",
     "plugin_drivers",
     "rails_only_claim_spec",
     "shape_selector",

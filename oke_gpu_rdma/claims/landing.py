@@ -57,7 +57,7 @@ def devices_exist(
         prepared = ClaimToAllocate(spec, inventory.devices(), device_classes)
     except (ClaimValidationError, SelectorError, AllocationAbortedError):
         return True
-    return all(any(alt.candidates for alt in alts) for alts in prepared.requests)
+    return _every_request_finds(prepared)
 
 
 @lru_cache(maxsize=64)
@@ -98,6 +98,42 @@ def excluded_on_shape(
         any(alt.candidates for alt in mine) and not any(alt.candidates for alt in theirs)
         for mine, theirs in zip(own.requests, there.requests, strict=True)
     )
+
+
+def pinned_elsewhere(
+    claim: Mapping[str, Any],
+    topology: Topology,
+    shapes: Iterable[str],
+    device_classes: Mapping[str, Sequence[str]],
+    api_version: str | None = None,
+    kubernetes_version: str | None = None,
+    child_range: str | None = None,
+) -> bool:
+    """Whether the claim's selectors pin it to one of ``shapes`` (known without their topologies): on a node of
+    ``topology`` some request finds no device, and on the same node publishing one of ``shapes`` as
+    ``oke.dra.net/shape`` every request finds one. The scheduler's DRA Filter never places it on ``topology``'s
+    nodes then (kubernetes v1.36.4 pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go l. 848-879:
+    the node is unschedulable for the pod when its claims cannot all be allocated there), so that shape's verdict
+    says nothing about it. False when that cannot be told (an invalid claim, a CEL error)."""
+    try:
+        spec = parse_claim(claim, api_version=api_version, kubernetes_version=kubernetes_version)
+        inventory = shape_inventory(topology, child_range) if child_range else shape_inventory(topology)
+        if _every_request_finds(ClaimToAllocate(spec, inventory.devices(), device_classes)):
+            return False
+        return any(
+            _every_request_finds(
+                ClaimToAllocate(spec, _as_shape(topology, shape, child_range), device_classes)
+            )
+            for shape in shapes
+            if shape != topology.shape
+        )
+    except (ClaimValidationError, SelectorError, AllocationAbortedError):
+        return False
+
+
+def _every_request_finds(prepared: ClaimToAllocate) -> bool:
+    """Every request (one of its firstAvailable alternatives) has a device its class and selectors accept."""
+    return all(any(alt.candidates for alt in alts) for alts in prepared.requests)
 
 
 def class_driver(selectors: Iterable[str]) -> str | None:

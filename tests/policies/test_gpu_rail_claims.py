@@ -813,3 +813,173 @@ def test_a_supplied_topology_for_a_verified_shape_does_not_silence_an_unaligned_
     (refused,) = [v for v in found if "pack config" in v.message]
     assert "shapeTopologies.BM.GPU.B4.8" in refused.message
     assert "BM.GPU.B4.8 has a verified topology" in refused.message
+
+
+# -- issue 34, round 5: verdicts that follow upstream where a pool has no topology -----------------------------
+
+H100 = "BM.GPU.H100.8"
+ONBOARDING_H100 = {POLICY: {"onboardingShapes": [H100]}}
+
+
+def _pinned(claim: dict, shape: str) -> dict:
+    """``claim`` (seed pair-check) with its rail request pinned to ``shape`` by oke.dra.net/shape."""
+    claim["spec"]["devices"]["requests"][1]["exactly"]["selectors"].append(
+        {"cel": {"expression": f'device.attributes["oke.dra.net"].shape == "{shape}"'}}
+    )
+    return claim
+
+
+@pytest.mark.parametrize(
+    ("broken", "said"),
+    [
+        (
+            {"selectors": [{"cel": {"expression": 'device.driver == "dra.net" &&'}}]},
+            "request rails: selector #0: CEL compile error in selector",
+        ),
+        (
+            {"tolerations": [{"key": "example.com/drain", "operator": "exists"}]},
+            "request rails: tolerations[0]: operator 'exists': Unsupported value",
+        ),
+    ],
+)
+def test_a_claim_the_api_server_refuses_is_rejected_even_where_it_lands_only_on_an_onboarding_pool(
+    broken, said
+):
+    """Round 5, finding 1: DRANET runs only on the onboarding H100 pool, so the rail claim lands only there; the
+    API server's validation (a CEL expression must compile, validateDeviceToleration's operator enum) needs no
+    topology, so the claim is refused there as on every shape, not waved through with the onboarding note."""
+    claim = seed000("pair-check")
+    claim["spec"]["devices"]["requests"][1]["exactly"].update(broken)
+    found, findings = judged(k8s(claim), plan=_fleet((H100,)), config=ONBOARDING_H100)
+    (v,) = found
+    assert v.level == "mandatory" and v.urn.endswith("::pair-check")
+    assert v.message.startswith(
+        "ResourceClaim rdma-dranet/pair-check: claim pair-check would be rejected by the API server: "
+    )
+    assert said in v.message
+    # The onboarding pool is still named as not judged: the pairing there waits for its topology.
+    assert [n.message.split("not checked: ", 1)[1].split(":", 1)[0] for n in notes(findings, POLICY)] == [
+        "node pool gpu-h100"
+    ]
+
+
+def test_a_claim_pinned_to_the_onboarding_shape_is_not_judged_on_the_shape_it_can_never_land_on():
+    """Round 5, finding 2: pinned by oke.dra.net/shape to the onboarding H100 shape, the claim finds no rail on a
+    B4.8 node, so the scheduler's DRA Filter never places it there: B4.8 says nothing about it, and the H100 pool
+    is the onboarding note. Unpinned, a claim B4.8 cannot hold (9 GPUs) can land there and is rejected there, and
+    one pinned to B4.8 is judged there as before."""
+    plan = _fleet(("BM.GPU.B4.8", H100))
+    found, findings = judged(k8s(_pinned(seed000("pair-check"), H100)), plan=plan, config=ONBOARDING_H100)
+    assert found == []
+    (note,) = notes(findings, POLICY)
+    assert "node pool gpu-h100: BM.GPU.H100.8 is onboarding" in note.message
+    nine = seed000("pair-check")
+    nine["spec"]["devices"]["requests"][0]["exactly"]["count"] = 9
+    (v,) = judged(k8s(nine), plan=plan, config=ONBOARDING_H100)[0]
+    assert "can never be allocated on BM.GPU.B4.8" in v.message
+    unaligned = _pinned(seed000("pair-check"), "BM.GPU.B4.8")
+    unaligned["spec"]["devices"]["constraints"] = []
+    (v,) = judged(k8s(unaligned), plan=plan, config=ONBOARDING_H100)[0]
+    assert "on BM.GPU.B4.8 (node pools gpu-b4)" in v.message and "unaligned" in v.message
+
+
+GB200 = "BM.GPU.GB200-v3.4"
+GB200_4 = "aligned-4gpu-8rails-bm-gpu-gb200-v3-4"
+
+
+def _with_pods(stack, *objects):
+    """The gb200-b4 stack's resources with ``objects`` declared on its Kubernetes provider."""
+    run = stack.run
+    template = next(r for r in run.resources if r.name.endswith(GB200_4))
+    namespace = template.inputs["metadata"]["namespace"]
+    declared = []
+    for obj in objects:
+        obj = json.loads(json.dumps(obj))
+        obj["metadata"]["namespace"] = namespace
+        declared.append(k8s(obj, provider=template.provider))
+    return analyze_resources([*run.resources, *declared], stack.pack_config), namespace
+
+
+def _gpu_pod(template, node_selector=None, affinity=None, name="train-0"):
+    spec = {
+        "containers": [{"name": "w", "image": "nccl", "resources": {"claims": [{"name": "gpus-rails"}]}}],
+        "resourceClaims": [{"name": "gpus-rails", "resourceClaimTemplateName": template}],
+    }
+    if node_selector is not None:
+        spec["nodeSelector"] = node_selector
+    if affinity is not None:
+        spec["affinity"] = affinity
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def test_a_pod_whose_node_selector_and_claim_template_never_meet_on_one_node_is_rejected(gb200_next_to_b4):
+    """Round 5, finding 4: the GB200 template's rails are pinned to BM.GPU.GB200-v3.4 (oke.dra.net/shape), the
+    pod's nodeSelector names BM.GPU.B4.8: kube-scheduler's NodeAffinity Filter keeps it on B4.8 nodes, its DRA
+    Filter off them, so no node passes both and the pod stays Pending forever."""
+    pod = _gpu_pod(GB200_4, {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"})
+    findings, ns = _with_pods(gb200_next_to_b4, pod)
+    (v,) = violations(findings, POLICY)
+    assert v.level == "mandatory" and v.urn.endswith("::train-0")
+    assert v.message == (
+        f"Pod {ns}/train-0 spec: claim gpus-rails = ResourceClaimTemplate {ns}/{GB200_4} can be allocated only on "
+        f"{GB200} (node pools gpu-gb200-nodes), and its nodeSelector node.kubernetes.io/instance-type=BM.GPU.B4.8 "
+        "admits only node pools gpu-b4-nodes (BM.GPU.B4.8): no node passes both kube-scheduler's NodeAffinity "
+        "Filter and its DynamicResources Filter, so the pod stays Pending forever. Fix: select nodes of "
+        f"{GB200} (nodeSelector node.kubernetes.io/instance-type: {GB200}), or use a claim template that can be "
+        "allocated on BM.GPU.B4.8, such as aligned-4gpu-8rails-bm-gpu-b4-8"
+    )
+
+
+def test_a_job_whose_affinity_keeps_its_workers_off_the_shape_of_their_template_is_rejected(gb200_next_to_b4):
+    term = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["BM.GPU.B4.8"]}
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [term]}]
+            }
+        }
+    }
+    pod = _gpu_pod(GB200_4, affinity=affinity)
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train"},
+        "spec": {"template": {"spec": pod["spec"]}},
+    }
+    findings, ns = _with_pods(gb200_next_to_b4, job)
+    (v,) = violations(findings, POLICY)
+    assert v.urn.endswith("::train") and v.message.startswith(
+        f"Job {ns}/train spec.template.spec: claim gpus-rails"
+    )
+    assert "its required node affinity admits only node pools gpu-b4-nodes (BM.GPU.B4.8)" in v.message
+
+
+def test_pods_that_can_meet_their_claim_on_some_node_pass(gb200_next_to_b4):
+    pods = [
+        _gpu_pod(GB200_4, {"node.kubernetes.io/instance-type": GB200}, name="on-gb200"),
+        _gpu_pod(GB200_4, name="anywhere"),  # the DRA Filter places it on the GB200 nodes
+        _gpu_pod("aligned-4gpu-8rails", {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"}, name="on-b4"),
+        # a node label known only when the node runs (its fabric block) decides nothing here
+        _gpu_pod(GB200_4, {"oke-gpu-rdma/rdma-local-block": "block-1"}, name="in-a-block"),
+    ]
+    findings, _ = _with_pods(gb200_next_to_b4, *pods)
+    assert violations(findings, POLICY) == []
+
+
+def test_a_pod_whose_claims_are_pinned_to_two_shapes_is_rejected(gb200_next_to_b4):
+    """Each claim fits some node, never the same one: the DynamicResources Filter allocates all of a pod's claims
+    on the node it filters (dynamicresources.go l. 848-879), so no node passes, with or without a nodeSelector."""
+    pod = _gpu_pod("aligned-2gpu-4rails-bm-gpu-b4-8", name="both")
+    pod["spec"]["resourceClaims"].append(
+        {"name": "more", "resourceClaimTemplateName": "aligned-2gpu-4rails-numa0-bm-gpu-gb200-v3-4"}
+    )
+    findings, ns = _with_pods(gb200_next_to_b4, pod)
+    (v,) = violations(findings, POLICY)
+    assert v.level == "mandatory" and v.urn.endswith("::both")
+    assert v.message == (
+        f"Pod {ns}/both spec: its claims can never be allocated on one node (claim gpus-rails = "
+        f"ResourceClaimTemplate {ns}/aligned-2gpu-4rails-bm-gpu-b4-8 only on BM.GPU.B4.8; claim more = "
+        f"ResourceClaimTemplate {ns}/aligned-2gpu-4rails-numa0-bm-gpu-gb200-v3-4 only on {GB200}): no node passes "
+        "kube-scheduler's DynamicResources Filter for all of them, so the pod stays Pending forever. Fix: give the "
+        "pod claims that can all be allocated on one shape (the stack's templates for one shape end in its name)"
+    )

@@ -24,16 +24,28 @@ claim asks for rails and its selectors do not rule that shape out (`oke.dra.net/
 :func:`oke_gpu_rdma.claims.excluded_on_shape`): a claim for no rails has no pairing to judge there. A pool
 of a shape the stack onboards (pack config `onboardingShapes`, from `nodePools[].onboarding`: the drivers
 run there so that `make topology` can read the shape) is named as not judged instead, once: the stack
-asked for that pool to run without a topology until its entry exists. Then,
+asked for that pool to run without a topology until its entry exists. What needs no topology is still checked
+for a claim that lands only on such pools: what the API server refuses (validation, device tolerations, CEL
+compilation) it refuses on every shape. Then,
 among those, the shapes where its devices exist: the scheduler never places a claim for rails on a node
-without rails. A claim that can land nowhere, or whose devices exist on no shape, is judged on every shape.
+without rails, nor a claim pinned (`oke.dra.net/shape`) to the shape of a pool without a topology on a shape
+where it finds no device (:func:`oke_gpu_rdma.claims.pinned_elsewhere`). A claim that can land nowhere, or whose
+devices exist on no shape, is judged on every shape.
 Claims go to the judge as written, in their API version (`resource.k8s.io/v1beta1` has no `exactly`), at
 the cluster's Kubernetes version (pack config `kubernetesVersion`: the fields its API server serves), on
 nodes whose rails publish the stack's child range.
+
+A pod that can never run is rejected too: one whose nodeSelector and required node affinity admit only GPU
+node pools where one of its claims can never be allocated (its drivers do not run there, its selectors rule the
+shape out, or the judge finds it unsatisfiable on the shape: a GB200 template for a pod pinned to BM.GPU.B4.8),
+or where its claims cannot all be allocated together; kube-scheduler needs one node that passes both its
+NodeAffinity and its DynamicResources Filter. The pods are found in every workload of the stack by the claims
+their `resourceClaims` name (namespace and name, or the workload's dependencies when the name is an output).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -58,11 +70,20 @@ from oke_gpu_rdma.claims import (
     feature_gates,
     judge_claim,
     parse_taint,
+    pinned_elsewhere,
     plugin_drivers,
 )
 from oke_gpu_rdma.claims.spec import admin_access_requests
+from oke_gpu_rdma.cloud_init import registered_label_keys
 from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.labels import ADMIN_ACCESS_ENABLED, ADMIN_ACCESS_NAMESPACE_LABEL, ALIGNMENT_ANNOTATION
+from oke_gpu_rdma.labels import (
+    ADMIN_ACCESS_ENABLED,
+    ADMIN_ACCESS_NAMESPACE_LABEL,
+    ALIGNMENT_ANNOTATION,
+    HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
+)
+from oke_gpu_rdma.node_selection import may_select
 from oke_gpu_rdma.pack_settings import MANAGED_DEVICE_CLASSES_KEY, MANAGED_HELM_RELEASES_KEY, ClaimsSettings
 from oke_gpu_rdma.releases import registry
 from oke_gpu_rdma.scheduling import PodPlacement, PoolNodes
@@ -79,7 +100,7 @@ from ..kube import (
 )
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
-from ..stack import StackView, labels_of, node_labels, node_taints
+from ..stack import StackView, labels_of, node_cloud_init, node_labels, node_taints
 from ..values import UNKNOWN, PropertyTypeError, contains_unknown
 from .dranet_child_range import deployments
 
@@ -100,6 +121,10 @@ class _Pool:
     """The DRA drivers the stack's releases run on its nodes; None: not known (every driver counts)."""
     onboarding: bool = False
     """Its shape is one the stack onboards (pack config onboardingShapes)."""
+    nodes: PoolNodes | None = None
+    """Its nodes' labels as the scheduler sees them; None when unknown until apply (or no pool: ``res`` None)."""
+    later_keys: frozenset[str] = frozenset()
+    """Label keys its nodes carry whose values are known only once they run (fabric levels, the hostname)."""
 
 
 @dataclass
@@ -121,6 +146,8 @@ class _Judging:
     """Pools whose missing topology was reported already (by index)."""
     managed: frozenset[str] = frozenset()
     """DeviceClasses the user marks as managed elsewhere (pack config managedDeviceClasses)."""
+    places: dict[str, frozenset[int]] = field(default_factory=dict)
+    """Claim URN -> the pools (by index) whose nodes can allocate it; a claim not in it may be anywhere."""
 
 
 def _judge(
@@ -265,11 +292,19 @@ def _pools(view: StackView, conf: ClaimsSettings, reporter: Reporter) -> tuple[l
         node = nodes.get(res.urn) if res is not None else None
         drivers = reach.get(node.name) if node is not None else None
         onboarding = shape in conf.onboarding_shapes
+        later = _later_keys(res) if res is not None else frozenset()
         try:
-            found.append(_Pool(shape, res, catalog.topology(shape), None, drivers, onboarding))
+            found.append(_Pool(shape, res, catalog.topology(shape), None, drivers, onboarding, node, later))
         except TopologyError as err:
-            found.append(_Pool(shape, res, None, _unjudgeable(shape, err), drivers, onboarding))
+            found.append(_Pool(shape, res, None, _unjudgeable(shape, err), drivers, onboarding, node, later))
     return found, deployed
+
+
+def _later_keys(pool: PlainResource) -> frozenset[str]:
+    """The label keys the pool's nodes register at boot (its cloud-init's topology labeller) and their hostname."""
+    text = node_cloud_init(pool)
+    registered = registered_label_keys(text) if isinstance(text, str) else ()
+    return frozenset((*registered, HOSTNAME_LABEL))
 
 
 def _child_range(view: StackView, conf: ClaimsSettings) -> str:
@@ -371,6 +406,8 @@ def check(args: StackValidationArgs, reporter: Reporter) -> None:
     )
     for claim in view.claims:
         reporter.guard(claim.label, claim.urn, partial(_check, claim, how, reporter))
+    for workload in view.workloads:
+        reporter.guard(workload.label, workload.urn, partial(_never_meet, view, workload, how, reporter))
 
 
 @dataclass(frozen=True)
@@ -426,6 +463,119 @@ def _split_pods(view: StackView, workload: PlainResource, reporter: Reporter) ->
         )
 
 
+def _selection(pod: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    """The pod's nodeSelector and affinity; None when unknown until apply."""
+    selector, affinity = pod.get("nodeSelector"), pod.get("affinity")
+    if contains_unknown(selector) or contains_unknown(affinity):
+        return None
+    return (
+        selector if isinstance(selector, Mapping) else {},
+        affinity if isinstance(affinity, Mapping) else {},
+    )
+
+
+def _selection_shown(selector: Mapping[str, Any], affinity: Mapping[str, Any]) -> str:
+    parts = []
+    if selector:
+        parts.append("nodeSelector " + ", ".join(f"{k}={v}" for k, v in selector.items()))
+    if affinity:
+        parts.append("required node affinity")
+    return " and ".join(parts)
+
+
+def _pools_shown(how: _Judging, indices: frozenset[int] | set[int]) -> tuple[list[str], str]:
+    """The shapes of the pools ``indices`` and `node pools a, b`."""
+    chosen = [how.pools[i] for i in sorted(indices)]
+    shapes = list(dict.fromkeys(p.shape for p in chosen))
+    return shapes, "node pools " + ", ".join(p.res.name for p in chosen if p.res is not None)
+
+
+def _never_meet(view: StackView, workload: PlainResource, how: _Judging, reporter: Reporter) -> None:
+    """A pod whose node selection and claims can never meet on one node stays Pending forever: kube-scheduler
+    runs each node through every Filter plugin and keeps only the nodes that pass all of them (kubernetes
+    v1.36.4 pkg/scheduler/schedule_one.go findNodesThatPassFilters l. 777-815, pkg/scheduler/framework/runtime/
+    framework.go RunFilterPlugins l. 1093-1121: the first failing plugin rejects the node): the NodeAffinity
+    Filter takes only nodes its nodeSelector and required node affinity admit (pkg/scheduler/framework/plugins/
+    nodeaffinity/node_affinity.go l. 218-239; :func:`oke_gpu_rdma.node_selection.may_select`), and the
+    DynamicResources Filter only nodes where every claim of the pod can be allocated together
+    (pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go l. 848-879). The pools where a claim
+    can be allocated are its drivers' pools less those whose shape it is never allocated on (:func:`_check`
+    fills ``how.places``). A pod that selects no GPU pool of the stack, a claim not judged or refused by the
+    API server, and a stack without pools say nothing here."""
+    if any(p.res is None for p in how.pools):
+        return
+    for pod in pod_specs(workload):
+        selection = _selection(pod.spec)
+        if selection is None:
+            continue
+        selector, affinity = selection
+        selected = {
+            i
+            for i, p in enumerate(how.pools)
+            if p.nodes is None or may_select(selector, affinity, p.nodes.labels, p.later_keys)
+        }
+        if not selected:
+            continue
+        claims: list[tuple[str, PlainResource, frozenset[int]]] = []
+        for resolved in view.resolve(workload, pod):
+            for claim in resolved.claims:
+                places = how.places.get(claim.urn)
+                if places:  # a claim allocatable nowhere is reported on its own
+                    claims.append((f"claim {resolved.ref.pod_claim} = {claim.label}", claim, places))
+        if not claims or frozenset.intersection(*(places for _, _, places in claims)) & selected:
+            continue
+        pod_shapes, pod_pools = _pools_shown(how, selected)
+        admits = (
+            f"its {_selection_shown(selector, affinity)} admits only {pod_pools} ({', '.join(pod_shapes)})"
+        )
+        apart = [(shown, claim, places) for shown, claim, places in claims if not places & selected]
+        if apart:
+            shown, claim, places = apart[0]
+            claim_shapes, claim_pools = _pools_shown(how, places)
+            instead = _template_instead(view, how, claim, selected)
+            reporter.violation(
+                f"{workload.label} {pod.where}: {shown} can be allocated only on {', '.join(claim_shapes)} "
+                f"({claim_pools}), and {admits}: no node passes both kube-scheduler's NodeAffinity Filter and "
+                "its DynamicResources Filter, so the pod stays Pending forever. Fix: select nodes of "
+                f"{claim_shapes[0]} (nodeSelector {INSTANCE_TYPE_LABEL}: {claim_shapes[0]}), or use a claim "
+                f"template that can be allocated on {', '.join(pod_shapes)}"
+                + (f", such as {instead}" if instead else ""),
+                workload.urn,
+            )
+            continue
+        each = "; ".join(
+            f"{shown} only on {', '.join(_pools_shown(how, places)[0])}" for shown, _, places in claims
+        )
+        reporter.violation(
+            f"{workload.label} {pod.where}: its claims can never be allocated on one node ({each})"
+            + (f", and {admits}" if selector or affinity else "")
+            + ": no node passes kube-scheduler's DynamicResources Filter for all of them, so the pod stays "
+            "Pending forever. Fix: give the pod claims that can all be allocated on one shape (the stack's "
+            "templates for one shape end in its name)",
+            workload.urn,
+        )
+
+
+def _template_instead(view: StackView, how: _Judging, claim: PlainResource, selected: set[int]) -> str | None:
+    """The name closest to ``claim``'s among the claims of its kind and namespace that can be allocated on one of
+    the pools ``selected`` (the stack names a template per shape: ``aligned-4gpu-8rails-bm-gpu-b4-8``)."""
+    if not isinstance(claim.object_name, str):
+        return None
+    names = sorted(
+        c.object_name
+        for c in view.claims
+        if c.kind == claim.kind
+        and c.namespace == claim.namespace
+        and isinstance(c.object_name, str)
+        and c.object_name != claim.object_name
+        and how.places.get(c.urn, frozenset()) & selected
+        and bool(view.gpus_of(c)) == bool(view.gpus_of(claim))
+        and bool(view.rails_of(c)) == bool(view.rails_of(claim))
+    )
+    close = difflib.get_close_matches(claim.object_name, names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
     spec = resource_claim_spec(claim)
     if spec is UNKNOWN:
@@ -470,11 +620,12 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
             return
     # Only the pools where the drivers of every request publish devices can run the claim (module docstring);
     # when none can, it is judged on every pool.
-    landing = [
+    reached = [
         (i, p)
         for i, p in enumerate(how.pools)
         if p.drivers is None or claim_lands(wanted, how.classes, p.drivers, how.deployed)
-    ] or list(enumerate(how.pools))
+    ]
+    landing = reached or list(enumerate(how.pools))
     shapes: dict[str, tuple[Topology, list[str]]] = {}
     reference = next((p.topology for p in how.pools if p.topology is not None), None)
     rail_drivers = registry.drivers_serving("rails")
@@ -484,7 +635,10 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
         for c in used
         if isinstance(c, str)
     )
-    skipped = False
+    # Shapes of the pools without a topology where the claim may land (onboarding, or refused below).
+    unjudged: list[str] = []
+    # Pools whose nodes can never allocate it: its selectors rule the shape out, or its verdict there.
+    never: set[int] = {i for i in range(len(how.pools)) if i not in dict(reached)}
     for i, pool in landing:
         if pool.topology is None:
             # Without the shape's topology the claim is still judged where it can land: a claim for no rails
@@ -499,7 +653,8 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
                 how.kubernetes_version,
                 how.child_range,
             ):
-                skipped = True
+                if asks_rails:
+                    never.add(i)
                 continue
             if pool.onboarding:
                 where = f"node pool {pool.res.name}" if pool.res else "pack config shape"
@@ -510,23 +665,23 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
                     f"({stack_keys.stack_setting(stack_keys.SHAPE_TOPOLOGIES)}.{pool.shape}); pods that must get "
                     "aligned GPUs and rails select the pools whose shape has templates"
                 )
+                unjudged.append(pool.shape)
                 continue
             if i not in how.reported:
                 how.reported.add(i)
                 where = f"node pool {pool.res.name}" if pool.res else "pack config shape"
                 reporter.violation(f"{where}: {pool.error}", pool.res.urn if pool.res else None)
+            unjudged.append(pool.shape)
             continue
         shapes.setdefault(pool.shape, (pool.topology, []))[1].extend([pool.res.name] if pool.res else [])
     name = claim.object_name if isinstance(claim.object_name, str) else claim.name
-    if not shapes and skipped:
-        # It lands only where no topology is known and asks no pairing there: what the API server refuses
-        # does not depend on the shape, so an invalid claim is still reported.
-        topology = reference or CATALOG.topology(DEFAULT_SHAPE)
-        verdict = _judge(spec, api_version, topology, how, name)
-        if verdict.kind is VerdictKind.INVALID:
-            reporter.violation(f"{claim.label}: {verdict.message}", claim.urn)
-        return
     judged = [(t, pools, _judge(spec, api_version, t, how, name)) for t, pools in shapes.values()]
+    if reached and all(v.kind is not VerdictKind.INVALID for _, _, v in judged):
+        # The pools whose nodes can allocate it, for the pods that use it (_never_meet); a claim whose drivers
+        # are on no pool, or that the API server refuses, is reported as such and says nothing about them.
+        unsatisfiable = {t.shape for t, _, v in judged if v.kind is VerdictKind.UNSATISFIABLE}
+        never |= {i for i, pool in landing if pool.topology is not None and pool.shape in unsatisfiable}
+        how.places[claim.urn] = frozenset(range(len(how.pools))) - never
     if len(judged) > 1:
         # A mixed fleet: only the shapes where the claim's devices exist can run it (module docstring).
         placed = [
@@ -536,6 +691,30 @@ def _check(claim: PlainResource, how: _Judging, reporter: Reporter) -> None:
             or devices_exist(spec, t, how.classes, api_version, how.kubernetes_version, how.child_range)
         ]
         judged = placed or judged
+    if unjudged:
+        # It may land on a pool without a topology too: a shape where it is never allocated because its
+        # selectors pin it to that pool's shape (oke.dra.net/shape) is a shape the DRA Filter never places it
+        # on (oke_gpu_rdma.claims.pinned_elsewhere), not one where it stays Pending.
+        judged = [
+            (t, pools, v)
+            for t, pools, v in judged
+            if v.kind is not VerdictKind.UNSATISFIABLE
+            or not pinned_elsewhere(
+                spec, t, unjudged, how.classes, api_version, how.kubernetes_version, how.child_range
+            )
+        ]
+    if not judged:
+        # It lands only where no topology is known (no pairing asked there, an onboarding pool, a pool refused
+        # above): what the API server refuses does not depend on the shape (kubernetes v1.36.4
+        # pkg/apis/resource/validation/validation.go validateCELSelector l. 316-331 compiles each selector,
+        # validateDeviceToleration l. 1524-1540 checks the operator), so an invalid claim is reported,
+        # onboarding or not.
+        topology = reference or CATALOG.topology(DEFAULT_SHAPE)
+        verdict = _judge(spec, api_version, topology, how, name)
+        if verdict.kind is VerdictKind.INVALID:
+            how.places.pop(claim.urn, None)  # refused: it says nothing about the pods that name it
+            reporter.violation(f"{claim.label}: {verdict.message}", claim.urn)
+        return
     stated = _stated_alignment(claim)
     used_classes = {c for used in wanted.values() for c in used if isinstance(c, str)}
     for topology, pools, verdict in judged:

@@ -9,6 +9,13 @@ core on that shape (:func:`oke_gpu_rdma.claims.judge_claim`, the catalog's topol
 verified topology only by whether its selectors rule the shape out); the pack config's kubernetesVersion and
 child range of gpu-rail-claims-aligned are not read here (their defaults are used). Judged for jobs whose
 queue chain (LocalQueue, ClusterQueue, ResourceFlavors) the stack declares.
+
+Where the pods then go follows what places them after Kueue. A flavor's pools count only where the pod set's own
+nodeSelector and required node affinity admit them (kube-scheduler's NodeAffinity Filter). On a flavor without
+a topology, Kueue only adds the flavor's nodeLabels to the pods' nodeSelector and kube-scheduler's DRA Filter
+takes the nodes where the claims can be allocated: a flavor spanning two shapes leaves the pods Pending only when
+neither fits. On a topology-aware flavor (spec.topologyName) Kueue's TAS picks each pod's node without reading
+its claims and pins it there, so every shape of the flavor the pods can be placed on must fit.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from oke_gpu_rdma import kueue_jobs
 from oke_gpu_rdma.claims import VerdictKind, excluded_on_shape, judge_claim
 from oke_gpu_rdma.errors import TopologyError
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
+from oke_gpu_rdma.node_selection import may_select
 from oke_gpu_rdma.releases import registry
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.topology import DEFAULT_SHAPE
@@ -32,7 +40,7 @@ from ..kueue_objects import KueueObjects, PoolLabels, flavor_labels, flavor_pool
 from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView
-from ..values import UNKNOWN, contains_unknown
+from ..values import UNKNOWN, contains_unknown, dig
 
 
 def why_not_on(claim: PlainResource, shape: str, classes: Mapping[str, tuple[str, ...]]) -> str | None:
@@ -71,8 +79,9 @@ def _check(
             reporter.unchecked(f"{chain}: its flavors' shapes not checked")
         return
     for pod_set in sets:
-        # shape -> (flavor, its pools of that shape) for the flavors Kueue may assign this pod set
-        shapes: dict[str, list[tuple[str, list[str]]]] = {}
+        # flavor -> (its pools the pod set's pods can be placed on, by shape; topology-aware) for the flavors
+        # Kueue may assign this pod set
+        assignable: dict[str, tuple[dict[str, list[str]], bool]] = {}
         for name in flavors:
             res = kueue.flavors.get(name)
             labels: Any = flavor_labels(res) if res is not None else UNKNOWN
@@ -83,10 +92,14 @@ def _check(
                 continue
             if not kueue_jobs.flavor_admits(labels, pod_set.pod.spec):
                 continue
+            assert res is not None
             chosen = flavor_pools(labels, pools)
-            for shape in chosen.shapes:
-                of_shape = [p for p in chosen.pools if pools.pools[p][0] == shape]
-                shapes.setdefault(shape, []).append((name, of_shape))
+            by_shape: dict[str, list[str]] = {}
+            for pool in chosen.pools:
+                if _may_place(pod_set.pod.spec, pools, pool):
+                    by_shape.setdefault(pools.pools[pool][0], []).append(pool)
+            assignable[name] = (by_shape, _topology_aware(res))
+        shapes = sorted({shape for by_shape, _ in assignable.values() for shape in by_shape})
         for claim in pod_set.claims:
             for shape in shapes:
                 if (claim.urn, shape) not in judged:  # jobs share claim templates: judge each once per run
@@ -98,8 +111,27 @@ def _check(
             if (reason := judged[(claim.urn, shape)]) is not None
         }
         fitting = sorted(set(shapes) - {shape for _, shape in failing})
+        # shape -> (flavor, its pools of that shape) where the pods can be left on a node of that shape
+        stuck: dict[str, list[tuple[str, list[str]]]] = {}
+        for name, (by_shape, topology_aware) in assignable.items():
+            if not topology_aware and any(shape in fitting for shape in by_shape):
+                # Without topology-aware scheduling kube-scheduler picks the node among the flavor's (Kueue adds
+                # the flavor's nodeLabels to the pods' nodeSelector: kubernetes-sigs/kueue v0.19.2
+                # pkg/podset/podset.go FromAssignment l. 87), and its DRA Filter keeps only the nodes where every
+                # claim of the pod can be allocated (kubernetes v1.36.4 pkg/scheduler/framework/plugins/
+                # dynamicresources/dynamicresources.go l. 848-879): a shape of the flavor that fits is where the
+                # pods go.
+                continue
+            # Topology-aware: Kueue's TAS picks each pod's node among the flavor's by its nodeSelector, affinity
+            # and requests, never its claims (pkg/cache/scheduler/tas_flavor_snapshot.go l. 963-985), and the
+            # ungater pins the pod there (pkg/controller/tas/topology_ungater.go l. 312-315): any shape it can
+            # pick counts. Without TAS, no shape of the flavor fits: each one leaves the pods Pending.
+            for shape, names in by_shape.items():
+                stuck.setdefault(shape, []).append((name, names))
         for (claim_label, shape), reason in sorted(failing.items()):
-            on = ", ".join(f"{flavor} (pools {', '.join(names)})" for flavor, names in shapes[shape])
+            if shape not in stuck:
+                continue
+            on = ", ".join(f"{flavor} (pools {', '.join(names)})" for flavor, names in stuck[shape])
             fix = (
                 f"pin the pod set to a shape its claims fit (nodeSelector {INSTANCE_TYPE_LABEL}: {fitting[0]}), or "
                 "submit it to a queue whose flavors fit"
@@ -113,6 +145,29 @@ def _check(
                 f"Pending holding the quota. Fix: {fix}",
                 workload.urn,
             )
+
+
+def _topology_aware(flavor: PlainResource) -> bool:
+    """A flavor with spec.topologyName admits pod sets only with topology-aware scheduling
+    (pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS l. 166-204); unknown
+    until apply counts as topology-aware (the stricter reading)."""
+    name = dig(flavor.props, "spec.topologyName")
+    return name is not None
+
+
+def _may_place(pod_spec: Mapping[str, Any], pools: PoolLabels, pool: str) -> bool:
+    """Whether the pod's own nodeSelector and required node affinity admit the pool's nodes
+    (:func:`oke_gpu_rdma.node_selection.may_select`: kube-scheduler's NodeAffinity Filter, and TAS's node filter
+    too); values unknown until apply admit every pool."""
+    selector, affinity = pod_spec.get("nodeSelector"), pod_spec.get("affinity")
+    if contains_unknown(selector) or contains_unknown(affinity):
+        return True
+    return may_select(
+        selector if isinstance(selector, Mapping) else {},
+        affinity if isinstance(affinity, Mapping) else {},
+        pools.pools[pool][1],
+        pools.keys(pool),
+    )
 
 
 def check(args: StackValidationArgs, reporter: Reporter) -> None:

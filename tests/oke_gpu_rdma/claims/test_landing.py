@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-from oke_gpu_rdma.claims.landing import claim_lands, class_driver, drivers_on_pools, parse_taint
+from oke_gpu_rdma.claims.landing import (
+    claim_lands,
+    class_driver,
+    drivers_on_pools,
+    parse_taint,
+    pinned_elsewhere,
+)
 from oke_gpu_rdma.cloud_init import NodeBootstrap, registered_taints, render_cloud_init
 from oke_gpu_rdma.releases import dranet, nvidia_gpu, registry
 from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
+from oke_gpu_rdma.shape_catalog import CATALOG
+from tests.fixtures import seed000
 
 TYPE = "node.kubernetes.io/instance-type"
 
@@ -63,3 +71,36 @@ def test_claim_lands_where_every_request_has_a_driver() -> None:
         frozenset({nvidia_gpu.DRIVER}),
         both,
     )
+
+
+def _rails_on(shape: str, count: int = 4) -> dict:
+    """seed pair-check with ``count`` GPUs and its rail request pinned to ``shape`` (oke.dra.net/shape)."""
+    claim = seed000("pair-check")
+    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = count
+    claim["spec"]["devices"]["requests"][1]["exactly"]["selectors"].append(
+        {"cel": {"expression": f'device.attributes["oke.dra.net"].shape == "{shape}"'}}
+    )
+    return claim
+
+
+def test_a_claim_pinned_to_another_shape_is_pinned_elsewhere_whatever_it_asks_for() -> None:
+    """Its rails exist on a B4.8 node only if the node published the H100 shape: the DRA Filter never places it
+    on B4.8, even when it asks for more GPUs than B4.8 has (that says nothing about the H100 nodes)."""
+    b4 = CATALOG.topology("BM.GPU.B4.8")
+    classes = registry.DEVICE_CLASS_SELECTORS
+    h100 = "BM.GPU.H100.8"
+    assert pinned_elsewhere(_rails_on(h100), b4, [h100], classes)
+    assert pinned_elsewhere(_rails_on(h100, count=9), b4, [h100], classes)
+    # Not for a shape it is not pinned to, nor for a claim whose devices exist on B4.8 (9 GPUs, unpinned).
+    assert not pinned_elsewhere(_rails_on(h100), b4, ["BM.GPU.A100-v2.8"], classes)
+    assert not pinned_elsewhere(_rails_on("BM.GPU.B4.8", count=9), b4, [h100], classes)
+    # Nor for a rail no shape has: no shape it could be pinned to makes it allocatable.
+    ghost = seed000("pair-check")
+    ghost["spec"]["devices"]["requests"][1]["exactly"]["selectors"] = [
+        {"cel": {"expression": 'device.attributes["dra.net"].ifName == "rdma99"'}}
+    ]
+    assert not pinned_elsewhere(ghost, b4, [h100], classes)
+    # An invalid claim: not known, so not pinned.
+    broken = _rails_on(h100)
+    broken["spec"]["devices"]["requests"][0]["exactly"]["count"] = -1
+    assert not pinned_elsewhere(broken, b4, [h100], classes)
