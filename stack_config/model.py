@@ -1070,6 +1070,13 @@ class SchedulingConfig(_Model):
         description="The Topology level the NCCL acceptance job's workers must share "
         "(kueue.x-k8s.io/podset-required-topology).",
     )
+    pods_ready_timeout_minutes: int = Field(
+        kueue.DEFAULT_PODS_READY_TIMEOUT_MINUTES,
+        ge=1,
+        alias="podsReadyTimeoutMinutes",
+        description="Minutes an admitted job's pods have to become Ready (image pulls included) before Kueue evicts "
+        "the job, frees its quota and requeues it (waitForPodsReady; backoff from 60 s doubling to an hour).",
+    )
 
 
 class PolicyPackConfig(_Model):

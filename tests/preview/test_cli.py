@@ -585,7 +585,8 @@ def _unchanged_plan(stack: str) -> Any:
     return change_plan.build(change_plan.parse(files), change_plan.parse(files), "x")
 
 
-QUOTAS = ", ".join(f"~spec.resourceGroups[0].flavors[0].resources[{i}].nominalQuota" for i in range(4))
+# The B4.8 flavor is the second (the system flavor comes first); its quotas: cpu, memory, pods, GPUs, rails.
+QUOTAS = ", ".join(f"~spec.resourceGroups[0].flavors[1].resources[{i}].nominalQuota" for i in range(5))
 MPI_MANIFEST = (
     "https://raw.githubusercontent.com/kubeflow/mpi-operator/c983759cfa87fd32ed5711804021ea47eb8d712c/deploy/v2beta1/"
     "mpi-operator.yaml"
@@ -624,16 +625,17 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         + "kueue-clusterqueue-rdma-gpus"
         + " " * 22
         + f"update [diff: {QUOTAS}]",
-        "     (104 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (105 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
         "      ~ nodeConfigDetails.size: 2 => 4",
         f"  ~ kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue kueue-clusterqueue-rdma-gpus update [diff: {QUOTAS}]",
-        '      ~ spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: "512" => "768"',
-        '      ~ spec.resourceGroups[0].flavors[0].resources[1].nominalQuota: "8192Gi" => "12288Gi"',
-        '      ~ spec.resourceGroups[0].flavors[0].resources[2].nominalQuota: "32" => "48"',
-        '      ~ spec.resourceGroups[0].flavors[0].resources[3].nominalQuota: "64" => "96"',
+        '      ~ spec.resourceGroups[0].flavors[1].resources[0].nominalQuota: "512" => "768"',
+        '      ~ spec.resourceGroups[0].flavors[1].resources[1].nominalQuota: "8192Gi" => "12288Gi"',
+        '      ~ spec.resourceGroups[0].flavors[1].resources[2].nominalQuota: "440" => "660"',
+        '      ~ spec.resourceGroups[0].flavors[1].resources[3].nominalQuota: "32" => "48"',
+        '      ~ spec.resourceGroups[0].flavors[1].resources[4].nominalQuota: "64" => "96"',
         "Not shown: the objects Helm renders from the charts of dranet-release, gpu-dra-driver-release, "
         "gpu-operator-release, kueue-release, monitoring-release at apply time (the plan shows each release's chart, "
         "version and values)",
@@ -645,7 +647,7 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
     assert out[resources : resources + 3] == [
         "Resources:",
         "    ~ 2 to update",
-        "    2 changes. 107 unchanged",
+        "    2 changes. 108 unchanged",
     ]
     # No unchanged resource of the 107 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
