@@ -188,15 +188,35 @@ def queued_worker(worker: dict[str, Any], queue: JobQueue | None) -> dict[str, A
         **metadata.get("annotations", {}),
         **kueue_objects.pod_topology_annotation(queue.level),
     }
-    queued = {**worker, "metadata": metadata}
-    containers = [dict(c) for c in worker["spec"]["containers"]]
-    containers[0]["resources"] = {
-        **containers[0].get("resources", {}),
-        "requests": {"cpu": str(queue.worker_cpus)},
-    }
+    queued = whole_node_worker({**worker, "metadata": metadata}, queue.worker_cpus)
     node_selector = {**worker["spec"].get("nodeSelector", {}), INSTANCE_TYPE_LABEL: queue.shape}
-    queued["spec"] = {**worker["spec"], "containers": containers, "nodeSelector": node_selector}
+    queued["spec"] = {**queued["spec"], "nodeSelector": node_selector}
     return queued
+
+
+def whole_node_worker(worker: dict[str, Any], cpus: int) -> dict[str, Any]:
+    """The worker pod template with ``cpus`` (more than half its node's) requested by its first container: what
+    Kueue's topology-aware scheduling counts of it, since it counts container requests and not DRA claims."""
+    containers = [dict(c) for c in worker["spec"]["containers"]]
+    containers[0]["resources"] = {**containers[0].get("resources", {}), "requests": {"cpu": str(cpus)}}
+    return {**worker, "spec": {**worker["spec"], "containers": containers}}
+
+
+def held_by_check(spec: dict[str, Any], queue: JobQueue | None) -> dict[str, Any]:
+    """An MPIJob spec for the scheduled fabric check (components/fabric_checks.py), which pins its workers to a
+    pair of idle nodes itself and so stays outside the queue. With a queue, its workers request a whole node's
+    CPUs as the queued workers do: Kueue's TAS then sees the nodes they hold as taken. It counts a pod outside
+    TAS by its container requests once the pod is bound (pkg/controller/tas/non_tas_usage_controller.go
+    belongsToNonTASCache l. 133-148; pkg/cache/scheduler/tas_flavor_snapshot.go addNonTASUsage l. 259-264), and without a
+    CPU request the check's workers count as nothing and a queued job is admitted onto their nodes."""
+    if queue is None:
+        return spec
+    replicas = spec["mpiReplicaSpecs"]
+    worker = whole_node_worker(replicas["Worker"]["template"], queue.worker_cpus)
+    return {
+        **spec,
+        "mpiReplicaSpecs": {**replicas, "Worker": {**replicas["Worker"], "template": worker}},
+    }
 
 
 def awaited(
@@ -667,7 +687,8 @@ class AcceptanceJobs(GatingJobs):
             return
         needs = self.declare_operator(name, config, args.namespace, args.provider, args.depends_on)
         # The scheduled checks pin a pair of idle nodes themselves (components/fabric_checks.py), so their specs
-        # are the jobs without the queue; the apply-time gates go through it (workloads.scheduling).
+        # are the jobs without the queue, their workers still visible to TAS (held_by_check); the apply-time gates
+        # go through it (workloads.scheduling).
         nccl_spec: dict[str, Any] | None = None
         rail_spec: dict[str, Any] | None = None
         if args.nccl_template is not None:
@@ -675,7 +696,9 @@ class AcceptanceJobs(GatingJobs):
             # The stack config refused a GPU count without a seed figure and no setting (claim_plan.py).
             min_busbw = nccl_threshold("dranet", gpus, config.nccl_busbw_gbs)
             assert min_busbw is not None
-            nccl_spec = mpijob_spec(config, args.nccl_template, args.pool, args.taints, min_busbw)
+            nccl_spec = held_by_check(
+                mpijob_spec(config, args.nccl_template, args.pool, args.taints, min_busbw), args.queue
+            )
             if config.enabled:
                 self.gate(
                     name,
@@ -690,7 +713,10 @@ class AcceptanceJobs(GatingJobs):
                 )
         if args.rails_template is not None:
             min_gbps = rail_threshold("dranet", config.rail_gbps)
-            rail_spec = rail_mpijob_spec(config, args.rails_template.name, args.pool, args.taints, min_gbps)
+            rail_spec = held_by_check(
+                rail_mpijob_spec(config, args.rails_template.name, args.pool, args.taints, min_gbps),
+                args.queue,
+            )
             if config.enabled:
                 self.gate(
                     name,

@@ -42,8 +42,11 @@ class KueueFlavor(TypedDict):
     """The node labels that select its nodes (Kueue injects them into an admitted pod set's nodeSelector)."""
     taints: NotRequired[list[PoolTaint]]
     """Taints of its nodes, which the flavor tolerates (Kueue injects the tolerations)."""
-    topology_aware: NotRequired[bool]
-    """Schedules over the Topology (default true); false for a flavor of pod sets without GPUs."""
+    hosts_only: NotRequired[bool]
+    """Schedules over the Topology of hosts alone (`hosts`: kubernetes.io/hostname) instead of the fabric's
+    (default false): a flavor of nodes without fabric labels, for pod sets without GPUs (the system pool). Every
+    flavor has a Topology either way, so the ClusterQueue is TAS-only and admits pod sets without a topology
+    annotation (docs/scheduling.md)."""
     quotas: dict[str, str]
     """Resource name -> nominal quota (a Kubernetes quantity), e.g. oke-gpu-rdma/gpus: "32"."""
 
@@ -72,6 +75,8 @@ class KueueArgs(TypedDict):
     """DeviceClasses Kueue counts as GPUs (default gpu.nvidia.com)."""
     rail_device_classes: NotRequired[list[str]]
     """DeviceClasses Kueue counts as rails (default dra.net)."""
+    pods_ready_timeout_minutes: NotRequired[int]
+    """Minutes an admitted workload's pods have to become Ready before Kueue evicts and requeues it (default 15)."""
 
 
 # What Kueue's CRDs refuse to change (their transition rules at v0.19.2: Topology spec.levels, a ResourceFlavor's
@@ -100,7 +105,7 @@ def kueue_args(plan: SchedulingPlan, taints_of: dict[str, list[PoolTaint]]) -> K
                 name=f.name,
                 node_labels=dict(f.node_labels),
                 taints=taints_of.get(f.name, []),
-                topology_aware=f.topology is not None,
+                hosts_only=f.topology == kueue_objects.HOSTS_TOPOLOGY,
                 quotas=dict(f.quotas),
             )
             for f in plan.flavors
@@ -112,6 +117,7 @@ def kueue_args(plan: SchedulingPlan, taints_of: dict[str, list[PoolTaint]]) -> K
         local_queue=plan.local_queue,
         chart_version=plan.chart_version,
         namespace=plan.namespace,
+        pods_ready_timeout_minutes=plan.pods_ready_timeout_minutes,
     )
 
 
@@ -131,6 +137,21 @@ def _problems(args: KueueArgs) -> list[ConfigProblem]:
     for key in ("topology", "cluster_queue", "local_queue", "namespace"):
         if key in given:
             found += value_problems(schema_name(key), given[key], DnsLabel)
+    if given.get("topology") == kueue_objects.HOSTS_TOPOLOGY:
+        found.append(
+            ConfigProblem(
+                "topology",
+                kueue_objects.HOSTS_TOPOLOGY,
+                "is the name of the hosts-only Topology the component declares; name the fabric's another",
+            )
+        )
+    timeout = given.get("pods_ready_timeout_minutes", kueue_chart.DEFAULT_PODS_READY_TIMEOUT_MINUTES)
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1:
+        found.append(
+            ConfigProblem(
+                "podsReadyTimeoutMinutes", timeout, "must be a whole number of minutes, at least 1 (e.g. 15)"
+            )
+        )
     for i, namespace in enumerate(args["namespaces"]):
         found += value_problems(f"namespaces[{i}]", namespace, DnsLabel)
     if not args["namespaces"]:
@@ -139,7 +160,7 @@ def _problems(args: KueueArgs) -> list[ConfigProblem]:
         found.append(ConfigProblem("flavors", [], "is empty; give a flavor per GPU shape"))
     for i, flavor in enumerate(args["flavors"]):
         found += value_problems(f"flavors[{i}].name", flavor["name"], DnsLabel)
-        if flavor.get("topology_aware", True) and not flavor["node_labels"]:
+        if not flavor["node_labels"]:
             found.append(
                 ConfigProblem(
                     f"flavors[{i}].nodeLabels",
@@ -188,7 +209,7 @@ class Kueue(pulumi.ComponentResource):
                 f["name"],
                 dict(f["node_labels"]),
                 tuple(tolerations(taints(f.get("taints", []), "Kueue", name, f"flavors[{i}].taints"))),
-                topology_name if f.get("topology_aware", True) else None,
+                kueue_objects.HOSTS_TOPOLOGY if f.get("hosts_only", False) else topology_name,
                 dict(f["quotas"]),
             )
             for i, f in enumerate(args["flavors"])
@@ -197,7 +218,15 @@ class Kueue(pulumi.ComponentResource):
             args.get("gpu_device_classes", [nvidia_gpu.DEVICE_CLASS]),
             args.get("rail_device_classes", [dranet.DEVICE_CLASS]),
         )
-        values = _documented(kueue_chart.values(mappings), kueue_chart.VALUE_PATHS, kueue_chart.CHART_NAME)
+        values = _documented(
+            kueue_chart.values(
+                mappings,
+                args["namespaces"],
+                args.get("pods_ready_timeout_minutes", kueue_chart.DEFAULT_PODS_READY_TIMEOUT_MINUTES),
+            ),
+            kueue_chart.VALUE_PATHS,
+            kueue_chart.CHART_NAME,
+        )
         release = _release(
             name,
             self,
@@ -226,6 +255,12 @@ class Kueue(pulumi.ComponentResource):
             )
 
         declare(kueue_chart.TOPOLOGY_KIND, topology_name, kueue_objects.topology_spec(args["levels"]))
+        if any(f.topology == kueue_objects.HOSTS_TOPOLOGY for f in flavors):
+            declare(
+                kueue_chart.TOPOLOGY_KIND,
+                kueue_objects.HOSTS_TOPOLOGY,
+                kueue_objects.topology_spec(kueue_objects.HOSTS_LEVELS),
+            )
         for flavor in flavors:
             declare(kueue_chart.RESOURCE_FLAVOR_KIND, flavor.object_name, kueue_objects.flavor_spec(flavor))
         declare(

@@ -15,12 +15,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .labels import HOSTNAME_LABEL
 from .releases import kueue
 
-# A namespace's name as a label every namespace carries (the NamespaceDefaultLabelName feature, GA in 1.22).
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 CPU = "cpu"
 MEMORY = "memory"
+# The pod count as a quota resource. With it among a ClusterQueue's covered resources Kueue gives every pod set a
+# request of its pod count (pkg/scheduler/flavorassigner/flavorassigner.go l. 739-745), so a pod set that requests
+# nothing else (an MPIJob's launcher) still gets a flavor, and with it the flavor's nodeLabels and a topology
+# assignment; without one its flavor assignment is empty (l. 747-752) and, in a queue where every flavor has a
+# topology, it finds no topology flavor at all (tas_flavorassigner.go onlyTASFlavor, l. 143-163).
+PODS = "pods"
+# kubelet's --max-pods default (kubernetes pkg/kubelet/apis/config/v1beta1/defaults.go: MaxPods 110): the pods
+# quota per node, an upper bound as the CPU and memory quotas are (TAS places by each node's allocatable pods).
+MAX_PODS_PER_NODE = 110
+# The Topology of the flavors of nodes without fabric labels (the system pool): the host alone. Every flavor of
+# the ClusterQueue then has a topology, which makes the queue TAS-only (pkg/cache/scheduler/clusterqueue.go
+# isTASOnly, l. 741-750): a pod set with no topology annotation is then scheduled by TAS as if it asked for the
+# lowest level unconstrained (tas_flavorassigner.go isTASImplied l. 219-221; tas_flavor_snapshot.go
+# levelKeyWithImpliedFallback l. 1212-1220) on whichever flavor fits, instead of being refused by every flavor
+# with a topology ("supports only TopologyAwareScheduling", tas_flavorassigner.go l. 198-201).
+HOSTS_TOPOLOGY = "hosts"
+HOSTS_LEVELS = (HOSTNAME_LABEL,)
 
 
 @dataclass(frozen=True)
@@ -63,9 +79,10 @@ def flavor_spec(flavor: Flavor) -> dict[str, Any]:
 
 
 def covered_resources(flavors: Sequence[Flavor]) -> list[str]:
-    """Every resource any flavor has a quota for, in a fixed order (CPU, memory, then the device resources)."""
+    """Every resource any flavor has a quota for, in a fixed order (CPU, memory, pods, then the device
+    resources)."""
     names = {name for f in flavors for name in f.quotas}
-    order = [CPU, MEMORY, kueue.GPU_RESOURCE, kueue.RAIL_RESOURCE]
+    order = [CPU, MEMORY, PODS, kueue.GPU_RESOURCE, kueue.RAIL_RESOURCE]
     return [n for n in order if n in names] + sorted(names - set(order))
 
 
@@ -75,9 +92,7 @@ def cluster_queue_spec(flavors: Sequence[Flavor], namespaces: Sequence[str]) -> 
     from the given namespaces (a nil namespaceSelector admits none: l. 109-115)."""
     covered = covered_resources(flavors)
     return {
-        "namespaceSelector": {
-            "matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}]
-        },
+        "namespaceSelector": kueue.namespace_selector(namespaces),
         "resourceGroups": [
             {
                 "coveredResources": covered,

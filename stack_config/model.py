@@ -1106,6 +1106,13 @@ class SchedulingConfig(_Model):
         "lacks or where the tenancy's nodes differ: the flavors' quotas and the whole-node workers' CPU requests "
         "are built from them.",
     )
+    pods_ready_timeout_minutes: int = Field(
+        kueue.DEFAULT_PODS_READY_TIMEOUT_MINUTES,
+        ge=1,
+        alias="podsReadyTimeoutMinutes",
+        description="Minutes an admitted job's pods have to become Ready (image pulls included) before Kueue evicts "
+        "the job, frees its quota and requeues it (waitForPodsReady; backoff from 60 s doubling to an hour).",
+    )
 
 
 class PolicyPackConfig(_Model):

@@ -7,10 +7,16 @@ and the queue (docs/scheduling.md says why each is so).
   tolerates the taints of those pools (Kueue injects its tolerations into the admitted pod sets, and TAS
   drops a node whose taints a pod set does not tolerate), and schedules over the stack's Topology.
 - Quotas are the pools' capacity: their nodes' GPUs and rails as Kueue counts DRA devices (one per device of a
-  mapped DeviceClass: oke_gpu_rdma/releases/kueue.py), and their CPUs and memory (oke_gpu_rdma/node_sizes.py, or the stack's workloads.scheduling.nodeSizes).
-- With a system pool, a flavor of its own without topology for pod sets that need no GPU (an MPIJob's
-  launcher): Kueue gives a pod set without a topology request only a flavor without topology when the queue
-  has one (pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS, l. 164-203).
+  mapped DeviceClass: oke_gpu_rdma/releases/kueue.py), and their CPUs and memory (oke_gpu_rdma/node_sizes.py, or the stack's
+  workloads.scheduling.nodeSizes).
+- With a system pool, a flavor of its own for pod sets that need no GPU (an MPIJob's launcher), first in the
+  queue: Kueue tries a pod set's flavors in the queue's order and takes the first that fits
+  (pkg/scheduler/flavorassigner/flavorassigner.go findFlavorForPodSets, l. 1089-1190), and the system flavor has no GPU or rail quota,
+  so a pod set that claims one goes on to its shape's flavor. It schedules over a Topology of its own, the host
+  alone (the system nodes carry no fabric labels): every flavor then has a topology, so the queue is TAS-only and
+  admits a pod set without a topology annotation (oke_gpu_rdma/kueue_objects.py HOSTS_TOPOLOGY).
+- Every flavor has a `pods` quota (kueue_objects.PODS): a pod set that requests nothing (a launcher) gets a
+  flavor, hence that flavor's node labels, instead of none and any node.
 """
 
 from __future__ import annotations
@@ -18,7 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from oke_gpu_rdma import kueue_objects
-from oke_gpu_rdma.kueue_objects import CPU, MEMORY, Flavor
+from oke_gpu_rdma.kueue_objects import (
+    CPU,
+    HOSTS_LEVELS,
+    HOSTS_TOPOLOGY,
+    MAX_PODS_PER_NODE,
+    MEMORY,
+    PODS,
+    Flavor,
+)
 from oke_gpu_rdma.labels import (
     DEVICE_PLUGIN_LABEL,
     DEVICE_PLUGIN_OFF,
@@ -51,7 +65,7 @@ class SchedulingPlan:
     topology: str
     levels: tuple[str, ...]
     flavors: tuple[Flavor, ...]
-    """The shapes' flavors, then the system flavor if any (Kueue tries them in this order)."""
+    """The system flavor if any, then the shapes' flavors (Kueue tries them in this order)."""
     flavor_pools: dict[str, tuple[str, ...]]
     """Flavor name -> the pools whose nodes it selects (the system flavor: the system pool)."""
     cluster_queue: str
@@ -59,6 +73,15 @@ class SchedulingPlan:
     namespaces: tuple[str, ...]
     acceptance_level: str
     device_class_mappings: tuple[dict[str, object], ...] = field(default=())
+    pods_ready_timeout_minutes: int = kueue.DEFAULT_PODS_READY_TIMEOUT_MINUTES
+
+    def topologies(self) -> dict[str, tuple[str, ...]]:
+        """Each Topology a flavor schedules over -> its levels: the fabric's, and the hosts' where a flavor
+        uses it."""
+        found = {self.topology: self.levels}
+        if any(f.topology == HOSTS_TOPOLOGY for f in self.flavors):
+            found[HOSTS_TOPOLOGY] = HOSTS_LEVELS
+        return found
 
     def shape_flavor(self, shape: str) -> Flavor:
         return next(f for f in self.flavors if f.name == flavor_name(shape))
@@ -79,6 +102,15 @@ def problems(config: StackConfig) -> list[ConfigProblem]:
     if not config.workloads.scheduling.enabled:
         return []
     found: list[ConfigProblem] = []
+    if config.workloads.scheduling.topology == HOSTS_TOPOLOGY:
+        found.append(
+            ConfigProblem(
+                "workloads.scheduling.topology",
+                HOSTS_TOPOLOGY,
+                "is the name of the stack's Topology of the system pool's hosts; name the fabric's another "
+                "(the default is rdma-fabric)",
+            )
+        )
     if not config.dra_pools:
         found.append(
             ConfigProblem(KEY, True, "needs an rdma: dranet pool (Kueue queues the DRA pools' GPUs)")
@@ -160,6 +192,7 @@ def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> Schedul
                 {
                     CPU: str(nodes * size.cpus),
                     MEMORY: f"{nodes * size.memory_gib}Gi",
+                    PODS: str(nodes * MAX_PODS_PER_NODE),
                     kueue.GPU_RESOURCE: str(nodes * len(topology.gpus)),
                     kueue.RAIL_RESOURCE: str(nodes * len(topology.rails)),
                 },
@@ -168,17 +201,20 @@ def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> Schedul
         flavor_pools[name] = tuple(p.name for p in pools)
     if config.creates_system_pool:
         system = config.system_pool
-        flavors.append(
+        flavors.insert(
+            0,
             Flavor(
                 SYSTEM_FLAVOR,
                 {POOL_LABEL: system.name},
+                topology=HOSTS_TOPOLOGY,
                 quotas={
                     CPU: str(system.count * system.ocpus * 2),
                     MEMORY: f"{system.count * system.memory_gbs}Gi",
+                    PODS: str(system.count * MAX_PODS_PER_NODE),
                 },
-            )
+            ),
         )
-        flavor_pools[SYSTEM_FLAVOR] = (system.name,)
+        flavor_pools = {SYSTEM_FLAVOR: (system.name,), **flavor_pools}
     return SchedulingPlan(
         chart_version=settings.chart_version,
         namespace=settings.namespace,
@@ -193,13 +229,15 @@ def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> Schedul
         device_class_mappings=tuple(
             kueue.device_class_mappings([nvidia_gpu.DEVICE_CLASS], [dranet.DEVICE_CLASS])
         ),
+        pods_ready_timeout_minutes=settings.pods_ready_timeout_minutes,
     )
 
 
 def objects(plan: SchedulingPlan) -> list[dict[str, object]]:
     """The Kueue objects of the plan as manifests (the component declares the same specs)."""
     found = [
-        kueue_objects.manifest(kueue.TOPOLOGY_KIND, plan.topology, kueue_objects.topology_spec(plan.levels))
+        kueue_objects.manifest(kueue.TOPOLOGY_KIND, name, kueue_objects.topology_spec(levels))
+        for name, levels in plan.topologies().items()
     ]
     found += [
         kueue_objects.manifest(kueue.RESOURCE_FLAVOR_KIND, f.object_name, kueue_objects.flavor_spec(f))

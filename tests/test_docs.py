@@ -183,3 +183,62 @@ def test_every_command_a_page_shows_is_one_the_repository_accepts(page: str, com
     else:
         # A command of another tool (git, kubectl, a virtualenv's pip) is shown for a machine of the user's.
         assert words[0] in OTHER_TOOLS, command
+
+
+# -- the job examples (issue 34 item 7) ----------------------------------------------------------------------------
+# Kueue's integration of each job kind (its framework name; pkg/controller/jobs/<kind>/*_controller.go at v0.19.2
+# registers it under this name) and whether the stack runs the kind's operator: batch Jobs are kube-controller-
+# manager's, MPIJobs the MPI operator's (components/acceptance_jobs.py MpiOperator).
+KIND_FRAMEWORKS = {
+    ("batch/v1", "Job"): "batch/job",
+    ("kubeflow.org/v2beta1", "MPIJob"): "kubeflow.org/mpijob",
+    ("kubeflow.org/v1", "PyTorchJob"): "kubeflow.org/pytorchjob",
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): "jobset.x-k8s.io/jobset",
+}
+OPERATOR_INSTALLED = {"batch/job", "kubeflow.org/mpijob"}
+
+
+def _job_examples() -> Iterator[tuple[str, dict[str, object]]]:
+    import yaml
+
+    for page in PAGES:
+        for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S):
+            doc = yaml.safe_load(block)
+            if isinstance(doc, dict) and "kueue.x-k8s.io/queue-name" in str(doc.get("metadata")):
+                yield page.relative_to(ROOT).as_posix(), doc
+
+
+def _templates(doc: dict[str, object]) -> Iterator[tuple[int, dict[str, object]]]:
+    """(pods at once, pod template) of each replica spec of a job example."""
+    spec = doc.get("spec")
+    assert isinstance(spec, dict)
+    for key in ("mpiReplicaSpecs", "pytorchReplicaSpecs"):
+        for replica in (spec.get(key) or {}).values():
+            yield int(replica.get("replicas", 1)), replica["template"]
+    if "template" in spec:
+        yield int(spec.get("parallelism", 1)), spec["template"]
+
+
+def test_the_job_examples_are_kinds_kueue_queues_here_with_levels_every_tenancy_has() -> None:
+    """Each queued job a page shows is of a kind whose integration the stack's Kueue configuration has and whose
+    operator the stack installs; a multi-pod pod set never requires the local block, which a tenancy without
+    rdmaTopologyData gives each host alone (oke_gpu_rdma/scripts/rdma-topology-labels.sh), so such a job would
+    never be admitted there."""
+    from oke_gpu_rdma.labels import RDMA_LOCAL_BLOCK_LABEL
+    from oke_gpu_rdma.releases import kueue
+
+    frameworks = kueue.read_manager_config(kueue.values([]))["integrations"]["frameworks"]
+    examples = list(_job_examples())
+    assert examples, "no queued job example found"
+    for page, doc in examples:
+        framework = KIND_FRAMEWORKS.get((str(doc["apiVersion"]), str(doc["kind"])))
+        assert framework in frameworks and framework in OPERATOR_INSTALLED, (
+            f"{page}: a {doc['kind']} example; the stack queues what it has an operator for: "
+            f"{', '.join(sorted(OPERATOR_INSTALLED))}"
+        )
+        for pods, template in _templates(doc):
+            annotations = (template.get("metadata") or {}).get("annotations") or {}
+            required = annotations.get("kueue.x-k8s.io/podset-required-topology")
+            assert not (pods > 1 and required == RDMA_LOCAL_BLOCK_LABEL), (
+                f"{page}: {pods} pods required in one local block: never admitted without rdmaTopologyData"
+            )

@@ -59,7 +59,7 @@ RAIL_RESOURCE: Final = "oke-gpu-rdma/rails"
 
 # charts/kueue/values.yaml l. 119-184, managerConfig.controllerManagerConfigYaml: the chart's default
 # configuration, which the values replace whole (templates/manager/manager-config.yaml l. 26-37 parses the string
-# and only adds internalCertManagement), so the stack repeats it and adds its deviceClassMappings.
+# and only adds internalCertManagement), so the stack starts from it (manager_config says what it changes).
 DEFAULT_MANAGER_CONFIG: Final[Mapping[str, Any]] = {
     "apiVersion": "config.kueue.x-k8s.io/v1beta2",
     "kind": "Configuration",
@@ -86,8 +86,6 @@ DEFAULT_MANAGER_CONFIG: Final[Mapping[str, Any]] = {
             "ray.io/rayservice",
             "ray.io/raycluster",
             "jobset.x-k8s.io/jobset",
-            # Off in the chart's default; on here: the README's PyTorchJob goes through the queue.
-            "kubeflow.org/pytorchjob",
             "workload.codeflare.dev/appwrapper",
             "trainer.kubeflow.org/trainjob",
             "pod",
@@ -97,7 +95,30 @@ DEFAULT_MANAGER_CONFIG: Final[Mapping[str, Any]] = {
         ]
     },
 }
+# The integrations the stack's jobs use: MPIJob (the acceptance gates, multi-node training; the stack installs the
+# MPI operator) and batch/v1 Job (single-node jobs). No other operator is installed, so no other kind is queued.
+# The chart's default also has pod, deployment and statefulset: with them its Pod, Deployment and StatefulSet
+# mutating webhooks get failurePolicy Fail (charts/kueue/templates/webhook/manifests.yaml l. 92-96, 315-319,
+# 525-529; Ignore when not listed), so with the one Kueue replica down no pod at all could be created outside
+# kube-system and kueue-system: no operator, no DaemonSet pod.
+FRAMEWORKS: Final = ("batch/job", "kubeflow.org/mpijob")
+# How long an admitted workload may take until all its pods are Ready (image pulls included) before Kueue evicts
+# it, frees its quota and requeues it (apis/config/v1beta2/configuration_types.go l. 302-329, WaitForPodsReady).
+# Kueue defaults it on at v0.19.2 with 30 minutes (apis/config/v1beta2/defaults.go l. 48, l. 99-116), but only for
+# the deprecation period of its DisableWaitForPodsReady gate (pkg/features/kube_features.go l. 49-52, to go in 0.21); the stack
+# writes it, so a workload whose claims cannot be allocated where TAS put it gives its nodes back in a known time.
+DEFAULT_PODS_READY_TIMEOUT_MINUTES: Final = 15
+# Requeue after an eviction for readiness: backoff from the eviction, 60 s doubling up to an hour, without limit
+# (configuration_types.go l. 402-440, the chart's commented example, values.yaml l. 144-152). blockAdmission stays false
+# (l. 310-314): true would hold every other job of the ClusterQueue until this one's pods are Ready.
+REQUEUING_STRATEGY: Final[Mapping[str, Any]] = {
+    "timestamp": "Eviction",
+    "backoffBaseSeconds": 60,
+    "backoffMaxSeconds": 3600,
+}
 MANAGER_CONFIG_VALUE: Final = "managerConfig.controllerManagerConfigYaml"
+# A namespace's name as a label every namespace carries (the NamespaceDefaultLabelName feature, GA in 1.22).
+NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
 # The values the templates read that the stack sets or the placement reads (values.yaml l. 30-114;
 # templates/manager/manager.yaml l. 44-46 priorityClassName, l. 117-124 nodeSelector and tolerations).
@@ -129,21 +150,43 @@ def device_class_mappings(gpu_classes: Sequence[str], rail_classes: Sequence[str
     return mappings
 
 
-def manager_config(mappings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The chart's default configuration with ``mappings`` as its DRA device class mappings."""
+def manager_config(
+    mappings: Sequence[Mapping[str, Any]],
+    namespaces: Sequence[str] = (),
+    pods_ready_timeout_minutes: int = DEFAULT_PODS_READY_TIMEOUT_MINUTES,
+) -> dict[str, Any]:
+    """The chart's default configuration with ``mappings`` as its DRA device class mappings, the stack's
+    integrations only (FRAMEWORKS), waitForPodsReady with requeueing, and, given the workload ``namespaces``,
+    Kueue's job management and the chart's job webhooks limited to them: the chart writes
+    managedJobsNamespaceSelector as every job webhook's namespaceSelector (templates/webhook/manifests.yaml,
+    l. 160-170 for batch Jobs, l. 254-264 for MPIJobs), so a Job created elsewhere never waits on Kueue."""
     config = yaml.safe_load(yaml.safe_dump(dict(DEFAULT_MANAGER_CONFIG)))
+    if namespaces:
+        config["managedJobsNamespaceSelector"] = namespace_selector(namespaces)
+    config["waitForPodsReady"] = {
+        "timeout": f"{pods_ready_timeout_minutes}m",
+        "blockAdmission": False,
+        "requeuingStrategy": dict(REQUEUING_STRATEGY),
+    }
+    config["integrations"] = {"frameworks": list(FRAMEWORKS)}
     config["resources"] = {"deviceClassMappings": [dict(m) for m in mappings]}
     return dict(config)
 
 
-def values(mappings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def namespace_selector(namespaces: Sequence[str]) -> dict[str, Any]:
+    """A label selector of exactly ``namespaces``, by the name label every namespace carries."""
+    return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}]}
+
+
+def values(
+    mappings: Sequence[Mapping[str, Any]],
+    namespaces: Sequence[str] = (),
+    pods_ready_timeout_minutes: int = DEFAULT_PODS_READY_TIMEOUT_MINUTES,
+) -> dict[str, Any]:
     """The chart values: the configuration as the string the chart parses. The controller keeps the chart's
     placement (no nodeSelector, no toleration): it runs on an untainted node, the system pool's."""
-    return {
-        "managerConfig": {
-            "controllerManagerConfigYaml": yaml.safe_dump(manager_config(mappings), sort_keys=False)
-        }
-    }
+    config = manager_config(mappings, namespaces, pods_ready_timeout_minutes)
+    return {"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config, sort_keys=False)}}
 
 
 def read_manager_config(release_values: Mapping[str, Any]) -> dict[str, Any]:

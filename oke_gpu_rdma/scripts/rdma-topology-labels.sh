@@ -58,10 +58,11 @@ done
 
 if [ -z "$island$block$local_block" ]; then
   echo "rdma-topology-labels: no rdmaTopologyData; network block from /opc/v2/host/, local block per host" >&2
-  document=$(imds_get host/)
-  block=$(field networkBlockId <<<"$document")
-  host=${host:-$(field id <<<"$document")}
+  block=$(field networkBlockId <<<"$(imds_get host/)")
 fi
+# The host's own identifier, where rdmaTopologyData gave none: the instance's OCID, read alone from its own path
+# (one bare-metal instance per host). Not the "id" of /opc/v2/host/: `field` takes the last match of a key anywhere
+# in a document, and an "id" of a nested object would do.
 if [ -z "$host" ]; then host=$(imds_get instance/id); fi
 if [ -z "$host" ]; then
   echo "rdma-topology-labels: the instance metadata service gave no host or instance id" >&2

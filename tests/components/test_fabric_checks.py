@@ -64,7 +64,28 @@ def test_the_stored_specs_are_the_apply_time_jobs_with_their_thresholds(
     taints = [t for p in stack.config.dra_pools for t in p.taints]
     taints = list(dict.fromkeys(taints))
     aligned = stack.claims.aligned_template(str(acceptance_template(stack.config)), "BM.GPU.B4.8")
-    assert json.loads(data["nccl.json"])["spec"] == mpijob_spec(config, aligned, "gpu-b4-a", taints, 190.13)
+    stored = json.loads(data["nccl.json"])["spec"]
+    worker = stored["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    # With Kueue, the check's workers request a whole node's CPUs (the next test); otherwise the gate's spec.
+    assert worker["resources"].pop("requests") == {"cpu": "65"}
+    assert stored == mpijob_spec(config, aligned, "gpu-b4-a", taints, 190.13)
+
+
+def test_with_kueue_the_checks_workers_are_seen_by_tas_as_holding_their_nodes(
+    run_stack: Callable[..., Run],
+) -> None:
+    """Issue 34 item 3: the check's MPIJob stays outside the queue (it pins its own pair), so TAS counts its
+    workers only by their container requests (non_tas_usage_controller.go belongsToNonTASCache): they request
+    what a queued whole-node worker does, more than half the node's CPUs, so no queued worker fits beside one."""
+    run = run_stack("full")
+    data = run.one(CONFIG_MAP, "acceptance-fabric-check-specs").inputs["data"]
+    check = json.loads(data["nccl.json"])
+    assert "kueue.x-k8s.io/queue-name" not in (check["metadata"].get("labels") or {})
+    (gate,) = run.of_type(MPIJOB)
+    queued = gate.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker = check["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["resources"]["requests"] == queued["resources"]["requests"] == {"cpu": "65"}
+    assert 2 * 65 > 128  # BM.GPU.B4.8's CPUs (oke_gpu_rdma/node_sizes.py): two never fit one node
 
 
 def test_rbac_is_only_what_the_controller_calls(run_stack: Callable[..., Run]) -> None:

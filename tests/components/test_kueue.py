@@ -45,6 +45,11 @@ def test_the_release_and_its_configuration(run_stack: Callable[..., Run]) -> Non
         {"name": "oke-gpu-rdma/gpus", "deviceClassNames": ["gpu.nvidia.com"]},
         {"name": "oke-gpu-rdma/rails", "deviceClassNames": ["dra.net"]},
     ]
+    # Its jobs' integrations, webhooks and readiness wait as oke_gpu_rdma/releases/kueue.py writes them, for the
+    # stack's workload namespace (issue 34 items 5 and 6).
+    assert config["integrations"]["frameworks"] == ["batch/job", "kubeflow.org/mpijob"]
+    assert config["managedJobsNamespaceSelector"]["matchExpressions"][0]["values"] == ["rdma-dranet"]
+    assert config["waitForPodsReady"]["timeout"] == "15m"
     # It waits for the system pool its controller runs on and for the workload namespace.
     system = run.one("oci:ContainerEngine/nodePool:NodePool", "system-nodes").urn
     namespace = run.one("kubernetes:core/v1:Namespace", "workloads-namespace").urn
@@ -98,6 +103,8 @@ def args(**changes: Any) -> KueueArgs:
             {"flavors": [{"name": "gpu", "node_labels": {}, "quotas": {}}]},
             "input flavors[0].nodeLabels = {}: is empty; a flavor with a topology needs at least one node label",
         ),
+        ({"topology": "hosts"}, "input topology = 'hosts': is the name of the hosts-only Topology"),
+        ({"pods_ready_timeout_minutes": 0}, "input podsReadyTimeoutMinutes = 0: must be a whole number"),
     ],
 )
 def test_bad_inputs_are_one_message_and_nothing_declared(
@@ -120,3 +127,19 @@ def test_a_component_built_from_plain_inputs(declare: Callable[[Callable[[], obj
         {"name": name, "resources": [{"name": "oke-gpu-rdma/gpus", "nominalQuota": "8"}]}
     ]
     assert run.one(PREFIX + "LocalQueue").inputs["metadata"]["namespace"] == "work"
+
+
+def test_a_hosts_only_flavor_makes_the_queue_tas_only(declare: Callable[[Callable[[], object]], Run]) -> None:
+    """Issue 34 item 1: a flavor of nodes without fabric labels schedules over the hosts Topology the component
+    declares, so every flavor of the ClusterQueue has a topology."""
+    system = {"name": "system", "node_labels": {"pool": "system"}, "hosts_only": True, "quotas": {"cpu": "8"}}
+    run = declare(lambda: Kueue("kueue", args(flavors=[system, *args()["flavors"]])))
+    topologies = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in run.of_type(PREFIX + "Topology")}
+    assert topologies == {
+        "rdma-fabric": {"levels": [{"nodeLabel": "x/block"}, {"nodeLabel": "kubernetes.io/hostname"}]},
+        "hosts": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]},
+    }
+    flavors = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in run.of_type(PREFIX + "ResourceFlavor")}
+    assert sorted(spec["topologyName"] for spec in flavors.values()) == ["hosts", "rdma-fabric"]
+    queue = run.one(PREFIX + "ClusterQueue").inputs["spec"]
+    assert queue["resourceGroups"][0]["flavors"][0]["name"].startswith("system-")

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from oke_gpu_rdma import labels
 from oke_gpu_rdma.kueue_jobs import QUEUE_LABEL
 from tests.e2e.claim_pods import RESTRICTED, delete_pods
@@ -70,10 +68,6 @@ def test_the_nccl_acceptance_job_is_admitted_and_its_workers_bound_inside_one_ne
     assert {cluster.node(n).shape for n in nodes} == {shape}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 34 item 2: the launcher requests nothing, gets no flavor and lands on any node, a GPU node too",
-)
 def test_the_acceptance_jobs_launcher_runs_on_the_system_pool(
     cluster_of: Callable[..., StackCluster],
 ) -> None:
@@ -125,11 +119,6 @@ def _single_node_job(cluster: StackCluster, name: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 34 item 1: the ClusterQueue is not TAS-only (the system flavor has no topology), so the "
-    "topology flavor refuses a pod set without a topology annotation and the system flavor has no GPU quota",
-)
 def test_a_single_node_gpu_job_with_only_the_queue_name_label_is_admitted_and_bound(
     cluster_of: Callable[..., StackCluster],
 ) -> None:

@@ -396,11 +396,11 @@ def test_a_fleet_of_two_dranet_shapes_previews_clean_with_per_shape_templates(tm
     }
     stacks = tmp_path / "stacks"
     stacks.mkdir()
-    (stacks / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
-    result = run_cli("fleet", stacks, tmp_path / "out")
+    (stacks / "Pulumi.mixed.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    result = run_cli("mixed", stacks, tmp_path / "out")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Policies: the oke-gpu-rdma pack reported nothing." in result.stdout
-    manifests = tmp_path / "out" / "fleet" / "manifests"
+    manifests = tmp_path / "out" / "mixed" / "manifests"
     names = sorted(p.name for p in manifests.glob("resourceclaimtemplate.*"))
     # Per shape, and the first shape's under the one-shape names too (issue 23 item 4: pinned to it).
     assert names == sorted(
@@ -429,11 +429,11 @@ def test_a_mixed_fleet_with_pools_dranet_does_not_select_previews_clean(tmp_path
     them."""
     stacks = tmp_path / "stacks"
     stacks.mkdir()
-    (stacks / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(_mixed_fleet())))
-    result = run_cli("fleet", stacks, tmp_path / "out")
+    (stacks / "Pulumi.mixed.yaml").write_text(yaml.safe_dump(as_stack_file(_mixed_fleet())))
+    result = run_cli("mixed", stacks, tmp_path / "out")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Policies: the oke-gpu-rdma pack reported nothing." in result.stdout
-    manifests = tmp_path / "out" / "fleet" / "manifests"
+    manifests = tmp_path / "out" / "mixed" / "manifests"
     names = sorted(p.name for p in manifests.glob("resourceclaimtemplate.*"))
     # One shape DRANET selects: the templates keep their plain names, each from the B4.8 topology.
     assert names == sorted(
@@ -459,13 +459,13 @@ def test_giving_dranet_a_pool_of_a_shape_without_topology_is_refused_with_how_to
     the key to set, `make topology` and where its entry goes."""
     raw = _mixed_fleet()
     raw["nodePools"][2]["rdma"] = "dranet"
-    (tmp_path / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
-    result = run_cli("fleet", tmp_path, tmp_path / "rendered")
+    (tmp_path / "Pulumi.mixed.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    result = run_cli("mixed", tmp_path, tmp_path / "rendered")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr + result.stdout
     assert result.stderr.splitlines() == [
         "error: invalid stack config:",
-        "  stacks/Pulumi.fleet.yaml: nodePools[2].shape = 'BM.GPU.H100.8': BM.GPU.H100.8 has no GPU/NIC topology "
+        "  stacks/Pulumi.mixed.yaml: nodePools[2].shape = 'BM.GPU.H100.8': BM.GPU.H100.8 has no GPU/NIC topology "
         "to build and judge claim templates on (the catalog lists it unverified: 16 x 200 Gb/s rails (8 dual-port ConnectX-7), a GPU and a NIC per PCIe switch, 2 NUMA nodes; PCIe roots not published); onboard it: set nodePools[2].onboarding: true "
         "(DRANET and the GPU DRA driver run on the pool, its shape gets no claim templates, the other pools keep "
         "theirs) and pulumi up; then `kubectl get resourceslices -o yaml > slices.yaml`, `kubectl get nodes -o yaml "
@@ -483,14 +483,14 @@ def test_an_onboarding_h100_pool_next_to_b4_pools_previews_with_the_b4_templates
     rendered claim templates are exactly those of the fleet without it."""
     plain = tmp_path / "plain"
     plain.mkdir()
-    (plain / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(_mixed_fleet())))
-    assert run_cli("fleet", plain, tmp_path / "before").returncode == 0
+    (plain / "Pulumi.mixed.yaml").write_text(yaml.safe_dump(as_stack_file(_mixed_fleet())))
+    assert run_cli("mixed", plain, tmp_path / "before").returncode == 0
     raw = _mixed_fleet()
     raw["nodePools"][2] |= {"rdma": "dranet", "onboarding": True}
     stacks = tmp_path / "stacks"
     stacks.mkdir()
-    (stacks / "Pulumi.fleet.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
-    result = run_cli("fleet", stacks, tmp_path / "out")
+    (stacks / "Pulumi.mixed.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
+    result = run_cli("mixed", stacks, tmp_path / "out")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[mandatory]" not in result.stdout
     assert (
@@ -501,12 +501,12 @@ def test_an_onboarding_h100_pool_next_to_b4_pools_previews_with_the_b4_templates
     ) in result.stdout
 
     def templates(out: Path) -> dict[str, str]:
-        return {p.name: p.read_text() for p in (out / "fleet" / "manifests").glob("resourceclaimtemplate.*")}
+        return {p.name: p.read_text() for p in (out / "mixed" / "manifests").glob("resourceclaimtemplate.*")}
 
     assert templates(tmp_path / "out") == templates(tmp_path / "before")
     assert len(templates(tmp_path / "out")) == 3
     # The schedulability check, on the charts' own pod templates: both drivers' DaemonSets admit the H100 pool.
-    placement = yaml.safe_load((tmp_path / "out" / "fleet" / "placement.yaml").read_text())
+    placement = yaml.safe_load((tmp_path / "out" / "mixed" / "placement.yaml").read_text())
     pools = {p["pod"]: p["pools"] for p in placement["pods"]}
     assert pools["DaemonSet dranet (chart dranet)"] == ["gpu-b4-a", "gpu-b4-b", "gpu-h100"]
     assert pools["DaemonSet dra-driver-nvidia-gpu-kubelet-plugin (chart dra-driver-nvidia-gpu)"] == [
@@ -585,7 +585,8 @@ def _unchanged_plan(stack: str) -> Any:
     return change_plan.build(change_plan.parse(files), change_plan.parse(files), "x")
 
 
-QUOTAS = ", ".join(f"~spec.resourceGroups[0].flavors[0].resources[{i}].nominalQuota" for i in range(4))
+# The B4.8 flavor is the second (the system flavor comes first); its quotas: cpu, memory, pods, GPUs, rails.
+QUOTAS = ", ".join(f"~spec.resourceGroups[0].flavors[1].resources[{i}].nominalQuota" for i in range(5))
 MPI_MANIFEST = (
     "https://raw.githubusercontent.com/kubeflow/mpi-operator/c983759cfa87fd32ed5711804021ea47eb8d712c/deploy/v2beta1/"
     "mpi-operator.yaml"
@@ -624,16 +625,17 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         + "kueue-clusterqueue-rdma-gpus"
         + " " * 22
         + f"update [diff: {QUOTAS}]",
-        "     (104 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (105 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
         "      ~ nodeConfigDetails.size: 2 => 4",
         f"  ~ kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue kueue-clusterqueue-rdma-gpus update [diff: {QUOTAS}]",
-        '      ~ spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: "512" => "768"',
-        '      ~ spec.resourceGroups[0].flavors[0].resources[1].nominalQuota: "8192Gi" => "12288Gi"',
-        '      ~ spec.resourceGroups[0].flavors[0].resources[2].nominalQuota: "32" => "48"',
-        '      ~ spec.resourceGroups[0].flavors[0].resources[3].nominalQuota: "64" => "96"',
+        '      ~ spec.resourceGroups[0].flavors[1].resources[0].nominalQuota: "512" => "768"',
+        '      ~ spec.resourceGroups[0].flavors[1].resources[1].nominalQuota: "8192Gi" => "12288Gi"',
+        '      ~ spec.resourceGroups[0].flavors[1].resources[2].nominalQuota: "440" => "660"',
+        '      ~ spec.resourceGroups[0].flavors[1].resources[3].nominalQuota: "32" => "48"',
+        '      ~ spec.resourceGroups[0].flavors[1].resources[4].nominalQuota: "64" => "96"',
         "Not shown: the objects Helm renders from the charts of dranet-release, gpu-dra-driver-release, "
         "gpu-operator-release, kueue-release, monitoring-release at apply time (the plan shows each release's chart, "
         "version and values)",
@@ -645,7 +647,7 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
     assert out[resources : resources + 3] == [
         "Resources:",
         "    ~ 2 to update",
-        "    2 changes. 107 unchanged",
+        "    2 changes. 108 unchanged",
     ]
     # No unchanged resource of the 107 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)

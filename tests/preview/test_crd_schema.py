@@ -110,7 +110,7 @@ def test_the_preview_report_names_the_crd_validation() -> None:
     assert stack.scheduling is not None
     bad = manifest("Topology", {"levels": []})
     report = schema_check.check([*objects(stack.scheduling), bad], "v1.36.4")
-    assert sum(report.crd_validated.values()) == 5
+    assert sum(report.crd_validated.values()) == 6
     assert report.errors and report.errors[0].startswith("kueue.x-k8s.io/v1beta2/Topology x: .spec.levels")
     assert report.unvalidated == {}
     assert any(

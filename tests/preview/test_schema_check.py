@@ -47,7 +47,7 @@ def test_the_examples_manifests_are_valid(stack: str, validated: int, unvalidate
     assert (report.validated, report.errors) == (validated, [])
     # Every custom resource of these two has its CRD's schema (Kueue, Prometheus Operator, MPI operator).
     assert report.unvalidated == unvalidated
-    assert sum(report.crd_validated.values()) == (8 if stack == "full" else 0)
+    assert sum(report.crd_validated.values()) == (9 if stack == "full" else 0)
 
 
 def test_custom_resources_are_named_as_not_validated() -> None:

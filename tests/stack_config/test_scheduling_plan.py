@@ -62,6 +62,7 @@ def test_quotas_are_the_pools_capacity(fleet: Any) -> None:
         assert quotas == {
             "cpu": nodes * size.cpus,
             "memory": nodes * size.memory_gib << 30,
+            "pods": nodes * 110,
             kueue.GPU_RESOURCE: nodes * len(topology(config, shape).gpus),
             kueue.RAIL_RESOURCE: nodes * len(topology(config, shape).rails),
         }
@@ -108,24 +109,105 @@ def test_flavors_tolerate_their_pools_taints() -> None:
 def test_the_objects() -> None:
     plan, _ = scheduled(raw_config("full"))
     by_kind = {(o["kind"], o["metadata"]["name"]): o for o in objects(plan)}
-    gpu, system_flavor = (f.object_name for f in plan.flavors)
+    system_flavor, gpu = (f.object_name for f in plan.flavors)
     # Named by the shape and a digest of what the CRD makes immutable: a new taint is a new flavor.
     assert gpu.startswith("bm-gpu-b4-8-") and len(gpu) == len("bm-gpu-b4-8-") + 6
     assert by_kind[("Topology", "rdma-fabric")]["spec"] == {
         "levels": [{"nodeLabel": label} for label in FABRIC_LEVEL_LABELS]
     }
-    assert by_kind[("ResourceFlavor", system_flavor)]["spec"] == {"nodeLabels": {POOL_LABEL: "system"}}
+    assert by_kind[("Topology", "hosts")]["spec"] == {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}
+    assert by_kind[("ResourceFlavor", system_flavor)]["spec"] == {
+        "nodeLabels": {POOL_LABEL: "system"},
+        "topologyName": "hosts",
+    }
     queue = by_kind[("ClusterQueue", "rdma-gpus")]["spec"]
     group = queue["resourceGroups"][0]
-    assert group["coveredResources"] == ["cpu", "memory", kueue.GPU_RESOURCE, kueue.RAIL_RESOURCE]
-    assert [f["name"] for f in group["flavors"]] == [gpu, system_flavor]
+    assert group["coveredResources"] == ["cpu", "memory", "pods", kueue.GPU_RESOURCE, kueue.RAIL_RESOURCE]
+    assert [f["name"] for f in group["flavors"]] == [system_flavor, gpu]
     # The system flavor holds no GPU and no rail: a pod set that claims them never lands there.
-    system = {r["name"]: r["nominalQuota"] for r in group["flavors"][1]["resources"]}
-    assert system == {"cpu": "8", "memory": "32Gi", kueue.GPU_RESOURCE: "0", kueue.RAIL_RESOURCE: "0"}
+    system = {r["name"]: r["nominalQuota"] for r in group["flavors"][0]["resources"]}
+    assert system == {
+        "cpu": "8",
+        "memory": "32Gi",
+        "pods": "220",
+        kueue.GPU_RESOURCE: "0",
+        kueue.RAIL_RESOURCE: "0",
+    }
     assert queue["namespaceSelector"]["matchExpressions"][0]["values"] == ["rdma-dranet"]
     local = by_kind[("LocalQueue", "rdma-gpus")]
     assert local["metadata"]["namespace"] == "rdma-dranet"
     assert local["spec"] == {"clusterQueue": "rdma-gpus"}
+
+
+# -- which flavor Kueue gives a pod set (issue 34 items 1 and 2) ---------------------------------------------------
+# A model of Kueue v0.19.2's choice, read from its code, small enough to check against the stack's objects:
+# - a pod set requests its containers' resources, plus its pod count when the queue covers `pods`
+#   (pkg/scheduler/flavorassigner/flavorassigner.go l. 739-752); with no request it gets no flavor at all;
+# - flavors are tried in the queue's order, the first that fits is taken (findFlavorForPodSets l. 1089-1190):
+#   it fits when its nodeLabels agree with the pod's nodeSelector on the keys they share and every request is
+#   within the flavor's nominal quota (no cohort, so no borrowing);
+# - a flavor with a topology takes a pod set without a topology request only when every flavor of the queue has
+#   one (tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS l. 166-203, isTASImplied l. 219-221;
+#   pkg/cache/scheduler/clusterqueue.go isTASOnly l. 741-750); a pod set in a TAS-only queue that got no flavor
+#   finds no topology flavor and is not admitted (onlyTASFlavor l. 143-163).
+def kueue_flavor(
+    objs: list[dict[str, Any]], requests: dict[str, int], node_selector: dict[str, str], annotated: bool
+) -> str | None:
+    """The flavor Kueue admits a one-pod pod set on, or None when it admits it on none."""
+    flavors = {o["metadata"]["name"]: o["spec"] for o in objs if o["kind"] == "ResourceFlavor"}
+    [queue] = [o["spec"] for o in objs if o["kind"] == "ClusterQueue"]
+    [group] = queue["resourceGroups"]
+    asked = dict(requests)
+    if "pods" in group["coveredResources"]:
+        asked["pods"] = 1
+    tas_only = all("topologyName" in flavors[f["name"]] for f in group["flavors"])
+    if not asked:
+        return None
+    for entry in group["flavors"]:
+        flavor = flavors[entry["name"]]
+        if any(node_selector.get(k, v) != v for k, v in flavor["nodeLabels"].items()):
+            continue
+        if "topologyName" in flavor and not annotated and not tas_only:
+            continue  # "supports only TopologyAwareScheduling"
+        quota = {r["name"]: quota_count(r["nominalQuota"]) for r in entry["resources"]}
+        if all(quota.get(name, 0) >= value for name, value in asked.items()):
+            return str(entry["name"])
+    return None
+
+
+def test_a_single_node_gpu_pod_set_without_a_topology_annotation_is_admitted_on_its_shape() -> None:
+    """Item 1: a user's one-node job names the queue and claims 8 GPUs and 16 rails, nothing of Kueue more."""
+    plan, _ = scheduled(raw_config("full"))
+    objs = objects(plan)
+    requests = {"cpu": 1, kueue.GPU_RESOURCE: 8, kueue.RAIL_RESOURCE: 16}
+    chosen = kueue_flavor(
+        objs, requests, {"node.kubernetes.io/instance-type": "BM.GPU.B4.8"}, annotated=False
+    )
+    assert chosen == plan.shape_flavor("BM.GPU.B4.8").object_name
+    # ... so every flavor of the queue has a Topology the stack declares, whose levels its nodes carry.
+    topologies = {o["metadata"]["name"] for o in objs if o["kind"] == "Topology"}
+    assert {f.topology for f in plan.flavors} == topologies == {"rdma-fabric", "hosts"}
+
+
+def test_a_pod_set_that_requests_nothing_gets_the_system_flavor() -> None:
+    """Item 2: the NCCL job's launcher requests nothing and tolerates the GPU taints; it must get the system
+    flavor (whose node labels Kueue then gives it), not no flavor (any node) nor a GPU flavor."""
+    plan, _ = scheduled(raw_config("full"))
+    system = next(f for f in plan.flavors if f.name == SYSTEM_FLAVOR)
+    assert kueue_flavor(objects(plan), {}, {}, annotated=False) == system.object_name
+    # A CPU-only pod set too; one that claims a GPU goes on to its shape's flavor.
+    assert kueue_flavor(objects(plan), {"cpu": 2}, {}, annotated=False) == system.object_name
+    assert kueue_flavor(objects(plan), {"cpu": 2, kueue.GPU_RESOURCE: 1}, {}, annotated=True) == (
+        plan.shape_flavor("BM.GPU.B4.8").object_name
+    )
+
+
+def test_the_fabric_topologys_name_may_not_be_the_hosts_one() -> None:
+    raw = raw_config("full")
+    raw["workloads"]["scheduling"] = {"enabled": True, "topology": "hosts"}
+    with pytest.raises(ConfigError) as err:
+        load_stack(raw, "test", EXAMPLE_REGION)
+    assert "workloads.scheduling.topology = 'hosts': is the name of the stack's Topology" in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -179,6 +261,7 @@ def test_a_gb200_pool_is_scheduled_from_ocis_figures_for_the_shape() -> None:
     assert dict(flavor.quotas) == {
         "cpu": str(nodes * 144),
         "memory": f"{nodes * 960}Gi",
+        "pods": str(nodes * 110),
         kueue.GPU_RESOURCE: str(nodes * 4),
         kueue.RAIL_RESOURCE: str(nodes * 8),
     }

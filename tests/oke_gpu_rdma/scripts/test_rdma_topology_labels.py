@@ -105,27 +105,43 @@ def test_a_tenancy_without_topology_data_gets_the_network_block_and_a_local_bloc
     tmp_path: Path,
 ) -> None:
     """No rdmaTopologyData (404): /opc/v2/host/ knows the network block; the island collapses onto it and the
-    local block is the host's own, so no two nodes share a local block they may not be in."""
-    result = boot(tmp_path, {"host/": json.dumps(HOST_DOCUMENT)})
+    local block is the host's own (its instance's OCID), so no two nodes share a local block they may not be
+    in."""
+    result = boot(tmp_path, {"host/": json.dumps(HOST_DOCUMENT), "instance/id": INSTANCE_ID})
     assert result.returncode == 0, result.stderr
     block = value("network-block:9ad7c1d4b0e1")
     assert kubelet_flags(tmp_path)[1:] == [
         "--node-labels="
         f"oke-gpu-rdma/rdma-hpc-island={block},"
         f"oke-gpu-rdma/rdma-network-block={block},"
-        f"oke-gpu-rdma/rdma-local-block={value(HOST_DOCUMENT['id'])}"
+        f"oke-gpu-rdma/rdma-local-block={value(INSTANCE_ID)}"
     ]
     assert "no rdmaTopologyData" in result.stderr and "local block unknown" in result.stderr
+
+
+def test_an_id_nested_in_the_host_document_is_not_taken_for_the_host(tmp_path: Path) -> None:
+    """Issue 34 item 7: the host's identifier came from the last "id" anywhere in /opc/v2/host/, so a nested
+    object's id (here a rack's, after the host's own) made every host of that rack one local block."""
+    document = {**HOST_DOCUMENT, "rack": {"id": "rack:41c2bb6f0a77"}}
+    seen = []
+    for n, instance in enumerate((INSTANCE_ID, INSTANCE_ID[:-4] + "zzzz")):
+        node = tmp_path / str(n)
+        node.mkdir()
+        result = boot(node, {"host/": json.dumps(document), "instance/id": instance})
+        assert result.returncode == 0, result.stderr
+        seen.append(node_labels(kubelet_flags(node))["oke-gpu-rdma/rdma-local-block"])
+    assert seen == [value(INSTANCE_ID), value(INSTANCE_ID[:-4] + "zzzz")]
+    assert value("rack:41c2bb6f0a77") not in seen
 
 
 def test_two_hosts_of_one_network_block_without_topology_data_share_it_but_no_local_block(
     tmp_path: Path,
 ) -> None:
     seen = []
-    for n, host_id in enumerate((HOST_DOCUMENT["id"], HOST_DOCUMENT["id"][:-4] + "zzzz")):
+    for n, instance in enumerate((INSTANCE_ID, INSTANCE_ID[:-4] + "zzzz")):
         node = tmp_path / str(n)
         node.mkdir()
-        assert boot(node, {"host/": json.dumps({**HOST_DOCUMENT, "id": host_id})}).returncode == 0
+        assert boot(node, {"host/": json.dumps(HOST_DOCUMENT), "instance/id": instance}).returncode == 0
         seen.append(node_labels(kubelet_flags(node)))
     assert seen[0]["oke-gpu-rdma/rdma-network-block"] == seen[1]["oke-gpu-rdma/rdma-network-block"]
     assert seen[0]["oke-gpu-rdma/rdma-hpc-island"] == seen[1]["oke-gpu-rdma/rdma-hpc-island"]
