@@ -388,8 +388,13 @@ if acceptance.active and claim_templates is not None:
     if scheduling is not None:
         size = config.node_size(acceptance_shape)
         assert size is not None  # the stack config refused a shape without a known size
+        system_flavor = scheduling.system_flavor
         acceptance_queue = JobQueue(
-            scheduling.local_queue, scheduling.acceptance_level, size.whole_node_cpus, acceptance_shape
+            scheduling.local_queue,
+            scheduling.acceptance_level,
+            size.whole_node_cpus,
+            acceptance_shape,
+            dict(system_flavor.node_labels) if system_flavor is not None else {},
         )
     acceptance_reports |= AcceptanceJobs(
         "acceptance",

@@ -19,8 +19,8 @@ other await: without the annotation Pulumi would report it created at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pulumi
@@ -176,6 +176,8 @@ class JobQueue:
     flavor's nodeLabels keys only (node.kubernetes.io/instance-type here, one flavor per shape), so the pool label
     alone lets it admit the job on another shape's flavor where the claims never fit (a policy of the pack
     rejects that)."""
+    launcher_node_selector: Mapping[str, str] = field(default_factory=dict)
+    """The system flavor's node labels (none without a system pool): where the launchers run (queued_launcher)."""
 
 
 def queued_worker(worker: dict[str, Any], queue: JobQueue | None) -> dict[str, Any]:
@@ -208,15 +210,17 @@ def held_by_check(spec: dict[str, Any], queue: JobQueue | None) -> dict[str, Any
     CPUs as the queued workers do: Kueue's TAS then sees the nodes they hold as taken. It counts a pod outside
     TAS by its container requests once the pod is bound (pkg/controller/tas/non_tas_usage_controller.go
     belongsToNonTASCache l. 133-148; pkg/cache/scheduler/tas_flavor_snapshot.go addNonTASUsage l. 259-264), and without a
-    CPU request the check's workers count as nothing and a queued job is admitted onto their nodes."""
+    CPU request the check's workers count as nothing and a queued job is admitted onto their nodes. Its launcher
+    runs where the queued launchers do (queued_launcher)."""
     if queue is None:
         return spec
     replicas = spec["mpiReplicaSpecs"]
     worker = whole_node_worker(replicas["Worker"]["template"], queue.worker_cpus)
-    return {
+    held = {
         **spec,
         "mpiReplicaSpecs": {**replicas, "Worker": {**replicas["Worker"], "template": worker}},
     }
+    return queued_launcher(held, queue)
 
 
 def awaited(
@@ -277,12 +281,28 @@ def shm_mount() -> dict[str, Any]:
     return {"name": "shm", "mountPath": "/dev/shm"}
 
 
+# What a launcher requests: mpirun and ssh to a few workers. Never nothing: Kueue v0.19.2 (8eab687) checks a
+# topology-aware pod set against each node's remaining capacity by how many of its pods fit there, and a pod
+# that requests nothing fits zero times (pkg/resources/slice_requests.go CountInWithLimitingResource l. 351-353,
+# VectorizedResourceRequests on by default since 0.19; pkg/cache/scheduler/clusterqueue_snapshot.go Fits
+# l. 144-151): the workload is nominated, then fails "after nomination" every cycle and is never admitted
+# (pkg/scheduler/scheduler.go updateAssignmentIfNeeded l. 705-753).
+LAUNCHER_REQUESTS = {"cpu": "250m", "memory": "256Mi"}
+
+
 def launcher_template(image: str, script: str, taints: list[Taint] | None = None) -> dict[str, Any]:
-    """The launcher's pod template: no GPU, no rail, one container running ``script``; with ``taints``
-    it tolerates them (the NCCL launchers, so that they also run where the cluster has only GPU nodes)."""
+    """The launcher's pod template: no GPU, no rail, one container running ``script`` with a small request
+    (LAUNCHER_REQUESTS); with ``taints`` it tolerates them (the NCCL launchers, so that they also run where the
+    cluster has only GPU nodes)."""
     spec: dict[str, Any] = {} if taints is None else {"tolerations": tolerations(taints)}
     spec["containers"] = [
-        {"name": "mpi-launcher", "image": image, "command": ["bash", "-c"], "args": [script]}
+        {
+            "name": "mpi-launcher",
+            "image": image,
+            "command": ["bash", "-c"],
+            "args": [script],
+            "resources": {"requests": dict(LAUNCHER_REQUESTS)},
+        }
     ]
     launcher = {"spec": spec}
     to_input_type(k8s.core.v1.PodTemplateSpecArgs, launcher, "template")
@@ -336,7 +356,30 @@ def mpijob_spec(
     }
     worker = queued_worker(worker, queue)
     to_input_type(k8s.core.v1.PodTemplateSpecArgs, worker, "template")
-    return mpijob(claim.gpus_per_worker, launcher, worker, config.workers)
+    return queued_launcher(mpijob(claim.gpus_per_worker, launcher, worker, config.workers), queue)
+
+
+def queued_launcher(spec: dict[str, Any], queue: JobQueue | None) -> dict[str, Any]:
+    """With a queue and a system pool, the launcher's nodeSelector names the system flavor's node labels itself.
+    Kueue writes them into the MPIJob's launcher template on admission, but the MPI operator v0.6.0 has by then
+    created the launcher Job from the unadmitted template (at startup, while Kueue holds the MPIJob suspended,
+    and with launcherCreationPolicy WaitForWorkersReady too: a suspended job has no workers, so "all" of them
+    are ready) and on admission only flips the Job's `suspend` (pkg/controller/mpi_job_controller.go
+    l. 649-681): the launcher would land on any node it tolerates, a GPU node too. Kueue's own injection of the
+    same labels then agrees with them (it refuses only a conflicting value)."""
+    if queue is None or not queue.launcher_node_selector:
+        return spec
+    replicas = spec["mpiReplicaSpecs"]
+    template = replicas["Launcher"]["template"]
+    pod = template["spec"]
+    pinned = {**pod, "nodeSelector": {**pod.get("nodeSelector", {}), **queue.launcher_node_selector}}
+    return {
+        **spec,
+        "mpiReplicaSpecs": {
+            **replicas,
+            "Launcher": {**replicas["Launcher"], "template": {**template, "spec": pinned}},
+        },
+    }
 
 
 def one_per_node(label: str) -> dict[str, Any]:
@@ -384,7 +427,7 @@ def rail_mpijob_spec(
     }
     worker = queued_worker(worker, queue)
     to_input_type(k8s.core.v1.PodTemplateSpecArgs, worker, "template")
-    return mpijob(1, launcher, worker, 2)
+    return queued_launcher(mpijob(1, launcher, worker, 2), queue)
 
 
 def _moved_objects(component: pulumi.Resource, component_name: str) -> pulumi.ResourceTransform:

@@ -83,6 +83,11 @@ class SchedulingPlan:
             found[HOSTS_TOPOLOGY] = HOSTS_LEVELS
         return found
 
+    @property
+    def system_flavor(self) -> Flavor | None:
+        """The flavor of the system pool, for pod sets without GPUs (None without a system pool)."""
+        return next((f for f in self.flavors if f.name == SYSTEM_FLAVOR), None)
+
     def shape_flavor(self, shape: str) -> Flavor:
         return next(f for f in self.flavors if f.name == flavor_name(shape))
 

@@ -438,9 +438,13 @@ def test_in_a_stack_with_scheduling_the_nccl_job_goes_through_the_queue(
         "claims": [{"name": "gpus-rails"}],
         "requests": {"cpu": "65"},
     }
-    # The launcher has no topology request: Kueue gives it the system flavor.
+    # The launcher has no topology request: Kueue gives it the system flavor. It requests a little (a TAS pod set
+    # that requests nothing fits no node and is never admitted), and names the system flavor's node labels
+    # itself (the MPI operator v0.6.0 creates the launcher Job before Kueue admits the MPIJob).
     launcher = job.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
     assert "metadata" not in launcher
+    assert launcher["spec"]["nodeSelector"] == {"oke-gpu-rdma/node-pool": "system"}
+    assert launcher["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"}}
     # It is created once the queue exists (before, Kueue would not manage it).
     queue = run.one("kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue")
     component = run.one("oke-gpu-rdma:index:Kueue")
@@ -459,6 +463,8 @@ def test_the_rail_test_goes_through_the_queue_too(run_stack: Callable[..., Run])
         "annotations": {"kueue.x-k8s.io/podset-required-topology": "oke-gpu-rdma/rdma-local-block"},
     }
     assert worker["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "65"}
+    launcher = job.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+    assert launcher["spec"]["nodeSelector"] == {"oke-gpu-rdma/node-pool": "system"}
 
 
 def test_without_scheduling_the_job_is_unchanged(run_stack: Callable[..., Run]) -> None:
@@ -467,3 +473,7 @@ def test_without_scheduling_the_job_is_unchanged(run_stack: Callable[..., Run]) 
     worker = job.inputs["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
     assert "metadata" not in worker
     assert worker["spec"]["containers"][0]["resources"] == {"claims": [{"name": "gpus-rails"}]}
+    # No queue, no system flavor to pin: the launcher goes wherever it tolerates, with its small request.
+    launcher = job.inputs["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+    assert "nodeSelector" not in launcher["spec"]
+    assert launcher["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "250m", "memory": "256Mi"}}

@@ -68,6 +68,9 @@ def test_the_stored_specs_are_the_apply_time_jobs_with_their_thresholds(
     worker = stored["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     # With Kueue, the check's workers request a whole node's CPUs (the next test); otherwise the gate's spec.
     assert worker["resources"].pop("requests") == {"cpu": "65"}
+    # ... and its launcher runs on the system pool, as the queued launchers do.
+    launcher = stored["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    assert launcher.pop("nodeSelector") == {"oke-gpu-rdma/node-pool": "system"}
     assert stored == mpijob_spec(config, aligned, "gpu-b4-a", taints, 190.13)
 
 

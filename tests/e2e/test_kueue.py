@@ -82,12 +82,16 @@ def test_the_acceptance_jobs_launcher_runs_on_the_system_pool(
 
 
 def _single_node_job(cluster: StackCluster, name: str) -> dict[str, Any]:
-    """A batch Job a user writes for one whole B4.8 node: the stack's 8-GPU template, the GPU toleration, the
-    shape, and of Kueue only the queue-name label."""
+    """A batch Job a user writes for one whole B4.8 node as docs/scheduling.md says: the stack's 8-GPU
+    template, more than half the node's CPUs (so TAS, which counts CPUs and not claims, puts it on a node no
+    other whole-node worker holds), the GPU toleration, the shape, and of Kueue only the queue-name label."""
     config = cluster.stack.stack.config
     namespace = config.workloads.namespace
     [local_queue] = [m for m in cluster.stack.manifests.values() if m["kind"] == "LocalQueue"]
     template = next(t for t in cluster.stack.stack.claims.aligned if t.gpus_per_worker == 8)
+    size = config.node_size(template.shape)
+    assert size is not None, f"no size for {template.shape}"
+    cpus = size.whole_node_cpus
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -109,7 +113,7 @@ def _single_node_job(cluster: StackCluster, name: str) -> dict[str, Any]:
                         {
                             "name": "train",
                             "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpus-rails"}]},
+                            "resources": {"requests": {"cpu": str(cpus)}, "claims": [{"name": "gpus-rails"}]},
                             "securityContext": RESTRICTED,
                         }
                     ],

@@ -138,11 +138,11 @@ def test_the_scheduled_checks_jobs_are_placed_from_their_stored_specs(run_stack:
     assert verdict.problems == ()
     where = dict(verdict.placements)
     stored = "rdma-dranet/{} (ConfigMap fabric-check)"
-    # The workers select the jobs' pool (the first DRANET pool) and claim its devices; the NCCL launcher
-    # tolerates the GPU taint, as at apply time (the full example checks NCCL nightly, not the rails).
+    # The workers select the jobs' pool (the first DRANET pool) and claim its devices; with Kueue the launcher
+    # selects the system pool, as the queued gate's does (the full example checks NCCL nightly, not the rails).
     assert f"MPIJob {stored.format('rail.json')} Worker" not in where
     assert where[f"MPIJob {stored.format('nccl.json')} Worker"] == ("gpu-b4-a",)
-    assert where[f"MPIJob {stored.format('nccl.json')} Launcher"] == ("gpu-b4-a", "gpu-b4-b", "system")
+    assert where[f"MPIJob {stored.format('nccl.json')} Launcher"] == ("system",)
     assert where["CronJob rdma-dranet/fabric-check"] == ("gpu-b4-a", "gpu-b4-b", "system")
 
 
