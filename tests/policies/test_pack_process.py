@@ -59,6 +59,7 @@ def test_get_analyzer_info_lists_the_policies_with_levels_and_schemas(analyzer):
         "sriov-pods-all-rails": analyzer_pb2.ADVISORY,
         "kueue-jobs-queued": analyzer_pb2.ADVISORY,
         "kueue-topology-levels": analyzer_pb2.MANDATORY,
+        "kueue-pod-sets-request": analyzer_pb2.MANDATORY,
         "kueue-flavor-shapes": analyzer_pb2.MANDATORY,
         "kueue-flavor-pools": analyzer_pb2.MANDATORY,
         "health-taint-tolerations": analyzer_pb2.MANDATORY,
