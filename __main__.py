@@ -166,6 +166,7 @@ pools = {
             gpus_from_dra=config.gpu_driver.enabled,
             sriov_rdma_mode=config.network_operator.rdma_mode,
             protect=config.protect.gpu_pools,
+            rails_unmarked_label=health_plan.rails_unmarked_label(config, pool),
         ),
         opts=pulumi.ResourceOptions(depends_on=pool_dependencies),
     )

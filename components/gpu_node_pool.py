@@ -119,6 +119,9 @@ class RdmaGpuNodePoolArgs(TypedDict):
     """How a replacement of the pool goes: deleteFirst (default; needs no extra hosts) or createFirst."""
     gpus_from_dra: NotRequired[bool]
     """The NVIDIA DRA driver serves the GPUs (default true): the device plugin is labelled off (dranet pools)."""
+    rails_unmarked_label: NotRequired[bool]
+    """The nodes start with oke-gpu-rdma/rails-unmarked: "true", which the rail health agent keeps where it marks
+    rails per device (1.37+) and the Kueue flavors select (default false; dranet pools only)."""
     sriov_rdma_mode: NotRequired[str]
     """RDMA namespace mode of an rdma sriov pool's nodes: shared (default) or exclusive."""
     protect: NotRequired[bool]
@@ -159,10 +162,12 @@ def pool_config(name: str, args: RdmaGpuNodePoolArgs) -> NodePoolConfig:
     return pool
 
 
-def initial_node_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]:
+def initial_node_labels(
+    pool: NodePoolConfig, gpus_from_dra: bool, rails_unmarked: bool = False
+) -> dict[str, str]:
     """The labels every node of the pool starts with (stack_config/pool_nodes.py, which the
     schedulability check reads too)."""
-    return gpu_pool_labels(pool, gpus_from_dra)
+    return gpu_pool_labels(pool, gpus_from_dra, rails_unmarked)
 
 
 def cloud_init(pool: NodePoolConfig, sriov_rdma_mode: RdmaMode = "shared") -> str:
@@ -195,6 +200,7 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
         pool = pool_config(name, args)
         protect = args.get("protect", True)
         gpus_from_dra = args.get("gpus_from_dra", True)
+        rails_unmarked = args.get("rails_unmarked_label", False)
         sriov_rdma_mode = typing.cast(RdmaMode, args.get("sriov_rdma_mode", "shared"))
         cni_type = typing.cast(CniType, args.get("cni_type", "FLANNEL_OVERLAY"))
         availability_domain = args.get("availability_domain")
@@ -257,7 +263,7 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                 # Sent only when on: unset keeps OCI's default (off) and the renderings of pools without it.
                 is_pv_encryption_in_transit_enabled=True if pool.in_transit_encryption else None,
             ),
-            initial_node_labels=node_labels(initial_node_labels(pool, gpus_from_dra)),
+            initial_node_labels=node_labels(initial_node_labels(pool, gpus_from_dra, rails_unmarked)),
             node_metadata={
                 "user_data": base64.b64encode(cloud_init(pool, sriov_rdma_mode).encode()).decode()
             },
@@ -303,6 +309,7 @@ def pool_args(
     gpus_from_dra: bool,
     sriov_rdma_mode: RdmaMode,
     protect: bool,
+    rails_unmarked_label: bool = False,
 ) -> RdmaGpuNodePoolArgs:
     """The Args of a validated stack-config pool joining ``target`` (what __main__.py declares)."""
     args = RdmaGpuNodePoolArgs(
@@ -329,6 +336,8 @@ def pool_args(
         sriov_rdma_mode=sriov_rdma_mode,
         protect=protect,
     )
+    if rails_unmarked_label:
+        args["rails_unmarked_label"] = True
     if pool.cycling.cycle_modes is not None:
         args["cycling"]["cycle_modes"] = list(pool.cycling.cycle_modes)
     args.update(target_security(target))  # type: ignore[typeddict-item]

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import admission_cel as cel
 from oke_gpu_rdma import health, resource_types
-from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, RAIL_UNHEALTHY_TAINT_KEY
+from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
 from oke_gpu_rdma.releases import dranet
 from oke_gpu_rdma.scheduling import SYSTEM_PRIORITY_CLASSES
 from oke_gpu_rdma.topology import Topology
@@ -50,41 +50,64 @@ def rbac_rules(mode: health.RailMarkMode) -> list[dict[str, Any]]:
     create, delete), or the node's taints (get to read them, patch: `kubectl taint` reads the node and
     patches it). RBAC cannot narrow `nodes` to the pod's own node: :func:`own_node_policy` does, at
     admission."""
+    nodes = {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}
     if mode == "device":
+        # And its node's rails-unmarked label (`kubectl label` reads the node and patches it).
         return [
             {
                 "apiGroups": ["resource.k8s.io"],
                 "resources": ["devicetaintrules"],
                 "verbs": ["get", "create", "delete"],
-            }
+            },
+            *([nodes] if health.rails_unmarked_label(mode) else []),
         ]
-    return [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
+    return [nodes]
 
 
 # The agent's own mark (key, value, effect), the only one its admission policies let it write.
 AGENT_MARK: Final = (RAIL_UNHEALTHY_TAINT_KEY, health.RAIL_AGENT_MARK_VALUE, health.RAIL_MARK_EFFECT)
 
 
-def own_node_policy(namespace: str) -> dict[str, Any]:
-    """The ValidatingAdmissionPolicy spec that narrows what RBAC cannot (node mode): the agent's updates of a
-    node must be of the node its pod runs on and add or remove only its own mark (the rail key, its value,
+# The object name of the device mode's node policy (the node mode's is NAME; each mode has one node policy).
+NODE_LABEL_POLICY: Final = f"{NAME}-node-label"
+
+
+def own_node_policy(namespace: str, mode: health.RailMarkMode = "node") -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy spec that narrows what RBAC cannot: the agent's updates of a node must be
+    of the node its pod runs on. In node mode they add or remove only its own mark (the rail key, its value,
     NoSchedule), touching no other taint (another writer's value of the same key included), label,
-    annotation or spec.unschedulable (oke_gpu_rdma/admission_cel.py)."""
+    annotation or spec.unschedulable; in device mode they set only the node's rails-unmarked label, to true or
+    false, and touch no taint, other label, annotation or spec.unschedulable (oke_gpu_rdma/admission_cel.py)."""
+    if mode == "device":
+        label = RAILS_UNMARKED_LABEL
+        return {
+            **_own_node_base(namespace),
+            "validations": [
+                OWN_NODE,
+                {
+                    "expression": f"{cel.only_key_changes('metadata.labels', label)} && "
+                    f"has(object.metadata.labels) && '{label}' in object.metadata.labels && "
+                    f"object.metadata.labels['{label}'] in ['true', 'false']",
+                    "message": f"the rail health agent may set only its node's label {label}, to true or false",
+                },
+                {
+                    "expression": " && ".join(
+                        cel.unchanged(f, e)
+                        for f, e in (
+                            ("spec.taints", "[]"),
+                            ("metadata.annotations", "{}"),
+                            ("spec.unschedulable", "false"),
+                        )
+                    ),
+                    "message": "the rail health agent may not change a node's taints, annotations or unschedulable",
+                },
+            ],
+        }
     mark = AGENT_MARK
     return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]}
-            ]
-        },
-        "matchConditions": cel.service_account(namespace, NAME),
-        "variables": [{"name": "node", "expression": cel.TOKEN_NODE}],
+        **_own_node_base(namespace),
         "validations": [
-            {
-                "expression": "variables.node != '' && variables.node == object.metadata.name",
-                "message": "the rail health agent may change only the node its pod runs on",
-            },
+            OWN_NODE,
             {
                 "expression": cel.only_own_taint_changes(*mark),
                 "message": "the rail health agent may add or remove only its own taint {}={}:{}".format(
@@ -103,6 +126,26 @@ def own_node_policy(namespace: str) -> dict[str, Any]:
                 "message": "the rail health agent may not change a node's labels, annotations or unschedulable",
             },
         ],
+    }
+
+
+OWN_NODE: Final = {
+    "expression": "variables.node != '' && variables.node == object.metadata.name",
+    "message": "the rail health agent may change only the node its pod runs on",
+}
+
+
+def _own_node_base(namespace: str) -> dict[str, Any]:
+    """What both modes' node policies match: the agent's own updates of nodes."""
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]}
+            ]
+        },
+        "matchConditions": cel.service_account(namespace, NAME),
+        "variables": [{"name": "node", "expression": cel.TOKEN_NODE}],
     }
 
 
@@ -173,6 +216,9 @@ def agent_env(
         # kubectl keeps its discovery cache under $HOME; the root filesystem is read-only.
         "HOME": f"{STATE_MOUNT}/home",
     }
+    if health.rails_unmarked_label(mode):
+        # The node label that tells Kueue's TAS whether any rail of the node is marked.
+        plain["RAILS_LABEL"] = RAILS_UNMARKED_LABEL
     return [
         {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         *({"name": k, "value": v} for k, v in plain.items()),
@@ -286,13 +332,23 @@ class RailHealthAgent(pulumi.ComponentResource):
             subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=NAME, namespace=namespace)],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[role, account])),
         )
-        # What RBAC cannot narrow, admission does: the node mode's own node, the device mode's own rules.
-        kind, policy_spec = (
-            ("own-node-policy", own_node_policy(namespace))
-            if args.mode == "node"
-            else ("own-rules-policy", own_rules_policy(namespace))
-        )
-        access_control.admission_policy(f"{name}-{kind}", NAME, policy_spec, child)
+        # What RBAC cannot narrow, admission does: the node mode's own node, the device mode's own rules and
+        # its own node's rails-unmarked label.
+        if args.mode == "node":
+            access_control.admission_policy(
+                f"{name}-own-node-policy", NAME, own_node_policy(namespace), child
+            )
+        else:
+            access_control.admission_policy(
+                f"{name}-own-rules-policy", NAME, own_rules_policy(namespace), child
+            )
+            if health.rails_unmarked_label(args.mode):
+                access_control.admission_policy(
+                    f"{name}-node-label-policy",
+                    NODE_LABEL_POLICY,
+                    own_node_policy(namespace, "device"),
+                    child,
+                )
         script = k8s.core.v1.ConfigMap(
             f"{name}-script",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=namespace),

@@ -50,6 +50,13 @@ def rail_mark_mode(kubernetes_version: str) -> RailMarkMode:
     return "device" if served else "node"
 
 
+def rails_unmarked_label(mode: RailMarkMode) -> bool:
+    """Whether the rail agent keeps :data:`~oke_gpu_rdma.labels.RAILS_UNMARKED_LABEL` on its node, and the
+    shapes' Kueue flavors select it: in device mode only (in node mode the node taint keeps TAS off the node:
+    Kueue's simulator honours NoSchedule taints, scheduling_simulator_default.go l. 72-80)."""
+    return mode == "device"
+
+
 def gpu_health_supported(kubernetes_version: str) -> bool:
     """Whether the API server keeps the device taints a driver writes in its ResourceSlices."""
     return feature_gates.enabled(feature_gates.DRA_DEVICE_TAINTS, kubernetes_version)

@@ -69,6 +69,12 @@ FABRIC_LEVEL_LABELS = (
 # resource.k8s.io/v1 DeviceTaintRule (1.37+), otherwise on its node. Effect NoSchedule only: a pod already
 # using the rail is never evicted.
 RAIL_UNHEALTHY_TAINT_KEY = "oke-gpu-rdma/rail-unhealthy"
+# Where rails are marked per device (1.37+), the rail health agent also keeps this label on its node: "true" while
+# it marks none of the node's rails, "false" while it marks any. Kueue's topology-aware scheduling does not see
+# device taints (its simulator filters nodes by taints, labels and affinity only:
+# sigs.k8s.io/kueue pkg/cache/scheduler/scheduling_simulator_default.go l. 72-98), so the shapes' flavors select
+# "true" and TAS keeps whole-node jobs off a node with a marked rail. Nodes of such pools start "true".
+RAILS_UNMARKED_LABEL = "oke-gpu-rdma/rails-unmarked"
 # A node whose scheduled fabric check (NCCL) failed carries this label ("pass" or "fail").
 FABRIC_CHECK_LABEL = "oke-gpu-rdma/fabric-check"
 

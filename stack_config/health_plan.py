@@ -103,3 +103,17 @@ def mark_taints(config: StackConfig) -> list[Taint]:
             key=RAIL_UNHEALTHY_TAINT_KEY, value=health.RAIL_AGENT_MARK_VALUE, effect=health.RAIL_MARK_EFFECT
         )
     ]
+
+
+def rails_unmarked_label(config: StackConfig, pool: NodePoolConfig | None = None) -> bool:
+    """Whether the rail agent's pools' nodes carry its oke-gpu-rdma/rails-unmarked label (starting "true") and
+    the shapes' Kueue flavors select it: the agent runs and marks rails per device
+    (oke_gpu_rdma/health.py rails_unmarked_label). With ``pool``: whether that pool's nodes carry it (the
+    agent watches it)."""
+    watched = agent_pools(config)
+    return (
+        config.health.rails.enabled
+        and bool(watched)
+        and (pool is None or pool in watched)
+        and health.rails_unmarked_label(health.rail_mark_mode(config.cluster.spec.kubernetes_version))
+    )

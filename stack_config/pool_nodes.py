@@ -21,6 +21,7 @@ from oke_gpu_rdma.labels import (
     INSTANCE_TYPE_LABEL,
     NFD_NVIDIA_PCI_LABEL,
     POOL_LABEL,
+    RAILS_UNMARKED_LABEL,
     RDMA_PATH_LABEL,
     RDMA_PATH_SRIOV,
 )
@@ -29,11 +30,13 @@ from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import RdmaPath
 
-from .health_plan import mark_taints
+from .health_plan import mark_taints, rails_unmarked_label
 from .model import NodePoolConfig, StackConfig, SystemPoolConfig
 
 
-def gpu_pool_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]:
+def gpu_pool_labels(
+    pool: NodePoolConfig, gpus_from_dra: bool, rails_unmarked: bool = False
+) -> dict[str, str]:
     """The labels every node of a GPU pool starts with (no later `kubectl label` step).
 
     SR-IOV pools keep the GPU Operator's device plugin on (their pods ask for nvidia.com/gpu) and carry
@@ -45,6 +48,9 @@ def gpu_pool_labels(pool: NodePoolConfig, gpus_from_dra: bool) -> dict[str, str]
         labels[RDMA_PATH_LABEL] = RDMA_PATH_SRIOV
     elif pool.rdma is RdmaPath.DRANET and gpus_from_dra:
         labels[DEVICE_PLUGIN_LABEL] = DEVICE_PLUGIN_OFF
+    if pool.rdma is RdmaPath.DRANET and rails_unmarked:
+        # Healthy until its rail agent says otherwise (health_plan.rails_unmarked_label).
+        labels[RAILS_UNMARKED_LABEL] = "true"
     return labels
 
 
@@ -77,8 +83,11 @@ def planned_pools(
     pools: list[PoolNodes] = []
     # Once per stack: a fuzzed stack has thousands of pools.
     marks = tuple(NodeTaint(t.key, t.value, t.effect) for t in mark_taints(config))
+    unmarked = rails_unmarked_label(config)
     for pool in config.node_pools:
-        labels = gpu_pool_labels(pool, config.gpu_driver.enabled)
+        labels = gpu_pool_labels(
+            pool, config.gpu_driver.enabled, unmarked and rails_unmarked_label(config, pool)
+        )
         device_plugin = labels.get(DEVICE_PLUGIN_LABEL) != DEVICE_PLUGIN_OFF
         resources = {NVIDIA_GPU_RESOURCE} if device_plugin else set()
         if pool.rdma is RdmaPath.SRIOV:

@@ -39,11 +39,13 @@ from oke_gpu_rdma.labels import (
     FABRIC_LEVEL_LABELS,
     INSTANCE_TYPE_LABEL,
     POOL_LABEL,
+    RAILS_UNMARKED_LABEL,
 )
 from oke_gpu_rdma.node_sizes import SIZES
 from oke_gpu_rdma.releases import dranet, kueue, nvidia_gpu
 from oke_gpu_rdma.topology import shape_slug
 
+from . import health_plan
 from .claim_plan import pool_shapes, shape_catalog
 from .model import StackConfig, tolerations
 from .problems import ConfigProblem
@@ -97,9 +99,14 @@ def flavor_name(shape: str) -> str:
     return shape_slug(shape)
 
 
-def shape_flavor_labels(shape: str) -> dict[str, str]:
-    """The node labels of a shape's flavor: that shape, on a pool whose GPUs come from the DRA driver."""
-    return {INSTANCE_TYPE_LABEL: shape, DEVICE_PLUGIN_LABEL: DEVICE_PLUGIN_OFF}
+def shape_flavor_labels(shape: str, rails_unmarked: bool = False) -> dict[str, str]:
+    """The node labels of a shape's flavor: that shape, on a pool whose GPUs come from the DRA driver; with
+    ``rails_unmarked`` (rails marked per device) only nodes whose rail agent marks none of their rails, which
+    TAS cannot tell from the device taints (oke_gpu_rdma/labels.py RAILS_UNMARKED_LABEL)."""
+    labels = {INSTANCE_TYPE_LABEL: shape, DEVICE_PLUGIN_LABEL: DEVICE_PLUGIN_OFF}
+    if rails_unmarked:
+        labels[RAILS_UNMARKED_LABEL] = "true"
+    return labels
 
 
 def problems(config: StackConfig) -> list[ConfigProblem]:
@@ -191,7 +198,7 @@ def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> Schedul
         flavors.append(
             Flavor(
                 name,
-                shape_flavor_labels(shape),
+                shape_flavor_labels(shape, health_plan.rails_unmarked_label(config)),
                 tuple(tolerations(list(dict.fromkeys(t for p in pools for t in p.taints)))),
                 settings.topology,
                 {

@@ -15,6 +15,9 @@
 # its last bad check, so a flapping link stays marked. Effect NoSchedule only: a pod already using the rail is
 # never evicted, and the agent never touches pods. It lifts only marks it wrote (value TAINT_VALUE): another
 # checker's mark under the same key stays.
+# RAILS_LABEL (device mode): a node label the agent keeps at "true" while it marks none of the node's rails and
+# "false" while it marks any. Kueue's topology-aware scheduling does not see device taints, only node taints and
+# labels, and the Kueue flavors select "true" (oke_gpu_rdma/labels.py RAILS_UNMARKED_LABEL).
 # SYSFS points at another sysfs root, NOW fixes the clock, ONCE=1 runs one round, KUBECTL names the client
 # (the tests use recorded /sys trees and a fake kubectl).
 set -u
@@ -31,6 +34,7 @@ recovery_checks=${RECOVERY_CHECKS:-5}
 recovery_seconds=${RECOVERY_SECONDS:-600}
 threshold=${ERROR_THRESHOLD:-0}
 counters=${ERROR_COUNTERS:-counters/link_downed counters/symbol_error counters/port_rcv_errors}
+rails_label=${RAILS_LABEL:-}
 effect=NoSchedule
 mkdir -p "$state"
 
@@ -135,6 +139,18 @@ lift_rail() {  # $1 interface, $2 PCI function
   "$kubectl" delete devicetaintrule "$(rule_name "$2")" --ignore-not-found >/dev/null
 }
 
+label_node() {  # $1 true or false: the node's RAILS_LABEL, written only when it differs (read back each round)
+  [ -n "$rails_label" ] || return 0
+  local current
+  # An unanswered read is not "no label": write nothing this round.
+  current=$("$kubectl" get node "$node" -o "jsonpath={.metadata.labels.${rails_label//./\\.}}" 2>/dev/null) || {
+    log "could not read node label $rails_label"
+    return 1
+  }
+  [ "$current" = "$1" ] && return 0
+  "$kubectl" label node "$node" --overwrite "$rails_label=$1" >/dev/null && log "node labelled $rails_label=$1"
+}
+
 # A restarted agent adopts the marks it wrote before: they stay until the rail has recovered again.
 adopt() {
   local now=$1 rail ifname pci adopted=""
@@ -190,6 +206,7 @@ round() {
       any=1
     fi
   done
+  if [ "$any" = 1 ]; then label_node false; else label_node true; fi
   [ "$mode" = node ] || return 0
   # The node's taint follows its rails each round (read back, so a mark removed by hand returns while a rail
   # is bad, and another checker's mark under the key is neither duplicated nor lifted).

@@ -5,7 +5,7 @@ one small cluster kept in $FAKE_KUBE/state.json, changes it the way kubectl woul
 what it read on stdin) in $FAKE_KUBE/calls.jsonl, and fails on any call it does not know, so a script that
 starts calling something new fails its tests until this fake (and the RBAC beside the script) know it too.
 
-State: nodes [{name, pool?, unschedulable?, taints?}], pods [{node?, namespace, name, phase, claims}], jobs
+State: nodes [{name, pool?, unschedulable?, taints?, labels?}], pods [{node?, namespace, name, phase, claims}], jobs
 {<kind>: {state: "Succeeded"|"Failed"|"", log}} for the fabric check's MPIJobs (named fabric-check-<kind>-<run>),
 slices (ResourceSlice items), devicetaintrules {name: manifest}. $FAKE_KUBE/down makes every call fail as an
 API server that does not answer.
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 TAINTS_JSONPATH = re.compile(r'jsonpath=\{\.spec\.taints\[\?\(@\.key=="([^"]+)"\)\]\.value\}')
+# kubectl's JSONPath of one label: dots in the key escaped (k8s.io/client-go util/jsonpath).
+LABEL_JSONPATH = re.compile(r"jsonpath=\{\.metadata\.labels\.((?:[^.\\}]|\\\.)+)\}")
 
 
 def state_path(home: Path) -> Path:
@@ -84,6 +86,19 @@ def taint(state: dict[str, Any], node: str, spec: str, overwrite: bool) -> None:
     if same and not overwrite:
         fail(f"error: node {node} already has {key} taint(s) with same effect(s) and --overwrite is false")
     taints[:] = [t for t in taints if t not in same] + [{"key": key, "value": value, "effect": effect}]
+
+
+def label_node(state: dict[str, Any], node: str, specs: list[str], overwrite: bool) -> None:
+    """kubectl label: ``key=value`` sets (an existing key only with --overwrite), ``key-`` removes."""
+    labels: dict[str, str] = node_of(state, node).setdefault("labels", {})
+    for spec in specs:
+        if spec.endswith("-"):
+            labels.pop(spec[:-1], None)
+            continue
+        key, value = spec.split("=", 1)
+        if key in labels and labels[key] != value and not overwrite:
+            fail(f"error: '{key}' already has a value ({labels[key]}), and --overwrite is false")
+        labels[key] = value
 
 
 def create_or_apply(state: dict[str, Any], verb: str, manifest: dict[str, Any]) -> None:
@@ -160,10 +175,17 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"items": items}))
     elif verb == "get" and rest[:1] == ["node"] and rest[2:3] == ["-o"] and len(rest) == 4:
         found = TAINTS_JSONPATH.fullmatch(rest[3])
-        if found is None:
+        label = LABEL_JSONPATH.fullmatch(rest[3])
+        if found is not None:
+            taints = node_of(state, rest[1]).get("taints", [])
+            print(" ".join(t.get("value", "") for t in taints if t["key"] == found.group(1)), end="")
+        elif label is not None:
+            # A missing key prints nothing and exits 0 (kubectl's JSONPath allows missing keys by default).
+            print(
+                node_of(state, rest[1]).get("labels", {}).get(label.group(1).replace("\\.", "."), ""), end=""
+            )
+        else:
             fail(f"fake kubectl: unexpected output {rest[3]}")
-        taints = node_of(state, rest[1]).get("taints", [])
-        print(" ".join(t.get("value", "") for t in taints if t["key"] == found.group(1)), end="")
     elif verb == "get" and rest[:1] == ["mpijob"]:
         print(fabric_job(state, rest[1])["state"], end="")
     elif verb == "get" and rest[:1] == ["resourceslices"]:
@@ -172,7 +194,9 @@ def main(argv: list[str]) -> int:
         print(fabric_job(state, rest[0].split("/", 1)[1])["log"], end="")
     elif verb == "taint" and rest[:1] in (["node"], ["nodes"]) and len(rest) in (3, 4):
         taint(state, rest[1], rest[2], overwrite=rest[3:] == ["--overwrite"])
-    elif (verb in ("label", "annotate") and rest[:1] == ["node"]) or (
+    elif verb == "label" and rest[:1] == ["node"]:
+        label_node(state, rest[1], [a for a in rest[2:] if not a.startswith("--")], "--overwrite" in rest)
+    elif (verb == "annotate" and rest[:1] == ["node"]) or (
         verb == "patch" and rest[:1] == ["node"] and "--subresource=status" in rest
     ):
         node_of(state, rest[1])

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from components.rail_health import NAME, agent_script, own_node_policy, own_rules_policy, rbac_rules
-from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, RAIL_UNHEALTHY_TAINT_KEY
+from components.rail_health import (
+    NAME,
+    NODE_LABEL_POLICY,
+    agent_script,
+    own_node_policy,
+    own_rules_policy,
+    rbac_rules,
+)
+from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
 from tests.components.admission import denials
 from tests.support import Run, raw_config
 
@@ -102,6 +109,8 @@ def test_on_1_37_the_agent_writes_device_taint_rules_only(run_stack: Callable[..
     raw["cluster"]["create"]["kubernetesVersion"] = "v1.37.1"
     run = run_stack("full", raw)
     assert env_of(run)["MARK_MODE"] == "device"
+    # Issue 34 item 4: the node label Kueue's TAS sees, since it does not see device taints.
+    assert env_of(run)["RAILS_LABEL"] == RAILS_UNMARKED_LABEL
     assert (
         run.one(CLUSTER_ROLE, "rail-health-cluster-role").inputs["rules"]
         == rbac_rules("device")
@@ -110,9 +119,25 @@ def test_on_1_37_the_agent_writes_device_taint_rules_only(run_stack: Callable[..
                 "apiGroups": ["resource.k8s.io"],
                 "resources": ["devicetaintrules"],
                 "verbs": ["get", "create", "delete"],
-            }
+            },
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]},
         ]
     )
+    node_policy = run.one(POLICY, "rail-health-node-label-policy").inputs
+    assert node_policy["metadata"]["name"] == NODE_LABEL_POLICY
+    assert node_policy["spec"] == own_node_policy("rail-health", "device")
+    # Every node of the watched pools starts unmarked, and the shape's flavor selects it.
+    starting = {
+        pool.inputs["name"]: {label["key"]: label["value"] for label in pool.inputs["initialNodeLabels"]}.get(
+            RAILS_UNMARKED_LABEL
+        )
+        for pool in run.of_type(NODE_POOL)
+    }
+    assert starting == {"gpu-b4-a": "true", "gpu-b4-b": "true", "system": None}
+    (gpu_flavor,) = [
+        f for f in run.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor") if "bm-gpu-b4-8" in f.name
+    ]
+    assert gpu_flavor.inputs["spec"]["nodeLabels"][RAILS_UNMARKED_LABEL] == "true"
     # RBAC grants every DeviceTaintRule: admission holds the agent to its own node's rules and mark.
     policy = run.one(POLICY, "rail-health-own-rules-policy").inputs
     assert policy["spec"] == own_rules_policy("rail-health")
@@ -226,4 +251,34 @@ def test_on_1_37_the_agent_may_write_only_its_own_node_s_rules_with_its_own_mark
         "the rail health agent may write only the DeviceTaintRules of the node its pod runs on "
         "(rail-health.<node>.<device>)",
         "the rail health agent's DeviceTaintRule must select one dra.net device of its own node's pool",
+    ]
+
+
+def test_on_1_37_the_agent_may_set_only_its_own_nodes_rails_unmarked_label() -> None:
+    policy = own_node_policy("rail-health", "device")
+    update = request("UPDATE")
+
+    def labelled(value: str | None, name: str = NODE, **extra: str) -> dict[str, object]:
+        node = a_node(name)
+        labels = {"a": "b", **extra, **({RAILS_UNMARKED_LABEL: value} if value is not None else {})}
+        node["metadata"] = {**node["metadata"], "labels": labels}  # type: ignore[dict-item]
+        return node
+
+    assert denials(policy, update, labelled("false"), labelled("true")) == []
+    assert denials(policy, update, labelled("true"), labelled(None)) == []  # a node that had none yet
+    only_label = [
+        f"the rail health agent may set only its node's label {RAILS_UNMARKED_LABEL}, to true or false"
+    ]
+    assert denials(policy, update, labelled("maybe"), labelled("true")) == only_label
+    assert denials(policy, update, labelled(None), labelled("true")) == only_label  # removed
+    assert denials(policy, update, labelled("true", **{"oke-gpu-rdma/node-pool": "x"}), labelled("true")) == (
+        only_label
+    )
+    assert denials(policy, update, labelled("true", "10.0.0.6"), labelled("false", "10.0.0.6")) == [
+        "the rail health agent may change only the node its pod runs on"
+    ]
+    tainted = labelled("true")
+    tainted["spec"] = {"taints": [GPU_TAINT, MARK]}
+    assert denials(policy, update, tainted, labelled("true")) == [
+        "the rail health agent may not change a node's taints, annotations or unschedulable"
     ]

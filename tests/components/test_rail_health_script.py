@@ -15,7 +15,7 @@ import pytest
 
 from components.rdma_workloads import SCRIPTS
 from oke_gpu_rdma import health
-from oke_gpu_rdma.labels import RAIL_UNHEALTHY_TAINT_KEY
+from oke_gpu_rdma.labels import RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
 from oke_gpu_rdma.releases import dranet
 from oke_gpu_rdma.shape_catalog import CATALOG
 from tests.components import fake_kubectl
@@ -41,6 +41,7 @@ class Agent:
     mode: str
     recovery_checks: int = 3
     recovery_seconds: int = 300
+    rails_label: str = ""
 
     def __post_init__(self) -> None:
         self.kube = self.tmp / "kube"
@@ -66,6 +67,7 @@ class Agent:
             "RECOVERY_SECONDS": str(self.recovery_seconds),
             "ERROR_COUNTERS": " ".join(health.DEFAULT_ERROR_COUNTERS),
             "ERROR_THRESHOLD": "0",
+            "RAILS_LABEL": self.rails_label,
             "NOW": str(now),
             "ONCE": "1",
         }
@@ -85,7 +87,11 @@ class Agent:
 
     def writes(self) -> list[list[str]]:
         """The calls that change the cluster (create, delete, taint)."""
-        return [c["args"] for c in self.calls() if c["args"][0] in ("create", "delete", "taint")]
+        return [c["args"] for c in self.calls() if c["args"][0] in ("create", "delete", "taint", "label")]
+
+    def node_labels(self) -> dict[str, str]:
+        labels: dict[str, str] = fake_kubectl.read_state(self.kube)["nodes"][0].get("labels", {})
+        return labels
 
     def rules(self) -> dict[str, dict[str, Any]]:
         return dict(sorted(fake_kubectl.read_state(self.kube)["devicetaintrules"].items()))
@@ -318,3 +324,44 @@ def test_a_restarted_agent_that_cannot_read_its_marks_tries_again_before_it_forg
     assert sorted(agent.rules()) == sorted(rule_name(i) for i in ("rdma3", "rdma7", "rdma11"))
     agent.round(sysfs_b48.HEALTHY, 90)
     assert agent.rules() == {}
+
+
+def test_in_device_mode_the_node_label_says_whether_any_rail_is_marked(tmp_path: Path) -> None:
+    """Issue 34 item 4: Kueue's TAS does not see DeviceTaintRules, so the agent keeps the node label its
+    flavors select: false while it marks a rail, true again once every mark is lifted, written only on a
+    change."""
+    agent = Agent(tmp_path, "device", recovery_checks=2, recovery_seconds=0, rails_label=RAILS_UNMARKED_LABEL)
+    lines = agent.round(sysfs_b48.HEALTHY, 0)
+    assert agent.node_labels() == {RAILS_UNMARKED_LABEL: "true"}
+    assert lines == [f"rail-health {NODE}: node labelled {RAILS_UNMARKED_LABEL}=true"]
+    agent.round(sysfs_b48.HEALTHY, 30)
+    assert [w for w in agent.writes() if w[0] == "label"] == [
+        ["label", "node", NODE, "--overwrite", f"{RAILS_UNMARKED_LABEL}=true"]
+    ]
+    agent.round(sysfs_b48.FAILING, 60)
+    assert agent.node_labels() == {RAILS_UNMARKED_LABEL: "false"}
+    assert sorted(agent.rules()) == sorted(rule_name(i) for i in sysfs_b48.FAILING_RAILS)
+    agent.round(sysfs_b48.HEALTHY, 90)  # one good check of the two: still marked
+    assert agent.node_labels() == {RAILS_UNMARKED_LABEL: "false"}
+    agent.round(sysfs_b48.HEALTHY, 120)
+    assert agent.rules() == {} and agent.node_labels() == {RAILS_UNMARKED_LABEL: "true"}
+    # The node's taints are never touched.
+    assert agent.node_taints() == []
+
+
+def test_an_unanswered_read_of_the_label_writes_nothing(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device", rails_label=RAILS_UNMARKED_LABEL)
+    agent.round(sysfs_b48.HEALTHY, 0)
+    (agent.kube / "down").touch()
+    lines = agent.round(sysfs_b48.FAILING, 30)
+    assert f"rail-health {NODE}: could not read node label {RAILS_UNMARKED_LABEL}" in lines
+    (agent.kube / "down").unlink()
+    assert agent.node_labels() == {RAILS_UNMARKED_LABEL: "true"}
+    agent.round(sysfs_b48.FAILING, 60)  # answered again: the marks and the label follow
+    assert agent.node_labels() == {RAILS_UNMARKED_LABEL: "false"}
+
+
+def test_without_the_label_setting_the_node_is_never_read_or_labelled(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device")
+    agent.round(sysfs_b48.FAILING, 0)
+    assert not [c for c in agent.calls() if c["args"][:2] in (["get", "node"], ["label", "node"])]
