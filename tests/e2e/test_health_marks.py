@@ -10,6 +10,12 @@ bound (spec.nodeName) or the scheduler says why not (condition PodScheduled Fals
   carries) go to the other nodes of the shape, never to the marked one, even when it is the last with free
   devices; a pod pinned there waits with the scheduler's untolerated-taint message, and is bound there once
   the agent lifts its mark.
+- From 1.37 a rail is marked by a DeviceTaintRule alone, which Kueue's TAS does not see: with the objects the
+  stack declares then (the shape's flavor selecting oke-gpu-rdma/rails-unmarked=true, the agent's node-label
+  admission policy), the agent's own `kubectl label ... rails-unmarked=false` keeps a queued whole-node job
+  pinned to its node unadmitted, and setting it back lets Kueue admit it there (the 1.36 control plane here
+  serves no v1 DeviceTaintRule, so the label is what the test changes; the agent's script is tested against
+  the fake kubectl).
 - The scheduled fabric check holding a pair: its NCCL MPIJob, made as fabric-check.sh makes it from the
   stack's spec (its ConfigMap nccl.json) for the idle pair it finds with its own token (a token for the pod
   of a Job made from its CronJob), gets one worker on each node of the pair, each holding its devices; a
@@ -25,28 +31,36 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
 
-from components import fabric_checks
+from components import fabric_checks, rail_health
 from oke_gpu_rdma import mpi_operator
 from oke_gpu_rdma.kueue_jobs import QUEUE_LABEL
-from oke_gpu_rdma.labels import HOSTNAME_LABEL, INSTANCE_TYPE_LABEL, RDMA_NETWORK_BLOCK_LABEL
+from oke_gpu_rdma.labels import (
+    HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
+    RAILS_UNMARKED_LABEL,
+    RDMA_NETWORK_BLOCK_LABEL,
+)
 from tests.components.test_rail_health import MARK as AGENT_MARK
 from tests.e2e.claim_pods import RESOURCE_API, delete_pods, scheduled
 from tests.e2e.cluster_stack import StackCluster, wait_for
-from tests.e2e.kube import Kube
+from tests.e2e.kube import ApiError, Kube
 from tests.e2e.nodes import Placement
 from tests.e2e.test_admission import (
     CheckRun,
+    kubectl_label,
     kubectl_taint,
     manifest,
     rail_agent_on,
     start_fabric_check,
     stop_fabric_check,
 )
+from tests.e2e.test_kueue import _single_node_job
 from tests.e2e.workloads import admitted, workload_of
 
 KEY = "full-health-marks"
@@ -374,6 +388,131 @@ def test_a_rail_the_agent_marked_keeps_new_whole_node_claims_off_its_node(cluste
         wait_for(lambda: not claims_of(kube, namespace, set(names)), "the pods' claims gone", 60)
         if not lifted:
             kubectl_taint(kube, marked, AGENT_MARK, remove=True)
+
+
+# -- 1.37+: a rail marked by a DeviceTaintRule alone, and Kueue ----------------------------------------------
+ADMISSION = "admissionregistration.k8s.io/v1"
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+
+
+@pytest.fixture
+def device_mode_kueue(cluster: StackCluster) -> Iterator[str]:
+    """What the stack declares from 1.37 with the rail agent on (device mode), in place of the 1.36 objects: the
+    B4.8 nodes labelled rails-unmarked=true (the pools' initial labels), the shape's flavor selecting that label
+    (stack_config/scheduling_plan.py shape_flavor_labels; a new flavor, as nodeLabels are immutable), and the
+    agent's node-label admission policy bound in place of the node-mode one. Yields the flavor's name; the 1.36
+    objects are put back afterwards."""
+    kube = cluster.kube
+    namespace = rail_agent_daemonset_namespace(cluster)
+    node_policy = manifest(cluster, "ValidatingAdmissionPolicyBinding", rail_health.NAME)
+    queue = manifest(cluster, "ClusterQueue", cluster.stack.stack.scheduling.cluster_queue)
+    [old] = [
+        o
+        for o in cluster.stack.manifests.values()
+        if o["kind"] == "ResourceFlavor" and o["spec"]["nodeLabels"].get(INSTANCE_TYPE_LABEL) == SHAPE
+    ]
+    old_name = old["metadata"]["name"]
+    flavor = copy.deepcopy(old)
+    flavor["metadata"]["name"] = f"{old_name}-unmarked"
+    flavor["spec"]["nodeLabels"][RAILS_UNMARKED_LABEL] = "true"
+
+    def with_flavor(name: str) -> dict[str, Any]:
+        swapped = copy.deepcopy(queue)
+        for group in swapped["spec"]["resourceGroups"]:
+            for f in group["flavors"]:
+                if f["name"] in (old_name, flavor["metadata"]["name"]):
+                    f["name"] = name
+        return swapped
+
+    policy = {
+        "apiVersion": ADMISSION,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": rail_health.NODE_LABEL_POLICY},
+        "spec": rail_health.own_node_policy(namespace, "device"),
+    }
+    binding = {
+        "apiVersion": ADMISSION,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": rail_health.NODE_LABEL_POLICY},
+        "spec": {"policyName": rail_health.NODE_LABEL_POLICY, "validationActions": ["Deny"]},
+    }
+    for node in shape_nodes(cluster):
+        kubectl_label(kube, node, RAILS_UNMARKED_LABEL, "true")
+    kube.apply(policy)
+    kube.apply(binding)
+    kube.delete(f"/apis/{ADMISSION}/validatingadmissionpolicybindings/{rail_health.NAME}")
+    kube.apply(flavor)
+    kube.apply(with_flavor(flavor["metadata"]["name"]))
+    try:
+        yield flavor["metadata"]["name"]
+    finally:
+        kube.apply(with_flavor(old_name))
+        kube.delete(f"/apis/{KUEUE_API}/resourceflavors/{flavor['metadata']['name']}")
+        kube.apply(node_policy)
+        kube.delete(f"/apis/{ADMISSION}/validatingadmissionpolicybindings/{rail_health.NODE_LABEL_POLICY}")
+        kube.delete(f"/apis/{ADMISSION}/validatingadmissionpolicies/{rail_health.NODE_LABEL_POLICY}")
+        for node in shape_nodes(cluster):
+            kubectl_label(kube, node, RAILS_UNMARKED_LABEL, None)
+
+
+def rail_agent_daemonset_namespace(cluster: StackCluster) -> str:
+    return str(manifest(cluster, "ServiceAccount", rail_health.NAME)["metadata"]["namespace"])
+
+
+def test_from_1_37_a_node_whose_agent_marks_a_rail_is_kept_off_by_kueue(
+    cluster: StackCluster, device_mode_kueue: str
+) -> None:
+    """Issue 34 item 4: Kueue's TAS does not see a DeviceTaintRule; the agent's rails-unmarked=false does. A
+    queued whole-node job pinned to the marked node is not admitted; once the agent sets the label back (its
+    marks lifted), it is admitted and bound there."""
+    kube = cluster.kube
+    marked = shape_nodes(cluster)[0]
+    agent = rail_agent_on(cluster, marked)
+    # The agent labels its own node as rail-health.sh does (`kubectl label node <node> --overwrite k=v`), once
+    # the API server's admission has dropped the node-mode binding (it follows bindings through an informer).
+
+    def labelled() -> bool:
+        try:
+            kubectl_label(agent.kube, marked, RAILS_UNMARKED_LABEL, "false")
+        except ApiError as err:
+            if f"binding '{rail_health.NAME}'" not in err.message:
+                raise
+            return False
+        return True
+
+    wait_for(labelled, "the agent's label admitted under the device-mode policy", 30)
+    job = _single_node_job(cluster, "pinned-to-a-marked-node")
+    job["spec"]["template"]["spec"]["nodeSelector"][HOSTNAME_LABEL] = marked
+    namespace, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    kube.create(job)
+    try:
+
+        def pending() -> dict[str, Any] | None:
+            workload = workload_of(kube, namespace, name, "Job")
+            if workload is None:
+                return None
+            assert not admitted(workload), f"admitted onto {marked}, whose agent marks a rail"
+            conditions = {c["type"]: c for c in (workload.get("status") or {}).get("conditions") or ()}
+            quota = conditions.get("QuotaReserved")
+            return quota if quota is not None and quota["status"] == "False" else None
+
+        # Kueue tries in milliseconds here: its verdict, and 10 s more without an admission, is its answer.
+        wait_for(pending, f"{name}: Kueue's verdict", 30)
+        time.sleep(10)
+        assert pending() is not None
+        kubectl_label(agent.kube, marked, RAILS_UNMARKED_LABEL, "true")
+        wait_for(
+            lambda: admitted(workload_of(kube, namespace, name, "Job")), f"{name} admitted once unmarked", 30
+        )
+        [pod] = wait_for(
+            lambda: (p := pods_of(kube, namespace, f"{name}-")) and p[0]["spec"].get("nodeName") and p,
+            f"{name}'s pod bound",
+        )
+        assert pod["spec"]["nodeName"] == marked
+    finally:
+        kube.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
+        delete_pods(kube, namespace, [p["metadata"]["name"] for p in pods_of(kube, namespace, f"{name}-")])
+        wait_for(lambda: workload_of(kube, namespace, name, "Job") is None, f"{name}'s Workload gone", 60)
 
 
 # -- the fabric check holding a pair -------------------------------------------------------------------------
