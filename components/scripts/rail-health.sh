@@ -121,8 +121,18 @@ check_rail() {
   (IFS=';'; echo "${why[*]}")
 }
 
-node_mark() {  # the value of this node's taint under our key, if any
-  "$kubectl" get node "$node" -o "jsonpath={.spec.taints[?(@.key==\"$key\")].value}" 2>/dev/null
+# kubectl's JSONPath over the node's taints: a line each, key, effect and value (empty without one) by tabs.
+taints_jsonpath='jsonpath={range .spec.taints[*]}{.key}{"\t"}{.effect}{"\t"}{.value}{"\n"}{end}'
+# The node's mark is its NoSchedule taint under our key (a node has at most one taint per key and effect,
+# core/v1 validation): its value ("" for one without), or <none>; fails when the read does. A taint of another
+# effect under the key (an admin's PreferNoSchedule) is not it.
+node_mark() {
+  local listing k e v found="<none>"
+  listing=$("$kubectl" get node "$node" -o "$taints_jsonpath" 2>/dev/null) || return 1
+  while IFS=$'\t' read -r k e v; do
+    [ "$k" = "$key" ] && [ "$e" = "$effect" ] && found=$v
+  done <<<"$listing"
+  echo "$found"
 }
 
 mark_rail() {  # $1 interface, $2 PCI function
@@ -153,9 +163,14 @@ label_node() {  # $1 true or false: the node's RAILS_LABEL, written only when it
 
 # A restarted agent adopts the marks it wrote before: they stay until the rail has recovered again.
 adopt() {
-  local now=$1 rail ifname pci adopted=""
-  if [ "$mode" = node ] && [ "$(node_mark)" = "$value" ]; then
-    adopted=all
+  local now=$1 rail ifname pci adopted="" current
+  if [ "$mode" = node ]; then
+    # An unanswered read is not "no mark": try again next round rather than forget it.
+    current=$(node_mark) || {
+      log "could not read the node's mark; trying again next check"
+      return 1
+    }
+    [ "$current" = "$value" ] && adopted=all
   fi
   for rail in $RAILS; do
     ifname=${rail%%=*} pci=${rail#*=}
@@ -211,8 +226,11 @@ round() {
   # The node's taint follows its rails each round (read back, so a mark removed by hand returns while a rail
   # is bad, and another checker's mark under the key is neither duplicated nor lifted).
   local current
-  current=$(node_mark)
-  if [ "$any" = 1 ] && [ -z "$current" ]; then
+  current=$(node_mark) || {
+    log "could not read the node's mark; trying again next check"
+    return 0
+  }
+  if [ "$any" = 1 ] && [ "$current" = "<none>" ]; then
     "$kubectl" taint node "$node" "$key=$value:$effect" >/dev/null && log "node marked ($key=$value:$effect)"
   elif [ "$any" = 0 ] && [ "$current" = "$value" ]; then
     "$kubectl" taint node "$node" "$key:$effect-" >/dev/null && log "node mark lifted"

@@ -22,6 +22,10 @@ from pathlib import Path
 from typing import Any
 
 TAINTS_JSONPATH = re.compile(r'jsonpath=\{\.spec\.taints\[\?\(@\.key=="([^"]+)"\)\]\.value\}')
+# Every taint of a node, a line each (key, effect, value by tabs): kubectl's JSONPath unquotes the "\t" and "\n"
+# literals (k8s.io/client-go util/jsonpath parser.go parseQuote, strconv.Unquote) and, with
+# --allow-missing-template-keys (kubectl's default), prints nothing for a missing value or taint list.
+TAINT_LIST_JSONPATH = 'jsonpath={range .spec.taints[*]}{.key}{"\\t"}{.effect}{"\\t"}{.value}{"\\n"}{end}'
 # kubectl's JSONPath of one label: dots in the key escaped (k8s.io/client-go util/jsonpath).
 LABEL_JSONPATH = re.compile(r"jsonpath=\{\.metadata\.labels\.((?:[^.\\}]|\\\.)+)\}")
 
@@ -176,7 +180,10 @@ def main(argv: list[str]) -> int:
     elif verb == "get" and rest[:1] == ["node"] and rest[2:3] == ["-o"] and len(rest) == 4:
         found = TAINTS_JSONPATH.fullmatch(rest[3])
         label = LABEL_JSONPATH.fullmatch(rest[3])
-        if found is not None:
+        if rest[3] == TAINT_LIST_JSONPATH:
+            for t in node_of(state, rest[1]).get("taints", []):
+                print(f"{t['key']}\t{t['effect']}\t{t.get('value', '')}")
+        elif found is not None:
             taints = node_of(state, rest[1]).get("taints", [])
             print(" ".join(t.get("value", "") for t in taints if t["key"] == found.group(1)), end="")
         elif label is not None:

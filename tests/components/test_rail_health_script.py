@@ -24,6 +24,7 @@ from tests.fixtures import sysfs_b48
 NODE = "10.140.64.7"
 TOPOLOGY = CATALOG.info(sysfs_b48.SHAPE).topology
 PCI = {ifname: pci for ifname, pci, _ in sysfs_b48.rails()}
+MARK = {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": health.RAIL_AGENT_MARK_VALUE, "effect": "NoSchedule"}
 
 
 def device_of(ifname: str) -> str:
@@ -365,3 +366,48 @@ def test_without_the_label_setting_the_node_is_never_read_or_labelled(tmp_path: 
     agent = Agent(tmp_path, "device")
     agent.round(sysfs_b48.FAILING, 0)
     assert not [c for c in agent.calls() if c["args"][:2] in (["get", "node"], ["label", "node"])]
+
+
+def test_a_restarted_node_mode_agent_that_cannot_read_its_mark_keeps_it_until_recovery(
+    tmp_path: Path,
+) -> None:
+    """Issue 35 defect 1: a failed read of the node's mark is not "no mark" (docs/health.md promises a retry):
+    the restarted agent adopts the mark once it can read it, and waits out the recovery before lifting it."""
+    agent = Agent(tmp_path, "node", recovery_checks=2, recovery_seconds=300)
+    agent.round(sysfs_b48.FAILING, 0)
+    assert agent.node_taints() == [MARK]
+    shutil.rmtree(agent.state)  # the pod restarted: its emptyDir is new
+    (agent.kube / "down").touch()
+    lines = agent.round(sysfs_b48.HEALTHY, 30)
+    assert lines == [f"rail-health {NODE}: could not read the node's mark; trying again next check"]
+    (agent.kube / "down").unlink()
+    agent.round(sysfs_b48.HEALTHY, 60)
+    agent.round(sysfs_b48.HEALTHY, 90)  # two good checks, but 30 s since the adoption: kept
+    assert agent.node_taints() == [MARK]
+    agent.round(sysfs_b48.HEALTHY, 360)
+    assert agent.node_taints() == []
+
+
+def test_an_admin_taint_of_another_effect_under_the_key_does_not_block_the_mark(tmp_path: Path) -> None:
+    """Issue 35 defect 3: the node's mark is the NoSchedule taint under the key; an admin's PreferNoSchedule
+    taint under the same key is neither taken for it nor touched."""
+    agent = Agent(tmp_path, "node", recovery_checks=1, recovery_seconds=0)
+    admin = {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": "admin", "effect": "PreferNoSchedule"}
+    agent.set_node_taints([admin])
+    agent.round(sysfs_b48.FAILING, 0)
+    assert agent.node_taints() == [admin, MARK]
+    agent.round(sysfs_b48.HEALTHY, 30)
+    assert agent.node_taints() == [admin]
+
+
+def test_a_value_less_taint_under_the_key_is_not_retried_every_round(tmp_path: Path) -> None:
+    """Issue 35 defect 3: a NoSchedule taint under the key without a value already keeps pods off the node and
+    is not the agent's: it adds nothing (kubectl would refuse a second taint of that key and effect) and lifts
+    nothing."""
+    agent = Agent(tmp_path, "node", recovery_checks=1, recovery_seconds=0)
+    theirs = {"key": RAIL_UNHEALTHY_TAINT_KEY, "effect": "NoSchedule"}
+    agent.set_node_taints([theirs])
+    for step, tree in enumerate([sysfs_b48.FAILING, sysfs_b48.FAILING, sysfs_b48.HEALTHY]):
+        agent.round(tree, step * 30)
+    assert agent.node_taints() == [theirs]
+    assert agent.writes() == []
