@@ -89,6 +89,8 @@ railless_taints = list({t: None for pool in config.railless_pools for t in pool.
 # The node mark of the rail health agent (where it marks whole nodes): the DaemonSets on the DRANET pools tolerate
 # it so their pods come back on a marked node; training pods and acceptance jobs do not.
 rail_marks = health_plan.mark_taints(config)
+# Where rails are marked per device: the pools whose nodes start rails-unmarked=true, which the agent keeps.
+rails_unmarked = health_plan.rails_unmarked_pools(config)
 
 # --- OCI: network, cluster, GPU node pools -------------------------------------------------------
 
@@ -166,7 +168,7 @@ pools = {
             gpus_from_dra=config.gpu_driver.enabled,
             sriov_rdma_mode=config.network_operator.rdma_mode,
             protect=config.protect.gpu_pools,
-            rails_unmarked_label=health_plan.rails_unmarked_label(config, pool),
+            rails_unmarked_label=pool.name in rails_unmarked,
         ),
         opts=pulumi.ResourceOptions(depends_on=pool_dependencies),
     )

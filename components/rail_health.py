@@ -91,13 +91,8 @@ def own_node_policy(namespace: str, mode: health.RailMarkMode = "node") -> dict[
                     "message": f"the rail health agent may set only its node's label {label}, to true or false",
                 },
                 {
-                    "expression": " && ".join(
-                        cel.unchanged(f, e)
-                        for f, e in (
-                            ("spec.taints", "[]"),
-                            ("metadata.annotations", "{}"),
-                            ("spec.unschedulable", "false"),
-                        )
+                    "expression": cel.all_unchanged(
+                        ("spec.taints", "[]"), ("metadata.annotations", "{}"), ("spec.unschedulable", "false")
                     ),
                     "message": "the rail health agent may not change a node's taints, annotations or unschedulable",
                 },
@@ -115,13 +110,8 @@ def own_node_policy(namespace: str, mode: health.RailMarkMode = "node") -> dict[
                 ),
             },
             {
-                "expression": " && ".join(
-                    cel.unchanged(f, e)
-                    for f, e in (
-                        ("metadata.labels", "{}"),
-                        ("metadata.annotations", "{}"),
-                        ("spec.unschedulable", "false"),
-                    )
+                "expression": cel.all_unchanged(
+                    ("metadata.labels", "{}"), ("metadata.annotations", "{}"), ("spec.unschedulable", "false")
                 ),
                 "message": "the rail health agent may not change a node's labels, annotations or unschedulable",
             },

@@ -51,6 +51,11 @@ def unchanged(field: str, empty: str) -> str:
     return f"{_or_empty('object', field, empty)} == {_or_empty('oldObject', field, empty)}"
 
 
+def all_unchanged(*fields: tuple[str, str]) -> str:
+    """Each (field, its empty value) of the node is the same before and after (:func:`unchanged`)."""
+    return " && ".join(unchanged(f, e) for f, e in fields)
+
+
 def only_key_changes(field: str, key: str) -> str:
     """A map ``field`` (labels, annotations) changes at ``key`` only."""
     new, old = _or_empty("object", field, "{}"), _or_empty("oldObject", field, "{}")

@@ -105,15 +105,12 @@ def mark_taints(config: StackConfig) -> list[Taint]:
     ]
 
 
-def rails_unmarked_label(config: StackConfig, pool: NodePoolConfig | None = None) -> bool:
-    """Whether the rail agent's pools' nodes carry its oke-gpu-rdma/rails-unmarked label (starting "true") and
-    the shapes' Kueue flavors select it: the agent runs and marks rails per device
-    (oke_gpu_rdma/health.py rails_unmarked_label). With ``pool``: whether that pool's nodes carry it (the
-    agent watches it)."""
-    watched = agent_pools(config)
-    return (
-        config.health.rails.enabled
-        and bool(watched)
-        and (pool is None or pool in watched)
-        and health.rails_unmarked_label(health.rail_mark_mode(config.cluster.spec.kubernetes_version))
-    )
+def rails_unmarked_pools(config: StackConfig) -> frozenset[str]:
+    """The pools whose nodes carry the rail agent's oke-gpu-rdma/rails-unmarked label (starting "true"), which
+    the shapes' Kueue flavors then select: the pools the agent watches, where it runs and marks rails per
+    device (oke_gpu_rdma/health.py rails_unmarked_label); none otherwise."""
+    if not config.health.rails.enabled or not health.rails_unmarked_label(
+        health.rail_mark_mode(config.cluster.spec.kubernetes_version)
+    ):
+        return frozenset()
+    return frozenset(p.name for p in agent_pools(config))

@@ -30,7 +30,7 @@ from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.sriov import RdmaPath
 
-from .health_plan import mark_taints, rails_unmarked_label
+from .health_plan import mark_taints, rails_unmarked_pools
 from .model import NodePoolConfig, StackConfig, SystemPoolConfig
 
 
@@ -49,7 +49,7 @@ def gpu_pool_labels(
     elif pool.rdma is RdmaPath.DRANET and gpus_from_dra:
         labels[DEVICE_PLUGIN_LABEL] = DEVICE_PLUGIN_OFF
     if pool.rdma is RdmaPath.DRANET and rails_unmarked:
-        # Healthy until its rail agent says otherwise (health_plan.rails_unmarked_label).
+        # Healthy until its rail agent says otherwise (health_plan.rails_unmarked_pools).
         labels[RAILS_UNMARKED_LABEL] = "true"
     return labels
 
@@ -83,11 +83,9 @@ def planned_pools(
     pools: list[PoolNodes] = []
     # Once per stack: a fuzzed stack has thousands of pools.
     marks = tuple(NodeTaint(t.key, t.value, t.effect) for t in mark_taints(config))
-    unmarked = rails_unmarked_label(config)
+    unmarked = rails_unmarked_pools(config)
     for pool in config.node_pools:
-        labels = gpu_pool_labels(
-            pool, config.gpu_driver.enabled, unmarked and rails_unmarked_label(config, pool)
-        )
+        labels = gpu_pool_labels(pool, config.gpu_driver.enabled, pool.name in unmarked)
         device_plugin = labels.get(DEVICE_PLUGIN_LABEL) != DEVICE_PLUGIN_OFF
         resources = {NVIDIA_GPU_RESOURCE} if device_plugin else set()
         if pool.rdma is RdmaPath.SRIOV:

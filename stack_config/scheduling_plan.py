@@ -188,6 +188,7 @@ def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> Schedul
     catalog = shape_catalog(config)
     flavors: list[Flavor] = []
     flavor_pools: dict[str, tuple[str, ...]] = {}
+    unmarked = health_plan.rails_unmarked_pools(config)
     for shape in pool_shapes(config):
         pools = [p for p in config.dra_pools if p.shape == shape]
         topology = catalog.topology(shape)
@@ -198,7 +199,7 @@ def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> Schedul
         flavors.append(
             Flavor(
                 name,
-                shape_flavor_labels(shape, health_plan.rails_unmarked_label(config)),
+                shape_flavor_labels(shape, any(p.name in unmarked for p in pools)),
                 tuple(tolerations(list(dict.fromkeys(t for p in pools for t in p.taints)))),
                 settings.topology,
                 {

@@ -56,6 +56,7 @@ from tests.e2e.test_admission import (
     kubectl_label,
     kubectl_taint,
     manifest,
+    rail_agent_daemonset,
     rail_agent_on,
     start_fabric_check,
     stop_fabric_check,
@@ -403,7 +404,7 @@ def device_mode_kueue(cluster: StackCluster) -> Iterator[str]:
     agent's node-label admission policy bound in place of the node-mode one. Yields the flavor's name; the 1.36
     objects are put back afterwards."""
     kube = cluster.kube
-    namespace = rail_agent_daemonset_namespace(cluster)
+    namespace = rail_agent_daemonset(cluster)["metadata"]["namespace"]
     node_policy = manifest(cluster, "ValidatingAdmissionPolicyBinding", rail_health.NAME)
     queue = manifest(cluster, "ClusterQueue", cluster.stack.stack.scheduling.cluster_queue)
     [old] = [
@@ -453,10 +454,6 @@ def device_mode_kueue(cluster: StackCluster) -> Iterator[str]:
         kube.delete(f"/apis/{ADMISSION}/validatingadmissionpolicies/{rail_health.NODE_LABEL_POLICY}")
         for node in shape_nodes(cluster):
             kubectl_label(kube, node, RAILS_UNMARKED_LABEL, None)
-
-
-def rail_agent_daemonset_namespace(cluster: StackCluster) -> str:
-    return str(manifest(cluster, "ServiceAccount", rail_health.NAME)["metadata"]["namespace"])
 
 
 def test_from_1_37_a_node_whose_agent_marks_a_rail_is_kept_off_by_kueue(
