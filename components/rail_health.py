@@ -203,6 +203,7 @@ def agent_env(
         "ERROR_COUNTERS": " ".join(config.error_counters),
         "ERROR_THRESHOLD": str(config.error_threshold),
         "STATE_DIR": STATE_MOUNT,
+        "REQUEST_TIMEOUT": f"{health.AGENT_REQUEST_TIMEOUT_SECONDS}s",
         # kubectl keeps its discovery cache under $HOME; the root filesystem is read-only.
         "HOME": f"{STATE_MOUNT}/home",
     }
@@ -213,6 +214,23 @@ def agent_env(
         {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
         *({"name": k, "value": v} for k, v in plain.items()),
     ]
+
+
+def liveness_probe(config: RailHealthConfig, topology: Topology) -> dict[str, Any]:
+    """Restarts an agent whose rounds stopped: its heartbeat (touched at the start of each round) is older than
+    a round can last with every call timed out (health.agent_liveness_seconds). The new pod adopts the marks
+    it finds. bash and coreutils' stat are in the agent's image (health.RAIL_AGENT_IMAGE)."""
+    rails = sum(len(root.rails) for root in topology.roots)
+    limit = health.agent_liveness_seconds(config.interval_seconds, rails)
+    check = f"beat=$(stat -c %Y {STATE_MOUNT}/heartbeat) && [ $(($(date +%s) - beat)) -lt {limit} ]"
+    return {
+        "exec": {"command": ["bash", "-c", check]},
+        # The first round starts at once; it may adopt (a read per rail) before its heartbeat ages at all.
+        "initialDelaySeconds": config.interval_seconds,
+        "periodSeconds": config.interval_seconds,
+        "timeoutSeconds": 5,
+        "failureThreshold": 2,
+    }
 
 
 def agent_pod_spec(
@@ -243,6 +261,7 @@ def agent_pod_spec(
                     {"name": "state", "mountPath": STATE_MOUNT},
                 ],
                 "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "96Mi"}},
+                "livenessProbe": liveness_probe(config, topology),
                 "securityContext": {
                     "runAsNonRoot": True,
                     "runAsUser": 65534,

@@ -80,6 +80,9 @@ def to_input_type(cls: type[T], data: Mapping[str, Any], path: str = "") -> T:
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         name = python_name(key)
+        if name not in fields and f"{name}_" in fields:
+            # A name the SDK's generator suffixes as it shadows a Python builtin (`exec` -> `exec_`, ProbeArgs).
+            name = f"{name}_"
         where = f"{path}.{key}".lstrip(".")
         if name not in fields:
             known = ", ".join(sorted(fields))

@@ -111,6 +111,25 @@ DEFAULT_ERROR_COUNTERS: Final = (
 )
 
 
+# Each of the agent's kubectl calls is bounded by kubectl's --request-timeout (rail-health.sh kube): without
+# one, a connection that stops answering stalls every later check (issue 35).
+AGENT_REQUEST_TIMEOUT_SECONDS: Final = 10
+
+
+def agent_calls_per_round(rails: int) -> int:
+    """The most kubectl calls one round of the agent makes on a node of ``rails`` rails: a read per rail and
+    the node's mark when it starts (adopt), a mark or a lift per rail, and the label's and the node mark's read
+    and write (rail-health.sh round)."""
+    return (rails + 1) + rails + 2 + 2
+
+
+def agent_liveness_seconds(interval_seconds: int, rails: int) -> int:
+    """How old the agent's heartbeat (touched at the start of each round) may grow before its pod is taken for
+    hung: the sleep between rounds plus the longest a round can take with every call timing out, plus one
+    interval of slack for a slow /sys read."""
+    return 2 * interval_seconds + agent_calls_per_round(rails) * AGENT_REQUEST_TIMEOUT_SECONDS
+
+
 def agent_rails(topology: Topology) -> str:
     """The agent's RAILS for a shape: ``<interface>=<PCI address>`` of each rail, in rail order. The agent
     names each rail's DRANET device from its PCI address as DRANET does (releases/dranet.py dranet_slice)."""

@@ -18,6 +18,8 @@
 # RAILS_LABEL (device mode): a node label the agent keeps at "true" while it marks none of the node's rails and
 # "false" while it marks any. Kueue's topology-aware scheduling does not see device taints, only node taints and
 # labels, and the Kueue flavors select "true" (oke_gpu_rdma/labels.py RAILS_UNMARKED_LABEL).
+# Every kubectl call is bounded by REQUEST_TIMEOUT (kubectl's global --request-timeout), and each round starts by
+# touching $STATE_DIR/heartbeat, which the pod's liveness probe reads: a round that hangs anyway restarts the pod.
 # SYSFS points at another sysfs root, NOW fixes the clock, ONCE=1 runs one round, KUBECTL names the client
 # (the tests use recorded /sys trees and a fake kubectl).
 set -u
@@ -35,10 +37,18 @@ recovery_seconds=${RECOVERY_SECONDS:-600}
 threshold=${ERROR_THRESHOLD:-0}
 counters=${ERROR_COUNTERS:-counters/link_downed counters/symbol_error counters/port_rcv_errors}
 rails_label=${RAILS_LABEL:-}
+request_timeout=${REQUEST_TIMEOUT:-10s}
 effect=NoSchedule
 mkdir -p "$state"
 
 log() { echo "rail-health $node: $*"; }
+
+# Every call to the API server is bounded (without --request-timeout a connection that stops answering stalls
+# every check), and its stderr is kept apart from its answer: kubectl prints warnings and discovery errors there
+# even on success (client-go's memcache.go "couldn't get current server API group list"), which are no answer.
+# kube_error prints the last line the last call wrote there.
+kube() { "$kubectl" --request-timeout="$request_timeout" "$@" 2>"$state/kubectl.err"; }
+kube_error() { tail -n 1 "$state/kubectl.err" 2>/dev/null; }
 
 get() { cat "$state/$1" 2>/dev/null || echo "${2:-}"; }
 put() { echo "$2" >"$state/$1"; }
@@ -77,13 +87,18 @@ grew() {  # $1 state name, $2 new value: prints the growth since the last check 
 
 # Prints nothing for a good rail, "skip" for one this namespace cannot see, or why it is bad.
 check_rail() {
-  local ifname=$1 pci=$2 net=$sysfs/class/net/$1 why=() dev=""
-  if [ ! -e "$sysfs/bus/pci/devices/$pci" ]; then
+  local ifname=$1 pci=$2 function=$sysfs/bus/pci/devices/$2 why=() dev="" entry current=""
+  if [ ! -e "$function" ]; then
     echo "PCI function $pci is gone"
     return
   fi
-  if [ ! -d "$net" ]; then
-    if [ ! -e "$sysfs/bus/pci/devices/$pci/driver" ]; then
+  # The function's interface as this (the host's) namespace names it: sysfs lists a net device only in the
+  # namespace it is in (net/core/net-sysfs.c), so a rail renamed on the host is still found, and checked, here.
+  for entry in "$function"/net/*; do
+    [ -e "$entry" ] && current=${entry##*/} && break
+  done
+  if [ -z "$current" ]; then
+    if [ ! -e "$function/driver" ]; then
       echo "PCI function $pci has no driver bound (no interface)"
       return
     fi
@@ -91,13 +106,15 @@ check_rail() {
     echo skip
     return
   fi
+  local net=$sysfs/class/net/$current
+  [ "$current" = "$ifname" ] || ifname=$current
   local operstate carrier changes growth
   operstate=$(cat "$net/operstate" 2>/dev/null || echo unknown)
   [ "$operstate" = up ] || why+=("operstate $operstate")
   carrier=$(cat "$net/carrier" 2>/dev/null || echo 0)
   [ "$carrier" = 1 ] || why+=("no carrier")
   changes=$(cat "$net/carrier_changes" 2>/dev/null || echo 0)
-  growth=$(grew "$ifname.carrier_changes" "$changes")
+  growth=$(grew "$1.carrier_changes" "$changes")
   [ -n "$growth" ] && [ "$growth" -gt 0 ] && why+=("link flapped ($growth carrier changes)")
   for entry in "$net"/device/infiniband/*; do
     [ -e "$entry" ] && dev=${entry##*/} && break
@@ -113,11 +130,12 @@ check_rail() {
     for name in $counters; do
       reading=$(cat "$port/$name" 2>/dev/null) || continue
       [[ "$reading" =~ ^[0-9]+$ ]] || continue
-      growth=$(grew "$ifname.${name//\//.}" "$reading")
+      growth=$(grew "$1.${name//\//.}" "$reading")
       [ -n "$growth" ] && [ "$growth" -gt "$threshold" ] && why+=("$dev $name +$growth")
     done
     [ -n "$(rail_ipv4 "$ifname" "$dev")" ] || why+=("no IPv4 address on $ifname")
   fi
+  [ ${#why[@]} -gt 0 ] && [ "$ifname" != "$1" ] && why+=("now named $ifname")
   (IFS=';'; echo "${why[*]}")
 }
 
@@ -128,7 +146,7 @@ taints_jsonpath='jsonpath={range .spec.taints[*]}{.key}{"\t"}{.effect}{"\t"}{.va
 # effect under the key (an admin's PreferNoSchedule) is not it.
 node_mark() {
   local listing k e v found="<none>"
-  listing=$("$kubectl" get node "$node" -o "$taints_jsonpath" 2>/dev/null) || return 1
+  listing=$(kube get node "$node" -o "$taints_jsonpath") || return 1
   while IFS=$'\t' read -r k e v; do
     [ "$k" = "$key" ] && [ "$e" = "$effect" ] && found=$v
   done <<<"$listing"
@@ -141,99 +159,153 @@ mark_rail() {  # $1 interface, $2 PCI function
   rule=$(rule_name "$2")
   out=$(printf '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceTaintRule","metadata":{"name":"%s","labels":{"oke-gpu-rdma/rail-health-node":"%s"}},"spec":{"deviceSelector":{"driver":"%s","pool":"%s","device":"%s"},"taint":{"key":"%s","value":"%s","effect":"%s"}}}' \
     "$rule" "$node" "$driver" "$node" "$(device_name "$2")" "$key" "$value" "$effect" |
-    "$kubectl" create -f - 2>&1) || [[ "$out" == *AlreadyExists* ]] || { log "$1: could not create DeviceTaintRule $rule: $out"; return 1; }
+    kube create -f -) || [[ "$(kube_error)" == *AlreadyExists* ]] || {
+    log "$1: could not create DeviceTaintRule $rule: $(kube_error)"
+    return 1
+  }
 }
 
 lift_rail() {  # $1 interface, $2 PCI function
   [ "$mode" = device ] || return 0
-  "$kubectl" delete devicetaintrule "$(rule_name "$2")" --ignore-not-found >/dev/null
+  kube delete devicetaintrule "$(rule_name "$2")" --ignore-not-found >/dev/null || {
+    log "$1: could not delete DeviceTaintRule $(rule_name "$2"): $(kube_error)"
+    return 1
+  }
 }
 
 label_node() {  # $1 true or false: the node's RAILS_LABEL, written only when it differs (read back each round)
   [ -n "$rails_label" ] || return 0
   local current
   # An unanswered read is not "no label": write nothing this round.
-  current=$("$kubectl" get node "$node" -o "jsonpath={.metadata.labels.${rails_label//./\\.}}" 2>/dev/null) || {
+  current=$(kube get node "$node" -o "jsonpath={.metadata.labels.${rails_label//./\\.}}") || {
     log "could not read node label $rails_label"
     return 1
   }
   [ "$current" = "$1" ] && return 0
-  "$kubectl" label node "$node" --overwrite "$rails_label=$1" >/dev/null && log "node labelled $rails_label=$1"
+  if kube label node "$node" --overwrite "$rails_label=$1" >/dev/null; then
+    log "node labelled $rails_label=$1"
+  else
+    log "could not label the node $rails_label=$1: $(kube_error)"
+  fi
 }
 
-# A restarted agent adopts the marks it wrote before: they stay until the rail has recovered again.
+# What the agent holds and what the cluster has are apart: <name>.held says the agent takes the rail (or, adopted in
+# node mode, the node) for bad, with the hysteresis below; <rail>.written says its DeviceTaintRule exists. Each
+# round writes what differs, so a mark or a lift that failed is tried again every round until it lands, and the
+# reason a rail went bad (a flap seen once) is not lost with the failed write.
+hold() {  # $1 the name of a mark (a rail, or "node"), $2 now: held bad, its recovery starting again
+  put "$1.held" 1
+  put "$1.good" 0
+  put "$1.last_bad" "$2"
+}
+
+# A restarted agent adopts the marks it wrote before: they stay until the rail has recovered again. In node mode the
+# node's mark names no rail, so it is held as one mark of its own ("node"), lifted once every rail the agent can see
+# has recovered; no rail is taken for bad.
 adopt() {
-  local now=$1 rail ifname pci adopted="" current
+  local now=$1 rail ifname pci current found
   if [ "$mode" = node ]; then
     # An unanswered read is not "no mark": try again next round rather than forget it.
     current=$(node_mark) || {
-      log "could not read the node's mark; trying again next check"
+      log "could not read the node's mark: $(kube_error); trying again next check"
       return 1
     }
-    [ "$current" = "$value" ] && adopted=all
+    if [ "$current" = "$value" ]; then
+      hold node "$now"
+      log "node marked before this agent started; kept until its rails recover"
+    fi
+    put started "$now"
+    return 0
   fi
   for rail in $RAILS; do
     ifname=${rail%%=*} pci=${rail#*=}
-    local found=""
-    if [ "$mode" = device ]; then
-      # An unanswered read is not "no mark": try again next round rather than forget a rule.
-      found=$("$kubectl" get devicetaintrule "$(rule_name "$pci")" -o name --ignore-not-found 2>&1) || {
-        log "could not read DeviceTaintRule $(rule_name "$pci"): $found"
-        return 1
-      }
-    fi
-    if [ "$adopted" = all ] || [ -n "$found" ]; then
-      put "$ifname.marked" 1
-      put "$ifname.good" 0
-      put "$ifname.last_bad" "$now"
+    # An unanswered read is not "no mark": try again next round rather than forget a rule. Only stdout is the
+    # answer (kube).
+    found=$(kube get devicetaintrule "$(rule_name "$pci")" -o name --ignore-not-found) || {
+      log "could not read DeviceTaintRule $(rule_name "$pci"): $(kube_error)"
+      return 1
+    }
+    if [ -n "$found" ]; then
+      hold "$ifname" "$now"
+      put "$ifname.written" 1
       log "$ifname: marked before this agent started; kept until it recovers"
     fi
   done
   put started "$now"
 }
 
+recover() {  # $1 the name of a held mark, $2 now: 0 once it has had its good checks and its time
+  local good
+  good=$(($(get "$1.good" 0) + 1))
+  put "$1.good" "$good"
+  [ "$good" -ge "$recovery_checks" ] && [ $(($2 - $(get "$1.last_bad" 0))) -ge "$recovery_seconds" ]
+}
+
 round() {
-  local now=${NOW:-$(date +%s)} rail ifname pci why marked good any=0
+  local now=${NOW:-$(date +%s)} rail ifname pci why any=0 bad=0
+  touch "$state/heartbeat"
   [ -e "$state/started" ] || adopt "$now" || return 0
   for rail in $RAILS; do
     ifname=${rail%%=*} pci=${rail#*=}
     why=$(check_rail "$ifname" "$pci")
-    marked=$(get "$ifname.marked" 0)
     if [ "$why" = skip ]; then
-      [ "$marked" = 1 ] && any=1
+      # A rail held by a pod is neither checked nor allocatable: its DeviceTaintRule stays until it is back and
+      # has recovered, and it keeps the node label false; in node mode it does not hold the node's mark (a
+      # pod's lifetime), which comes back at the first bad check once the rail is back on the host.
+      [ "$mode" = device ] && [ "$(get "$ifname.held" 0)$(get "$ifname.written" 0)" != 00 ] && any=1
       continue
     fi
     if [ -n "$why" ]; then
-      put "$ifname.good" 0
-      put "$ifname.last_bad" "$now"
-      if [ "$marked" != 1 ]; then
-        mark_rail "$ifname" "$pci" && put "$ifname.marked" 1 && log "$ifname: bad ($why): marked"
-      fi
-      any=1
-      continue
+      hold "$ifname" "$now"
+      put "$ifname.why" "$why"
+      bad=1
+    elif [ "$(get "$ifname.held" 0)" = 1 ] && recover "$ifname" "$now"; then
+      put "$ifname.held" 0
     fi
-    [ "$marked" = 1 ] || continue
-    good=$(($(get "$ifname.good" 0) + 1))
-    put "$ifname.good" "$good"
-    if [ "$good" -ge "$recovery_checks" ] && [ $((now - $(get "$ifname.last_bad" 0))) -ge "$recovery_seconds" ]; then
-      lift_rail "$ifname" "$pci" && put "$ifname.marked" 0 && log "$ifname: recovered: mark lifted"
+    if [ "$(get "$ifname.held" 0)" = 1 ]; then
+      any=1
+      [ "$(get "$ifname.written" 0)" = 1 ] && continue
+      mark_rail "$ifname" "$pci" && put "$ifname.written" 1 && log "$ifname: bad ($(get "$ifname.why")): marked"
+    elif [ "$(get "$ifname.written" 0)" = 1 ]; then
+      if lift_rail "$ifname" "$pci"; then
+        put "$ifname.written" 0
+        log "$ifname: recovered: mark lifted"
+      else
+        any=1  # the rule is still there
+      fi
+    fi
+  done
+  if [ "$(get node.held 0)" = 1 ]; then  # the adopted node mark (node mode)
+    if [ "$bad" = 1 ]; then
+      hold node "$now"
+      any=1
+    elif recover node "$now"; then
+      put node.held 0
     else
       any=1
     fi
-  done
+  fi
   if [ "$any" = 1 ]; then label_node false; else label_node true; fi
   [ "$mode" = node ] || return 0
   # The node's taint follows its rails each round (read back, so a mark removed by hand returns while a rail
   # is bad, and another checker's mark under the key is neither duplicated nor lifted).
   local current
   current=$(node_mark) || {
-    log "could not read the node's mark; trying again next check"
+    log "could not read the node's mark: $(kube_error); trying again next check"
     return 0
   }
   if [ "$any" = 1 ] && [ "$current" = "<none>" ]; then
-    "$kubectl" taint node "$node" "$key=$value:$effect" >/dev/null && log "node marked ($key=$value:$effect)"
+    if kube taint node "$node" "$key=$value:$effect" >/dev/null; then
+      log "node marked ($key=$value:$effect)"
+    else
+      log "could not mark the node: $(kube_error); trying again next check"
+    fi
   elif [ "$any" = 0 ] && [ "$current" = "$value" ]; then
-    "$kubectl" taint node "$node" "$key:$effect-" >/dev/null && log "node mark lifted"
+    if kube taint node "$node" "$key:$effect-" >/dev/null; then
+      log "node mark lifted"
+    else
+      log "could not lift the node's mark: $(kube_error); trying again next check"
+    fi
   fi
 }
 

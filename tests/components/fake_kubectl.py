@@ -7,8 +7,14 @@ starts calling something new fails its tests until this fake (and the RBAC besid
 
 State: nodes [{name, pool?, unschedulable?, taints?, labels?}], pods [{node?, namespace, name, phase, claims}], jobs
 {<kind>: {state: "Succeeded"|"Failed"|"", log}} for the fabric check's MPIJobs (named fabric-check-<kind>-<run>),
-slices (ResourceSlice items), devicetaintrules {name: manifest}. $FAKE_KUBE/down makes every call fail as an
-API server that does not answer.
+slices (ResourceSlice items), devicetaintrules {name: manifest}.
+
+Faults, each a file in $FAKE_KUBE: ``down`` fails every call as an API server that refuses connections;
+``noisy`` answers every call but first prints on stderr the discovery error kubectl prints when an aggregated
+API does not answer (client-go discovery/cached/memory memcache.go), which is no part of the answer; ``hang``
+never answers: a call bounded by kubectl's global --request-timeout fails with kubectl's timeout message once
+it has passed (not waited for here), an unbounded one blocks for an hour. A call's global flags (only
+--request-timeout is known) are recorded apart from its args, as ``flags``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -110,10 +117,10 @@ def create_or_apply(state: dict[str, Any], verb: str, manifest: dict[str, Any]) 
     if kind == "DeviceTaintRule":
         rules = state["devicetaintrules"]
         if verb == "create" and name in rules:
-            print(
-                f'Error from server (AlreadyExists): devicetaintrules.resource.k8s.io "{name}" already exists'
+            fail(
+                'Error from server (AlreadyExists): error when creating "STDIN": '
+                f'devicetaintrules.resource.k8s.io "{name}" already exists'
             )
-            sys.exit(1)
         rules[name] = manifest
         print(f"devicetaintrule.resource.k8s.io/{name} {'created' if verb == 'create' else 'configured'}")
     elif kind == "MPIJob" and verb == "create":
@@ -128,18 +135,36 @@ def fabric_job(state: dict[str, Any], name: str) -> dict[str, Any]:
     return job
 
 
+GLOBAL_FLAG = re.compile(r"--request-timeout=(\S+)")
+REFUSED = "The connection to the server 10.96.0.1:443 was refused - did you specify the right host or port?"
+DISCOVERY_NOISE = (
+    'E1202 10:00:00.000000      42 memcache.go:265] "Unhandled Error" err="couldn\'t get current server API group '
+    'list: the server is currently unable to handle the request"'
+)
+TIMED_OUT = "Unable to connect to the server: net/http: request canceled (Client.Timeout exceeded while awaiting headers)"
+
+
 def main(argv: list[str]) -> int:
     home = Path(os.environ["FAKE_KUBE"])
+    flags = [a for a in argv if GLOBAL_FLAG.fullmatch(a)]
+    args = [a for a in argv if not GLOBAL_FLAG.fullmatch(a)]
     if (home / "down").exists():
-        fail("The connection to the server was refused")
-    args = list(argv)
+        fail(REFUSED)
+    if (home / "hang").exists():
+        if flags:
+            fail(TIMED_OUT)
+        time.sleep(3600)
+    if (home / "noisy").exists():
+        print(DISCOVERY_NOISE, file=sys.stderr)
     if args[:1] == ["-n"]:
         args = args[2:]
     reads_stdin = any(a == "-f" and b == "-" for a, b in itertools.pairwise(args))
     stdin = sys.stdin.read() if reads_stdin else None
     home.mkdir(parents=True, exist_ok=True)
     with (home / "calls.jsonl").open("a") as log:
-        log.write(json.dumps({"args": argv, "stdin": stdin}) + "\n")
+        log.write(
+            json.dumps({"args": [a for a in argv if a not in flags], "flags": flags, "stdin": stdin}) + "\n"
+        )
     state = read_state(home)
     verb, rest = args[0], args[1:]
     if verb in ("create", "apply") and rest == ["-f", "-"]:

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 from components.rail_health import (
     NAME,
     NODE_LABEL_POLICY,
+    STATE_MOUNT,
     agent_script,
     own_node_policy,
     own_rules_policy,
     rbac_rules,
 )
+from oke_gpu_rdma import health
 from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
 from tests.components.admission import denials
 from tests.support import Run, raw_config
@@ -102,6 +108,38 @@ def test_the_full_example_runs_the_agent_on_its_dranet_pools_marking_nodes_on_1_
     # The DaemonSet waits for the DRANET pools (and its RBAC and script).
     pools = {r.urn for r in run.of_type(NODE_POOL) if r.name != "system-nodes"}
     assert pools <= set(daemonset.dependencies)
+
+
+def test_a_hung_agent_is_restarted_by_its_liveness_probe(
+    run_stack: Callable[..., Run], tmp_path: Path
+) -> None:
+    """Issue 35 defect 6: the probe fails once the heartbeat each round touches is older than a round can last
+    with every kubectl call timed out (10 s each), and passes while rounds go on; every call is bounded."""
+    run = run_stack("full")
+    container = run.one(DAEMONSET, "rail-health-bm-gpu-b4-8").inputs["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    assert env_of(run)["REQUEST_TIMEOUT"] == "10s"
+    probe = container["livenessProbe"]
+    limit = health.agent_liveness_seconds(30, 16)
+    assert limit == 2 * 30 + (17 + 16 + 4) * 10
+    assert (probe["periodSeconds"], probe["failureThreshold"], probe["initialDelaySeconds"]) == (30, 2, 30)
+    shell, flag, check = probe["exec"]["command"]
+    assert (shell, flag) == ("bash", "-c")
+    check = check.replace(STATE_MOUNT, str(tmp_path))
+
+    def alive() -> bool:
+        return subprocess.run(["bash", "-c", check], capture_output=True).returncode == 0
+
+    assert not alive()  # no round has started
+    beat = tmp_path / "heartbeat"
+    beat.touch()
+    assert alive()
+    old = time.time() - limit - 1
+    os.utime(beat, (old, old))
+    assert not alive()
+    os.utime(beat, (old + 5, old + 5))
+    assert alive()
 
 
 def test_on_1_37_the_agent_writes_device_taint_rules_only(run_stack: Callable[..., Run]) -> None:

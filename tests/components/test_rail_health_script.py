@@ -50,7 +50,7 @@ class Agent:
         self.state = self.tmp / "state"
         self.kubectl = fake_kubectl.install(self.tmp / "bin")
 
-    def round(self, sysfs: Path, now: int) -> list[str]:
+    def round(self, sysfs: Path, now: int, timeout: float = 60) -> list[str]:
         """One check of every rail at time ``now``; the agent's log lines."""
         env = {
             "PATH": os.environ["PATH"],
@@ -77,7 +77,7 @@ class Agent:
             env=env,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=timeout,
         )
         assert result.returncode == 0, result.stderr
         assert result.stderr == ""
@@ -317,8 +317,7 @@ def test_a_restarted_agent_that_cannot_read_its_marks_tries_again_before_it_forg
     (agent.kube / "down").touch()
     lines = agent.round(sysfs_b48.HEALTHY, 30)
     assert lines == [
-        f"rail-health {NODE}: could not read DeviceTaintRule {rule_name('rdma0')}: The connection to the server was "
-        "refused"
+        f"rail-health {NODE}: could not read DeviceTaintRule {rule_name('rdma0')}: {fake_kubectl.REFUSED}"
     ]
     (agent.kube / "down").unlink()
     agent.round(sysfs_b48.HEALTHY, 60)  # adopts the three marks; one good check of the two
@@ -379,7 +378,9 @@ def test_a_restarted_node_mode_agent_that_cannot_read_its_mark_keeps_it_until_re
     shutil.rmtree(agent.state)  # the pod restarted: its emptyDir is new
     (agent.kube / "down").touch()
     lines = agent.round(sysfs_b48.HEALTHY, 30)
-    assert lines == [f"rail-health {NODE}: could not read the node's mark; trying again next check"]
+    assert lines == [
+        f"rail-health {NODE}: could not read the node's mark: {fake_kubectl.REFUSED}; trying again next check"
+    ]
     (agent.kube / "down").unlink()
     agent.round(sysfs_b48.HEALTHY, 60)
     agent.round(sysfs_b48.HEALTHY, 90)  # two good checks, but 30 s since the adoption: kept
@@ -411,3 +412,118 @@ def test_a_value_less_taint_under_the_key_is_not_retried_every_round(tmp_path: P
         agent.round(tree, step * 30)
     assert agent.node_taints() == [theirs]
     assert agent.writes() == []
+
+
+def rename(tree: Path, ifname: str, new: str) -> None:
+    """The rail's interface renamed in the host's namespace (udev, an admin's ip link set name): its class/net
+    entry, its function's net/ entry and its GIDs' netdev move to the new name."""
+    (tree / "class/net" / ifname).rename(tree / "class/net" / new)
+    link = tree / "bus/pci/devices" / PCI[ifname] / "net"
+    (link / ifname).unlink()
+    (link / new).symlink_to(Path("../../../../../class/net") / new)
+    for ndev in tree.glob("class/infiniband/*/ports/1/gid_attrs/ndevs/*"):
+        if ndev.read_text().strip() == ifname:
+            ndev.write_text(new + "\n")
+
+
+def take_down(tree: Path, ifname: str) -> None:
+    (tree / "class/net" / ifname / "operstate").write_text("down\n")
+    (tree / "class/net" / ifname / "carrier").write_text("0\n")
+
+
+def hand_to_pod(tree: Path, ifname: str) -> None:
+    """DRANET moves the rail's interface into a pod's namespace: the host's sysfs lists it nowhere."""
+    shutil.rmtree(tree / "class/net" / ifname)
+    (tree / "bus/pci/devices" / PCI[ifname] / "net" / ifname).unlink()
+
+
+def test_a_restarted_agent_is_not_fooled_by_discovery_errors_on_stderr(tmp_path: Path) -> None:
+    """Issue 35 defect 2: kubectl prints discovery errors on stderr and still answers; taking them for a
+    DeviceTaintRule adopted every rail as marked, and a rail that went bad next was never marked."""
+    agent = Agent(tmp_path, "device", recovery_checks=2, recovery_seconds=600)
+    agent.round(sysfs_b48.HEALTHY, 0)
+    shutil.rmtree(agent.state)
+    (agent.kube / "noisy").touch()
+    assert agent.round(sysfs_b48.HEALTHY, 30) == []  # nothing adopted: there was no mark
+    lines = agent.round(sysfs_b48.FAILING, 60)
+    assert sorted(agent.rules()) == sorted(rule_name(i) for i in sysfs_b48.FAILING_RAILS)
+    assert len(lines) == len(sysfs_b48.FAILING_RAILS)
+
+
+def test_a_rail_renamed_on_the_host_is_still_checked_and_marked(tmp_path: Path) -> None:
+    """Issue 35 defect 4: a rail whose interface was renamed in the host's namespace was taken for one handed
+    to a pod and never checked; its function's net/ entry names it."""
+    agent = Agent(tmp_path, "device")
+    tree = copy_tree(sysfs_b48.HEALTHY, tmp_path / "sys")
+    rename(tree, "rdma2", "eth7")
+    assert agent.round(tree, 0) == []  # renamed and healthy: checked under its new name, not marked
+    take_down(tree, "eth7")
+    lines = agent.round(tree, 30)
+    assert list(agent.rules()) == [rule_name("rdma2")]
+    assert lines == [f"rail-health {NODE}: rdma2: bad (operstate down;no carrier;now named eth7): marked"]
+
+
+def test_a_restarted_node_mode_agent_holds_one_node_mark_not_every_rail(tmp_path: Path) -> None:
+    """Issue 35 defect 5: the adopted node mark names no rail; it is held as one mark and lifted once the rails
+    the agent sees have recovered, not taken as sixteen bad rails."""
+    agent = Agent(tmp_path, "node", recovery_checks=2, recovery_seconds=60)
+    agent.round(sysfs_b48.FAILING, 0)
+    shutil.rmtree(agent.state)
+    lines = agent.round(sysfs_b48.HEALTHY, 30)
+    assert lines == [
+        f"rail-health {NODE}: node marked before this agent started; kept until its rails recover"
+    ]
+    assert not list(agent.state.glob("rdma*.held"))
+    agent.round(sysfs_b48.HEALTHY, 60)
+    assert agent.node_taints() == [MARK]  # two good checks, 30 s since the adoption: kept
+    assert agent.round(sysfs_b48.HEALTHY, 90) == [f"rail-health {NODE}: node mark lifted"]
+    assert agent.node_taints() == []
+
+
+def test_in_node_mode_a_rail_held_by_a_pod_does_not_keep_the_node_marked(tmp_path: Path) -> None:
+    """Issue 35 defect 5: a marked rail that DRANET then hands to a pod cannot be checked nor given to another
+    pod: it does not hold the node's mark for the pod's life, and is marked again if it comes back bad."""
+    agent = Agent(tmp_path, "node", recovery_checks=1, recovery_seconds=0)
+    tree = copy_tree(sysfs_b48.HEALTHY, tmp_path / "sys")
+    agent.round(tree, 0)
+    take_down(tree, "rdma2")
+    agent.round(tree, 30)
+    assert agent.node_taints() == [MARK]
+    saved = tmp_path / "rdma2"
+    shutil.copytree(tree / "class/net/rdma2", saved, symlinks=True)
+    hand_to_pod(tree, "rdma2")
+    agent.round(tree, 60)
+    assert agent.node_taints() == []
+    # The pod ended: the rail is back on the host, still down: the node is marked again at once.
+    shutil.copytree(saved, tree / "class/net/rdma2", symlinks=True)
+    (tree / "bus/pci/devices" / PCI["rdma2"] / "net/rdma2").symlink_to(Path("../../../../../class/net/rdma2"))
+    agent.round(tree, 90)
+    assert agent.node_taints() == [MARK]
+
+
+@pytest.mark.parametrize("mode", ["device", "node"])
+def test_every_call_is_bounded_and_a_hung_api_server_stalls_no_round(tmp_path: Path, mode: str) -> None:
+    """Issue 35 defect 6: no call was bounded; one hung call stalled every check. Each call carries kubectl's
+    --request-timeout, a round against an API server that never answers ends, and its next round tries again."""
+    agent = Agent(tmp_path, mode, rails_label=RAILS_UNMARKED_LABEL if mode == "device" else "")
+    agent.round(sysfs_b48.HEALTHY, 0)
+    (agent.kube / "hang").touch()
+    lines = agent.round(sysfs_b48.FAILING, 30, timeout=30)
+    assert any(fake_kubectl.TIMED_OUT in line for line in lines), lines
+    (agent.kube / "hang").unlink()
+    agent.round(sysfs_b48.FAILING, 60)
+    if mode == "device":
+        assert sorted(agent.rules()) == sorted(rule_name(i) for i in sysfs_b48.FAILING_RAILS)
+    else:
+        assert agent.node_taints() == [MARK]
+    assert {tuple(c["flags"]) for c in agent.calls()} == {("--request-timeout=10s",)}
+
+
+def test_each_round_touches_the_heartbeat_the_liveness_probe_reads(tmp_path: Path) -> None:
+    agent = Agent(tmp_path, "device")
+    agent.round(sysfs_b48.HEALTHY, 0)
+    beat = agent.state / "heartbeat"
+    first = beat.stat().st_mtime_ns
+    os.utime(beat, ns=(first - 10**9, first - 10**9))
+    agent.round(sysfs_b48.HEALTHY, 30)
+    assert beat.stat().st_mtime_ns > first - 10**9
