@@ -70,11 +70,12 @@ def cluster_rules(mode: fabric_check.TaintMode) -> list[dict[str, Any]]:
     if mode == "device":
         rules += [
             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list"]},
-            # kubectl apply: get, then create or patch; the lift: delete.
+            # kubectl apply: get, then create or patch; the lift: delete; its own rules of nodes gone or in no
+            # pool: list (by its label), then delete.
             {
                 "apiGroups": ["resource.k8s.io"],
                 "resources": ["devicetaintrules"],
-                "verbs": ["get", "create", "patch", "delete"],
+                "verbs": ["get", "list", "create", "patch", "delete"],
             },
         ]
     return rules
@@ -138,6 +139,11 @@ def admission_policy(namespace: str, mode: fabric_check.TaintMode) -> dict[str, 
         (
             cel.is_taint(f"{rule}.spec.taint", *mark),
             "must carry its own mark {}={}:{} in a DeviceTaintRule".format(*mark),
+        ),
+        # DRANET names a node's pool after the node (releases/dranet.py dranet_slice).
+        (
+            cel.rule_owned_by_node(f"{rule}.spec.deviceSelector.pool"),
+            "may make no owner of a DeviceTaintRule but the node of its device",
         ),
     ]
     resource_rules: list[dict[str, Any]] = [

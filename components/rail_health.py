@@ -18,7 +18,12 @@ import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import admission_cel as cel
 from oke_gpu_rdma import health, resource_types
-from oke_gpu_rdma.labels import POD_SECURITY_ENFORCE_LABEL, RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
+from oke_gpu_rdma.labels import (
+    POD_SECURITY_ENFORCE_LABEL,
+    POOL_LABEL,
+    RAIL_UNHEALTHY_TAINT_KEY,
+    RAILS_UNMARKED_LABEL,
+)
 from oke_gpu_rdma.releases import dranet
 from oke_gpu_rdma.scheduling import SYSTEM_PRIORITY_CLASSES
 from oke_gpu_rdma.topology import Topology
@@ -47,19 +52,20 @@ def agent_script() -> str:
 
 def rbac_rules(mode: health.RailMarkMode) -> list[dict[str, Any]]:
     """Only what the agent writes in its mode: DeviceTaintRules (get to adopt its own marks after a restart,
-    create, delete), or the node's taints (get to read them, patch: `kubectl taint` reads the node and
+    create, delete; its node read for its uid, the rules' owner), or the node's taints (get to read them, patch: `kubectl taint` reads the node and
     patches it). RBAC cannot narrow `nodes` to the pod's own node: :func:`own_node_policy` does, at
     admission."""
     nodes = {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}
     if mode == "device":
-        # And its node's rails-unmarked label (`kubectl label` reads the node and patches it).
+        # And its node: its uid (the owner of its rules) and its rails-unmarked label (`kubectl label` reads the
+        # node and patches it).
         return [
             {
                 "apiGroups": ["resource.k8s.io"],
                 "resources": ["devicetaintrules"],
                 "verbs": ["get", "create", "delete"],
             },
-            *([nodes] if health.rails_unmarked_label(mode) else []),
+            nodes,
         ]
     return [nodes]
 
@@ -178,6 +184,10 @@ def own_rules_policy(namespace: str) -> dict[str, Any]:
                     *mark
                 ),
             },
+            {
+                "expression": cel.rule_owned_by_node("variables.node"),
+                "message": "the rail health agent's DeviceTaintRule may name no owner but its own Node",
+            },
         ],
     }
 
@@ -188,10 +198,13 @@ def shape_slug(shape: str) -> str:
 
 
 def agent_env(
-    config: RailHealthConfig, mode: health.RailMarkMode, topology: Topology
+    config: RailHealthConfig, mode: health.RailMarkMode, topology: Topology, pools: Sequence[str]
 ) -> list[dict[str, Any]]:
     """The script's settings (rail-health.sh's header says what each does)."""
     plain = {
+        # The pools this DaemonSet runs on: a node that left them loses the agent's marks (rail-health.sh leave).
+        "POOL_LABEL": POOL_LABEL,
+        "POOLS": " ".join(pools),
         "MARK_MODE": mode,
         "TAINT_KEY": RAIL_UNHEALTHY_TAINT_KEY,
         "TAINT_VALUE": health.RAIL_AGENT_MARK_VALUE,
@@ -255,7 +268,7 @@ def agent_pod_spec(
                 "name": "agent",
                 "image": config.image,
                 "command": ["bash", f"{SCRIPT_MOUNT}/{SCRIPT}"],
-                "env": agent_env(config, mode, topology),
+                "env": agent_env(config, mode, topology, pools),
                 "volumeMounts": [
                     {"name": "script", "mountPath": SCRIPT_MOUNT, "readOnly": True},
                     {"name": "state", "mountPath": STATE_MOUNT},

@@ -85,6 +85,15 @@ def only_condition_changes(condition: str) -> str:
 WRITTEN_RULE: Final = "(request.operation == 'DELETE' ? oldObject : object)"
 
 
+def rule_owned_by_node(node: str) -> str:
+    """The written DeviceTaintRule names no owner but the Node named by the CEL expression ``node``: its
+    writers make the node its owner so that the garbage collector deletes it with the node (issue 35), and an
+    owner reference to anything else would let the collector delete the rule (or keep it) on another object's
+    account."""
+    refs = f"{WRITTEN_RULE}.metadata.ownerReferences"
+    return f"!has({refs}) || {refs}.all(r, r.apiVersion == 'v1' && r.kind == 'Node' && r.name == {node})"
+
+
 def rule_selects_one_device(driver: str, pool: str | None = None) -> str:
     """The written DeviceTaintRule selects one device of ``driver`` (of the pool named by the CEL expression
     ``pool``, when given): an empty selector would match every device (k8s.io/api resource/v1

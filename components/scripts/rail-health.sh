@@ -20,6 +20,11 @@
 # labels, and the Kueue flavors select "true" (oke_gpu_rdma/labels.py RAILS_UNMARKED_LABEL).
 # Every kubectl call is bounded by REQUEST_TIMEOUT (kubectl's global --request-timeout), and each round starts by
 # touching $STATE_DIR/heartbeat, which the pod's liveness probe reads: a round that hangs anyway restarts the pod.
+# POOLS (with POOL_LABEL): the node pools the agent's DaemonSet runs on. The DaemonSet controller deletes the agent's
+# pod once its node no longer matches the DaemonSet's placement ("delete Pods from newly not-matching nodes",
+# https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/); on that SIGTERM, an agent whose node left
+# POOLS lifts every mark it wrote, which nothing else would. A pod deleted for any other reason (a rollout, a
+# drain) leaves its marks for the next pod to adopt.
 # SYSFS points at another sysfs root, NOW fixes the clock, ONCE=1 runs one round, KUBECTL names the client
 # (the tests use recorded /sys trees and a fake kubectl).
 set -u
@@ -38,6 +43,8 @@ threshold=${ERROR_THRESHOLD:-0}
 counters=${ERROR_COUNTERS:-counters/link_downed counters/symbol_error counters/port_rcv_errors}
 rails_label=${RAILS_LABEL:-}
 request_timeout=${REQUEST_TIMEOUT:-10s}
+pools=${POOLS:-}
+pool_label=${POOL_LABEL:-}
 effect=NoSchedule
 mkdir -p "$state"
 
@@ -153,12 +160,28 @@ node_mark() {
   echo "$found"
 }
 
+# The node's uid, read once: the node owns the agent's DeviceTaintRules, so that the garbage collector deletes them
+# with the node (https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/).
+node_uid() {
+  local uid
+  uid=$(get node.uid)
+  if [ -z "$uid" ]; then
+    uid=$(kube get node "$node" -o 'jsonpath={.metadata.uid}') && [ -n "$uid" ] || return 1
+    put node.uid "$uid"
+  fi
+  echo "$uid"
+}
+
 mark_rail() {  # $1 interface, $2 PCI function
   [ "$mode" = device ] || return 0
-  local rule out
+  local rule out uid
   rule=$(rule_name "$2")
-  out=$(printf '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceTaintRule","metadata":{"name":"%s","labels":{"oke-gpu-rdma/rail-health-node":"%s"}},"spec":{"deviceSelector":{"driver":"%s","pool":"%s","device":"%s"},"taint":{"key":"%s","value":"%s","effect":"%s"}}}' \
-    "$rule" "$node" "$driver" "$node" "$(device_name "$2")" "$key" "$value" "$effect" |
+  uid=$(node_uid) || {
+    log "$1: could not read the node's uid (the owner of its DeviceTaintRule): $(kube_error)"
+    return 1
+  }
+  out=$(printf '{"apiVersion":"resource.k8s.io/v1","kind":"DeviceTaintRule","metadata":{"name":"%s","labels":{"oke-gpu-rdma/rail-health-node":"%s"},"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"%s","uid":"%s"}]},"spec":{"deviceSelector":{"driver":"%s","pool":"%s","device":"%s"},"taint":{"key":"%s","value":"%s","effect":"%s"}}}' \
+    "$rule" "$node" "$node" "$uid" "$driver" "$node" "$(device_name "$2")" "$key" "$value" "$effect" |
     kube create -f -) || [[ "$(kube_error)" == *AlreadyExists* ]] || {
     log "$1: could not create DeviceTaintRule $rule: $(kube_error)"
     return 1
@@ -309,11 +332,38 @@ round() {
   fi
 }
 
+# On SIGTERM: lift every mark when the node left the agent's pools (POOLS), else keep them for the next pod.
+leave() {
+  local pool rail pci current
+  [ -n "$pools" ] && [ -n "$pool_label" ] || exit 0
+  pool=$(kube get node "$node" -o "jsonpath={.metadata.labels.${pool_label//./\\.}}") || {
+    log "stopping; could not read the node's pool ($(kube_error)): its marks stay"
+    exit 0
+  }
+  case " $pools " in *" $pool "*) [ -n "$pool" ] && exit 0 ;; esac
+  if [ "$mode" = device ]; then
+    for rail in $RAILS; do
+      pci=${rail#*=}
+      lift_rail "${rail%%=*}" "$pci" || exit 0
+    done
+  elif current=$(node_mark) && [ "$current" = "$value" ]; then
+    kube taint node "$node" "$key:$effect-" >/dev/null || {
+      log "could not lift the node's mark: $(kube_error)"
+      exit 0
+    }
+  fi
+  log "the node left the pools $pools (now ${pool:-none}): every mark of this agent lifted"
+  exit 0
+}
+
 if [ "${ONCE:-0}" = 1 ]; then
   round
   exit
 fi
+trap leave TERM
 while true; do
   round
-  sleep "$interval"
+  # In the background, so that a SIGTERM is handled at once rather than after the sleep.
+  sleep "$interval" &
+  wait $!
 done

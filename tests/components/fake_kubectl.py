@@ -14,7 +14,11 @@ Faults, each a file in $FAKE_KUBE: ``down`` fails every call as an API server th
 API does not answer (client-go discovery/cached/memory memcache.go), which is no part of the answer; ``hang``
 never answers: a call bounded by kubectl's global --request-timeout fails with kubectl's timeout message once
 it has passed (not waited for here), an unbounded one blocks for an hour. A call's global flags (only
---request-timeout is known) are recorded apart from its args, as ``flags``.
+--request-timeout is known) are recorded apart from its args, as ``flags``. ``faults.json`` holds faults for
+some calls: a list of {match: [args...], error?: message, delete_node?: name, times?: n}; the first fault whose
+``match`` starts the call's args (after ``-n <namespace>``) applies: ``error`` fails the call with that message
+on stderr (exit 1), ``delete_node`` deletes that node (and its pods) before the call is answered, as a node
+that goes away meanwhile; ``times`` (default: every call) counts down.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+# The node-pool label (oke_gpu_rdma/labels.py POOL_LABEL; the tests check they agree).
+POOL_LABEL = "oke-gpu-rdma/node-pool"
 TAINTS_JSONPATH = re.compile(r'jsonpath=\{\.spec\.taints\[\?\(@\.key=="([^"]+)"\)\]\.value\}')
 # Every taint of a node, a line each (key, effect, value by tabs): kubectl's JSONPath unquotes the "\t" and "\n"
 # literals (k8s.io/client-go util/jsonpath parser.go parseQuote, strconv.Unquote) and, with
@@ -129,6 +135,15 @@ def create_or_apply(state: dict[str, Any], verb: str, manifest: dict[str, Any]) 
         fail(f"fake kubectl: unexpected {verb} of a {kind}")
 
 
+def node_object(node: dict[str, Any]) -> dict[str, Any]:
+    """A node of the state as the API serves it: ``pool`` is its POOL_LABEL, its uid made from its name."""
+    labels = dict(node.get("labels", {})) | ({POOL_LABEL: node["pool"]} if "pool" in node else {})
+    spec: dict[str, Any] = {"unschedulable": True} if node.get("unschedulable") else {}
+    if node.get("taints"):
+        spec["taints"] = node["taints"]
+    return {"metadata": {"name": node["name"], "uid": f"uid-{node['name']}", "labels": labels}, "spec": spec}
+
+
 def fabric_job(state: dict[str, Any], name: str) -> dict[str, Any]:
     """The fabric check's job fabric-check-<kind>-<run>[-launcher]: the outcome the test set for <kind>."""
     job: dict[str, Any] = state["jobs"][name.split("-")[2]]
@@ -142,6 +157,26 @@ DISCOVERY_NOISE = (
     'list: the server is currently unable to handle the request"'
 )
 TIMED_OUT = "Unable to connect to the server: net/http: request canceled (Client.Timeout exceeded while awaiting headers)"
+
+
+def apply_fault(home: Path, args: list[str]) -> None:
+    path = home / "faults.json"
+    if not path.exists():
+        return
+    faults: list[dict[str, Any]] = json.loads(path.read_text())
+    fault = next((f for f in faults if args[: len(f["match"])] == f["match"] and f.get("times", 1) > 0), None)
+    if fault is None:
+        return
+    if "times" in fault:
+        fault["times"] -= 1
+        path.write_text(json.dumps(faults))
+    if "delete_node" in fault:
+        state = read_state(home)
+        state["nodes"] = [n for n in state["nodes"] if n["name"] != fault["delete_node"]]
+        state["pods"] = [p for p in state["pods"] if p.get("node") != fault["delete_node"]]
+        write_state(home, state)
+    if "error" in fault:
+        fail(fault["error"])
 
 
 def main(argv: list[str]) -> int:
@@ -165,6 +200,7 @@ def main(argv: list[str]) -> int:
         log.write(
             json.dumps({"args": [a for a in argv if a not in flags], "flags": flags, "stdin": stdin}) + "\n"
         )
+    apply_fault(home, args)
     state = read_state(home)
     verb, rest = args[0], args[1:]
     if verb in ("create", "apply") and rest == ["-f", "-"]:
@@ -194,18 +230,22 @@ def main(argv: list[str]) -> int:
             for p in state["pods"]
         ]
         print(json.dumps({"items": items}))
-    elif verb == "get" and rest[:2] == ["nodes", "-l"]:
-        _, value = rest[2].split("=", 1)
-        items = [
-            {"metadata": {"name": n["name"]}, "spec": {"unschedulable": n.get("unschedulable", False)}}
-            for n in state["nodes"]
-            if n.get("pool") == value
+    elif verb == "get" and rest == ["nodes", "-o", "json"]:
+        print(json.dumps({"items": [node_object(n) for n in state["nodes"]]}))
+    elif verb == "get" and rest[:2] == ["devicetaintrules", "-l"] and rest[3:] == ["-o", "json"]:
+        labelled = [
+            r for r in state["devicetaintrules"].values() if rest[2] in r["metadata"].get("labels", {})
         ]
-        print(json.dumps({"items": items}))
+        print(json.dumps({"items": labelled}))
+    elif verb == "get" and rest[:1] == ["node"] and rest[2:] == ["-o", "name", "--ignore-not-found"]:
+        if any(n["name"] == rest[1] for n in state["nodes"]):
+            print(f"node/{rest[1]}")
     elif verb == "get" and rest[:1] == ["node"] and rest[2:3] == ["-o"] and len(rest) == 4:
         found = TAINTS_JSONPATH.fullmatch(rest[3])
         label = LABEL_JSONPATH.fullmatch(rest[3])
-        if rest[3] == TAINT_LIST_JSONPATH:
+        if rest[3] == "jsonpath={.metadata.uid}":
+            print(node_object(node_of(state, rest[1]))["metadata"]["uid"], end="")
+        elif rest[3] == TAINT_LIST_JSONPATH:
             for t in node_of(state, rest[1]).get("taints", []):
                 print(f"{t['key']}\t{t['effect']}\t{t.get('value', '')}")
         elif found is not None:

@@ -71,8 +71,15 @@ def cluster(**overrides: Any) -> dict[str, Any]:
 
 
 def run(
-    tmp_path: Path, state: dict[str, Any], mode: str = "node", wait: int = 30
+    tmp_path: Path,
+    state: dict[str, Any],
+    mode: str = "node",
+    wait: int = 30,
+    faults: list[dict[str, Any]] | None = None,
+    status: int = 0,
 ) -> tuple[str, list[dict[str, Any]]]:
+    """One run of the check against ``state`` (faults: fake_kubectl's faults.json); ``status`` is the exit
+    status it must end with."""
     bin_dir = fake_kubectl.install(tmp_path / "bin").parent
     specs = tmp_path / "specs"
     specs.mkdir(exist_ok=True)
@@ -84,6 +91,8 @@ def run(
         )
     kube = tmp_path / "kube"
     fake_kubectl.write_state(kube, state)
+    if faults:
+        (kube / "faults.json").write_text(json.dumps(faults))
     env = {
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "FAKE_KUBE": str(kube),
@@ -107,7 +116,7 @@ def run(
     result = subprocess.run(
         ["bash", str(SCRIPTS / fabric_checks.SCRIPT)], env=env, capture_output=True, text=True, timeout=60
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == status, result.stdout + result.stderr
     return result.stdout + result.stderr, fake_kubectl.calls(kube)
 
 
@@ -265,6 +274,10 @@ def test_on_1_37_a_bad_rail_is_a_device_taint_rule_on_its_dranet_device(tmp_path
         "metadata": {
             "name": "fabric-check-10.0.0.11-rdma1",
             "labels": {"oke-gpu-rdma/fabric-check-node": "10.0.0.11"},
+            # Owned by its node: the garbage collector deletes the rule with the node.
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": "10.0.0.11", "uid": "uid-10.0.0.11"}
+            ],
         },
         "spec": {
             "deviceSelector": {"driver": "dra.net", "pool": "10.0.0.11", "device": "pci-0000-0c-00-1"},
@@ -321,3 +334,120 @@ def test_a_job_that_does_not_finish_is_deleted_and_marks_nothing(tmp_path: Path,
     assert not any(c["args"][:1] == ["logs"] and kind in c["args"][-1] for c in calls)
     marks = verbs(calls, "taint") if kind == "rail" else verbs(calls, "label")
     assert marks == []
+
+
+def test_the_fake_labels_pools_as_the_stack_does() -> None:
+    assert fake_kubectl.POOL_LABEL == POOL_LABEL
+
+
+def final_state(tmp_path: Path) -> dict[str, Any]:
+    return fake_kubectl.read_state(tmp_path / "kube")
+
+
+INTERNAL_ERROR = (
+    'Error from server (InternalError): an error on the server ("") has prevented the request from succeeding'
+)
+
+
+def test_a_failed_pod_list_takes_no_node_and_fails_the_run(tmp_path: Path) -> None:
+    """Issue 35 defect 7: a failed pod list read as "no pod holds a node", so every node was idle and the check
+    took nodes busy with training."""
+    busy = [{"node": n, "namespace": "team-a", "name": f"t-{n}", "phase": "Running", "claims": True}
+            for n in ("10.0.0.11", "10.0.0.12")]  # fmt: skip
+    faults = [{"match": ["get", "pods"], "error": INTERNAL_ERROR}]
+    out, calls = run(tmp_path, cluster(pods=busy), faults=faults, status=1)
+    assert created(calls) == []
+    assert "skipped: could not list the pods, so no node is known to be idle; the check takes none" in out
+
+
+def test_a_failed_create_says_the_pair_was_skipped_and_fails_the_run(tmp_path: Path) -> None:
+    faults = [{"match": ["create"], "error": INTERNAL_ERROR}]
+    out, calls = run(tmp_path, cluster(), faults=faults, status=1)
+    assert "rail on 10.0.0.11 10.0.0.12: skipped: could not create its MPIJob" in out
+    assert "nccl on 10.0.0.11 10.0.0.12: skipped: could not create its MPIJob" in out
+    assert verbs(calls, "taint") == [] and verbs(calls, "label") == []
+
+
+def test_a_taint_that_fails_is_not_reported_as_set(tmp_path: Path) -> None:
+    """Issue 35 defect 7: "tainted" was printed for a node the taint never reached (deleted meanwhile)."""
+    faults = [{"match": ["taint", "nodes", "10.0.0.12"], "error": 'Error from server (NotFound): nodes "10.0.0.12" not found'}]  # fmt: skip
+    out, _ = run(tmp_path, cluster(), faults=faults, status=1)
+    assert "10.0.0.11: tainted" in out
+    assert "10.0.0.12: tainted" not in out
+    assert '10.0.0.12: could not taint: Error from server (NotFound): nodes "10.0.0.12" not found' in out
+
+
+def test_a_failed_label_is_not_reported_as_set(tmp_path: Path) -> None:
+    faults = [{"match": ["label", "node", "10.0.0.11"], "error": INTERNAL_ERROR}]
+    out, _ = run(tmp_path, cluster(), faults=faults, status=1)
+    assert f"10.0.0.11: could not label {FABRIC_CHECK_LABEL}=pass: {INTERNAL_ERROR}" in out
+    assert f"10.0.0.12: {FABRIC_CHECK_LABEL}=pass, condition {CONDITION}=False" in out
+
+
+@pytest.mark.parametrize("mode", ["node", "device"])
+def test_a_peer_that_vanishes_mid_run_leaves_the_survivor_unmarked(tmp_path: Path, mode: str) -> None:
+    """Issue 35 defect 7: a peer deleted while the job ran fails every rail of the pair; the survivor's rails
+    were marked for it. A result is taken only while both nodes are still there."""
+    faults = [{"match": ["get", "mpijob"], "delete_node": "10.0.0.12", "times": 1}]
+    out, calls = run(tmp_path, cluster(slices=SLICES), mode=mode, faults=faults)
+    assert (
+        "rail on 10.0.0.11 10.0.0.12: 10.0.0.12 is gone; the pair's result says nothing of 10.0.0.11: no mark"
+        in out
+    )
+    assert verbs(calls, "taint") == []
+    assert final_state(tmp_path)["devicetaintrules"] == {}
+    assert verbs(calls, "label") == []
+
+
+SLICES = [
+    {"spec": {"nodeName": n, "driver": "dra.net", "pool": {"name": n}, "devices": [
+        {"name": "pci-0000-0c-00-0", "attributes": {"dra.net/ifName": {"string": "rdma0"}}},
+        {"name": "pci-0000-0c-00-1", "attributes": {"dra.net/ifName": {"string": "rdma1"}}}]}}
+    for n in ("10.0.0.11", "10.0.0.12")
+]  # fmt: skip
+
+
+def stale_rule(name: str, node_name: str, label: str = RULE_NODE_LABEL) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+            "metadata": {"name": name, "labels": {label: node_name}},
+            "spec": {"deviceSelector": {"driver": "dra.net", "pool": node_name, "device": "pci-0000-0c-00-1"},
+                     "taint": {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": TAINT_VALUE, "effect": "NoSchedule"}}}  # fmt: skip
+
+
+def test_the_check_s_marks_on_nodes_gone_or_out_of_every_pool_are_lifted(tmp_path: Path) -> None:
+    """Issue 35: a mark that outlives its cause is found: the check's DeviceTaintRules for a node that is gone
+    or no longer in any pool are deleted by the next run; a pool node's rule stays until a measurement lifts
+    it."""
+    rules = {
+        "fabric-check-10.0.0.99-rdma1": stale_rule("fabric-check-10.0.0.99-rdma1", "10.0.0.99"),  # node gone
+        "fabric-check-10.0.0.50-rdma1": stale_rule(
+            "fabric-check-10.0.0.50-rdma1", "10.0.0.50"
+        ),  # out of pools
+        "fabric-check-10.0.0.60-rdma1": stale_rule(
+            "fabric-check-10.0.0.60-rdma1", "10.0.0.60"
+        ),  # another pool
+    }
+    nodes = [
+        node("10.0.0.11"),
+        node("10.0.0.12"),
+        {"name": "10.0.0.50"},
+        {"name": "10.0.0.60", "pool": "gpu-b4-b"},
+    ]
+    out, _ = run(tmp_path, cluster(nodes=nodes, slices=SLICES, devicetaintrules=rules), mode="device")
+    left = final_state(tmp_path)["devicetaintrules"]
+    assert "fabric-check-10.0.0.60-rdma1" in left
+    assert "fabric-check-10.0.0.99-rdma1" not in left and "fabric-check-10.0.0.50-rdma1" not in left
+    assert "10.0.0.99: gone or in no pool: lifted DeviceTaintRule fabric-check-10.0.0.99-rdma1" in out
+
+
+def test_in_node_mode_the_check_s_taint_on_a_node_out_of_every_pool_is_lifted(tmp_path: Path) -> None:
+    mark = {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": TAINT_VALUE, "effect": "NoSchedule"}
+    theirs = {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": "rail-agent", "effect": "NoSchedule"}
+    nodes = [node("10.0.0.11"), node("10.0.0.12"), {"name": "10.0.0.50", "taints": [mark]},
+             {"name": "10.0.0.51", "taints": [theirs]}]  # fmt: skip
+    out, calls = run(tmp_path, cluster(nodes=nodes))
+    assert ["taint", "nodes", "10.0.0.50", f"{RAIL_UNHEALTHY_TAINT_KEY}={TAINT_VALUE}:NoSchedule-"] in verbs(
+        calls, "taint"
+    )
+    assert not any(c[2] == "10.0.0.51" for c in verbs(calls, "taint"))
+    assert f"10.0.0.50: in no pool: lifted {RAIL_UNHEALTHY_TAINT_KEY}={TAINT_VALUE}" in out

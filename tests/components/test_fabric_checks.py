@@ -128,7 +128,7 @@ def test_from_1_37_rails_are_device_taint_rules_and_the_role_grants_them() -> No
         {
             "apiGroups": ["resource.k8s.io"],
             "resources": ["devicetaintrules"],
-            "verbs": ["get", "create", "patch", "delete"],
+            "verbs": ["get", "list", "create", "patch", "delete"],
         },
     ]
 
@@ -270,6 +270,17 @@ def test_on_1_37_admission_holds_the_check_to_its_own_device_taint_rules() -> No
     assert denials(policy, {**request, "operation": "CREATE"}, everything) == [
         "the fabric check must select one dra.net device in a DeviceTaintRule"
     ]
+
+    # Owned by its device's node, so that the garbage collector deletes it with the node; no other owner.
+    def owned(kind: str, name: str) -> dict[str, object]:
+        refs = [{"apiVersion": "v1", "kind": kind, "name": name, "uid": "u"}]
+        return {"metadata": {**rule["metadata"], "ownerReferences": refs}, "spec": rule["spec"]}
+
+    assert denials(policy, {**request, "operation": "CREATE"}, owned("Node", "10.0.0.11")) == []
+    for other in (owned("Node", "10.0.0.12"), owned("Namespace", "10.0.0.11")):
+        assert denials(policy, {**request, "operation": "CREATE"}, other) == [
+            "the fabric check may make no owner of a DeviceTaintRule but the node of its device"
+        ]
 
 
 def test_the_check_waits_for_its_admission_limits(run_stack: Callable[..., Run]) -> None:

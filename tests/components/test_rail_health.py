@@ -79,6 +79,8 @@ def test_the_full_example_runs_the_agent_on_its_dranet_pools_marking_nodes_on_1_
     )
     assert (env["RECOVERY_CHECKS"], env["RECOVERY_SECONDS"], env["INTERVAL_SECONDS"]) == ("5", "600", "30")
     assert str(env["RAILS"]).split()[15] == "rdma15=0000:d1:00.1"
+    # The pools it runs on: an agent whose node left them lifts its marks as it stops.
+    assert (env["POOL_LABEL"], env["POOLS"]) == ("oke-gpu-rdma/node-pool", "gpu-b4-a gpu-b4-b")
     # v1.36: no v1 DeviceTaintRule, so the agent may only read and patch nodes.
     assert run.one(CLUSTER_ROLE, "rail-health-cluster-role").inputs["rules"] == [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}
@@ -289,6 +291,15 @@ def test_on_1_37_the_agent_may_write_only_its_own_node_s_rules_with_its_own_mark
         "the rail health agent may write only the DeviceTaintRules of the node its pod runs on "
         "(rail-health.<node>.<device>)",
         "the rail health agent's DeviceTaintRule must select one dra.net device of its own node's pool",
+    ]
+    # Its own Node as owner (the garbage collector deletes the rule with the node), and no other.
+    owned = {**rule, "metadata": {**rule["metadata"], "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": "u"}]}}  # fmt: skip
+    assert denials(policy, request("CREATE"), owned) == []
+    elsewhere = {**rule, "metadata": {**rule["metadata"], "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Node", "name": "10.0.0.6", "uid": "u"}]}}  # fmt: skip
+    assert denials(policy, request("CREATE"), elsewhere) == [
+        "the rail health agent's DeviceTaintRule may name no owner but its own Node"
     ]
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ import pytest
 
 from components.rdma_workloads import SCRIPTS
 from oke_gpu_rdma import health
-from oke_gpu_rdma.labels import RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
+from oke_gpu_rdma.labels import POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
 from oke_gpu_rdma.releases import dranet
 from oke_gpu_rdma.shape_catalog import CATALOG
 from tests.components import fake_kubectl
@@ -50,8 +52,7 @@ class Agent:
         self.state = self.tmp / "state"
         self.kubectl = fake_kubectl.install(self.tmp / "bin")
 
-    def round(self, sysfs: Path, now: int, timeout: float = 60) -> list[str]:
-        """One check of every rail at time ``now``; the agent's log lines."""
+    def env(self, sysfs: Path, now: int | None) -> dict[str, str]:
         env = {
             "PATH": os.environ["PATH"],
             "SYSFS": str(sysfs),
@@ -69,9 +70,16 @@ class Agent:
             "ERROR_COUNTERS": " ".join(health.DEFAULT_ERROR_COUNTERS),
             "ERROR_THRESHOLD": "0",
             "RAILS_LABEL": self.rails_label,
-            "NOW": str(now),
-            "ONCE": "1",
+            "POOL_LABEL": POOL_LABEL,
+            "POOLS": "gpu-b4-a gpu-b4-b",
         }
+        if now is not None:
+            env |= {"NOW": str(now), "ONCE": "1"}
+        return env
+
+    def round(self, sysfs: Path, now: int, timeout: float = 60) -> list[str]:
+        """One check of every rail at time ``now``; the agent's log lines."""
+        env = self.env(sysfs, now)
         result = subprocess.run(
             ["bash", str(SCRIPTS / "rail-health.sh")],
             env=env,
@@ -172,7 +180,12 @@ def test_each_failing_rail_gets_a_device_taint_rule_on_its_dranet_device(tmp_pat
         assert agent.rules()[rule_name(ifname)] == {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "DeviceTaintRule",
-            "metadata": {"name": rule_name(ifname), "labels": {"oke-gpu-rdma/rail-health-node": NODE}},
+            "metadata": {
+                "name": rule_name(ifname),
+                "labels": {"oke-gpu-rdma/rail-health-node": NODE},
+                # The node owns the rule: the garbage collector deletes it with the node.
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": f"uid-{NODE}"}],
+            },
             "spec": {
                 "deviceSelector": {"driver": "dra.net", "pool": NODE, "device": device_of(ifname)},
                 "taint": {"key": RAIL_UNHEALTHY_TAINT_KEY, "value": "rail-agent", "effect": "NoSchedule"},
@@ -361,10 +374,15 @@ def test_an_unanswered_read_of_the_label_writes_nothing(tmp_path: Path) -> None:
     assert agent.node_labels() == {RAILS_UNMARKED_LABEL: "false"}
 
 
-def test_without_the_label_setting_the_node_is_never_read_or_labelled(tmp_path: Path) -> None:
+def test_without_the_label_setting_the_node_is_never_labelled_and_read_once_for_its_uid(
+    tmp_path: Path,
+) -> None:
     agent = Agent(tmp_path, "device")
     agent.round(sysfs_b48.FAILING, 0)
-    assert not [c for c in agent.calls() if c["args"][:2] in (["get", "node"], ["label", "node"])]
+    agent.round(sysfs_b48.FAILING, 30)
+    assert [c["args"] for c in agent.calls() if c["args"][:2] in (["get", "node"], ["label", "node"])] == [
+        ["get", "node", NODE, "-o", "jsonpath={.metadata.uid}"]
+    ]
 
 
 def test_a_restarted_node_mode_agent_that_cannot_read_its_mark_keeps_it_until_recovery(
@@ -527,3 +545,60 @@ def test_each_round_touches_the_heartbeat_the_liveness_probe_reads(tmp_path: Pat
     os.utime(beat, ns=(first - 10**9, first - 10**9))
     agent.round(sysfs_b48.HEALTHY, 30)
     assert beat.stat().st_mtime_ns > first - 10**9
+
+
+def set_pool(agent: Agent, pool: str | None) -> None:
+    state = fake_kubectl.read_state(agent.kube)
+    state["nodes"][0]["labels"] = {POOL_LABEL: pool} if pool else {}
+    fake_kubectl.write_state(agent.kube, state)
+
+
+def run_until_marked_then_stop(agent: Agent, pool_at_stop: str | None) -> str:
+    """The agent's loop (1 s rounds) on the failing node until it has marked, then SIGTERM, as the kubelet sends
+    when the pod is deleted; its log."""
+    set_pool(agent, "gpu-b4-a")
+    env = agent.env(sysfs_b48.FAILING, None) | {"INTERVAL_SECONDS": "1"}
+    process = subprocess.Popen(
+        ["bash", str(SCRIPTS / "rail-health.sh")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        # The first look marks the down, address-less and lost rails (three rules; in node mode the taint).
+        while len(agent.rules()) < 3 if agent.mode == "device" else not agent.node_taints():
+            assert time.monotonic() < deadline, "the agent never marked"
+            time.sleep(0.2)
+        set_pool(agent, pool_at_stop)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and err == "", err
+    return out
+
+
+@pytest.mark.parametrize("mode", ["device", "node"])
+def test_an_agent_whose_node_left_its_pools_lifts_its_marks_as_it_stops(tmp_path: Path, mode: str) -> None:
+    """Issue 35: a mark that outlives its cause is found. The DaemonSet controller deletes the agent's pod once
+    its node left the pools; nothing else would lift the agent's marks there, so the agent lifts them as it
+    stops."""
+    agent = Agent(tmp_path, mode)
+    out = run_until_marked_then_stop(agent, pool_at_stop="cpu-system")
+    assert agent.rules() == {} and agent.node_taints() == []
+    assert out.splitlines()[-1] == (
+        f"rail-health {NODE}: the node left the pools gpu-b4-a gpu-b4-b (now cpu-system): every mark of this agent "
+        "lifted"
+    )
+
+
+@pytest.mark.parametrize("mode", ["device", "node"])
+def test_an_agent_stopped_on_a_node_still_in_its_pools_keeps_its_marks(tmp_path: Path, mode: str) -> None:
+    agent = Agent(tmp_path, mode)
+    run_until_marked_then_stop(agent, pool_at_stop="gpu-b4-b")
+    if mode == "device":
+        assert sorted(agent.rules()) == sorted(rule_name(i) for i in ("rdma3", "rdma7", "rdma11"))
+    else:
+        assert agent.node_taints() == [MARK]
