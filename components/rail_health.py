@@ -273,7 +273,10 @@ def agent_pod_spec(
                     {"name": "script", "mountPath": SCRIPT_MOUNT, "readOnly": True},
                     {"name": "state", "mountPath": STATE_MOUNT},
                 ],
-                "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "96Mi"}},
+                "resources": {
+                    "requests": {"cpu": health.AGENT_CPU_REQUEST, "memory": health.AGENT_MEMORY_REQUEST},
+                    "limits": {"memory": health.AGENT_MEMORY_LIMIT},
+                },
                 "livenessProbe": liveness_probe(config, topology),
                 "securityContext": {
                     "runAsNonRoot": True,

@@ -114,6 +114,12 @@ DEFAULT_ERROR_COUNTERS: Final = (
 # Each of the agent's kubectl calls is bounded by kubectl's --request-timeout (rail-health.sh kube): without
 # one, a connection that stops answering stalls every later check (issue 35).
 AGENT_REQUEST_TIMEOUT_SECONDS: Final = 10
+# The agent's container requests, by measurement (benchmarks/bench_rail_agent.py): a round of 16 rails costs
+# the script about 30 ms of CPU and each kubectl call some 50-100 ms (a steady round reads one thing from the API
+# server), about 4m at the default 30 s interval; its memory is bash's and one kubectl's at a time.
+AGENT_CPU_REQUEST: Final = "10m"
+AGENT_MEMORY_REQUEST: Final = "32Mi"
+AGENT_MEMORY_LIMIT: Final = "96Mi"
 
 
 def agent_calls_per_round(rails: int) -> int:

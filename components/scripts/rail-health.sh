@@ -25,6 +25,7 @@
 # https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/); on that SIGTERM, an agent whose node left
 # POOLS lifts every mark it wrote, which nothing else would. A pod deleted for any other reason (a rollout, a
 # drain) leaves its marks for the next pod to adopt.
+# Needs bash 4.3 or later (namerefs, printf's %()T). A round forks only for kubectl: benchmarks/bench_rail_agent.py.
 # SYSFS points at another sysfs root, NOW fixes the clock, ONCE=1 runs one round, KUBECTL names the client
 # (the tests use recorded /sys trees and a fake kubectl).
 set -u
@@ -57,46 +58,50 @@ log() { echo "rail-health $node: $*"; }
 kube() { "$kubectl" --request-timeout="$request_timeout" "$@" 2>"$state/kubectl.err"; }
 kube_error() { tail -n 1 "$state/kubectl.err" 2>/dev/null; }
 
-get() { cat "$state/$1" 2>/dev/null || echo "${2:-}"; }
+# A round reads some hundred small files (sysfs and its own state): each read is a builtin into a variable, never a
+# command substitution, which forks (with 16 rails, forks cost the round 0.8 s of CPU against its 10m request).
+readf() {  # $1 variable, $2 file, $3 its value when the file cannot be read: the file's first line; 1 when unread
+  local -n readf_into=$1
+  local readf_line=""
+  readf_into=${3-}
+  [ -r "$2" ] || return 1
+  IFS= read -r readf_line <"$2" 2>/dev/null || [ -n "$readf_line" ] || return 1
+  readf_into=$readf_line
+}
+get() { readf "$1" "$state/$2" "${3-}" || :; }  # $1 variable, $2 state name, $3 default
 put() { echo "$2" >"$state/$1"; }
 
 # DRANET names a PCI network function's device after its normalised address (pci-0000-0c-00-0).
 device_name() { local d=${1//:/-}; echo "pci-${d//./-}"; }
 rule_name() { echo "rail-health.$node.$(device_name "$1")"; }
 
-ipv4_of_gid() {  # the IPv4 address of an IPv4-mapped GID (0000:...:ffff:0a0e:0203), else nothing
-  local gid=$1
-  case "$gid" in
-    0000:0000:0000:0000:0000:ffff:*) ;;
-    *) return ;;
-  esac
-  local hi=${gid:30:4} lo=${gid:35:4}
-  printf '%d.%d.%d.%d' "0x${hi:0:2}" "0x${hi:2:2}" "0x${lo:0:2}" "0x${lo:2:2}"
-}
-
-rail_ipv4() {  # $1 interface, $2 RDMA device: the address of its RoCE v2 IPv4 GID
-  local port=$sysfs/class/infiniband/$2/ports/1 file idx addr
+has_ipv4() {  # $1 interface, $2 RDMA device: 0 when it has a RoCE v2 IPv4 GID (an IPv4-mapped one, ::ffff:a.b.c.d)
+  local port=$sysfs/class/infiniband/$2/ports/1 file idx reading
   for file in "$port"/gid_attrs/ndevs/*; do
-    [ "$(cat "$file" 2>/dev/null)" = "$1" ] || continue
+    readf reading "$file" && [ "$reading" = "$1" ] || continue
     idx=${file##*/}
-    [ "$(cat "$port/gid_attrs/types/$idx" 2>/dev/null)" = "RoCE v2" ] || continue
-    addr=$(ipv4_of_gid "$(cat "$port/gids/$idx" 2>/dev/null)")
-    [ -n "$addr" ] && echo "$addr" && return
+    readf reading "$port/gid_attrs/types/$idx" && [ "$reading" = "RoCE v2" ] || continue
+    readf reading "$port/gids/$idx" || continue
+    case "$reading" in 0000:0000:0000:0000:0000:ffff:*) return 0 ;; esac
   done
+  return 1
 }
 
-grew() {  # $1 state name, $2 new value: prints the growth since the last check (nothing the first time)
+grew() {  # $1 state name, $2 new value: sets growth to the growth since the last check ("" the first time)
   local before
-  before=$(get "$1")
+  get before "$1"
   put "$1" "$2"
-  [ -n "$before" ] && echo $(($2 - before))
+  growth=""
+  [ -n "$before" ] && growth=$(($2 - before))
+  return 0
 }
 
-# Prints nothing for a good rail, "skip" for one this namespace cannot see, or why it is bad.
+# Sets verdict: "" for a good rail, "skip" for one this namespace cannot see, or why it is bad.
 check_rail() {
   local ifname=$1 pci=$2 function=$sysfs/bus/pci/devices/$2 why=() dev="" entry current=""
+  verdict=""
   if [ ! -e "$function" ]; then
-    echo "PCI function $pci is gone"
+    verdict="PCI function $pci is gone"
     return
   fi
   # The function's interface as this (the host's) namespace names it: sysfs lists a net device only in the
@@ -106,22 +111,22 @@ check_rail() {
   done
   if [ -z "$current" ]; then
     if [ ! -e "$function/driver" ]; then
-      echo "PCI function $pci has no driver bound (no interface)"
+      verdict="PCI function $pci has no driver bound (no interface)"
       return
     fi
     # Its function is bound but its interface is in another network namespace: DRANET gave it to a pod.
-    echo skip
+    verdict=skip
     return
   fi
   local net=$sysfs/class/net/$current
   [ "$current" = "$ifname" ] || ifname=$current
   local operstate carrier changes growth
-  operstate=$(cat "$net/operstate" 2>/dev/null || echo unknown)
+  readf operstate "$net/operstate" unknown
   [ "$operstate" = up ] || why+=("operstate $operstate")
-  carrier=$(cat "$net/carrier" 2>/dev/null || echo 0)
+  readf carrier "$net/carrier" 0
   [ "$carrier" = 1 ] || why+=("no carrier")
-  changes=$(cat "$net/carrier_changes" 2>/dev/null || echo 0)
-  growth=$(grew "$1.carrier_changes" "$changes")
+  readf changes "$net/carrier_changes" 0
+  grew "$1.carrier_changes" "$changes"
   [ -n "$growth" ] && [ "$growth" -gt 0 ] && why+=("link flapped ($growth carrier changes)")
   for entry in "$net"/device/infiniband/*; do
     [ -e "$entry" ] && dev=${entry##*/} && break
@@ -130,20 +135,21 @@ check_rail() {
     why+=("no RDMA device")
   else
     local port=$sysfs/class/infiniband/$dev/ports/1 name reading
-    reading=$(cat "$port/state" 2>/dev/null || echo missing)
+    readf reading "$port/state" missing
     [ "$reading" = "4: ACTIVE" ] || why+=("$dev port state $reading")
-    reading=$(cat "$port/phys_state" 2>/dev/null || echo missing)
+    readf reading "$port/phys_state" missing
     [ "$reading" = "5: LinkUp" ] || why+=("$dev phys_state $reading")
     for name in $counters; do
-      reading=$(cat "$port/$name" 2>/dev/null) || continue
+      readf reading "$port/$name" || continue
       [[ "$reading" =~ ^[0-9]+$ ]] || continue
-      growth=$(grew "$1.${name//\//.}" "$reading")
+      grew "$1.${name//\//.}" "$reading"
       [ -n "$growth" ] && [ "$growth" -gt "$threshold" ] && why+=("$dev $name +$growth")
     done
-    [ -n "$(rail_ipv4 "$ifname" "$dev")" ] || why+=("no IPv4 address on $ifname")
+    has_ipv4 "$ifname" "$dev" || why+=("no IPv4 address on $ifname")
   fi
   [ ${#why[@]} -gt 0 ] && [ "$ifname" != "$1" ] && why+=("now named $ifname")
-  (IFS=';'; echo "${why[*]}")
+  local IFS=';'
+  verdict="${why[*]}"
 }
 
 # kubectl's JSONPath over the node's taints: a line each, key, effect and value (empty without one) by tabs.
@@ -164,7 +170,7 @@ node_mark() {
 # with the node (https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/).
 node_uid() {
   local uid
-  uid=$(get node.uid)
+  get uid node.uid
   if [ -z "$uid" ]; then
     uid=$(kube get node "$node" -o 'jsonpath={.metadata.uid}') && [ -n "$uid" ] || return 1
     put node.uid "$uid"
@@ -258,38 +264,45 @@ adopt() {
 }
 
 recover() {  # $1 the name of a held mark, $2 now: 0 once it has had its good checks and its time
-  local good
-  good=$(($(get "$1.good" 0) + 1))
+  local good last_bad
+  get good "$1.good" 0
+  good=$((good + 1))
   put "$1.good" "$good"
-  [ "$good" -ge "$recovery_checks" ] && [ $(($2 - $(get "$1.last_bad" 0))) -ge "$recovery_seconds" ]
+  get last_bad "$1.last_bad" 0
+  [ "$good" -ge "$recovery_checks" ] && [ $(($2 - last_bad)) -ge "$recovery_seconds" ]
 }
 
 round() {
-  local now=${NOW:-$(date +%s)} rail ifname pci why any=0 bad=0
+  local now=${NOW:-} rail ifname pci verdict held written why any=0 bad=0
+  [ -n "$now" ] || printf -v now '%(%s)T' -1
   touch "$state/heartbeat"
   [ -e "$state/started" ] || adopt "$now" || return 0
   for rail in $RAILS; do
     ifname=${rail%%=*} pci=${rail#*=}
-    why=$(check_rail "$ifname" "$pci")
-    if [ "$why" = skip ]; then
+    check_rail "$ifname" "$pci"
+    get held "$ifname.held" 0
+    get written "$ifname.written" 0
+    if [ "$verdict" = skip ]; then
       # A rail held by a pod is neither checked nor allocatable: its DeviceTaintRule stays until it is back and
       # has recovered, and it keeps the node label false; in node mode it does not hold the node's mark (a
       # pod's lifetime), which comes back at the first bad check once the rail is back on the host.
-      [ "$mode" = device ] && [ "$(get "$ifname.held" 0)$(get "$ifname.written" 0)" != 00 ] && any=1
+      [ "$mode" = device ] && [ "$held$written" != 00 ] && any=1
       continue
     fi
-    if [ -n "$why" ]; then
+    if [ -n "$verdict" ]; then
       hold "$ifname" "$now"
-      put "$ifname.why" "$why"
-      bad=1
-    elif [ "$(get "$ifname.held" 0)" = 1 ] && recover "$ifname" "$now"; then
+      put "$ifname.why" "$verdict"
+      held=1 bad=1
+    elif [ "$held" = 1 ] && recover "$ifname" "$now"; then
       put "$ifname.held" 0
+      held=0
     fi
-    if [ "$(get "$ifname.held" 0)" = 1 ]; then
+    if [ "$held" = 1 ]; then
       any=1
-      [ "$(get "$ifname.written" 0)" = 1 ] && continue
-      mark_rail "$ifname" "$pci" && put "$ifname.written" 1 && log "$ifname: bad ($(get "$ifname.why")): marked"
-    elif [ "$(get "$ifname.written" 0)" = 1 ]; then
+      [ "$written" = 1 ] && continue
+      get why "$ifname.why"
+      mark_rail "$ifname" "$pci" && put "$ifname.written" 1 && log "$ifname: bad ($why): marked"
+    elif [ "$written" = 1 ]; then
       if lift_rail "$ifname" "$pci"; then
         put "$ifname.written" 0
         log "$ifname: recovered: mark lifted"
@@ -298,7 +311,8 @@ round() {
       fi
     fi
   done
-  if [ "$(get node.held 0)" = 1 ]; then  # the adopted node mark (node mode)
+  get held node.held 0
+  if [ "$held" = 1 ]; then  # the adopted node mark (node mode)
     if [ "$bad" = 1 ]; then
       hold node "$now"
       any=1
