@@ -8,7 +8,7 @@ from typing import Any
 
 from oke_gpu_rdma.acceptance import rail_threshold
 from oke_gpu_rdma.errors import TopologyError
-from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL
+from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAILS_UNMARKED_LABEL
 from oke_gpu_rdma.monitoring.rules import RuleSettings
 from oke_gpu_rdma.releases import kube_prometheus_stack as kps
 from oke_gpu_rdma.scheduling import PodPlacement
@@ -70,7 +70,7 @@ def release_values(
         spec = values.setdefault("alertmanager", {}).setdefault("alertmanagerSpec", {})
         spec |= {"useExistingSecret": True, "configSecret": alertmanager_secret}
     values.setdefault("kube-state-metrics", {})["metricLabelsAllowlist"] = [
-        f"nodes=[{POOL_LABEL},{FABRIC_CHECK_LABEL}]"
+        f"nodes=[{POOL_LABEL},{FABRIC_CHECK_LABEL},{RAILS_UNMARKED_LABEL}]"
     ]
     return values
 

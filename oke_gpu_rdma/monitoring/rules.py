@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
+from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
 
 # The node condition a failed scheduled NCCL check sets (components/scripts/fabric-check.sh).
 FABRIC_CHECK_CONDITION: Final = "FabricCheckFailed"
@@ -50,6 +50,9 @@ def prometheus_label(label: str) -> str:
 
 POOL_SERIES_LABEL: Final = prometheus_label(POOL_LABEL)
 FABRIC_CHECK_SERIES_LABEL: Final = prometheus_label(FABRIC_CHECK_LABEL)
+RAILS_UNMARKED_SERIES_LABEL: Final = prometheus_label(RAILS_UNMARKED_LABEL)
+# A rail mark this old has most likely outlived its cause, or waits for a repair nobody started (issue 35).
+MARK_AGE_ALERT: Final = "24h"
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,17 @@ def health_rules(settings: RuleSettings) -> list[AlertRule]:
             "warning",
             "{{ $labels.node }} has carried {{ $labels.key }} for more than "
             f"{settings.tainted_minutes} minutes: repair or replace the rail",
+        ),
+        # A rail mark of either kind (the node taint on 1.36; on 1.37+ a DeviceTaintRule, which kube-state-metrics
+        # does not export, shows as the agent's rails-unmarked=false on its node) held for a day.
+        AlertRule(
+            "RailMarkedForADay",
+            f'max by (node) (kube_node_labels{{{RAILS_UNMARKED_SERIES_LABEL}="false"}}) > 0 or max by (node) '
+            f'(kube_node_spec_taint{{key="{RAIL_UNHEALTHY_TAINT_KEY}", effect="NoSchedule"}}) > 0',
+            MARK_AGE_ALERT,
+            "warning",
+            "{{ $labels.node }} has had a rail marked for more than a day: the rail needs repair, or the mark "
+            "outlived its cause (docs/health.md says which marks are lifted by whom)",
         ),
     ]
 

@@ -49,7 +49,9 @@ def test_the_stack_installs_kube_prometheus_stack_on_the_system_pool(run_stack: 
         # The node labels the GPU-count and check rules join on.
         "kube-state-metrics": {
             **ON_SYSTEM,
-            "metricLabelsAllowlist": ["nodes=[oke-gpu-rdma/node-pool,oke-gpu-rdma/fabric-check]"],
+            "metricLabelsAllowlist": [
+                "nodes=[oke-gpu-rdma/node-pool,oke-gpu-rdma/fabric-check,oke-gpu-rdma/rails-unmarked]"
+            ],
         },
         # The chart leaves the node exporter's instance the pod's address (values.yaml l. 2800
         # relabelings: []); the rail rules and panels join it with the node's name.

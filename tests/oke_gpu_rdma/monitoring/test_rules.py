@@ -29,7 +29,7 @@ def rules_by_alert() -> dict[str, list[dict[str, object]]]:
 
 def test_every_expression_parses_and_names_only_documented_metrics() -> None:
     exprs = expressions(rule_groups(full_settings()))
-    assert len(exprs) == 12
+    assert len(exprs) == 13
     for expr, parsed in zip(exprs, parse(exprs), strict=True):
         assert parsed.error is None, f"{expr}: {parsed.error}"
         assert parsed.metrics, f"{expr}: selects no metric"
@@ -72,8 +72,20 @@ def test_the_issue_s_alerts_are_all_there() -> None:
         "RailBelowThresholdInCheck",
         "RailDown",
         "RailFlapping",
+        "RailMarkedForADay",
         "RailRateBelowSeed",
     ]
+
+
+def test_a_rail_mark_held_for_a_day_alerts_whichever_kind_it_is() -> None:
+    """Issue 35: a mark that outlives its cause is found. On 1.36 the node taint, on 1.37+ the agent's
+    rails-unmarked=false (kube-state-metrics exports no DeviceTaintRule), each held for 24 hours."""
+    (rule,) = rules_by_alert()["RailMarkedForADay"]
+    assert rule["for"] == "24h"
+    assert rule["expr"] == (
+        'max by (node) (kube_node_labels{label_oke_gpu_rdma_rails_unmarked="false"}) > 0 or max by (node) '
+        '(kube_node_spec_taint{key="oke-gpu-rdma/rail-unhealthy", effect="NoSchedule"}) > 0'
+    )
 
 
 def test_lost_gpus_are_counted_per_pool_against_the_shape() -> None:
