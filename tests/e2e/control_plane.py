@@ -43,6 +43,8 @@ COMMANDS = {
     "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
     "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
     "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
+    # The in-cluster scripts' client: tests/e2e/test_rail_agent_script.py runs rail-health.sh with it.
+    "kubectl": "k8s.io/kubernetes/cmd/kubectl",
     "kueue": "sigs.k8s.io/kueue/cmd/kueue",
     "etcd": "./cmd/etcd",
     "pki": "./cmd/pki",
