@@ -96,6 +96,8 @@ def taint(state: dict[str, Any], node: str, spec: str, overwrite: bool) -> None:
         key = pair.split("=", 1)[0]
         remaining = [t for t in taints if not (t["key"] == key and t["effect"] == effect)]
         if len(remaining) == len(taints):
+            # deleteTaints (staging/src/k8s.io/kubectl/pkg/cmd/taint/utils.go): "taint %q not found" of the
+            # taint's ToString(), key:effect; cmdutil.CheckErr adds "error: ".
             fail(f'error: taint "{key}:{effect}" not found')
         taints[:] = remaining
         return
@@ -103,7 +105,13 @@ def taint(state: dict[str, Any], node: str, spec: str, overwrite: bool) -> None:
     key, value = pair.split("=", 1)
     same = [t for t in taints if t["key"] == key and t["effect"] == effect]
     if same and not overwrite:
-        fail(f"error: node {node} already has {key} taint(s) with same effect(s) and --overwrite is false")
+        # updateTaints (staging/src/k8s.io/kubectl/pkg/cmd/taint/taint.go): "Node %s already has %v taint(s) with
+        # same effect(s) and --overwrite is false", %v of the []v1.Taint asked for (Go's struct form; Taint's
+        # String() has a pointer receiver, so a slice of values does not use it).
+        fail(
+            f"error: Node {node} already has [{{{key} {value} {effect} <nil>}}] taint(s) with same effect(s) and "
+            "--overwrite is false"
+        )
     taints[:] = [t for t in taints if t not in same] + [{"key": key, "value": value, "effect": effect}]
 
 
