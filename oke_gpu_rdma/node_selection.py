@@ -125,7 +125,12 @@ def may_select(
     for term in terms:
         exprs = term.get("matchExpressions") if isinstance(term, Mapping) else None
         if isinstance(exprs, list) and exprs and unknown:
-            known = [e for e in exprs if not (isinstance(e, Mapping) and e.get("key") in unknown)]
+            # A key of the wrong type (a list) is no known-at-run-time key: the schema check reports it.
+            known = [
+                e
+                for e in exprs
+                if not (isinstance(e, Mapping) and isinstance(e.get("key"), str) and e.get("key") in unknown)
+            ]
             if not known and not term.get("matchFields"):
                 return True  # every requirement of this term is on a value known only at run time
             term = {**term, "matchExpressions": known}

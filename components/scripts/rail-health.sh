@@ -55,6 +55,24 @@ log() { echo "rail-health $node: $*"; }
 # every check), and its stderr is kept apart from its answer: kubectl prints warnings and discovery errors there
 # even on success (client-go's memcache.go "couldn't get current server API group list"), which are no answer.
 # kube_error prints the last line the last call wrote there.
+# kubectl leaves the in-cluster config once --request-timeout is set: its ConfigFlags' default server
+# (http://localhost:8080) makes the client config non-default, so client-go never falls back to the pod's service
+# account and every call goes to localhost:8080 (kubernetes/kubernetes#93474, open at v1.36). So a pod without a
+# KUBECONFIG names its API server, CA and (rotating) token file in one of its own (client-go re-reads tokenFile).
+in_cluster_kubeconfig() {  # $1 the file to write
+  local sa=${SERVICEACCOUNT_DIR:-/var/run/secrets/kubernetes.io/serviceaccount} host=${KUBERNETES_SERVICE_HOST:-} ns=default
+  [ -z "${KUBECONFIG:-}" ] && [ -n "$host" ] && [ -r "$sa/token" ] || return 0
+  [[ "$host" == *:* ]] && host="[$host]"
+  [ -r "$sa/namespace" ] && IFS= read -r ns <"$sa/namespace"
+  printf '%s
+' "apiVersion: v1" "kind: Config" "clusters:" "- name: in-cluster" "  cluster:" \
+    "    server: https://$host:${KUBERNETES_SERVICE_PORT:-443}" "    certificate-authority: $sa/ca.crt" \
+    "users:" "- name: service-account" "  user:" "    tokenFile: $sa/token" "contexts:" "- name: in-cluster" \
+    "  context: {cluster: in-cluster, user: service-account, namespace: $ns}" "current-context: in-cluster" >"$1"
+  export KUBECONFIG=$1
+}
+in_cluster_kubeconfig "$state/kubeconfig"
+
 kube() { "$kubectl" --request-timeout="$request_timeout" "$@" 2>"$state/kubectl.err"; }
 kube_error() { tail -n 1 "$state/kubectl.err" 2>/dev/null; }
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.rdma_workloads import SCRIPTS
 from oke_gpu_rdma import health
@@ -602,3 +603,43 @@ def test_an_agent_stopped_on_a_node_still_in_its_pools_keeps_its_marks(tmp_path:
         assert sorted(agent.rules()) == sorted(rule_name(i) for i in ("rdma3", "rdma7", "rdma11"))
     else:
         assert agent.node_taints() == [MARK]
+
+
+def test_in_a_pod_kubectl_is_given_the_service_accounts_config_so_that_its_request_timeout_holds(
+    tmp_path: Path,
+) -> None:
+    """kubectl with --request-timeout and no kubeconfig goes to http://localhost:8080, not to the in-cluster
+    config (kubernetes/kubernetes#93474): the script writes the pod's own config and names it in KUBECONFIG."""
+    sa = tmp_path / "sa"
+    sa.mkdir()
+    for name, text in (("token", "t\n"), ("namespace", "rail-health\n"), ("ca.crt", "")):
+        (sa / name).write_text(text)
+    calls = tmp_path / "calls"
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(f'#!/bin/bash\necho "$KUBECONFIG $1" >>"{calls}"\nexit 1\n')
+    kubectl.chmod(0o755)
+    state = tmp_path / "state"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "SERVICEACCOUNT_DIR": str(sa),
+        "KUBERNETES_SERVICE_HOST": "fd00::1",
+        "KUBERNETES_SERVICE_PORT": "6443",
+        "SYSFS": str(sysfs_b48.TREES / "b48-healthy"),
+        "STATE_DIR": str(state),
+        "KUBECTL": str(kubectl),
+        "NODE_NAME": "n",
+        "MARK_MODE": "node",
+        "TAINT_KEY": "k",
+        "RAILS": "rdma0=0000:0c:00.0",
+        "NOW": "0",
+        "ONCE": "1",
+    }
+    subprocess.run(["bash", str(SCRIPTS / "rail-health.sh")], env=env, check=True, capture_output=True)
+    config = yaml.safe_load((state / "kubeconfig").read_text())
+    assert config["clusters"][0]["cluster"] == {
+        "server": "https://[fd00::1]:6443",
+        "certificate-authority": f"{sa}/ca.crt",
+    }
+    assert config["users"][0]["user"] == {"tokenFile": f"{sa}/token"}
+    assert config["contexts"][0]["context"]["namespace"] == "rail-health"
+    assert calls.read_text().split("\n")[0] == f"{state / 'kubeconfig'} --request-timeout=10s"
