@@ -64,8 +64,7 @@ in_cluster_kubeconfig() {  # $1 the file to write
   [ -z "${KUBECONFIG:-}" ] && [ -n "$host" ] && [ -r "$sa/token" ] || return 0
   [[ "$host" == *:* ]] && host="[$host]"
   [ -r "$sa/namespace" ] && IFS= read -r ns <"$sa/namespace"
-  printf '%s
-' "apiVersion: v1" "kind: Config" "clusters:" "- name: in-cluster" "  cluster:" \
+  printf '%s\n' "apiVersion: v1" "kind: Config" "clusters:" "- name: in-cluster" "  cluster:" \
     "    server: https://$host:${KUBERNETES_SERVICE_PORT:-443}" "    certificate-authority: $sa/ca.crt" \
     "users:" "- name: service-account" "  user:" "    tokenFile: $sa/token" "contexts:" "- name: in-cluster" \
     "  context: {cluster: in-cluster, user: service-account, namespace: $ns}" "current-context: in-cluster" >"$1"
