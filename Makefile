@@ -6,17 +6,34 @@
 # and the policy pack's own policies/venv and the component package's provider/venv. Each is reinstalled when
 # its requirements change.
 #
-# uv installs them, from the same plain pip requirements files `pulumi up` hands to pip: it takes
-# seconds where pip takes a minute and a half, and its cache (~/.cache/uv) makes the next virtualenv
-# nearly free.
+# uv installs them, from a lock per virtualenv compiled from those requirements files with every
+# package's hashes (`make lock` rewrites the locks; tests/ci/test_locks.py fails on a stale one), and
+# refuses a download whose hash the lock does not name: it takes seconds where pip takes a minute and a
+# half, and its cache (~/.cache/uv) makes the next virtualenv nearly free.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := venv
 PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
-# uv's pin lives in requirements-dev.txt; `make preview` installs uv alone first.
-UV_PIN := $(shell grep -E '^uv==' requirements-dev.txt)
-UV_INSTALL := $(UV) pip install --quiet
+# uv's pin lives in requirements-uv.txt; `make preview` installs uv alone first, by pip from its lock with
+# hashes required (pip, "Secure installs": https://pip.pypa.io/en/stable/topics/secure-installs/).
+UV_STAMP := $(VENV)/.installed-uv
+# Hash-checking mode: every requirement pinned with --hash, or nothing is installed (uv's `--require-hashes`,
+# https://docs.astral.sh/uv/reference/cli/#uv-pip-install).
+UV_INSTALL := $(UV) pip install --quiet --require-hashes
+# The repository's own package (`-e .`, `-e ..`) has no hash to check: it is this checkout. Its dependencies
+# came from the lock (--no-deps), and its build backend is requirements-build.lock's setuptools, refused
+# without a matching hash (--build-constraints, --require-build-hashes: same page).
+UV_LOCAL := $(UV) pip install --quiet --no-deps --require-build-hashes --build-constraints $(CURDIR)/requirements-build.lock
+# Each lock is `uv pip compile --generate-hashes` of its input, one resolution for CPython 3.11 and up on any
+# platform (--universal); the local package is left out of it (--no-emit-package), its dependencies kept
+# (https://docs.astral.sh/uv/reference/cli/#uv-pip-compile).
+UV_COMPILE := $(UV) pip compile --quiet --universal --python-version 3.11 --generate-hashes --no-emit-package oke-gpu-rdma
+# actionlint, built from its Go module at this tag (`go install pkg@version` checks every module it downloads
+# against the checksum database: https://go.dev/ref/mod#go-install, https://go.dev/ref/mod#checksum-database)
+# into a folder of this checkout's own.
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT := build/tools/actionlint-$(ACTIONLINT_VERSION)/actionlint
 STACK ?= dev
 # Every stack the offline preview renders: the examples and the user's own (stacks/).
 STACKS := $(sort $(patsubst examples/Pulumi.%.yaml,%,$(wildcard examples/Pulumi.*.yaml)) $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml)))
@@ -57,7 +74,7 @@ JOBS ?= $(shell cat $(JOBS_FILE) 2>/dev/null || nproc)
 # (15 s instead of 4 s to import what the program uses).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help preview render topology docs test lint typecheck unit e2e drill bench bench-test venvs pack clean
+.PHONY: help preview render topology docs test lint typecheck unit e2e drill bench bench-test venvs pack clean lock
 
 help:
 	@echo "make preview [STACK=dev] [BASE=HEAD] [SHOW_SAMES=1]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: plan against rendered/<stack>/ at BASE, rendered/<stack>/, policy findings"
@@ -70,31 +87,54 @@ help:
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
 	@echo "make bench-test           time make test's pytest serial and with workers; make test then uses the fastest"
 	@echo "make venvs                the program's and the policy pack's virtualenvs only (what pulumi up runs with)"
+	@echo "make lock                 every virtualenv's lock (and the OCI CLI's) from its requirements, with hashes"
 	@echo "make pack [PACK_OUT=dir] [PACK_VERSION=X.Y.Z]  the policy pack with the domain library vendored, ready to publish (version: the release tag on HEAD)"
 
-$(UV):
+$(UV_STAMP): requirements-uv.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check $(UV_PIN)
-
-$(RUNTIME_STAMP): requirements.txt requirements-preview.txt pyproject.toml policies/requirements.txt | $(UV)
-	$(UV_INSTALL) --python $(PY) -r requirements-preview.txt $(PACK_SDK)
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-uv.lock
 	touch $@
 
-$(DEV_STAMP): requirements-dev.txt $(RUNTIME_STAMP)
-	$(UV_INSTALL) --python $(PY) -r requirements-dev.txt
+# The preview's requirements and the pack's SDK at the pack's pin (requirements-preview.lock), then the
+# local package.
+$(RUNTIME_STAMP): requirements-preview.lock requirements-build.lock pyproject.toml | $(UV_STAMP)
+	$(UV_INSTALL) --python $(PY) -r requirements-preview.lock
+	$(UV_LOCAL) --python $(PY) -e .
+	touch $@
+
+$(DEV_STAMP): requirements-dev.lock $(RUNTIME_STAMP)
+	$(UV_INSTALL) --python $(PY) -r requirements-dev.lock
 	touch $@
 
 # From policies/, so that its `-e ..` is the repository root, as when the CLI installs it.
-$(PACK_STAMP): policies/requirements.txt pyproject.toml | $(UV)
+$(PACK_STAMP): policies/requirements.lock requirements-build.lock pyproject.toml | $(UV_STAMP)
 	test -x $(PACK_VENV)/bin/python || $(PYTHON) -m venv $(PACK_VENV)
-	cd policies && ../$(UV_INSTALL) --python venv/bin/python -r requirements.txt
+	cd policies && ../$(UV_INSTALL) --python venv/bin/python -r requirements.lock
+	cd policies && ../$(UV_LOCAL) --python venv/bin/python -e ..
 	touch $@
 
 # From provider/, so that its `-e ..` is the repository root, as when the CLI installs it.
-$(PROVIDER_STAMP): provider/requirements.txt pyproject.toml | $(UV)
+$(PROVIDER_STAMP): provider/requirements.lock requirements-build.lock pyproject.toml | $(UV_STAMP)
 	test -x $(PROVIDER_VENV)/bin/python || $(PYTHON) -m venv $(PROVIDER_VENV)
-	cd provider && ../$(UV_INSTALL) --python venv/bin/python -r requirements.txt
+	cd provider && ../$(UV_INSTALL) --python venv/bin/python -r requirements.lock
+	cd provider && ../$(UV_LOCAL) --python venv/bin/python -e ..
 	touch $@
+
+# Every lock from its input, each header naming the input (requirements files are read relative to the
+# folder uv runs in, so the pack's and the component package's from their folders). The runtime lock adds the
+# pack's SDK pin (stdin), the dev lock keeps every version the runtime lock has (-c).
+lock: | $(UV_STAMP)
+	$(UV_COMPILE) requirements-uv.txt -o requirements-uv.lock
+	$(UV_COMPILE) requirements-build.txt -o requirements-build.lock
+	echo '$(PACK_SDK)' | $(UV_COMPILE) requirements-preview.txt - -o requirements-preview.lock
+	$(UV_COMPILE) requirements-dev.txt -c requirements-preview.lock -o requirements-dev.lock
+	cd policies && ../$(UV_COMPILE) requirements.txt -o requirements.lock
+	cd provider && ../$(UV_COMPILE) requirements.txt -o requirements.lock
+	cd .github/actions/oci-cli && $(CURDIR)/$(UV_COMPILE) requirements.txt -o requirements.lock
+
+$(ACTIONLINT):
+	@command -v go >/dev/null || { echo "make lint: needs Go on PATH to build actionlint $(ACTIONLINT_VERSION)" >&2; exit 2; }
+	GOBIN=$(CURDIR)/$(dir $(ACTIONLINT)) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
 $(PROMQL_STAMP): tools/promql/package.json tools/promql/package-lock.json
 	cd tools/promql && npm ci --no-audit --no-fund --loglevel=error
@@ -123,10 +163,10 @@ pack: $(RUNTIME_STAMP)
 
 test: lint typecheck unit
 
-lint: $(DEV_STAMP)
+lint: $(DEV_STAMP) $(ACTIONLINT)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/actionlint .github/workflows/*.yml
+	$(ACTIONLINT) .github/workflows/*.yml
 
 typecheck: $(DEV_STAMP)
 	$(VENV)/bin/mypy

@@ -32,7 +32,9 @@ def pulumi_steps(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in job["steps"] if str(s.get("uses", "")).startswith("pulumi/actions@")]
 
 
-@pytest.mark.parametrize(("file", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "up")])
+@pytest.mark.parametrize(
+    ("file", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "plan"), ("deploy.yml", "up")]
+)
 def test_the_matrix_is_the_users_stack_files(file: str, job: str) -> None:
     # No list kept by hand: a stack file added to stacks/ is previewed and deployed, examples never.
     jobs = workflow(file)["jobs"]
@@ -69,7 +71,8 @@ def test_preview_posts_a_diff_with_the_policy_pack() -> None:
     (step,) = pulumi_steps(workflow("pull-request.yml")["jobs"]["preview"])
     assert step["with"]["command"] == "preview"
     assert step["with"]["comment-on-pr"] is True and step["with"]["diff"] is True
-    assert step["with"]["policyPacks"] == "policies"
+    # The base commit's pack (tests/ci/test_trust.py), with the branch's stack config.
+    assert step["with"]["policyPacks"] == "base/policies"
     assert step["with"]["policyPackConfigs"] == "rendered/${{ matrix.stack }}/policy-pack-config.json"
 
 
@@ -102,17 +105,18 @@ def test_preview_is_skipped_without_credentials() -> None:
     assert preview["if"].startswith("needs.credentials.outputs.present == 'true'")
 
 
-@pytest.mark.parametrize(("file", "job"), [("pull-request.yml", "preview"), ("deploy.yml", "up")])
+CLOUD_JOBS = [("pull-request.yml", "preview"), ("deploy.yml", "plan"), ("deploy.yml", "up")]
+
+
+@pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
 def test_oci_cli_is_configured_before_pulumi_runs(file: str, job: str) -> None:
     # The kubeconfig's token command is the OCI CLI; without it every Kubernetes resource fails.
     uses = [str(s.get("uses", "")).split("@")[0] for s in workflow(file)["jobs"][job]["steps"]]
     assert uses.index("./.github/actions/oci-cli") < uses.index("pulumi/actions")
     script = oci_cli_action()["runs"]["steps"][0]["run"]
-    assert 'pipx install "oci-cli==$OCI_CLI_VERSION"' in script and "~/.oci/config" in script
-
-
-CLOUD_JOBS = [("pull-request.yml", "preview"), ("deploy.yml", "up")]
-RUNNER = "${{ vars.RUNNER || 'ubuntu-latest' }}"
+    assert '-r "$ACTION_DIR/requirements.lock"' in script and "~/.oci/config" in script
+    # On PATH for the later steps, where Pulumi runs the kubeconfig's `oci`.
+    assert 'echo "$cli/bin" >> "$GITHUB_PATH"' in script
 
 
 @pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
@@ -120,13 +124,6 @@ def test_pulumi_creates_the_stack_on_first_use(file: str, job: str) -> None:
     # A new stack file deploys without a `pulumi stack init` by hand (pulumi/actions' `upsert` input).
     (step,) = pulumi_steps(workflow(file)["jobs"][job])
     assert step["with"]["upsert"] is True
-
-
-@pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
-def test_jobs_that_reach_the_cluster_run_on_the_runner_variable(file: str, job: str) -> None:
-    # A private API endpoint is reachable only from a self-hosted runner in the VCN: the label is a
-    # repository variable, so the workflow file is never edited.
-    assert workflow(file)["jobs"][job]["runs-on"] == RUNNER
 
 
 def test_the_ci_page_names_every_secret_and_variable_the_workflows_read() -> None:
@@ -167,7 +164,8 @@ def test_deploy_runs_the_guarding_checks_not_the_suite() -> None:
     # The rendering is current and the policy pack passes (make render fails on a mandatory violation).
     assert "make render" in runs["checks"]
     assert any("git status --porcelain rendered/" in r for r in runs["checks"])
-    assert set(jobs["up"]["needs"]) == {"stacks", "checks"}
+    assert set(jobs["plan"]["needs"]) == {"stacks", "checks"}
+    assert set(jobs["up"]["needs"]) == {"stacks", "checks", "plan"}
 
 
 def test_deploy_runs_the_stacks_in_parallel() -> None:
@@ -183,7 +181,7 @@ def test_cloud_jobs_install_with_uv_through_make(file: str, job: str) -> None:
     assert "venvs: $(RUNTIME_STAMP) $(PACK_STAMP)" in makefile
 
 
-@pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
+@pytest.mark.parametrize(("file", "job"), [("deploy.yml", "plan"), ("deploy.yml", "up")])
 def test_a_self_managed_backend_works_as_pulumi_cloud_does(file: str, job: str) -> None:
     definition = workflow(file)["jobs"][job]
     (step,) = pulumi_steps(definition)
@@ -195,10 +193,13 @@ def test_a_self_managed_backend_works_as_pulumi_cloud_does(file: str, job: str) 
     assert "!vars.PULUMI_BACKEND_URL" in step["with"]["stack-name"]
 
 
-def test_previews_run_with_a_backend_url_and_no_cloud_token() -> None:
+def test_a_self_managed_backend_gets_no_pull_request_preview() -> None:
+    # Its preview would need the passphrase, which decrypts every stack secret (docs/ci.md).
     (check,) = workflow("pull-request.yml")["jobs"]["credentials"]["steps"]
     script = check["run"]
-    assert '[ -n "$PULUMI_ACCESS_TOKEN" ] || [ -n "$PULUMI_BACKEND_URL" ]' in script
+    backend = script.index('if [ -n "$PULUMI_BACKEND_URL" ]; then')
+    assert script.index('echo "present=false"', backend) < script.index('echo "present=true"')
+    assert '[ -n "$PULUMI_ACCESS_TOKEN" ] || [ -n "$PULUMI_BACKEND_URL" ]' not in script
 
 
 def test_deploy_lists_only_the_stacks_not_opted_out() -> None:
@@ -259,7 +260,9 @@ def test_no_secret_reaches_a_pull_request_job_without_an_environment() -> None:
     # A pull request's code runs in these jobs; repository secrets would reach it. Environment secrets
     # reach only the jobs that name the environment (and pass its reviewers).
     document = workflow("pull-request.yml")
-    assert "pull_request_target" not in document[True] and "pull_request" in document[True]
+    # YAML 1.1 reads the key `on` as true.
+    triggers = {str(key): value for key, value in document.items()}["True"]
+    assert "pull_request_target" not in triggers and "pull_request" in triggers
     assert not _mentions_a_secret(document.get("env", {}))
     unguarded = [
         name for name, job in document["jobs"].items() if _mentions_a_secret(job) and "environment" not in job
@@ -313,9 +316,15 @@ def test_every_third_party_action_is_pinned_by_commit() -> None:
 
 
 def test_tools_are_pinned_by_version() -> None:
-    action = oci_cli_action()
-    assert re.fullmatch(r"\d+\.\d+\.\d+", action["inputs"]["oci-cli-version"]["default"])
-    assert "pipx install oci-cli\n" not in action["runs"]["steps"][0]["run"]
+    # The OCI CLI at its pin, from a lock of every package it needs (tests/ci/test_locks.py checks the hashes).
+    pins = (ROOT / ".github/actions/oci-cli/requirements.txt").read_text()
+    assert re.search(r"^oci-cli==\d+\.\d+\.\d+$", pins, re.M)
+    assert "pipx install" not in oci_cli_action()["runs"]["steps"][0]["run"]
+    # The Pulumi CLI at the SDK's pin, not pulumi/actions' default (the newest 3.x).
+    (sdk,) = re.findall(r"^pulumi==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M)
+    for file, job in CLOUD_JOBS:
+        (step,) = pulumi_steps(workflow(file)["jobs"][job])
+        assert str(step["with"]["pulumi-version"]) == sdk, f"{file} {job}"
 
 
 @pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
@@ -326,14 +335,15 @@ def test_credentials_are_removed_whatever_the_outcome(file: str, job: str) -> No
     assert steps.index(pulumi_steps(workflow(file)["jobs"][job])[0]) < len(steps) - 1
 
 
-@pytest.mark.parametrize(("file", "job"), CLOUD_JOBS)
-def test_checkouts_leave_no_token_for_the_branchs_code(file: str, job: str) -> None:
-    (checkout,) = [
+@pytest.mark.parametrize("file", ["pull-request.yml", "deploy.yml"])
+def test_checkouts_leave_no_token_for_the_branchs_code(file: str) -> None:
+    checkouts = [
         s
-        for s in workflow(file)["jobs"][job]["steps"]
+        for job in workflow(file)["jobs"].values()
+        for s in job["steps"]
         if str(s.get("uses", "")).startswith("actions/checkout@")
     ]
-    assert checkout["with"]["persist-credentials"] is False
+    assert checkouts and all(c["with"]["persist-credentials"] is False for c in checkouts)
 
 
 def test_short_lived_credentials_come_from_the_oidc_token_exchange() -> None:
