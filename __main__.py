@@ -80,6 +80,8 @@ if existing_cluster is not None:
     if found:
         raise pulumi.RunError(str(ConfigError(stack_source(stack), found)))
 cluster_spec = config.cluster.spec
+# The stack config validated the version's form, so the minor is known (the floor only satisfies the type).
+cluster_minor = kubernetes_minor(cluster_spec.kubernetes_version) or MIN_KUBERNETES_MINOR
 # The DRA drivers run on the rdma: dranet pools only; rdma: sriov pools get the NVIDIA Network Operator.
 dra_pool_names = [pool.name for pool in config.dra_pools]
 taints = list({t: None for pool in config.dra_pools for t in pool.taints})
@@ -329,6 +331,7 @@ if config.health.rails.enabled:
         RailHealthAgentArgs(
             config=config.health.rails,
             mode=health.rail_mark_mode(cluster_spec.kubernetes_version),
+            kubernetes_minor=cluster_minor,
             pools=dra_shapes,
             topologies=health_plan.rail_topologies(config),
             taints=taints,
@@ -415,7 +418,7 @@ if acceptance.active and claim_templates is not None:
             provider=cluster.provider,
             depends_on=[claim_templates, *drivers, *system_nodes, *([kueue] if kueue is not None else [])],
             queue=acceptance_queue,
-            kubernetes_minor=kubernetes_minor(cluster_spec.kubernetes_version) or MIN_KUBERNETES_MINOR,
+            kubernetes_minor=cluster_minor,
         ),
         opts=renamed("acceptance"),
     ).reports

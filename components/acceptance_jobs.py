@@ -582,6 +582,14 @@ class MpiOperator(pulumi.ComponentResource):
         super().__init__(
             resource_types.MPI_OPERATOR_COMPONENT, name, narrowed_summary(release, namespace), opts
         )
+        # On an apply, the manifest is fetched and its sha256 checked against the recorded one first
+        # (ManifestDigestError names both; issue 36 item 9): a moved or altered release file stops the update
+        # before anything of it is applied. The provider then fetches the same URL itself.
+        if not pulumi.runtime.is_dry_run():
+            try:
+                mpi_operator_facts.fetch_manifest(release)
+            except mpi_operator_facts.ManifestDigestError as err:
+                raise pulumi.RunError(str(err)) from None  # the engine prints the message, not a traceback
         # yaml/v2 applies the Namespace and the CRD before the objects that need them; every object
         # waits for `needs` (the Deployment runs on the system pool), and the jobs wait for the
         # ConfigFile, whose registration ends after its last child's.
@@ -782,6 +790,7 @@ class AcceptanceJobs(GatingJobs):
                     pool=args.pool,
                     namespace=args.namespace,
                     mode=fabric_check.taint_mode(args.kubernetes_minor),
+                    kubernetes_minor=args.kubernetes_minor,
                     taints=args.taints,
                     rail_spec=rail_spec,
                     nccl_spec=nccl_spec,

@@ -160,7 +160,11 @@ def read_existing_cluster(cluster_id: str) -> RunningCluster:
     `type` BASIC_CLUSTER or ENHANCED_CLUSTER).
     """
     found = oci.containerengine.get_cluster(cluster_id=cluster_id)
-    return RunningCluster(found.kubernetes_version, found.type)
+    # options[0].kubernetesNetworkConfigs[0] (pulumi-oci GetClusterOptionKubernetesNetworkConfigResult).
+    networks = [n for o in found.options or [] for n in o.kubernetes_network_configs or []]
+    pods = networks[0].pods_cidr or None if networks else None
+    services = networks[0].services_cidr or None if networks else None
+    return RunningCluster(found.kubernetes_version, found.type, pods, services)
 
 
 class OkeCluster(pulumi.ComponentResource):

@@ -6,7 +6,8 @@ What it declares, in the workload namespace: the ConfigMap with the controller s
 specs it creates (the apply-time specs of components/acceptance_jobs.py, so the same claim templates and
 thresholds; labelled as pod templates, so the schedulability check places their pods), the ServiceAccount, a
 Role for the MPIJobs and their logs, a ClusterRole for what is cluster-wide (pods, to find idle nodes; nodes and
-their status, to mark them; on 1.37+ ResourceSlices and DeviceTaintRules), and the CronJob.
+their status, to mark them; on 1.37+ ResourceSlices and DeviceTaintRules), a NetworkPolicy that lets the
+controller's pods reach the API server only, and the CronJob.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import admission_cel as cel
-from oke_gpu_rdma import fabric_check, mpi_operator
+from oke_gpu_rdma import fabric_check, mpi_operator, network_policies
 from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
 from oke_gpu_rdma.releases import dranet
@@ -28,6 +29,7 @@ from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 
 from . import access_control
 from .access_control import policy_rules
+from .namespaces import declare_network_policies
 from .rdma_workloads import SCRIPTS
 from .typed_inputs import to_input_type
 
@@ -40,6 +42,9 @@ NCCL_SPEC: Final = "nccl.json"
 CLAIMS: Final = "claims.json"
 # The controller polls each job this often (seconds).
 POLL_SECONDS: Final = 10
+# The controller's pods, which its NetworkPolicy selects (the workload namespace's other pods, the jobs' among
+# them, are left alone).
+POD_LABELS: Final = {"app.kubernetes.io/name": NAME}
 
 
 def mpijob_manifest(spec: dict[str, Any]) -> str:
@@ -105,7 +110,7 @@ def namespace_rules(mode: fabric_check.TaintMode) -> list[dict[str, Any]]:
     ]
 
 
-def admission_policy(namespace: str, mode: fabric_check.TaintMode) -> dict[str, Any]:
+def admission_policy(namespace: str, mode: fabric_check.TaintMode, kubernetes_minor: int) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy spec that narrows what RBAC cannot (oke_gpu_rdma/admission_cel.py): the
     ClusterRole lets the check patch any field of any node and, on 1.37+, write any DeviceTaintRule. Its node
     updates may change only its own marks (the rail taint with its value, NoSchedule; its label; its rails
@@ -128,13 +133,27 @@ def admission_policy(namespace: str, mode: fabric_check.TaintMode) -> dict[str, 
             cel.only_condition_changes(fabric_check.CONDITION),
             f"may change only the condition {fabric_check.CONDITION}",
         ),
+        # The whole node but the fields judged above (issue 36: ownerReferences, finalizers, status.allocatable).
+        (
+            cel.node_unchanged_but(
+                kubernetes_minor,
+                "spec.taints",
+                "metadata.labels",
+                "metadata.annotations",
+                "spec.unschedulable",
+                "status.conditions",
+            ),
+            "may change no other field of a node (ownerReferences, finalizers, spec, status)",
+        ),
     ]
     rule = cel.WRITTEN_RULE
     rule_rules = [
         (f"{rule}.metadata.name.startsWith('{NAME}-')", f"may write only DeviceTaintRules named {NAME}-..."),
+        # The pool too: a rule without one would match the device name in every node's pool.
         (
-            cel.rule_selects_one_device(dranet.DRIVER),
-            f"must select one {dranet.DRIVER} device in a DeviceTaintRule",
+            f"{cel.rule_selects_one_device(dranet.DRIVER)} && has({rule}.spec.deviceSelector.pool) && "
+            f"{rule}.spec.deviceSelector.pool != ''",
+            f"must select one {dranet.DRIVER} device of one node's pool in a DeviceTaintRule",
         ),
         (
             cel.is_taint(f"{rule}.spec.taint", *mark),
@@ -152,12 +171,28 @@ def admission_policy(namespace: str, mode: fabric_check.TaintMode) -> dict[str, 
             "apiVersions": ["v1"],
             "operations": ["UPDATE"],
             "resources": ["nodes", "nodes/status"],
-        }
+        },
+        # Its claim templates, in both modes: RBAC grants them only in device mode, and then on every template of
+        # the namespace; admission keeps it to its own copies (issue 36).
+        {
+            "apiGroups": ["resource.k8s.io"],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE", "DELETE"],
+            "resources": ["resourceclaimtemplates"],
+        },
     ]
     validations = [
         {"expression": f"request.kind.kind != 'Node' || ({expr})", "message": f"the fabric check {message}"}
         for expr, message in node_rules
     ]
+    validations.append(
+        {
+            "expression": "request.kind.kind != 'ResourceClaimTemplate' || "
+            f"{cel.named_with_prefix(fabric_check.CLAIM_PREFIX)}",
+            "message": f"the fabric check may write only its own ResourceClaimTemplates, named "
+            f"{fabric_check.CLAIM_PREFIX}...",
+        }
+    )
     if mode == "device":
         resource_rules.append(
             {
@@ -271,7 +306,9 @@ def cronjob_spec(
         "concurrencyPolicy": "Forbid",
         "successfulJobsHistoryLimit": 3,
         "failedJobsHistoryLimit": 3,
-        "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": pod}}},
+        "jobTemplate": {
+            "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": dict(POD_LABELS)}, "spec": pod}}
+        },
     }
 
 
@@ -281,6 +318,8 @@ class FabricCheckArgs:
     pool: str
     namespace: str
     mode: fabric_check.TaintMode
+    kubernetes_minor: int
+    """The cluster's: its admission policy compares the Node's fields of that version."""
     taints: list[Taint]
     rail_spec: dict[str, Any] | None
     nccl_spec: dict[str, Any] | None
@@ -339,7 +378,14 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
         opts=opts,
     )
     policy_binding = access_control.admission_policy(
-        f"{name}-{NAME}-policy", cluster_name, admission_policy(args.namespace, args.mode), opts
+        f"{name}-{NAME}-policy",
+        cluster_name,
+        admission_policy(args.namespace, args.mode, args.kubernetes_minor),
+        opts,
+    )
+    # Nothing in, the API server only out (oke_gpu_rdma/network_policies.py api_server_only).
+    declare_network_policies(
+        name, [network_policies.api_server_only(f"{NAME}-api-server-only", args.namespace, POD_LABELS)], opts
     )
     k8s.batch.v1.CronJob(
         f"{name}-{NAME}",

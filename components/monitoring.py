@@ -13,6 +13,13 @@
   instead (Prometheus' pod discovery gives a container without ports one target, at the pod's IP).
 - A PrometheusRule with the alert rules (oke_gpu_rdma/monitoring/rules.py) and a ConfigMap with the Grafana
   dashboard (oke_gpu_rdma/monitoring/dashboard.py), which Grafana's sidecar loads by label.
+- Installed, the chart runs in two namespaces the component declares: monitoring.namespace at Pod Security
+  restricted (the operator, Prometheus, Alertmanager, Grafana, kube-state-metrics) and the node exporter's own,
+  privileged (host network and PID; the subchart's namespaceOverride); both default-deny ingress, with an allow
+  for each flow the monitoring needs (oke_gpu_rdma/network_policies.py monitoring_policies). Grafana's admin
+  comes from a Secret (the grafana chart's admin.existingSecret), so the chart renders no admin password; a
+  one-off Job creates that Secret in the cluster when it is missing (oke_gpu_rdma/monitoring/grafana_admin.py;
+  chart_pods.py says what the chart does without it).
 """
 
 from __future__ import annotations
@@ -25,15 +32,19 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.monitoring import dashboard
+from oke_gpu_rdma import charts, network_policies, pod_security, resource_types
+from oke_gpu_rdma.labels import POOL_LABEL
+from oke_gpu_rdma.monitoring import chart_pods, dashboard, grafana_admin
 from oke_gpu_rdma.monitoring.rules import RuleSettings, rule_groups
 from oke_gpu_rdma.releases import dranet
 from oke_gpu_rdma.releases import kube_prometheus_stack as kps
-from stack_config.model import MonitoringConfig, Taint
+from stack_config.model import MonitoringConfig, Taint, tolerations
 from stack_config.monitoring_plan import release_values
 
-from .dra_drivers import _documented, _release
+from .access_control import admission_policy, policy_rules
+from .dra_drivers import RELEASE_TIMEOUT_SECONDS, _documented, _release
+from .namespaces import declare_network_policies, labelled_namespace
+from .typed_inputs import to_input_type
 
 # DRANET's metrics port (cmd/dranet/app.go l. 79 --bind-address ":9177"; the chart passes its metricsPort,
 # unset here, deployments/helm/dranet/templates/daemonset.yaml l. 55) and its pods' label (the chart's
@@ -51,13 +62,23 @@ DRANET_ADDRESS = {
 
 
 def stack_values(
-    system_pool: str | None, taints: Sequence[Taint], alertmanager_secret: str | None = None
+    system_pool: str | None,
+    taints: Sequence[Taint],
+    alertmanager_secret: str | None = None,
+    grafana_admin_secret: str = chart_pods.GRAFANA_ADMIN_SECRET,
+    node_exporter_namespace: str = chart_pods.NODE_EXPORTER_NAMESPACE,
 ) -> dict[str, Any]:
-    """kube-prometheus-stack values (stack_config/monitoring_plan.py release_values), each a path the chart
-    documents."""
-    return _documented(
-        release_values(system_pool, taints, alertmanager_secret), kps.VALUE_PATHS, kps.CHART_NAME
+    """kube-prometheus-stack values (stack_config/monitoring_plan.py release_values), plus Grafana's admin from
+    ``grafana_admin_secret`` and the node exporter in ``node_exporter_namespace`` (chart_pods), each a path the
+    chart documents."""
+    values = release_values(system_pool, taints, alertmanager_secret)
+    charts.set_value(values, chart_pods.GRAFANA_ADMIN_SECRET_VALUE, grafana_admin_secret)
+    charts.set_value(values, chart_pods.GRAFANA_ADMIN_USER_KEY_VALUE, chart_pods.GRAFANA_ADMIN_USER_KEY)
+    charts.set_value(
+        values, chart_pods.GRAFANA_ADMIN_PASSWORD_KEY_VALUE, chart_pods.GRAFANA_ADMIN_PASSWORD_KEY
     )
+    charts.set_value(values, chart_pods.NODE_EXPORTER_NAMESPACE_VALUE, node_exporter_namespace)
+    return _documented(values, chart_pods.VALUE_PATHS, kps.CHART_NAME)
 
 
 def selector_labels(config: MonitoringConfig) -> dict[str, str]:
@@ -116,20 +137,7 @@ class Monitoring(pulumi.ComponentResource):
         after: list[pulumi.Resource] = list(args.depends_on)
         if config.existing_prometheus is None:
             # The release brings the CRDs the objects below are.
-            after = [
-                _release(
-                    name,
-                    self,
-                    pulumi.ResourceOptions(provider=args.provider, depends_on=list(args.depends_on)),
-                    kps.RELEASE,
-                    kps.CHART_NAME,
-                    config.chart_version,
-                    config.namespace,
-                    stack_values(args.system_pool, args.taints, config.alertmanager_config_secret),
-                    create_namespace=True,
-                    repository=kps.REPO,
-                )
-            ]
+            after = [self._install(name, args)]
         child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after)
         namespace = objects_namespace(config)
         labels = selector_labels(config)
@@ -159,3 +167,95 @@ class Monitoring(pulumi.ComponentResource):
             opts=child,
         )
         self.register_outputs({})
+
+    def _install(self, name: str, args: MonitoringArgs) -> k8s.helm.v3.Release:
+        """The namespaces, their NetworkPolicies, the Job that makes Grafana's admin Secret and the release,
+        which waits for them all: Grafana's pod starts only once its Secret exists, and no pod of the chart runs
+        before its namespace denies what it does not allow."""
+        config = args.config
+        own = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        namespaces = [
+            labelled_namespace(f"{name}-namespace", config.namespace, pod_security.MONITORING_LEVEL, own),
+            labelled_namespace(
+                f"{name}-node-exporter-namespace",
+                config.node_exporter_namespace,
+                pod_security.NODE_EXPORTER_LEVEL,
+                own,
+            ),
+        ]
+        in_namespaces = pulumi.ResourceOptions.merge(own, pulumi.ResourceOptions(depends_on=namespaces))
+        before: list[pulumi.Resource] = [
+            *namespaces,
+            *declare_network_policies(
+                name,
+                network_policies.monitoring_policies(config.namespace, config.node_exporter_namespace),
+                in_namespaces,
+            ),
+        ]
+        before.append(self._grafana_admin_job(name, args, in_namespaces))
+        return _release(
+            name,
+            self,
+            pulumi.ResourceOptions(provider=args.provider, depends_on=[*args.depends_on, *before]),
+            kps.RELEASE,
+            kps.CHART_NAME,
+            config.chart_version,
+            config.namespace,
+            stack_values(
+                args.system_pool,
+                args.taints,
+                config.alertmanager_config_secret,
+                config.grafana_admin_secret,
+                config.node_exporter_namespace,
+            ),
+            repository=kps.REPO,
+        )
+
+    def _grafana_admin_job(
+        self, name: str, args: MonitoringArgs, opts: pulumi.ResourceOptions
+    ) -> k8s.batch.v1.Job:
+        """The Job that creates grafanaAdminSecret when it is missing (oke_gpu_rdma/monitoring/grafana_admin.py),
+        on the system pool where there is one, tolerating the GPU pools' taints (an existing cluster may have
+        only GPU nodes), once its narrow RBAC and admission policy are in place."""
+        config = args.config
+        job = grafana_admin.NAME
+        meta = k8s.meta.v1.ObjectMetaArgs(name=job, namespace=config.namespace)
+        account = k8s.core.v1.ServiceAccount(f"{name}-{job}-account", metadata=meta, opts=opts)
+        role = k8s.rbac.v1.Role(
+            f"{name}-{job}-role", metadata=meta, rules=policy_rules(grafana_admin.rbac_rules()), opts=opts
+        )
+        binding = k8s.rbac.v1.RoleBinding(
+            f"{name}-{job}-role-binding",
+            metadata=meta,
+            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=job),
+            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=job, namespace=config.namespace)],
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[account, role])),
+        )
+        policy = admission_policy(
+            f"{name}-{job}-policy",
+            f"{config.namespace}-{job}",
+            grafana_admin.admission_policy(config.namespace, config.grafana_admin_secret),
+            opts,
+        )
+        pod = grafana_admin.pod_spec(
+            config.grafana_admin_secret,
+            config.namespace,
+            config.grafana_admin_job_image,
+            {POOL_LABEL: args.system_pool} if args.system_pool is not None else {},
+            tolerations(list(args.taints)),
+        )
+        # It needs a node, as the release does: it waits for the same pools, as long as the release may.
+        return k8s.batch.v1.Job(
+            f"{name}-{job}",
+            metadata=meta,
+            spec=to_input_type(
+                k8s.batch.v1.JobSpecArgs, grafana_admin.job_spec(pod, RELEASE_TIMEOUT_SECONDS), "spec"
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                opts,
+                pulumi.ResourceOptions(
+                    depends_on=[*args.depends_on, binding, policy],
+                    custom_timeouts=pulumi.CustomTimeouts(create=f"{RELEASE_TIMEOUT_SECONDS}s"),
+                ),
+            ),
+        )

@@ -2,8 +2,9 @@
 (components/scripts/rail-health.sh; oke_gpu_rdma/health.py says how a rail is marked at a Kubernetes version).
 
 Its objects: a namespace (Pod Security privileged: the agent needs the host network to see the node's rails in
-/sys/class/net), a ServiceAccount with the one ClusterRole its mode writes through, the script as a ConfigMap,
-and one DaemonSet per shape (each shape has its own rails).
+/sys/class/net) with a NetworkPolicy that lets it reach the API server only, a ServiceAccount with the one
+ClusterRole its mode writes through, the script as a ConfigMap, and one DaemonSet per shape (each shape has its
+own rails).
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import admission_cel as cel
-from oke_gpu_rdma import health, resource_types
+from oke_gpu_rdma import health, network_policies, pod_security, resource_types
 from oke_gpu_rdma.labels import (
-    POD_SECURITY_ENFORCE_LABEL,
     POOL_LABEL,
     RAIL_UNHEALTHY_TAINT_KEY,
     RAILS_UNMARKED_LABEL,
@@ -31,6 +31,7 @@ from stack_config.model import RailHealthConfig, Taint, tolerations
 
 from . import access_control
 from .dra_drivers import node_placement
+from .namespaces import declare_network_policies, labelled_namespace
 from .typed_inputs import to_input_type
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -39,8 +40,7 @@ NAME: Final = "rail-health-agent"
 SCRIPT_MOUNT: Final = "/opt/rail-health"
 STATE_MOUNT: Final = "/run/rail-health"
 # hostNetwork is outside Pod Security baseline (https://kubernetes.io/docs/concepts/security/pod-security-standards/
-# "Host Namespaces"): the agent's namespace is privileged, and holds nothing else.
-POD_SECURITY_PRIVILEGED: Final = "privileged"
+# "Host Namespaces"): the agent's namespace is privileged (pod_security.RAIL_AGENT_LEVEL), and holds nothing else.
 # system-node-critical: the agent is what takes a bad rail out of scheduling, so it is not evicted first.
 PRIORITY_CLASS: Final = "system-node-critical"
 assert PRIORITY_CLASS in SYSTEM_PRIORITY_CLASSES
@@ -78,7 +78,7 @@ AGENT_MARK: Final = (RAIL_UNHEALTHY_TAINT_KEY, health.RAIL_AGENT_MARK_VALUE, hea
 NODE_LABEL_POLICY: Final = f"{NAME}-node-label"
 
 
-def own_node_policy(namespace: str, mode: health.RailMarkMode = "node") -> dict[str, Any]:
+def own_node_policy(namespace: str, mode: health.RailMarkMode, kubernetes_minor: int) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy spec that narrows what RBAC cannot: the agent's updates of a node must be
     of the node its pod runs on. In node mode they add or remove only its own mark (the rail key, its value,
     NoSchedule), touching no other taint (another writer's value of the same key included), label,
@@ -102,6 +102,7 @@ def own_node_policy(namespace: str, mode: health.RailMarkMode = "node") -> dict[
                     ),
                     "message": "the rail health agent may not change a node's taints, annotations or unschedulable",
                 },
+                no_other_field(kubernetes_minor),
             ],
         }
     mark = AGENT_MARK
@@ -121,7 +122,20 @@ def own_node_policy(namespace: str, mode: health.RailMarkMode = "node") -> dict[
                 ),
                 "message": "the rail health agent may not change a node's labels, annotations or unschedulable",
             },
+            no_other_field(kubernetes_minor),
         ],
+    }
+
+
+def no_other_field(kubernetes_minor: int) -> dict[str, str]:
+    """The whole node but what the validations above judge (issue 36: ownerReferences would let the garbage
+    collector delete the node, finalizers would keep it from going), at the cluster's Kubernetes minor."""
+    return {
+        "expression": cel.node_unchanged_but(
+            kubernetes_minor, "spec.taints", "metadata.labels", "metadata.annotations", "spec.unschedulable"
+        ),
+        "message": "the rail health agent may change no other field of a node (ownerReferences, finalizers, "
+        "spec, status)",
     }
 
 
@@ -307,6 +321,8 @@ class RailHealthAgentArgs:
     """Validated agent settings (health.rails)."""
     mode: health.RailMarkMode
     """How a bad rail is marked at the cluster's Kubernetes version (oke_gpu_rdma/health.py rail_mark_mode)."""
+    kubernetes_minor: int
+    """The cluster's Kubernetes minor: its admission policies compare the Node's fields of that version."""
     pools: Mapping[str, Sequence[str]]
     """The DRANET pools by shape."""
     topologies: Mapping[str, Topology]
@@ -329,14 +345,13 @@ class RailHealthAgent(pulumi.ComponentResource):
         super().__init__(resource_types.RAIL_HEALTH_COMPONENT, name, None, opts)
         namespace = args.config.namespace
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
-        ns = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=namespace, labels={POD_SECURITY_ENFORCE_LABEL: POD_SECURITY_PRIVILEGED}
-            ),
-            opts=child,
-        )
+        # Enforced, warned at and audited: privileged (host network).
+        ns = labelled_namespace(f"{name}-namespace", namespace, pod_security.RAIL_AGENT_LEVEL, child)
         in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[ns]))
+        # Nothing in, the API server only out (oke_gpu_rdma/network_policies.py api_server_only).
+        declare_network_policies(
+            name, [network_policies.api_server_only("api-server-only", namespace)], in_namespace
+        )
         account = k8s.core.v1.ServiceAccount(
             f"{name}-service-account",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=namespace),
@@ -358,21 +373,31 @@ class RailHealthAgent(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[role, account])),
         )
         # What RBAC cannot narrow, admission does: the node mode's own node, the device mode's own rules and
-        # its own node's rails-unmarked label.
+        # its own node's rails-unmarked label. The DaemonSet waits for every binding, so no agent ever runs with
+        # its ClusterRole unnarrowed (issue 36: it waited for the RBAC binding only).
         if args.mode == "node":
-            access_control.admission_policy(
-                f"{name}-own-node-policy", NAME, own_node_policy(namespace), child
-            )
-        else:
-            access_control.admission_policy(
-                f"{name}-own-rules-policy", NAME, own_rules_policy(namespace), child
-            )
-            if health.rails_unmarked_label(args.mode):
+            limits = [
                 access_control.admission_policy(
-                    f"{name}-node-label-policy",
-                    NODE_LABEL_POLICY,
-                    own_node_policy(namespace, "device"),
+                    f"{name}-own-node-policy",
+                    NAME,
+                    own_node_policy(namespace, "node", args.kubernetes_minor),
                     child,
+                )
+            ]
+        else:
+            limits = [
+                access_control.admission_policy(
+                    f"{name}-own-rules-policy", NAME, own_rules_policy(namespace), child
+                )
+            ]
+            if health.rails_unmarked_label(args.mode):
+                limits.append(
+                    access_control.admission_policy(
+                        f"{name}-node-label-policy",
+                        NODE_LABEL_POLICY,
+                        own_node_policy(namespace, "device", args.kubernetes_minor),
+                        child,
+                    )
                 )
         script = k8s.core.v1.ConfigMap(
             f"{name}-script",
@@ -397,7 +422,7 @@ class RailHealthAgent(pulumi.ComponentResource):
                     },
                 ),
                 opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(depends_on=[binding, script, *args.node_pools])
+                    child, pulumi.ResourceOptions(depends_on=[binding, *limits, script, *args.node_pools])
                 ),
             )
             names.append(daemonset)

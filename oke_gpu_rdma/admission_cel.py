@@ -10,6 +10,9 @@ DELETE, `oldObject` on a CREATE). A PATCH (kubectl taint, label, annotate, patch
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from pathlib import Path
 from typing import Final
 
 # The key kube-apiserver puts the pod's node in for a bound service-account token (KEP-4193,
@@ -79,6 +82,61 @@ def only_condition_changes(condition: str) -> str:
     new = _or_empty("object", "status.conditions", "[]")
     old = _or_empty("oldObject", "status.conditions", "[]")
     return f"{new}.filter({others}) == {old}.filter({others})"
+
+
+# Every field of a Node at each Kubernetes minor, by section (node_fields.json, the API server's OpenAPI as
+# kubernetes-validate ships it; tools/node_fields.py regenerates it), so that a policy compares the whole node but
+# for the fields its writer may change: a field the policy does not name (ownerReferences, which let the garbage
+# collector delete the node; finalizers; status.allocatable or addresses) is refused unchanged. The list is the
+# server's own: a field it does not serve would not compile in its CEL (and fail every request of the writer).
+NODE_FIELDS_FILE: Final = Path(__file__).with_name("node_fields.json")
+
+
+@cache
+def node_fields(kubernetes_minor: int) -> dict[str, tuple[str, ...]]:
+    """The Node's fields by section at ``kubernetes_minor`` (the newest listed minor not newer than it)."""
+    listed = json.loads(NODE_FIELDS_FILE.read_text())["fields"]
+    fits = sorted((int(v.split(".")[1]), v) for v in listed if int(v.split(".")[1]) <= kubernetes_minor)
+    if not fits:
+        raise ValueError(f"{NODE_FIELDS_FILE.name} lists no Kubernetes minor up to 1.{kubernetes_minor}")
+    return {section: tuple(fields) for section, fields in listed[fits[-1][1]].items()}
+
+
+# What the API server itself changes on every write, whoever writes: the field manager's managedFields and the
+# storage's resourceVersion (k8s.io/apiserver pkg/endpoints/handlers/fieldmanager, pkg/storage).
+SERVER_SET: Final = ("metadata.managedFields", "metadata.resourceVersion")
+
+
+def _same(path: str) -> str:
+    """``path`` is present in both or neither, and equal where present (any field type)."""
+    new, old = f"object.{path}", f"oldObject.{path}"
+    return f"has({new}) == has({old}) && (!has({new}) || {new} == {old})"
+
+
+def node_unchanged_but(kubernetes_minor: int, *allowed: str) -> str:
+    """Every field of the node at ``kubernetes_minor`` (:func:`node_fields`) but ``allowed`` (``spec.taints``,
+    ``metadata.labels``: the fields other validations judge) and :data:`SERVER_SET` is the same before and
+    after."""
+    fields_by_section = node_fields(kubernetes_minor)
+    skip = {*allowed, *SERVER_SET}
+    unknown = skip - {f"{s}.{f}" for s, fields in fields_by_section.items() for f in fields}
+    if unknown:
+        raise ValueError(f"not Node fields: {sorted(unknown)}")
+    parts = []
+    for section, fields in fields_by_section.items():
+        same = " && ".join(_same(f"{section}.{f}") for f in fields if f"{section}.{f}" not in skip)
+        parts.append(
+            same
+            if section == "metadata"
+            else f"(has(object.{section}) == has(oldObject.{section}) && "
+            f"(!has(object.{section}) || ({same})))"
+        )
+    return " && ".join(parts)
+
+
+def named_with_prefix(prefix: str) -> str:
+    """The object a request writes (or deletes) is named ``prefix``...: its writer's own."""
+    return f"(request.operation == 'DELETE' ? oldObject : object).metadata.name.startsWith('{prefix}')"
 
 
 # The DeviceTaintRule a request writes: the new one, or on a DELETE the one it deletes.

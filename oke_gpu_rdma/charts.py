@@ -1,4 +1,5 @@
-"""Helm values helpers: setting a dot-joined values path, and finding the paths a chart does not document.
+"""Helm values helpers: setting a dot-joined values path, and finding the paths a chart does not document;
+and the chart archives whose sha256 a public file publishes (:data:`CHART_DIGESTS`).
 
 Each chart's reference, default version and documented values paths live in its facts module under
 :mod:`oke_gpu_rdma.releases`; the components emit only documented keys (the dranet chart's values schema
@@ -7,6 +8,7 @@ forbids unknown ones, so a misspelt key fails `helm install`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 from oke_gpu_rdma.releases import dranet
@@ -14,6 +16,39 @@ from oke_gpu_rdma.releases import dranet
 # Read by preview/plan/gpu_impact.py, which another branch is changing: it moves to releases.dranet there.
 DRANET_CHART: Final = dranet.CHART
 DRANET_CHILD_RANGE_VALUE: Final = dranet.CHILD_RANGE_VALUE
+
+
+@dataclass(frozen=True)
+class ChartDigest:
+    """The sha256 of a chart's archive (`<chart>-<version>.tgz`), as its repository's index.yaml publishes it
+    (Helm's `digest` field of a chart version), and where."""
+
+    chart: str
+    version: str
+    sha256: str
+    source: str
+
+
+# Charts by (name, version). Only the classic HTTP repositories publish an index with digests; of the charts
+# the stack installs, the one whose index is a public, citable file is NVIDIA's device plugin (its repository
+# is the gh-pages branch of NVIDIA/k8s-device-plugin). Not here, and why (issue 36, finding 9):
+# - gpu-operator v26.3.3, network-operator 26.7.1: helm.ngc.nvidia.com publishes its index from no public
+#   repository;
+# - kube-prometheus-stack 88.5.3: prometheus-community/helm-charts gh-pages index.yaml is over the size the
+#   snapshot holds, and no other public file quotes the digest;
+# - the OCI charts (dranet v1.5.0, dra-driver-nvidia-gpu 0.5.1, kueue 0.19.2): kubernetes/k8s.io
+#   promoter manifests and PRs publish digests of other versions only (dranet 1.4.0: PR #9736;
+#   dra-driver-nvidia-gpu 0.4.1: registry.k8s.io/images/k8s-staging-dra-driver-nvidia/images.yaml).
+CHART_DIGESTS: Final[dict[tuple[str, str], ChartDigest]] = {
+    ("nvidia-device-plugin", "0.19.3"): ChartDigest(
+        "nvidia-device-plugin",
+        "0.19.3",
+        "8f01067500e712508fe55fe060b6f895814dc7efc1cb96323db2ce4f777f6e96",
+        "NVIDIA/k8s-device-plugin gh-pages bf584288ed8c31d6b63b1ec5bdc9c8ef8f0ded7c index.yaml l. 429 "
+        "(entries.nvidia-device-plugin, version 0.19.3); the sha256 of stable/nvidia-device-plugin-0.19.3.tgz "
+        "on that branch",
+    ),
+}
 
 
 def set_value(values: dict[str, Any], path: str, value: object) -> None:

@@ -99,7 +99,9 @@ def tolerates_health_taint(toleration: Mapping[str, Any]) -> str | None:
 # The rail agent's image: Kubernetes' own kubectl image, which has bash, grep, sed, gawk, coreutils and jq
 # beside kubectl (kubernetes/kubernetes build/server-image/kubectl/Dockerfile, since PR #119592; published
 # to registry.k8s.io/kubectl from v1.28). Its kubectl minor matches the clusters the examples run.
-RAIL_AGENT_IMAGE: Final = "registry.k8s.io/kubectl:v1.36.0"
+RAIL_AGENT_IMAGE: Final = (
+    "registry.k8s.io/kubectl:v1.36.3@sha256:6e4fce3c83651edb91b74bc67701c5cd263dd8aa3cd4254b1798d6425a5ab789"
+)
 # The port counters (sysfs-class-infiniband, counters/) whose growth between two checks marks a rail bad.
 DEFAULT_ERROR_COUNTERS: Final = (
     "counters/link_downed",

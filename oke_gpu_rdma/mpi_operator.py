@@ -8,16 +8,24 @@ from the manifest by tools/mpi_operator_facts.py into mpi_operator_releases.json
 
 - the identity of every object, so that the plan says what the ConfigFile applies and the stack's
   objects keep their state when they move under it (aliases, :func:`alias_name`);
-- where its one Deployment's pods may run, so that the schedulability check places them.
+- where its one Deployment's pods may run, so that the schedulability check places them;
+- the sha256 of the manifest's bytes at the release's commit (``manifestSha256``, kept beside the releases so
+  that the tool's rewrite of a release leaves it), which :func:`fetch_manifest` checks what it fetches
+  against before the stack applies it (:class:`ManifestDigestError` otherwise): a commit pins the tree, but
+  nothing on the way checks that the bytes that arrive are the ones it holds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 from .scheduling import PodPlacement
 
@@ -33,6 +41,24 @@ MPIJOB_KIND: Final = "MPIJob"
 CONFIG_FILE_TYPE: Final = "kubernetes:yaml/v2:ConfigFile"
 # The operator's own ClusterRole (and its binding) in the manifest.
 OPERATOR_ROLE: Final = "mpi-operator"
+# The top-level key of the recorded manifest digests, by release.
+MANIFEST_SHA256_KEY: Final = "manifestSha256"
+_SHA256_HEX: Final = re.compile(r"^[0-9a-f]{64}$")
+# How long the apply-time fetch waits for GitHub.
+FETCH_TIMEOUT_SECONDS: Final = 30
+
+
+class ManifestDigestError(ValueError):
+    """A release manifest whose bytes are not the ones recorded for it (or none are recorded); the message
+    names the release, the URL, both digests and what to do."""
+
+
+@dataclass(frozen=True)
+class ManifestDigest:
+    """The sha256 (hex) of a release manifest's bytes at the release's commit, and where it was read."""
+
+    sha256: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -107,6 +133,8 @@ class Release:
     deployment: dict[str, Any]
     operator_rules: tuple[dict[str, Any], ...] = ()
     """The rules of the manifest's ClusterRole mpi-operator, as upstream writes them."""
+    manifest_digest: ManifestDigest | None = None
+    """The sha256 of the manifest at :attr:`manifest_url`; None: not recorded (then nothing is applied)."""
 
     def _named(self) -> set[str]:
         return {r for rule in self.operator_rules for r in rule.get("resources") or ()}
@@ -166,6 +194,23 @@ class Release:
         )
 
 
+def _manifest_digest(data: dict[str, Any], version: str) -> ManifestDigest | None:
+    entry = (data.get(MANIFEST_SHA256_KEY) or {}).get(version)
+    if entry is None:
+        return None
+    sha256, source = entry.get("sha256"), entry.get("source")
+    if (
+        not isinstance(sha256, str)
+        or not _SHA256_HEX.match(sha256)
+        or not isinstance(source, str)
+        or not source
+    ):
+        raise ManifestDigestError(
+            f"{RELEASES_FILE.name}: {MANIFEST_SHA256_KEY}.{version}: give sha256 (64 hex) and source"
+        )
+    return ManifestDigest(sha256, source)
+
+
 @cache
 def releases() -> dict[str, Release]:
     data = json.loads(RELEASES_FILE.read_text())
@@ -178,6 +223,7 @@ def releases() -> dict[str, Release]:
             ),
             entry["deployment"],
             tuple(entry.get("operatorRules") or ()),
+            _manifest_digest(data, version),
         )
         for version, entry in data["releases"].items()
     }
@@ -197,3 +243,40 @@ def alias_name(component: str, obj_kind: str, obj_name: str) -> str:
     """The name the stack gave an object of the manifest when it declared each one itself (up to the
     commit that moved it to the ConfigFile): `<component>-<kind>-<name>`, the component's child."""
     return f"{component}-{obj_kind.lower()}-{obj_name}"
+
+
+def check_manifest(release: Release, data: bytes) -> bytes:
+    """``data`` if it is the manifest recorded for ``release`` (its sha256); ManifestDigestError otherwise."""
+    expected = release.manifest_digest
+    if expected is None:
+        raise ManifestDigestError(
+            f"MPI operator {release.version}: no sha256 of its manifest is recorded ({RELEASES_FILE.name} "
+            f"{MANIFEST_SHA256_KEY}.{release.version}), so {release.manifest_url} is not applied. Fix: record "
+            "the sha256 of the file at the release's commit (git show <commit>:"
+            + MANIFEST_PATH
+            + " | sha256sum) "
+            "with where you read it"
+        )
+    found = hashlib.sha256(data).hexdigest()
+    if found != expected.sha256:
+        raise ManifestDigestError(
+            f"MPI operator {release.version}: the manifest fetched from {release.manifest_url} has sha256 "
+            f"{found}, not the {expected.sha256} recorded for it ({RELEASES_FILE.name}: {expected.source}); "
+            "it is not applied. A file at a commit does not change, so these are not the bytes upstream "
+            "committed: look at what sits between this machine and raw.githubusercontent.com (a proxy that "
+            "rewrites responses, a mirror) and apply only the recorded file"
+        )
+    return data
+
+
+Opener = Callable[..., IO[bytes]]
+
+
+def fetch_manifest(
+    release: Release, opener: Opener = urllib.request.urlopen, timeout: float = FETCH_TIMEOUT_SECONDS
+) -> bytes:
+    """The release's manifest from :attr:`Release.manifest_url`, refused (ManifestDigestError) unless its
+    bytes have the recorded sha256: what the stack runs before it applies the manifest."""
+    with opener(release.manifest_url, timeout=timeout) as response:
+        data: bytes = response.read()
+    return check_manifest(release, data)

@@ -45,6 +45,7 @@ from pydantic import (
     field_validator,
 )
 
+from oke_gpu_rdma import public_exposure
 from oke_gpu_rdma.cidr_rules import (
     DEFAULT_CHILD_RANGE,
     DEFAULT_OCA_RDMA_NETWORK,
@@ -366,6 +367,56 @@ class VfPoolSettings(PolicySettings):
     )
 
 
+def _tagged_images(value: Any) -> Any:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"expected a list of images (repo:tag), got {value!r}")
+    bad = [v for v in value if "@" in v or ":" not in v.rsplit("/", 1)[-1]]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not an image by tag (repo:tag): list the tag the stack writes")
+    return tuple(value)
+
+
+class PinnedImagesSettings(PolicySettings):
+    """images-pinned-by-digest: the images a stack may write by tag alone. Empty by default: an organisation
+    allows an image it cannot pin on purpose, by name; the program writes the known gaps among the images a
+    stack writes (oke_gpu_rdma/images.py KNOWN_GAPS, allowance_for)."""
+
+    policy: ClassVar[str] = "images-pinned-by-digest"
+
+    allow_unpinned: Annotated[tuple[str, ...], BeforeValidator(_tagged_images), AfterValidator(_unique)] = (
+        Field(
+            (),
+            alias="allowUnpinned",
+            description="Images (repo:tag, exactly as the stack writes them) that may stay unpinned: each one a "
+            "known gap, with no digest published for its tag. Every other image a workload or chart value of the "
+            "stack names must be repo[:tag]@sha256:<64 hex>.",
+        )
+    )
+
+
+class PublicIngressSettings(PolicySettings):
+    """public-ingress-exposure: how much of the internet one NSG or security list may let in. The program
+    writes no section for it: the bar is the organisation's, not the stack file's (issue 36)."""
+
+    policy: ClassVar[str] = "public-ingress-exposure"
+
+    max_public_prefix: int = Field(
+        public_exposure.DEFAULT_MAX_PUBLIC_PREFIX,
+        ge=1,
+        le=32,
+        alias="maxPublicPrefix",
+        description="The ingress sources of one NSG or security list may together cover no more public IPv4 "
+        "addresses than one /N holds (private and special-purpose space not counted).",
+    )
+    max_public_prefix_v6: int = Field(
+        public_exposure.DEFAULT_MAX_PUBLIC_PREFIX_V6,
+        ge=1,
+        le=128,
+        alias="maxPublicPrefixV6",
+        description="The same for IPv6 sources (global unicast, 2000::/3).",
+    )
+
+
 def _inline(node: Any, defs: Mapping[str, Any]) -> Any:
     """Resolve `$ref`s (the CLI validates each policy's properties alone) and drop pydantic's titles."""
     if isinstance(node, dict):
@@ -394,11 +445,17 @@ class PackConfig(BaseModel):
     """Both written for stacks with SR-IOV pools and shapeTopologies: the SR-IOV policies look the
     pools' shapes up too."""
 
+    pinned_images: PolicySettings | None = None
+    """The images policy's section (oke_gpu_rdma/images.py allowance_for): the known gaps among the images the
+    stack writes; never an image the stack file names, since only known gaps are kept."""
+
     def to_dict(self) -> dict[str, Any]:
         sections = {
             ChildRangeSettings.policy: self.child_range.properties(),
             ClaimsSettings.policy: self.claims.properties(),
         }
+        if self.pinned_images is not None:
+            sections[self.pinned_images.policy] = self.pinned_images.properties()
         if self.vf_pool is not None:
             sections[VfPoolSettings.policy] = self.vf_pool.properties()
         for shapes in (self.rail_root_devices, self.pods_all_rails):

@@ -41,6 +41,14 @@ WORKLOADS_LEVEL: Final[Level] = BASELINE
 # - The MPI operator: one Deployment, which passes restricted with the securityContext the stack gives it
 #   (components/acceptance_jobs.py).
 MPI_OPERATOR_LEVEL: Final[Level] = RESTRICTED
+# - kube-prometheus-stack without its node exporter: the operator, Prometheus, Alertmanager, Grafana,
+#   kube-state-metrics and the webhook hook Jobs all run non-root, without escalation or capabilities, with
+#   seccomp RuntimeDefault (oke_gpu_rdma/monitoring/chart_pods.py, the chart at 88.5.3).
+MONITORING_LEVEL: Final[Level] = RESTRICTED
+# - The node exporter, in a namespace of its own: host network, host PID and hostPath mounts.
+NODE_EXPORTER_LEVEL: Final[Level] = PRIVILEGED
+# - The rail health agent: host network, to see the node's rails (components/rail_health.py).
+RAIL_AGENT_LEVEL: Final[Level] = PRIVILEGED
 
 
 def namespace_labels(level: Level) -> dict[str, str]:

@@ -16,6 +16,10 @@ COMPUTE_CLUSTER: Final = "oci:Core/computeCluster:ComputeCluster"
 CLUSTER: Final = "oci:ContainerEngine/cluster:Cluster"
 NODE_POOL: Final = "oci:ContainerEngine/nodePool:NodePool"
 IAM_POLICY: Final = "oci:Identity/policy:Policy"
+NSG: Final = "oci:Core/networkSecurityGroup:NetworkSecurityGroup"
+NSG_RULE: Final = "oci:Core/networkSecurityGroupSecurityRule:NetworkSecurityGroupSecurityRule"
+SECURITY_LIST: Final = "oci:Core/securityList:SecurityList"
+DEFAULT_SECURITY_LIST: Final = "oci:Core/defaultSecurityList:DefaultSecurityList"
 
 # Kubernetes (pulumi-kubernetes).
 NAMESPACE: Final = "kubernetes:core/v1:Namespace"

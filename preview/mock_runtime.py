@@ -133,6 +133,18 @@ class OfflineMocks(mocks.Mocks):
         version: str = existing["kubernetesVersion"]
         return version
 
+    def cluster_networks(self, cluster_id: str) -> list[dict[str, list[dict[str, str]]]]:
+        """The pods and services CIDRs OCI would report for an existing cluster (options.kubernetesNetworkConfig):
+        offline, the ones the stack configures, as for the version (`pulumi preview`/`up` read the real ones)."""
+        try:
+            existing = json.loads(self.config.get(f"{PROJECT}:cluster", "{}")).get("existing") or {}
+        except (json.JSONDecodeError, AttributeError):
+            existing = {}
+        if existing.get("id") != cluster_id:
+            return []
+        network = {k: existing[k] for k in ("podsCidr", "servicesCidr") if isinstance(existing.get(k), str)}
+        return [{"kubernetesNetworkConfigs": [network]}] if network else []
+
     def cluster_type(self, cluster_id: str) -> str:
         """The type OCI would report for an existing cluster: offline, the ENHANCED_CLUSTER the stack requires
         (`pulumi preview`/`up` read the real one and refuse a BASIC_CLUSTER)."""
@@ -167,6 +179,7 @@ class OfflineMocks(mocks.Mocks):
                 "kubernetesVersion": self.cluster_version(cluster_id),
                 "state": "ACTIVE",
                 "type": self.cluster_type(cluster_id),
+                "options": self.cluster_networks(cluster_id),
             }, []
         if args.token == "oci:Core/getServices:getServices":
             key = (region_key(self.region) if self.region else None) or "region"

@@ -34,13 +34,22 @@ class RunningCluster:
     kubernetes_version: str
     type: str | None
     """BASIC_CLUSTER or ENHANCED_CLUSTER (None if OCI did not say)."""
+    pods_cidr: str | None = None
+    services_cidr: str | None = None
+    """The cluster's pods and services CIDRs (options.kubernetesNetworkConfig), None if OCI did not say: the
+    address plan and the pack's child-range policy judge the stack file's values, so they must be the
+    cluster's (issue 36 item 5)."""
 
 
 def problems(existing: ExistingCluster, running: str | RunningCluster) -> list[ConfigProblem]:
     """What is wrong with the stack for a cluster whose control plane runs ``running`` (a version, or what
     OCI reports: version and type)."""
     if isinstance(running, RunningCluster):
-        return _type_problems(existing, running.type) + problems(existing, running.kubernetes_version)
+        return (
+            _type_problems(existing, running.type)
+            + _cidr_problems(existing, running)
+            + problems(existing, running.kubernetes_version)
+        )
     minor = kubernetes_minor(running)
     if minor is not None and minor < MIN_KUBERNETES_MINOR:
         return [
@@ -77,3 +86,21 @@ def _type_problems(existing: ExistingCluster, cluster_type: str | None) -> list[
             "cluster.create",
         )
     ]
+
+
+def _cidr_problems(existing: ExistingCluster, running: RunningCluster) -> list[ConfigProblem]:
+    found = []
+    for key, stated, actual in (
+        ("podsCidr", existing.pods_cidr, running.pods_cidr),
+        ("servicesCidr", existing.services_cidr, running.services_cidr),
+    ):
+        if actual is not None and str(stated) != actual:
+            found.append(
+                ConfigProblem(
+                    f"cluster.existing.{key}",
+                    str(stated),
+                    f"the cluster {existing.id} uses {actual} (read from OCI); set cluster.existing.{key}: {actual}, "
+                    "so that the DRANET child range and the VF pool are checked against the cluster's own ranges",
+                )
+            )
+    return found

@@ -22,12 +22,21 @@ from pydantic import (
     Field,
     StrictInt,
     TypeAdapter,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from oke_gpu_rdma import cidr_rules as cidr
-from oke_gpu_rdma import cron, health, mpi_operator, node_sizes, pack_settings, resource_types
+from oke_gpu_rdma import (
+    cron,
+    health,
+    mpi_operator,
+    node_sizes,
+    pack_settings,
+    public_exposure,
+    resource_types,
+)
 from oke_gpu_rdma.acceptance import SEED_NCCL_BUSBW_GBS, SEED_RAIL_GBPS
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.labels import (
@@ -37,6 +46,8 @@ from oke_gpu_rdma.labels import (
     RDMA_NETWORK_BLOCK_LABEL,
     RDMA_PATH_LABEL,
 )
+from oke_gpu_rdma.monitoring import chart_pods as monitoring_chart_pods
+from oke_gpu_rdma.monitoring import grafana_admin as monitoring_grafana_admin
 from oke_gpu_rdma.node_sizes import NodeSize
 from oke_gpu_rdma.oci_regions import is_known_region, parse_ocid, unknown_region
 from oke_gpu_rdma.releases import dranet, kube_prometheus_stack, kueue, network_operator, nvidia_gpu
@@ -284,12 +295,37 @@ class NewNetwork(_Model):
         alias="apiEndpointPublic",
         description="Give the API endpoint a public IP (in a public subnet; adds an internet gateway).",
     )
+    api_max_public_prefix: int = Field(
+        public_exposure.DEFAULT_MAX_PUBLIC_PREFIX,
+        ge=8,
+        le=32,
+        alias="apiMaxPublicPrefix",
+        description="How much of the internet apiAllowedCidrs may open, as a prefix length: together (as one "
+        "union, private and special-purpose space not counted) they may cover no more public addresses than "
+        "one /N holds. The pack's "
+        f"{pack_settings.PublicIngressSettings.policy} policy keeps its own bar (its maxPublicPrefix).",
+    )
     api_allowed_cidrs: list[ApiAllowedCidr] = Field(
         default_factory=list,
         alias="apiAllowedCidrs",
         description="Extra CIDRs allowed to reach the API endpoint, on 6443 only (the VCN always is; the node "
-        "bootstrap port 12250 is open to the worker subnet only); a /0 is refused.",
+        "bootstrap port 12250 is open to the worker subnet only); a /0 is refused, and so are ranges that "
+        "together open more of the internet than apiMaxPublicPrefix allows (0.0.0.0/1 with 128.0.0.0/1).",
     )
+
+    @field_validator("api_allowed_cidrs")
+    @classmethod
+    def _not_most_of_the_internet(cls, value: list[IPv4Network], info: ValidationInfo) -> list[IPv4Network]:
+        # One union against one bar, so that no split of 0.0.0.0/0 passes (oke_gpu_rdma/public_exposure.py).
+        prefix = info.data.get("api_max_public_prefix", public_exposure.DEFAULT_MAX_PUBLIC_PREFIX)
+        for exposure in public_exposure.too_open(value, prefix):
+            raise ValueError(
+                f"{exposure.describe()} (apiMaxPublicPrefix: {prefix}); list only the networks that "
+                "need the API (your office or VPN egress CIDRs, a /32 per admin host), or keep the endpoint "
+                "private (apiEndpointPublic: false) and reach it from inside the VCN"
+            )
+        return value
+
     dns_label: DnsLabel = Field("okegpu", alias="dnsLabel", description="VCN DNS label.")
 
 
@@ -1032,7 +1068,7 @@ class AcceptanceJobsConfig(_Model):
         "(the apply-time gate). Off (null) by default: a small stack rarely has two idle nodes.",
     )
     check_image: str = Field(
-        "docker.io/alpine/k8s:1.36.4",
+        "docker.io/alpine/k8s:1.36.2@sha256:44ef4942e171939b9c665a4a84beb80e2dcdb9a24330d4651cfdfd2e9deecc47",
         alias="checkImage",
         description="Image of the scheduled checks' controller: bash, kubectl and jq (alpine/k8s, the kubectl "
         "release of the cluster's minor).",
@@ -1301,7 +1337,29 @@ class MonitoringConfig(_Model):
         "read at this version (oke_gpu_rdma/releases/kube_prometheus_stack.py).",
     )
     namespace: DnsLabel = Field(
-        kube_prometheus_stack.NAMESPACE, description="Namespace of kube-prometheus-stack (created)."
+        kube_prometheus_stack.NAMESPACE,
+        description="Namespace of kube-prometheus-stack but its node exporter (created, Pod Security restricted).",
+    )
+    node_exporter_namespace: DnsLabel = Field(
+        monitoring_chart_pods.NODE_EXPORTER_NAMESPACE,
+        alias="nodeExporterNamespace",
+        description="Namespace of the node exporter alone (created, Pod Security privileged: it uses the host's "
+        "network and PID namespace), apart from Prometheus, Alertmanager and Grafana.",
+    )
+    grafana_admin_secret: DnsLabel = Field(
+        monitoring_chart_pods.GRAFANA_ADMIN_SECRET,
+        alias="grafanaAdminSecret",
+        description="The Secret in the monitoring namespace Grafana's admin comes from (keys admin-user and "
+        "admin-password; the grafana chart's admin.existingSecret), so the chart renders no admin password. A "
+        "one-off Job creates it in the cluster when it is missing (user admin, a random password that never "
+        "leaves the cluster) and leaves one you made or rotated untouched.",
+    )
+    grafana_admin_job_image: str = Field(
+        monitoring_grafana_admin.DEFAULT_IMAGE,
+        alias="grafanaAdminJobImage",
+        min_length=1,
+        description="Image of that Job: sh, head, base64, tr, grep and kubectl (alpine/k8s, as the scheduled "
+        "checks' controller).",
     )
     alertmanager_config_secret: DnsLabel | None = Field(
         None,
@@ -1331,6 +1389,9 @@ class MonitoringConfig(_Model):
             "chart_version": "chartVersion",
             "namespace": "namespace",
             "alertmanager_config_secret": "alertmanagerConfigSecret",
+            "node_exporter_namespace": "nodeExporterNamespace",
+            "grafana_admin_secret": "grafanaAdminSecret",
+            "grafana_admin_job_image": "grafanaAdminJobImage",
         }
         unused = sorted(installed_only[name] for name in self.model_fields_set & set(installed_only))
         if self.existing_prometheus is not None and unused:
@@ -1345,7 +1406,25 @@ class MonitoringConfig(_Model):
                 f"{kube_prometheus_stack.DEFAULT_VERSION} only (oke_gpu_rdma/releases/kube_prometheus_stack.py); "
                 "use it, or read the new version's values and update the facts"
             )
+        if self.existing_prometheus is None and self.node_exporter_namespace == self.namespace:
+            raise ValueError(
+                f"nodeExporterNamespace {self.node_exporter_namespace!r} is monitoring.namespace too: the node "
+                "exporter needs Pod Security privileged (host network and PID), the namespace of Prometheus, "
+                "Alertmanager and Grafana is restricted; give it one of its own (default "
+                f"{monitoring_chart_pods.NODE_EXPORTER_NAMESPACE})"
+            )
         return self
+
+    @field_validator("namespace", "node_exporter_namespace")
+    @classmethod
+    def _own_monitoring_namespace(cls, name: str) -> str:
+        # The stack labels (and on destroy deletes) the namespaces it creates: not one every cluster has.
+        if name == "default" or name.startswith("kube-"):
+            raise ValueError(
+                f"{name} is a namespace every cluster has; the stack would label it with its own Pod Security "
+                "level and take it over: use a namespace of its own"
+            )
+        return name
 
 
 def _protect_all(value: Any) -> Any:

@@ -10,6 +10,7 @@ and writes it to `rendered/<stack>/` for CI's
 
 from __future__ import annotations
 
+from oke_gpu_rdma import images
 from oke_gpu_rdma.pack_settings import (
     ChildRangeSettings,
     ClaimsSettings,
@@ -58,4 +59,19 @@ def policy_pack_config(config: StackConfig) -> PackConfig:
         ),
         rail_root_devices=RailRootDevicesSettings(shape_topologies=topologies) if sriov_shapes else None,
         pods_all_rails=PodsAllRailsSettings(shape_topologies=topologies) if sriov_shapes else None,
+        pinned_images=images.allowance_for(written_images(config)),
     )
+
+
+def written_images(config: StackConfig) -> list[str]:
+    """The images the stack writes that may be known gaps (images.KNOWN_GAPS): DRANET's, the acceptance jobs'
+    and the MPI operator's, the Network Operator's; allowance_for keeps only the gaps among them."""
+    written: list[str] = []
+    if config.dra_pools:
+        written.append(images.DRANET_IMAGE)
+    acceptance = config.workloads.acceptance_jobs
+    if acceptance.enabled:
+        written += [acceptance.image, images.MPI_OPERATOR_IMAGE]
+    if config.sriov_pools:
+        written += images.NETWORK_OPERATOR_IMAGES
+    return written

@@ -233,6 +233,8 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
 # - PodMonitor, PrometheusRule (monitoring.coreos.com/v1): custom resources whose CRDs (kube-prometheus-stack
 #   88.5.3 charts/crds/crds/crd-podmonitors.yaml, crd-prometheusrules.yaml) declare no transition rule
 #   (no `oldSelf`): every field updates in place.
+# - NetworkPolicy (networking.k8s.io/v1): updatable (pkg/apis/networking/validation/validation.go
+#   `ValidateNetworkPolicyUpdate` validates the new spec only, with no immutable field).
 # - Helm releases: helm_release.go `Diff` (.name, .namespace replace; never delete-first).
 KINDS: frozenset[str] = frozenset(
     {
@@ -251,6 +253,7 @@ KINDS: frozenset[str] = frozenset(
         "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
         "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding",
         "batch/v1/CronJob",
+        "networking.k8s.io/v1/NetworkPolicy",
         "monitoring.coreos.com/v1/PodMonitor",
         "monitoring.coreos.com/v1/PrometheusRule",
         "apiextensions.k8s.io/v1/CustomResourceDefinition",

@@ -6,8 +6,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from components import fabric_checks
 from components.acceptance_jobs import mpijob_spec
+from oke_gpu_rdma import fabric_check
 from oke_gpu_rdma.fabric_check import TAINT_VALUE, taint_mode, tolerating_claim_spec
 from oke_gpu_rdma.labels import POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
@@ -37,7 +40,10 @@ def test_the_full_example_gates_the_apply_with_nccl_and_runs_it_nightly(
     assert spec["jobTemplate"]["spec"]["backoffLimit"] == 0
     assert pod["serviceAccountName"] == "fabric-check" and pod["restartPolicy"] == "Never"
     (container,) = pod["containers"]
-    assert container["image"] == "docker.io/alpine/k8s:1.36.4"
+    assert (
+        container["image"]
+        == "docker.io/alpine/k8s:1.36.2@sha256:44ef4942e171939b9c665a4a84beb80e2dcdb9a24330d4651cfdfd2e9deecc47"
+    )
     assert container["command"] == ["bash", "/opt/fabric-check/fabric-check.sh"]
     env = {e["name"]: e["value"] for e in container["env"]}
     # v1.36: no DeviceTaintRule in resource.k8s.io/v1, so the rail mark is a node taint.
@@ -212,7 +218,7 @@ def a_node(
 
 
 def test_admission_lets_the_check_set_only_its_own_marks_on_nodes() -> None:
-    policy = fabric_checks.admission_policy("rdma-dranet", "node")
+    policy = fabric_checks.admission_policy("rdma-dranet", "node", 36)
     before = a_node()
     # What fabric-check.sh sends: its taint on and off, its label, its annotation, its condition.
     for after in (
@@ -249,9 +255,9 @@ def test_admission_lets_the_check_set_only_its_own_marks_on_nodes() -> None:
 
 
 def test_on_1_37_admission_holds_the_check_to_its_own_device_taint_rules() -> None:
-    assert [r["resources"] for r in fabric_checks.admission_policy("rdma-dranet", "node")["matchConstraints"][
-        "resourceRules"]] == [["nodes", "nodes/status"]]  # fmt: skip
-    policy = fabric_checks.admission_policy("rdma-dranet", "device")
+    assert [r["resources"] for r in fabric_checks.admission_policy("rdma-dranet", "node", 36)["matchConstraints"][
+        "resourceRules"]] == [["nodes", "nodes/status"], ["resourceclaimtemplates"]]  # fmt: skip
+    policy = fabric_checks.admission_policy("rdma-dranet", "device", 37)
     rule = {
         "metadata": {"name": "fabric-check-10.0.0.11-rdma1"},
         "spec": {"deviceSelector": {"driver": "dra.net", "pool": "10.0.0.11", "device": "pci-0000-0c-00-1"}, "taint": OWN},
@@ -268,7 +274,12 @@ def test_on_1_37_admission_holds_the_check_to_its_own_device_taint_rules() -> No
     ]
     everything = {"metadata": rule["metadata"], "spec": {"deviceSelector": {}, "taint": OWN}}
     assert denials(policy, {**request, "operation": "CREATE"}, everything) == [
-        "the fabric check must select one dra.net device in a DeviceTaintRule"
+        "the fabric check must select one dra.net device of one node's pool in a DeviceTaintRule"
+    ]
+    # A device name without a pool matches that device on every node.
+    no_pool = {"metadata": rule["metadata"], "spec": {"deviceSelector": {"driver": "dra.net", "device": "pci-0000-0c-00-1"}, "taint": OWN}}  # fmt: skip
+    assert denials(policy, {**request, "operation": "CREATE"}, no_pool) == [
+        "the fabric check must select one dra.net device of one node's pool in a DeviceTaintRule"
     ]
 
     # Owned by its device's node, so that the garbage collector deletes it with the node; no other owner.
@@ -283,6 +294,58 @@ def test_on_1_37_admission_holds_the_check_to_its_own_device_taint_rules() -> No
         ]
 
 
+NO_OTHER_FIELD = (
+    "the fabric check may change no other field of a node (ownerReferences, finalizers, spec, status)"
+)
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "value"),
+    [
+        ("metadata", "ownerReferences", [{"apiVersion": "v1", "kind": "Namespace", "name": "x", "uid": "u"}]),
+        ("metadata", "finalizers", ["example.com/keep"]),
+        ("spec", "providerID", "ocid1.instance.oc1.iad.other"),
+        ("spec", "podCIDR", "10.244.9.0/24"),
+        ("status", "allocatable", {"cpu": "1"}),
+        ("status", "capacity", {"nvidia.com/gpu": "16"}),
+        ("status", "addresses", [{"type": "InternalIP", "address": "10.9.9.9"}]),
+        ("status", "daemonEndpoints", {"kubeletEndpoint": {"Port": 1}}),
+        ("status", "nodeInfo", {"kubeletVersion": "v1.99.0"}),
+    ],
+)
+@pytest.mark.parametrize("mode", ["node", "device"])
+def test_admission_refuses_every_other_field_of_a_node(
+    mode: fabric_check.TaintMode, section: str, field: str, value: Any
+) -> None:
+    """A whole-node comparison but for the check's own marks (issue 36 item 3): a field it never writes, set or
+    changed, is refused, whether it appears or changes."""
+    policy = fabric_checks.admission_policy("rdma-dranet", mode, 36 if mode == "node" else 37)
+    before = a_node()
+    after = a_node()
+    after[section][field] = value
+    assert denials(policy, node_update(), after, before) == [NO_OTHER_FIELD]
+    assert denials(policy, node_update(), before, after) == [NO_OTHER_FIELD]
+    # The API server's own bookkeeping changes on every write and is not the check's doing.
+    stamped = a_node(taints=(GPU, OWN))
+    stamped["metadata"] |= {"resourceVersion": "2", "managedFields": [{"manager": "kubectl-taint"}]}
+    assert denials(policy, node_update(), stamped, {**before, "metadata": {**before["metadata"], "resourceVersion": "1"}}) == []  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["node", "device"])
+def test_admission_keeps_the_check_to_its_own_claim_templates(mode: fabric_check.TaintMode) -> None:
+    policy = fabric_checks.admission_policy("rdma-dranet", mode, 36 if mode == "node" else 37)
+    request = {"kind": {"kind": "ResourceClaimTemplate"}, "userInfo": {"username": CHECK}}
+    own = {"metadata": {"name": "fabric-check-aligned-8gpu-16rails", "namespace": "rdma-dranet"}, "spec": {}}
+    other = {"metadata": {"name": "aligned-8gpu-16rails", "namespace": "rdma-dranet"}, "spec": {}}
+    message = "the fabric check may write only its own ResourceClaimTemplates, named fabric-check-..."
+    assert denials(policy, {**request, "operation": "CREATE"}, own) == []
+    assert denials(policy, {**request, "operation": "UPDATE"}, own, own) == []
+    assert denials(policy, {**request, "operation": "DELETE"}, None, own) == []
+    assert denials(policy, {**request, "operation": "CREATE"}, other) == [message]
+    assert denials(policy, {**request, "operation": "UPDATE"}, other, other) == [message]
+    assert denials(policy, {**request, "operation": "DELETE"}, None, other) == [message]
+
+
 def test_the_check_waits_for_its_admission_limits(run_stack: Callable[..., Run]) -> None:
     run = run_stack("full")
     policy = run.one(
@@ -290,7 +353,7 @@ def test_the_check_waits_for_its_admission_limits(run_stack: Callable[..., Run])
         "acceptance-fabric-check-policy",
     )
     assert policy.inputs["metadata"]["name"] == "rdma-dranet-fabric-check"
-    assert policy.inputs["spec"] == fabric_checks.admission_policy("rdma-dranet", "node")
+    assert policy.inputs["spec"] == fabric_checks.admission_policy("rdma-dranet", "node", 36)
     binding = run.one(
         "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
         "acceptance-fabric-check-policy-binding",

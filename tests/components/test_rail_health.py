@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from components.rail_health import (
     NAME,
@@ -61,7 +64,13 @@ def test_the_full_example_runs_the_agent_on_its_dranet_pools_marking_nodes_on_1_
         {"key": RAIL_UNHEALTHY_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
     ]
     (container,) = spec["containers"]
-    assert container["image"] == "registry.k8s.io/kubectl:v1.36.0"
+    assert (
+        container["image"]
+        == health.RAIL_AGENT_IMAGE
+        == (
+            "registry.k8s.io/kubectl:v1.36.3@sha256:6e4fce3c83651edb91b74bc67701c5cd263dd8aa3cd4254b1798d6425a5ab789"
+        )
+    )
     assert container["command"] == ["bash", "/opt/rail-health/rail-health.sh"]
     assert container["securityContext"] == {
         "runAsNonRoot": True,
@@ -94,19 +103,26 @@ def test_the_full_example_runs_the_agent_on_its_dranet_pools_marking_nodes_on_1_
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": NAME, "namespace": "rail-health"}]
     # RBAC cannot narrow nodes to the pod's own: the admission policy does, and keeps other taints and labels.
     policy = run.one(POLICY, "rail-health-own-node-policy").inputs
-    assert policy["spec"] == own_node_policy("rail-health")
+    assert policy["spec"] == own_node_policy("rail-health", "node", 36)
     assert policy["spec"]["matchConditions"] == [
         {
             "name": "the-rail-health-agent",
             "expression": "request.userInfo.username == 'system:serviceaccount:rail-health:rail-health-agent'",
         }
     ]
-    binding = run.one(POLICY_BINDING, "rail-health-own-node-policy-binding").inputs
-    assert binding["spec"] == {"policyName": NAME, "validationActions": ["Deny"]}
+    policy_binding = run.one(POLICY_BINDING, "rail-health-own-node-policy-binding")
+    assert policy_binding.inputs["spec"] == {"policyName": NAME, "validationActions": ["Deny"]}
+    # No agent runs before its admission limits are bound (issue 36 item 11).
+    assert policy_binding.urn in daemonset.dependencies
     script = run.one("kubernetes:core/v1:ConfigMap", "rail-health-script").inputs
     assert script["data"] == {"rail-health.sh": agent_script()}
     namespace = run.one("kubernetes:core/v1:Namespace", "rail-health-namespace").inputs
-    assert namespace["metadata"]["labels"] == {POD_SECURITY_ENFORCE_LABEL: "privileged"}
+    # Enforced, warned at and audited (issue 36, finding 11).
+    assert namespace["metadata"]["labels"] == {
+        POD_SECURITY_ENFORCE_LABEL: "privileged",
+        "pod-security.kubernetes.io/warn": "privileged",
+        "pod-security.kubernetes.io/audit": "privileged",
+    }
     # The DaemonSet waits for the DRANET pools (and its RBAC and script).
     pools = {r.urn for r in run.of_type(NODE_POOL) if r.name != "system-nodes"}
     assert pools <= set(daemonset.dependencies)
@@ -165,7 +181,10 @@ def test_on_1_37_the_agent_writes_device_taint_rules_only(run_stack: Callable[..
     )
     node_policy = run.one(POLICY, "rail-health-node-label-policy").inputs
     assert node_policy["metadata"]["name"] == NODE_LABEL_POLICY
-    assert node_policy["spec"] == own_node_policy("rail-health", "device")
+    assert node_policy["spec"] == own_node_policy("rail-health", "device", 37)
+    daemonset = run.one(DAEMONSET, "rail-health-bm-gpu-b4-8")
+    for policy in ("rail-health-node-label-policy", "rail-health-own-rules-policy"):
+        assert run.one(POLICY_BINDING, f"{policy}-binding").urn in daemonset.dependencies
     # Every node of the watched pools starts unmarked, and the shape's flavor selects it.
     starting = {
         pool.inputs["name"]: {label["key"]: label["value"] for label in pool.inputs["initialNodeLabels"]}.get(
@@ -232,7 +251,7 @@ def a_node(
 
 
 def test_on_1_36_the_agent_may_set_and_lift_only_its_own_mark_on_its_own_node() -> None:
-    policy = own_node_policy("rail-health")
+    policy = own_node_policy("rail-health", "node", 36)
     update = request("UPDATE")
     marked = a_node(taints=(GPU_TAINT, MARK))
     assert denials(policy, update, marked, a_node()) == []  # kubectl taint ... :NoSchedule
@@ -304,7 +323,7 @@ def test_on_1_37_the_agent_may_write_only_its_own_node_s_rules_with_its_own_mark
 
 
 def test_on_1_37_the_agent_may_set_only_its_own_nodes_rails_unmarked_label() -> None:
-    policy = own_node_policy("rail-health", "device")
+    policy = own_node_policy("rail-health", "device", 37)
     update = request("UPDATE")
 
     def labelled(value: str | None, name: str = NODE, **extra: str) -> dict[str, object]:
@@ -330,4 +349,28 @@ def test_on_1_37_the_agent_may_set_only_its_own_nodes_rails_unmarked_label() -> 
     tainted["spec"] = {"taints": [GPU_TAINT, MARK]}
     assert denials(policy, update, tainted, labelled("true")) == [
         "the rail health agent may not change a node's taints, annotations or unschedulable"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "value"),
+    [
+        ("metadata", "ownerReferences", [{"apiVersion": "v1", "kind": "Namespace", "name": "x", "uid": "u"}]),
+        ("metadata", "finalizers", ["example.com/keep"]),
+        ("spec", "providerID", "ocid1.instance.oc1.iad.other"),
+        ("status", "allocatable", {"cpu": "1"}),
+    ],
+)
+@pytest.mark.parametrize("mode", ["node", "device"])
+def test_the_agent_may_change_no_other_field_of_its_node(
+    mode: health.RailMarkMode, section: str, field: str, value: object
+) -> None:
+    """The whole node but the fields the other validations judge (issue 36 item 3): an owner reference would let
+    the garbage collector delete the node, a finalizer keep it from going."""
+    policy = own_node_policy("rail-health", mode, 36 if mode == "node" else 37)
+    before = a_node(**({"labels": {"a": "b", RAILS_UNMARKED_LABEL: "true"}} if mode == "device" else {}))
+    after = json.loads(json.dumps(before))
+    after.setdefault(section, {})[field] = value
+    assert denials(policy, request("UPDATE"), after, before) == [
+        "the rail health agent may change no other field of a node (ownerReferences, finalizers, spec, status)"
     ]

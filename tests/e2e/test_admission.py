@@ -19,8 +19,10 @@ GETs nodes/status, then PATCHes it.
 
 Allowed: exactly the writes the scripts make (on 1.36, node taints: no DeviceTaintRule is served in
 resource.k8s.io/v1). Denied: anything else the policies are there to stop. Where the API server admits
-today what it should refuse (issue 36 item 3), the test still asserts the refusal and is marked
-xfail(strict=True), so it flips when the policy is fixed; the admitted write is undone at once.
+today what it should refuse, the test still asserts the refusal and is marked xfail(strict=True) with the
+issue that fixes it, so it flips when the policy is fixed; the admitted write is undone at once. The policies
+compare the whole node but for each writer's own fields (issue 36), so owner references, finalizers and status
+fields other than the check's condition are refused.
 """
 
 from __future__ import annotations
@@ -398,6 +400,11 @@ CHECK_NO_CORDON = "the fabric check may not cordon or uncordon a node"
 CHECK_OWN_CONDITION_ONLY = f"the fabric check may change only the condition {fabric_check.CONDITION}"
 
 
+def served_minor(cluster: StackCluster) -> int:
+    """The API server's Kubernetes minor (/version): the Node fields its policies may name."""
+    return int(str(cluster.kube.get("/version")["minor"]).rstrip("+"))
+
+
 def an_owner(cluster: StackCluster) -> dict[str, Any]:
     """An owner reference to an object that exists (the agent's ClusterRole), so the garbage collector leaves
     the node alone while the test looks."""
@@ -494,11 +501,6 @@ def test_the_rail_agent_may_not_label_annotate_or_cordon_its_node(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Admitted,
-    reason="issue 36 item 3: the rail agent's policy admits metadata.ownerReferences on its own node",
-)
 def test_the_rail_agent_may_not_set_owner_references_on_its_node(
     cluster: StackCluster, agent: Writer
 ) -> None:
@@ -507,11 +509,6 @@ def test_the_rail_agent_may_not_set_owner_references_on_its_node(
     assert err.status == 422 and f"ValidatingAdmissionPolicy '{AGENT_POLICY}'" in err.message, str(err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Admitted,
-    reason="issue 36 item 3: the rail agent's policy admits metadata.finalizers on its own node",
-)
 def test_the_rail_agent_may_not_set_finalizers_on_its_node(cluster: StackCluster, agent: Writer) -> None:
     body = {"metadata": {"finalizers": ["example.com/keep"]}}
     err = refusal(lambda: kubectl_patch(agent.kube, AGENT_NODE, body), "metadata.finalizers")
@@ -622,20 +619,10 @@ def test_the_fabric_check_may_not_write_what_is_not_its_mark(
         pytest.param(
             "metadata.ownerReferences",
             None,
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=Admitted,
-                reason="issue 36 item 3: the fabric check's policy admits metadata.ownerReferences on any node",
-            ),
         ),
         pytest.param(
             "metadata.finalizers",
             {"metadata": {"finalizers": ["example.com/keep"]}},
-            marks=pytest.mark.xfail(
-                strict=True,
-                raises=Admitted,
-                reason="issue 36 item 3: the fabric check's policy admits metadata.finalizers on any node",
-            ),
         ),
     ],
     ids=["owner-references", "finalizers"],
@@ -651,28 +638,13 @@ def test_the_fabric_check_may_not_set_owner_references_or_finalizers(
     )
 
 
-def _status_field(field: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(
-        strict=True,
-        raises=Admitted,
-        reason=f"issue 36 item 3: the fabric check's policy admits status.{field} on any node "
-        "(it compares only status.conditions)",
-    )
-
-
 @pytest.mark.parametrize(
     "status",
     [
-        pytest.param({"allocatable": {"cpu": "1"}}, marks=_status_field("allocatable"), id="allocatable"),
-        pytest.param({"capacity": {"cpu": "1"}}, marks=_status_field("capacity"), id="capacity"),
-        pytest.param(
-            {"addresses": [{"type": "InternalIP", "address": "10.9.9.9"}]},
-            marks=_status_field("addresses"),
-            id="addresses",
-        ),
-        pytest.param(
-            {"nodeInfo": {"kubeletVersion": "v1.99.0"}}, marks=_status_field("nodeInfo"), id="node-info"
-        ),
+        pytest.param({"allocatable": {"cpu": "1"}}, id="allocatable"),
+        pytest.param({"capacity": {"cpu": "1"}}, id="capacity"),
+        pytest.param({"addresses": [{"type": "InternalIP", "address": "10.9.9.9"}]}, id="addresses"),
+        pytest.param({"nodeInfo": {"kubeletVersion": "v1.99.0"}}, id="node-info"),
     ],
 )
 def test_the_fabric_check_may_change_no_status_field_but_its_condition(
@@ -768,14 +740,15 @@ def test_on_1_36_the_fabric_check_may_write_no_claim_template(cluster: StackClus
 def device_mode_role(cluster: StackCluster, check: Writer) -> Iterator[str]:
     """The fabric check's Role as the stack declares it from 1.37 (device mode,
     components/fabric_checks.namespace_rules("device")) in place of the 1.36 one, until RBAC's cache grants
-    it; the 1.36 Role and the stack's templates put back afterwards. The 1.37 admission policy matches nodes
-    and DeviceTaintRules only: on a template, RBAC is all there is."""
+    it; the 1.36 Role and the stack's templates put back afterwards. The admission policy matches the check's
+    claim templates in both modes (so the stack's 1.36 policy, applied, is the one that judges them here)."""
     role = manifest(cluster, "Role", fabric_checks.NAME)
     namespace = role["metadata"]["namespace"]
-    policy = fabric_checks.admission_policy(namespace, "device")
-    assert not any(
-        "resourceclaimtemplates" in r["resources"] for r in policy["matchConstraints"]["resourceRules"]
-    )
+    for mode in ("node", "device"):
+        policy = fabric_checks.admission_policy(namespace, mode, served_minor(cluster))
+        assert any(
+            "resourceclaimtemplates" in r["resources"] for r in policy["matchConstraints"]["resourceRules"]
+        )
     cluster.kube.apply({**role, "rules": fabric_checks.namespace_rules("device")})
     try:
         wait_for(lambda: allowed(check.kube, "create", namespace), "the 1.37 Role granted", 30, 0.2)
@@ -808,12 +781,6 @@ def test_from_1_37_the_fabric_check_writes_its_own_claim_template_copies(
 
 
 @pytest.mark.parametrize("verb", ["create", "patch", "delete"])
-@pytest.mark.xfail(
-    strict=True,
-    raises=Admitted,
-    reason="issue 36 item 3: from 1.37 the fabric check may create, patch and delete every "
-    "ResourceClaimTemplate of its namespace, not only its fabric-check- copies",
-)
 def test_from_1_37_the_fabric_check_may_not_write_claim_templates_outside_its_prefix(
     cluster: StackCluster, check: Writer, device_mode_role: str, verb: str
 ) -> None:
@@ -824,7 +791,8 @@ def test_from_1_37_the_fabric_check_may_not_write_claim_templates_outside_its_pr
     try:
         shows = {"create": "metadata.name", "patch": "metadata.labels", "delete": "metadata.name"}[verb]
         err = refusal(lambda: rct_write(check.kube, verb, namespace, name), shows)
-        assert err.status in (403, 422), str(err)
+        assert err.status == 422 and f"ValidatingAdmissionPolicy '{CHECK_POLICY}'" in err.message, str(err)
+        assert "may write only its own ResourceClaimTemplates" in err.message, err.message
     finally:
         cluster.kube.delete(rct_path(namespace, "other-team-template"))
     assert cluster.kube.get(rct_path(namespace, STACK_TEMPLATE)) is not None

@@ -58,6 +58,7 @@ from tests.e2e.test_admission import (
     manifest,
     rail_agent_daemonset,
     rail_agent_on,
+    served_minor,
     start_fabric_check,
     stop_fabric_check,
 )
@@ -429,7 +430,7 @@ def device_mode_kueue(cluster: StackCluster) -> Iterator[str]:
         "apiVersion": ADMISSION,
         "kind": "ValidatingAdmissionPolicy",
         "metadata": {"name": rail_health.NODE_LABEL_POLICY},
-        "spec": rail_health.own_node_policy(namespace, "device"),
+        "spec": rail_health.own_node_policy(namespace, "device", served_minor(cluster)),
     }
     binding = {
         "apiVersion": ADMISSION,

@@ -51,3 +51,89 @@ def test_a_bad_entry_is_one_line(
     finally:
         monkeypatch.undo()
         images.digests.cache_clear()
+
+
+KUBECTL = "registry.k8s.io/kubectl:v1.36.3"
+KUBECTL_DIGEST = "sha256:6e4fce3c83651edb91b74bc67701c5cd263dd8aa3cd4254b1798d6425a5ab789"
+ALPINE_K8S = "docker.io/alpine/k8s:1.36.2"
+ALPINE_K8S_DIGEST = "sha256:44ef4942e171939b9c665a4a84beb80e2dcdb9a24330d4651cfdfd2e9deecc47"
+
+
+def test_the_rail_agent_and_the_fabric_check_run_by_the_published_digest() -> None:
+    """Issue 36, finding 8: the images the stack's own manifests write carry their digest. kubectl v1.36.0 has
+    none published, v1.36.3 has (argoproj/argo-workflows v4.1.2 Dockerfile l. 144): same image, same minor, the
+    same bash, jq and coreutils (kubernetes build/server-image/kubectl); alpine/k8s 1.36.2 likewise."""
+    from oke_gpu_rdma import health
+    from stack_config.model import AcceptanceJobsConfig
+
+    rail_agent = health.RAIL_AGENT_IMAGE
+    assert rail_agent == f"{KUBECTL}@{KUBECTL_DIGEST}"
+    check_image = AcceptanceJobsConfig.model_fields["check_image"].default
+    assert check_image == f"{ALPINE_K8S}@{ALPINE_K8S_DIGEST}"
+    # Written literally, held to image_digests.json: a refreshed digest must be written there too.
+    for image in (health.RAIL_AGENT_IMAGE, check_image):
+        assert images.is_pinned(image)
+        assert images.pinned(images.tag_of(image)) == image
+
+
+def test_a_known_gap_has_no_recorded_digest_and_says_why() -> None:
+    recorded = images.digests()
+    for image, why in images.KNOWN_GAPS.items():
+        assert image not in recorded and not images.is_pinned(image)
+        assert why
+    # The acceptance jobs' default image is one of them, as the stack config writes it.
+    from stack_config.model import AcceptanceJobsConfig
+
+    assert AcceptanceJobsConfig.model_fields["image"].default == images.NCCL_TESTS_IMAGE
+    assert set(images.stack_images()) == set(recorded) | set(images.KNOWN_GAPS)
+
+
+@pytest.mark.parametrize(
+    ("image", "pinned"),
+    [
+        (f"{KUBECTL}@{KUBECTL_DIGEST}", True),
+        (f"registry.k8s.io/kubectl@{KUBECTL_DIGEST}", True),
+        (KUBECTL, False),
+        ("registry.k8s.io/kubectl:v1.36.3@sha256:6e4f", False),
+        (f"{KUBECTL}@sha512:{'0' * 128}", False),
+    ],
+)
+def test_pinned_means_a_sha256_digest(image: str, pinned: bool) -> None:
+    assert images.is_pinned(image) is pinned
+
+
+def test_the_allowance_lists_only_known_gaps() -> None:
+    written = [images.DRANET_IMAGE, "docker.io/me/mine:1", images.NCCL_TESTS_IMAGE]
+    assert images.allowance_for(written).properties() == {
+        "allowUnpinned": sorted([images.DRANET_IMAGE, images.NCCL_TESTS_IMAGE])
+    }
+    assert images.PinnedImagesSettings().allow_unpinned == ()  # nothing allowed by default
+
+
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        ({"allowUnpinned": [f"{KUBECTL}@{KUBECTL_DIGEST}"]}, "is not an image by tag (repo:tag)"),
+        ({"allowUnpinned": ["registry.k8s.io/kubectl"]}, "is not an image by tag (repo:tag)"),
+        ({"allowUnpinned": [KUBECTL, KUBECTL]}, "listed more than once"),
+        ({"allowUnpinned": "x:1"}, "expected a list of images"),
+    ],
+)
+def test_a_bad_allowance_is_refused_by_key(raw: dict, said: str) -> None:
+    from oke_gpu_rdma.pack_settings import SettingsError
+
+    with pytest.raises(SettingsError) as err:
+        images.PinnedImagesSettings.from_properties(raw)
+    (problem,) = err.value.problems
+    assert problem.startswith("images-pinned-by-digest.allowUnpinned") and said in problem
+
+
+def test_every_chart_digest_is_a_sha256_with_its_source() -> None:
+    from oke_gpu_rdma import charts
+    from oke_gpu_rdma.releases import device_plugin
+
+    entry = charts.CHART_DIGESTS[(device_plugin.CHART_NAME, device_plugin.DEFAULT_VERSION)]
+    assert entry.sha256 == "8f01067500e712508fe55fe060b6f895814dc7efc1cb96323db2ce4f777f6e96"
+    for (chart, version), found in charts.CHART_DIGESTS.items():
+        assert (found.chart, found.version) == (chart, version)
+        assert len(found.sha256) == 64 and int(found.sha256, 16) >= 0 and " " in found.source

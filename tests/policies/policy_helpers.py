@@ -320,7 +320,20 @@ def tripping_every_policy() -> list[RecordedResource]:
         },
         provider=K8S_PROVIDER,
     )
+    # The API endpoint open to the internet in two halves.
+    open_nsg = resource("oci:Core/networkSecurityGroup:NetworkSecurityGroup", "api-nsg", {})
+    halves = [
+        resource(
+            "oci:Core/networkSecurityGroupSecurityRule:NetworkSecurityGroupSecurityRule",
+            f"api-from-half-{i}",
+            {"direction": "INGRESS", "protocol": "6", "source": half, "sourceType": "CIDR_BLOCK"},
+            dependencies=[open_nsg.urn],
+        )
+        for i, half in enumerate(("0.0.0.0/1", "128.0.0.0/1"))
+    ]
     return [
+        open_nsg,
+        *halves,
         *seed_plan(pods="10.208.0.0/12", device_plugin_label=False),
         dranet_release(),
         gpu_driver,

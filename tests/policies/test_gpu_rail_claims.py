@@ -255,6 +255,32 @@ def test_a_helm_release_the_pack_cannot_see_into_is_mandatory_unless_managed_els
         assert judged(_training_release(), config={POLICY: {"managedHelmReleases": [listed]}})[0] == []
 
 
+@pytest.mark.parametrize(
+    ("props", "shown"),
+    [
+        (
+            {
+                "chart": "oci://charts.example.com/net/rdma",
+                "values": {"extra": [{"image": "ghcr.io/x/dranet:v1"}]},
+            },
+            "values.extra.0.image = ghcr.io/x/dranet:v1",
+        ),
+        (
+            {"chart": "./charts/net", "values": {"image": {"repository": "registry.example.com/dranet"}}},
+            "values.image.repository = registry.example.com/dranet",
+        ),
+    ],
+    ids=["renamed-repository", "local-chart-with-the-image"],
+)
+def test_a_stack_file_cannot_excuse_dranet_under_another_name(props: dict, shown: str) -> None:
+    """Issue 36 item 6: listing a renamed DRANET release in managedHelmReleases would hide it from
+    dranet-child-range; the list excuses only charts that do not run DRANET."""
+    release = resource("kubernetes:helm.sh/v3:Release", "net", {**props, "name": "net", "namespace": "dra"})
+    (v,) = judged(release, config={POLICY: {"managedHelmReleases": ["net"]}})[0]
+    assert v.level == "mandatory"
+    assert f"is listed in managedHelmReleases, but it runs DRANET ({shown})" in v.message, v.message
+
+
 def test_the_drivers_own_releases_are_not_unseen_releases():
     assert judged(dranet_release(), _training_release("gpu", GPU_CHART), config=None)[0] == []
 

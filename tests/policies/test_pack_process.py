@@ -63,6 +63,8 @@ def test_get_analyzer_info_lists_the_policies_with_levels_and_schemas(analyzer):
         "kueue-flavor-shapes": analyzer_pb2.MANDATORY,
         "kueue-flavor-pools": analyzer_pb2.MANDATORY,
         "health-taint-tolerations": analyzer_pb2.MANDATORY,
+        "images-pinned-by-digest": analyzer_pb2.MANDATORY,
+        "public-ingress-exposure": analyzer_pb2.MANDATORY,
     }
     child = next(p for p in info.policies if p.name == "dranet-child-range")
     assert child.policy_type == analyzer_pb2.POLICY_TYPE_STACK
@@ -72,7 +74,14 @@ def test_get_analyzer_info_lists_the_policies_with_levels_and_schemas(analyzer):
 def test_configure_analyze_and_analyze_stack(analyzer):
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     analyzer.Configure(
-        configure_request({"dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]}}, info)
+        configure_request(
+            {
+                "dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]},
+                # The seed's DRANET image is a known gap (oke_gpu_rdma/images.py KNOWN_GAPS).
+                "images-pinned-by-digest": {"allowUnpinned": ["registry.k8s.io/networking/dranet:v1.5.0"]},
+            },
+            info,
+        )
     )
     claim = seed000("all-rails")
     claim = {

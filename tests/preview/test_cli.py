@@ -603,7 +603,7 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
     result = run_cli("full", tmp_path, tmp_path / "out", *base)
     assert result.returncode == 0, result.stderr
     out = result.stdout.splitlines()
-    pad = " " * 50
+    pad = " " * 59  # to the widest resource name of the full stack
     assert out[: out.index("Outputs:")] == [
         "Previewing update (full) offline: Pulumi mock runtime, nothing was sent to a cloud",
         "",
@@ -623,9 +623,9 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         " ~      └─ kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
         + " " * 31
         + "kueue-clusterqueue-rdma-gpus"
-        + " " * 22
+        + " " * 31
         + f"update [diff: {QUOTAS}]",
-        "     (105 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (122 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",
@@ -647,7 +647,7 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
     assert out[resources : resources + 3] == [
         "Resources:",
         "    ~ 2 to update",
-        "    2 changes. 108 unchanged",
+        "    2 changes. 125 unchanged",
     ]
     # No unchanged resource of the 107 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)

@@ -21,7 +21,19 @@ from preview.stacks import EXAMPLES
 from tests.fixtures import seed000
 from tests.policies.policy_helpers import dranet_release, k8s, seed_plan
 
+# The known gaps among the images the example stacks write (stack_config/pack_config.py written_images).
+IMAGES = {"images-pinned-by-digest": {"allowUnpinned": ["registry.k8s.io/networking/dranet:v1.5.0"]}}
+FULL_IMAGES = {
+    "images-pinned-by-digest": {
+        "allowUnpinned": [
+            "iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0",
+            "mpioperator/mpi-operator:0.6.0",
+            "registry.k8s.io/networking/dranet:v1.5.0",
+        ]
+    }
+}
 DEV_CONFIG = {
+    **IMAGES,
     "dranet-child-range": {
         "ocaRdmaNetwork": "10.224.0.0/12",
         "workerSubnetCidrs": ["10.140.64.0/19"],
@@ -30,21 +42,24 @@ DEV_CONFIG = {
             {"name": "existing cluster pods CIDR", "cidr": "10.240.0.0/12"},
             {"name": "existing cluster services CIDR", "cidr": "10.96.0.0/16"},
         ],
-    }
+    },
 }
 
 
 @pytest.mark.parametrize("stack", ["dev", "full"])
 def test_example_stacks_pass(stack):
     findings = analyze_run(
-        run_program(stack, load_stack(stack, [EXAMPLES])), DEV_CONFIG if stack == "dev" else {}
+        run_program(stack, load_stack(stack, [EXAMPLES])), DEV_CONFIG if stack == "dev" else FULL_IMAGES
     )
     assert findings == []
     assert format_findings(findings) == "" and not has_mandatory(findings)
 
 
 def test_dev_stack_with_a_conflicting_existing_cidr_fails():
-    config = {"dranet-child-range": {"existingCidrs": [{"name": "peered VCN", "cidr": "10.208.0.0/16"}]}}
+    config = {
+        **IMAGES,
+        "dranet-child-range": {"existingCidrs": [{"name": "peered VCN", "cidr": "10.208.0.0/16"}]},
+    }
     findings = analyze_run(run_program("dev", load_stack("dev", [EXAMPLES])), config)
     assert has_mandatory(findings)
     text = format_findings(findings)
@@ -102,7 +117,7 @@ def test_bad_pack_config_is_refused_with_the_key(config, text):
 def test_all_sets_every_level_and_a_policy_overrides_it():
     resources = [*seed_plan(pods="10.208.0.0/12"), dranet_release(), k8s(seed000("shape-any"))]
     findings = policy_check.analyze_resources(
-        resources, {"all": "advisory", "gpu-rail-claims-aligned": "mandatory"}
+        resources, {**IMAGES, "all": "advisory", "gpu-rail-claims-aligned": "mandatory"}
     )
     levels = {f.policy: f.level for f in findings}
     assert levels == {"dranet-child-range": "advisory", "gpu-rail-claims-aligned": "mandatory"}

@@ -106,8 +106,11 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
             "Deployment kube-system/coredns (OKE cluster add-on)",
             *(f"{name} {KPS}" for name in KPS_CONTROLLERS),
             f"DaemonSet kube-prometheus-stack-prometheus-node-exporter {KPS}",
+            # The one-off Job that makes Grafana's admin Secret, on the system pool (components/monitoring.py).
+            "Job monitoring/grafana-admin-secret",
         ]
     )
+    assert where["Job monitoring/grafana-admin-secret"] == ("system",)
     # monitoring.enabled: kube-prometheus-stack's controllers on the system pool, its node exporter everywhere
     # (it tolerates every NoSchedule taint, the GPU taint and the health taints among them).
     for name in KPS_CONTROLLERS:

@@ -46,6 +46,23 @@ def test_a_cluster_running_another_version_is_refused(monkeypatch: pytest.Monkey
     ]
 
 
+def test_a_cluster_whose_ranges_differ_from_the_stack_file_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 36 item 5: the pack judges the child range against the stack file's pods and services CIDRs, so
+    they must be the ones OCI reports for the cluster."""
+    networks = [{"kubernetesNetworkConfigs": [{"podsCidr": "10.208.0.0/16", "servicesCidr": "10.96.0.0/16"}]}]
+    monkeypatch.setattr(mock_runtime.OfflineMocks, "cluster_networks", lambda self, cluster_id: networks)
+    with pytest.raises(pulumi.RunError) as caught:
+        run_program("dev", pulumi_config_map(as_stack_file(raw_config("dev"))))
+    assert str(caught.value).splitlines() == [
+        "invalid stack config:",
+        f"  stacks/Pulumi.dev.yaml: cluster.existing.podsCidr = '10.240.0.0/12': the cluster {CLUSTER} uses "
+        "10.208.0.0/16 (read from OCI); set cluster.existing.podsCidr: 10.208.0.0/16, so that the DRANET child "
+        "range and the VF pool are checked against the cluster's own ranges",
+    ]
+
+
 def test_a_cluster_older_than_1_34_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     assert run_against_a_cluster_running("v1.33.1", monkeypatch) == [
         "invalid stack config:",

@@ -75,6 +75,45 @@ def test_api_allowed_cidrs_refuse_the_whole_internet() -> None:
     ]
 
 
+def test_api_allowed_cidrs_refuse_the_internet_split_into_halves() -> None:
+    raw = raw_config("full")
+    raw["network"]["create"]["apiEndpointPublic"] = True
+    raw["network"]["create"]["apiAllowedCidrs"] = ["0.0.0.0/1", "128.0.0.0/1"]
+    [problem] = _problems(raw)
+    assert problem.startswith(
+        'network.create.apiAllowedCidrs = ["0.0.0.0/1", "128.0.0.0/1"]: together cover '
+        "3,702,258,432 public IPv4 addresses (about a /1's worth), more than the 65,536 of one /16 "
+        "(apiMaxPublicPrefix: 16); list only the networks that need the API"
+    ), problem
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "prefix", "refused"),
+    [
+        (["198.41.0.0/16"], None, False),  # one /16 of public space: the bar itself
+        (["198.40.0.0/16", "198.41.0.0/16"], None, True),  # two /16s: twice the bar
+        (["203.0.113.0/24", "203.0.113.0/24", "203.0.113.128/25"], None, False),  # the union counts once
+        (["10.0.0.0/8", "100.64.0.0/10", "192.168.0.0/16"], None, False),  # nothing public
+        (["11.0.0.0/8"], None, True),
+        (["11.0.0.0/8"], 8, False),  # a configured wider bar
+        (["198.41.0.0/16"], 24, True),  # a configured narrower one
+    ],
+)
+def test_api_allowed_cidrs_are_judged_as_one_union_of_public_space(
+    cidrs: list[str], prefix: int | None, refused: bool
+) -> None:
+    raw = raw_config("full")
+    raw["network"]["create"]["apiEndpointPublic"] = True
+    raw["network"]["create"]["apiAllowedCidrs"] = cidrs
+    if prefix is not None:
+        raw["network"]["create"]["apiMaxPublicPrefix"] = prefix
+    if refused:
+        [problem] = _problems(raw)
+        assert problem.startswith("network.create.apiAllowedCidrs = "), problem
+    else:
+        parse_stack_config(raw, "stacks/Pulumi.full.yaml", "us-ashburn-1")
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [

@@ -31,7 +31,16 @@ def test_existing_stack_hands_its_referenced_ranges_to_the_pack() -> None:
             "managedDeviceClasses": [],
             "managedHelmReleases": [],
         },
+        # Only the known gaps among the images the stack writes may go unpinned (oke_gpu_rdma/images.py).
+        "images-pinned-by-digest": {"allowUnpinned": ["registry.k8s.io/networking/dranet:v1.5.0"]},
     }
+
+
+def test_a_stack_file_image_never_reaches_the_unpinned_allowance() -> None:
+    raw = raw_config("full")
+    raw["workloads"]["acceptanceJobs"]["image"] = "docker.io/library/ubuntu:24.04"
+    pack = policy_pack_config(parse_stack_config(raw, "full", EXAMPLE_REGION)).to_dict()
+    assert "docker.io/library/ubuntu:24.04" not in pack["images-pinned-by-digest"]["allowUnpinned"]
 
 
 def test_created_ranges_reach_the_pack_as_resources_not_config() -> None:

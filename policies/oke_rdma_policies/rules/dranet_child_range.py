@@ -46,7 +46,7 @@ OPTION: Final = dranet.CHILD_RANGE_OPTION
 OCA_KEY: Final = ChildRangeSettings.key("oca_rdma_network")
 EXISTING_KEY: Final = ChildRangeSettings.key("existing_cidrs")
 WORKERS_KEY: Final = ChildRangeSettings.key("worker_subnet_cidrs")
-_DRANET_IMAGE: Final = re.compile(r"(^|/)dranet([:@]|$)")
+DRANET_IMAGE: Final = re.compile(r"(^|/)dranet([:@]|$)")
 
 
 @dataclass
@@ -101,7 +101,7 @@ def _daemonset_deployment(view: StackView, res: PlainResource, reporter: Reporte
             image = container.get("image")
             command = container.get("command")
             first = command[0] if isinstance(command, list) and command else None
-            runs_dranet = (isinstance(image, str) and _DRANET_IMAGE.search(image.split("@")[0])) or (
+            runs_dranet = (isinstance(image, str) and DRANET_IMAGE.search(image.split("@")[0])) or (
                 isinstance(first, str) and first.rsplit("/", 1)[-1] == dranet.BINARY
             )
             if not runs_dranet:
@@ -167,7 +167,7 @@ def deployments(view: StackView, reporter: Reporter) -> list[Deployment]:
 def _runs_dranet_image(res: PlainResource) -> bool:
     try:
         return any(
-            isinstance(c.get("image"), str) and bool(_DRANET_IMAGE.search(c["image"].split("@")[0]))
+            isinstance(c.get("image"), str) and bool(DRANET_IMAGE.search(c["image"].split("@")[0]))
             for pod in pod_specs(res)
             for _, c in containers(pod)
         )

@@ -102,7 +102,7 @@ from ..registry import stack_rule
 from ..report import Reporter, guarded, stack_where
 from ..stack import StackView, labels_of, node_cloud_init, node_labels, node_taints
 from ..values import UNKNOWN, PropertyTypeError, contains_unknown
-from .dranet_child_range import deployments
+from .dranet_child_range import DRANET_IMAGE, deployments
 
 _CACHE_LIMIT: Final = 8192
 _verdicts: dict[tuple[str, str, str, Topology, str, str, str], Verdict] = {}
@@ -209,9 +209,23 @@ def _unseen_release(res: PlainResource, managed: frozenset[str], reporter: Repor
     """A helm.sh/v3 Release of a chart the pack does not know: Helm installs its objects, so a claim in it is
     never in the stack (a helm.sh/v4 Chart registers each as its child, and they are judged)."""
     release = res.props.get("name")
-    if res.name in managed or (isinstance(release, str) and release in managed):
-        return
     chart = res.props.get("chart")
+    if res.name in managed or (isinstance(release, str) and release in managed):
+        # A stack file can list a release here (policyPack.managedHelmReleases), so the list may excuse a chart
+        # the pack does not know, never one that runs DRANET under another name: its child range would then go
+        # unchecked by dranet-child-range (issue 36 item 6).
+        named = _names_dranet(chart) or _names_dranet(res.props.get("values"))
+        if not named:
+            return
+        reporter.violation(
+            f"Helm release {res.name} (chart {chart if isinstance(chart, str) else '?'}) is listed in "
+            f"{MANAGED_HELM_RELEASES_KEY}, but it runs DRANET ({named}): a DRANET release is never excused, since "
+            "its child range must be checked against the network plan. Fix: install DRANET from its chart "
+            "reference (oke_gpu_rdma/releases/dranet.py) so the pack recognises it, and take the release off the "
+            "list",
+            res.urn,
+        )
+        return
     reporter.violation(
         f"Helm release {res.name} (chart {chart if isinstance(chart, str) else '?'}): Helm installs its objects "
         "outside the stack, so a ResourceClaim or ResourceClaimTemplate in it cannot be judged. Fix: install the "
@@ -221,6 +235,23 @@ def _unseen_release(res: PlainResource, managed: frozenset[str], reporter: Repor
         ),
         res.urn,
     )
+
+
+def _names_dranet(value: Any, path: str = "") -> str | None:
+    """Where ``value`` (a chart reference, a release's values) names the DRANET image or chart, if it does."""
+    if isinstance(value, str):
+        return f"{path or 'chart'} = {value}" if DRANET_IMAGE.search(value.split("@")[0]) else None
+    if isinstance(value, Mapping):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _names_dranet(item, f"{path}.{key}" if path else f"values.{key}")
+        if found:
+            return found
+    return None
 
 
 def _quiet(message: str, urn: str | None = None) -> None:

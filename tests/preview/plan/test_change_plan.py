@@ -247,9 +247,10 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
     assert change_plan.summary_lines(plan) == [
         "Resources:",
         # The full example's Kueue (release, two Topologies, two flavors, ClusterQueue, LocalQueue) and NCCL job
-        # (MPIJob, the MPI operator's manifest) and the rail health agent are on the cluster too.
-        "    +-53 to replace",
-        "    53 changes. 57 unchanged",
+        # (MPIJob, the MPI operator's manifest), the rail health agent and monitoring's NetworkPolicies and
+        # Grafana admin Job are on the cluster too.
+        "    +-70 to replace",
+        "    70 changes. 57 unchanged",
     ]
 
 
@@ -337,7 +338,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "    ~ 5 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    6 changes. 102 unchanged",
+        "    6 changes. 119 unchanged",
     ]
 
 
