@@ -92,6 +92,9 @@ def is_pinned(image: str) -> bool:
 # GitHub code, promotion manifests and pull requests, operator bundles), as the stack writes them, and why.
 # The pack's images-pinned-by-digest policy refuses each unless the stack's pack config allows it
 # (PinnedImagesSettings.allow_unpinned): :func:`allowance_for` is that section for a stack's images.
+# alpine/k8s (bash, sh, kubectl, jq): the fabric check's controller and the Grafana admin Job, one reference for
+# both, with its digest from image_digests.json.
+KUBECTL_SHELL_IMAGE: Final = pinned("docker.io/alpine/k8s:1.36.2")
 NCCL_TESTS_IMAGE: Final = "iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0"
 MPI_OPERATOR_IMAGE: Final = "mpioperator/mpi-operator:0.6.0"
 DRANET_IMAGE: Final = "registry.k8s.io/networking/dranet:v1.5.0"

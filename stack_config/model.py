@@ -31,6 +31,7 @@ from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma import (
     cron,
     health,
+    images,
     mpi_operator,
     node_sizes,
     pack_settings,
@@ -1068,7 +1069,7 @@ class AcceptanceJobsConfig(_Model):
         "(the apply-time gate). Off (null) by default: a small stack rarely has two idle nodes.",
     )
     check_image: str = Field(
-        "docker.io/alpine/k8s:1.36.2@sha256:44ef4942e171939b9c665a4a84beb80e2dcdb9a24330d4651cfdfd2e9deecc47",
+        images.KUBECTL_SHELL_IMAGE,
         alias="checkImage",
         description="Image of the scheduled checks' controller: bash, kubectl and jq (alpine/k8s, the kubectl "
         "release of the cluster's minor).",

@@ -19,15 +19,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from oke_gpu_rdma import admission_cel as cel
+from oke_gpu_rdma import images
 
 from . import chart_pods
 
 NAME: Final = "grafana-admin-secret"
 SCRATCH: Final = "/scratch"
 # sh, head, base64, tr, grep and kubectl: the image of the scheduled checks' controller by default.
-DEFAULT_IMAGE: Final = (
-    "docker.io/alpine/k8s:1.36.2@sha256:44ef4942e171939b9c665a4a84beb80e2dcdb9a24330d4651cfdfd2e9deecc47"
-)
+DEFAULT_IMAGE: Final = images.KUBECTL_SHELL_IMAGE
 # kubectl prints `Error from server (AlreadyExists): secrets "<name>" already exists` when the Secret exists
 # (k8s.io/apimachinery pkg/api/errors StatusReasonAlreadyExists), which is the Secret the user keeps.
 # The scratch folder is $HOME (SCRATCH in the pod), a memory-backed emptyDir.
