@@ -55,9 +55,18 @@ def read_state(home: Path) -> dict[str, Any]:
     return state
 
 
+def write_json(path: Path, value: Any) -> None:
+    """Written whole or not at all: a test polls state.json while the script under test runs this fake, and a
+    reader must never see the empty file that a plain write_text truncates to before it writes (rename(2) is
+    atomic within one file system)."""
+    scratch = path.with_name(f".{path.name}.{os.getpid()}")
+    scratch.write_text(json.dumps(value))
+    os.replace(scratch, path)
+
+
 def write_state(home: Path, state: dict[str, Any]) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    state_path(home).write_text(json.dumps(state))
+    write_json(state_path(home), state)
 
 
 def calls(home: Path) -> list[dict[str, Any]]:
@@ -179,7 +188,7 @@ def apply_fault(home: Path, args: list[str]) -> None:
         return
     if "times" in fault:
         fault["times"] -= 1
-        path.write_text(json.dumps(faults))
+        write_json(path, faults)
     if "delete_node" in fault:
         state = read_state(home)
         state["nodes"] = [n for n in state["nodes"] if n["name"] != fault["delete_node"]]
