@@ -131,6 +131,7 @@ lock: | $(UV_STAMP)
 	cd policies && ../$(UV_COMPILE) requirements.txt -o requirements.lock
 	cd provider && ../$(UV_COMPILE) requirements.txt -o requirements.lock
 	cd .github/actions/oci-cli && $(CURDIR)/$(UV_COMPILE) requirements.txt -o requirements.lock
+	cd oke_gpu_rdma/remediation && $(CURDIR)/$(UV_COMPILE) requirements-repair.txt -o repair.lock
 
 $(ACTIONLINT):
 	@command -v go >/dev/null || { echo "make lint: needs Go on PATH to build actionlint $(ACTIONLINT_VERSION)" >&2; exit 2; }

@@ -3,6 +3,7 @@ export outputs."""
 
 import pulumi
 
+from components import fabric_checks
 from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport, JobQueue
 from components.cluster import OkeCluster, cluster_args, read_existing_cluster
 from components.dra_drivers import (
@@ -39,12 +40,13 @@ from components.rdma_workloads import (
     RdmaWorkloadNamespaceArgs,
     claim_template_args,
 )
+from components.remediation import NodeRemediation, NodeRemediationArgs
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from components.system_pool import SystemNodePool, system_pool_args
-from oke_gpu_rdma import health
+from oke_gpu_rdma import fabric_check, health
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
-from stack_config import claim_plan, cluster_version, gpu_operator_plan, health_plan
+from stack_config import claim_plan, cluster_version, gpu_operator_plan, health_plan, remediation_plan
 from stack_config.loading import load_program_stack, stack_source
 from stack_config.model import MIN_KUBERNETES_MINOR, kubernetes_minor
 from stack_config.monitoring_plan import rule_settings
@@ -422,6 +424,33 @@ if acceptance.active and claim_templates is not None:
         ),
         opts=renamed("acceptance"),
     ).reports
+
+# --- Kubernetes: day 2, closed loop: bad nodes cordoned, their jobs requeued, replaced and proven -----
+
+remediation: NodeRemediation | None = None
+remediation_config = config.health.remediation
+if remediation_config.enabled:
+    # The stack config checked that the scheduled fabric check runs on every remediated pool
+    # (stack_config/remediation_plan.py); a replaced node passes it alone before it serves.
+    check_pool = remediation_plan.acceptance_pool(config)
+    assert check_pool is not None
+    remediation = NodeRemediation(
+        "node-remediation",
+        NodeRemediationArgs(
+            config=remediation_config,
+            node_pool_ids={name: pools[name].node_pool_id for name in remediation_config.pools},
+            mode=fabric_check.taint_mode(cluster_minor),
+            kubernetes_minor=cluster_minor,
+            check_namespace=workloads.namespace,
+            check_cronjob=fabric_checks.cronjob_spec(
+                acceptance, check_pool, workloads.namespace, fabric_check.taint_mode(cluster_minor), taints
+            ),
+            system_pool=config.system_pool.name if config.creates_system_pool else None,
+            taints=taints,
+            provider=cluster.provider,
+            depends_on=[*system_nodes, *([kueue] if kueue is not None else [])],
+        ),
+    )
 
 pulumi.export("clusterId", cluster.cluster_id)
 if network.load_balancer_nsg_id is not None:

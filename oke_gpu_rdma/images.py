@@ -95,6 +95,9 @@ def is_pinned(image: str) -> bool:
 # alpine/k8s (bash, sh, kubectl, jq): the fabric check's controller and the Grafana admin Job, one reference for
 # both, with its digest from image_digests.json.
 KUBECTL_SHELL_IMAGE: Final = pinned("docker.io/alpine/k8s:1.36.2")
+# Python 3 (the standard library): the remediation controller, and its repair Jobs, which install the OCI SDK
+# from a hashed lock (oke_gpu_rdma/remediation/).
+PYTHON_IMAGE: Final = pinned("docker.io/library/python:3.12-alpine")
 NCCL_TESTS_IMAGE: Final = "iad.ocir.io/idxzjcdglx2s/nccl-tests:cuda-13.4.1-ubuntu-24.04-nccl-2.32.3-100526.0"
 MPI_OPERATOR_IMAGE: Final = "mpioperator/mpi-operator:0.6.0"
 DRANET_IMAGE: Final = "registry.k8s.io/networking/dranet:v1.5.0"

@@ -158,6 +158,22 @@ def api_server_only(name: str, namespace: str, pod_labels: Mapping[str, str] | N
     )
 
 
+def https_out(name: str, namespace: str, pod_labels: Mapping[str, str]) -> Policy:
+    """The pods with ``pod_labels`` admit nothing and reach HTTPS anywhere and DNS: the remediation's repair
+    Jobs, which install the OCI SDK from PyPI and call the OCI API by name (oke_gpu_rdma/remediation/repair.py)."""
+    return Policy(
+        name,
+        namespace,
+        {
+            "podSelector": {"matchLabels": dict(pod_labels)},
+            "policyTypes": ["Ingress", "Egress"],
+            "egress": [
+                {"ports": [*_tcp([443]), {"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+            ],
+        },
+    )
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """A pod as a policy sees it: its namespace and labels."""

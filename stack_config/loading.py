@@ -25,6 +25,7 @@ from . import (
     monitoring_plan,
     placement_plan,
     region_checks,
+    remediation_plan,
     scheduling_plan,
     system_pool_checks,
 )
@@ -149,6 +150,7 @@ def load_stack(
         + monitoring_plan.problems(config)
         + placement_plan.problems(config)
         + health_plan.problems(config)
+        + remediation_plan.problems(config)
         + list(claims.problems)
         + sriov_problems
         + scheduling_plan.problems(config)

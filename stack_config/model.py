@@ -852,6 +852,80 @@ class RailHealthConfig(_Model):
     )
 
 
+class RemediationConfig(_Model):
+    """Closed-loop remediation (docs/health.md, "Remediation"): a node of a listed pool whose GPU, rail or
+    fabric-check mark lasts is cordoned, its Kueue jobs evicted and requeued, drained, replaced in its node
+    pool, checked alone and returned."""
+
+    pools: list[DnsLabel] = Field(
+        default_factory=list,
+        description="GPU pools remediated (opt-in per pool; none by default). Each needs the scheduled fabric "
+        "check on it (workloads.acceptanceJobs.schedule and nodePool) to prove a replacement.",
+    )
+    after_minutes: StrictInt = Field(
+        15,
+        ge=0,
+        le=10080,
+        alias="afterMinutes",
+        description="Minutes a mark must last before the node is cordoned.",
+    )
+    grace_minutes: StrictInt = Field(
+        30,
+        ge=0,
+        le=1440,
+        alias="graceMinutes",
+        description="Minutes a cordoned node's jobs keep running (to checkpoint) before Kueue evicts them.",
+    )
+    drain_minutes: StrictInt = Field(
+        30,
+        ge=1,
+        le=1440,
+        alias="drainMinutes",
+        description="Minutes eviction and drain may take before the repair.",
+    )
+    replace_minutes: StrictInt = Field(
+        90,
+        ge=10,
+        le=1440,
+        alias="replaceMinutes",
+        description="Minutes OKE may take to remove the node and bring its replacement.",
+    )
+    max_nodes_per_pool: StrictInt = Field(
+        1, ge=1, le=64, alias="maxNodesPerPool", description="Nodes of one pool in remediation at once."
+    )
+    max_attempts: StrictInt = Field(
+        2,
+        ge=1,
+        le=10,
+        alias="maxAttempts",
+        description="Failed repairs or checks before a node is held cordoned.",
+    )
+    keep_schedulable: StrictInt = Field(
+        2,
+        ge=0,
+        le=1000,
+        alias="keepSchedulable",
+        description="Schedulable nodes a pool keeps: no node is taken out while fewer others would serve.",
+    )
+    interval_seconds: StrictInt = Field(
+        30,
+        ge=5,
+        le=3600,
+        alias="intervalSeconds",
+        description="Seconds between two rounds of the controller.",
+    )
+    namespace: DnsLabel = Field("node-remediation", description="Namespace of the controller (created).")
+    image: str = Field(
+        images.PYTHON_IMAGE,
+        description="Python 3 image the controller and its repair Jobs run in (the standard library is enough "
+        "for the controller; a repair Job installs the OCI SDK from a hashed lock).",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.pools)
+
+
 class HealthConfig(_Model):
     """Day-2 health: bad GPUs and rails taken out of scheduling (docs/health.md)."""
 
@@ -862,6 +936,7 @@ class HealthConfig(_Model):
         "Kubernetes 1.36+ (DRADeviceTaints).",
     )
     rails: RailHealthConfig = Field(default_factory=lambda: RailHealthConfig())
+    remediation: RemediationConfig = Field(default_factory=lambda: RemediationConfig())
 
 
 class VfPoolConfig(_Model):

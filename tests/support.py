@@ -23,6 +23,13 @@ def stack_document(stack: str) -> dict[str, Any]:
     return document
 
 
+def without_remediation(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` without health.remediation: for a test that takes away what remediation needs (the scheduled
+    fabric check on its pool, the pool itself), whose own finding would otherwise be one of two."""
+    raw.get("health", {}).pop("remediation", None)
+    return raw
+
+
 def raw_config(stack: str) -> dict[str, Any]:
     """The stack's `oke-gpu-rdma:` values without the prefix, as plain data to modify in tests."""
     prefix = f"{PROJECT}:"

@@ -18,7 +18,7 @@ from oke_gpu_rdma.node_selection import affinity_matches
 from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
 from oke_gpu_rdma.releases import nvidia_gpu
 from preview.mock_runtime import pulumi_config_map, run_program, secret_config_keys
-from tests.support import Run, as_stack_file, raw_config
+from tests.support import Run, as_stack_file, raw_config, without_remediation
 
 TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 RELEASE = resource_types.HELM_RELEASE
@@ -204,7 +204,7 @@ def test_a_stack_whose_only_dranet_pool_onboards_declares_the_drivers_and_no_tem
 
 
 def acceptance_config(**changes: Any) -> dict[str, Any]:
-    raw = raw_config("full")
+    raw = without_remediation(raw_config("full"))
     raw["workloads"] = {"acceptanceJobs": {"enabled": True, **changes}}
     return raw
 

@@ -98,8 +98,12 @@ if [ "$TAINT_MODE" = device ]; then
   trap 'kube delete -f "$SPECS/claims.json" --ignore-not-found >/dev/null; rm -rf "$scratch"' EXIT
 fi
 busy=$(awk -F'\t' '$1 != "" {print $1}' <<<"$claimed" | sort -u)
-nodes=$(jq -r --arg l "$POOL_LABEL" --arg p "$POOL" '.items[]
-  | select(.metadata.labels[$l] == $p and .spec.unschedulable != true) | .metadata.name' <<<"$all_nodes" | sort)
+# ONLY_NODE (set by the remediation controller for a node it repaired, docs/health.md): that node alone is checked,
+# paired with one idle schedulable node of its pool; it is cordoned, so its workers tolerate the cordon.
+only=${ONLY_NODE:-}
+nodes=$(jq -r --arg l "$POOL_LABEL" --arg p "$POOL" --arg only "$only" '.items[]
+  | select(.metadata.labels[$l] == $p and (.spec.unschedulable != true or .metadata.name == $only))
+  | .metadata.name' <<<"$all_nodes" | sort)
 # Nodes in some pool (any value of the pool label): a mark of this check elsewhere has outlived its cause.
 pooled=$(jq -r --arg l "$POOL_LABEL" '.items[] | select(.metadata.labels[$l] != null) | .metadata.name' <<<"$all_nodes")
 uid_of() { jq -r --arg n "$1" '.items[] | select(.metadata.name == $n) | .metadata.uid' <<<"$all_nodes"; }
@@ -142,6 +146,12 @@ sweep() {
 sweep
 idle=$(comm -23 <(printf '%s\n' $nodes | sed '/^$/d') <(printf '%s\n' $busy | sed '/^$/d'))
 echo "pool $POOL: $(wc -w <<<"$nodes") nodes, idle: $(tr '\n' ' ' <<<"$idle")"
+if [ -n "$only" ]; then
+  grep -qxF -- "$only" <<<"$idle" || { echo "$only: not an idle node of pool $POOL; not checked"; exit 1; }
+  peer=$(grep -vxF -- "$only" <<<"$idle" | head -1)
+  [ -n "$peer" ] || { echo "$only: no idle node of pool $POOL to pair it with; not checked"; exit 1; }
+  idle="$only $peer"
+fi
 
 # run_job KIND A B: create the MPIJob of $SPECS/KIND.json pinned to nodes A and B, wait for it, print the
 # launcher's log; status 0 when it ran to an end (Succeeded or Failed), 1 when skipped for want of room, 2 when
@@ -149,7 +159,7 @@ echo "pool $POOL: $(wc -w <<<"$nodes") nodes, idle: $(tr '\n' ' ' <<<"$idle")"
 run_job() {
   local kind=$1 a=$2 b=$3 name="fabric-check-$1-$run"
   jq --arg name "$name" --arg ns "$NAMESPACE" --arg a "$a" --arg b "$b" --arg runlabel "$job_label" --arg run "$run" \
-    --arg key "$RAIL_KEY" --arg prefix "$([ "$TAINT_MODE" = device ] && echo "$CLAIM_PREFIX")" '
+    --arg key "$RAIL_KEY" --arg only "$only" --arg prefix "$([ "$TAINT_MODE" = device ] && echo "$CLAIM_PREFIX")" '
     .metadata.name = $name | .metadata.namespace = $ns | .metadata.labels[$runlabel] = $run
     | .spec.mpiReplicaSpecs.Worker.replicas = 2
     | .spec.mpiReplicaSpecs.Worker.template.metadata.labels[$runlabel] = $name
@@ -158,6 +168,8 @@ run_job() {
     | .spec.mpiReplicaSpecs.Worker.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
         = {nodeSelectorTerms: [$a, $b | {matchFields: [{key: "metadata.name", operator: "In", values: [.]}]}]}
     | .spec.mpiReplicaSpecs.Worker.template.spec.tolerations += [{key: $key, operator: "Exists", effect: "NoSchedule"}]
+    | if $only != "" then .spec.mpiReplicaSpecs.Worker.template.spec.tolerations
+        += [{key: "node.kubernetes.io/unschedulable", operator: "Exists", effect: "NoSchedule"}] else . end
     | (.spec.mpiReplicaSpecs.Worker.template.spec.resourceClaims[]? | select(.resourceClaimTemplateName)
         | .resourceClaimTemplateName) |= $prefix + .
     ' "$SPECS/$kind.json" | kube create -f - >/dev/null || {
@@ -328,6 +340,7 @@ while [ $# -ge 2 ]; do
     if [ -z "$failed$passed" ]; then
       echo "rail on $a $b: no rail result in the log; no mark"
     elif both_there rail "$a" "$b"; then
+      if [ -n "$failed" ]; then only_verdict=fail; else only_verdict=${only_verdict:-pass}; fi
       mark_rails "$a" "$failed" "$passed"
       mark_rails "$b" "$failed" "$passed"
     else
@@ -341,6 +354,8 @@ while [ $# -ge 2 ]; do
     if [ -z "$verdict" ]; then
       echo "nccl on $a $b: no verdict in the log; no mark"
     elif both_there nccl "$a" "$b"; then
+      [ "$verdict" = pass ] && [ "${only_verdict:-}" != fail ] && only_verdict=pass
+      [ "$verdict" = fail ] && only_verdict=fail
       mark_node "$a" "$verdict" "with $b: ${figure:-no figure}"
       mark_node "$b" "$verdict" "with $a: ${figure:-no figure}"
     fi
@@ -348,4 +363,9 @@ while [ $# -ge 2 ]; do
 done
 [ $# -eq 1 ] && echo "$1: idle but unpaired; the next run may pair it"
 [ -e "$scratch/failed" ] && exit 1
+# A check of one node succeeds only on a pass of its NCCL job with no rail below the threshold.
+if [ -n "$only" ] && [ "${only_verdict:-}" != pass ]; then
+  echo "$only: ${only_verdict:-no verdict}"
+  exit 1
+fi
 exit 0

@@ -12,7 +12,7 @@ from components.acceptance_jobs import EXPECTED_NCCL, EXPECTED_RAILS, SCRIPTS, _
 from oke_gpu_rdma import mpi_operator, pod_security
 from oke_gpu_rdma.nccl import NCCL_FORBIDDEN_WITH_DRANET, NCCL_SETTINGS
 from stack_config.model import AcceptanceJobsConfig
-from tests.support import Run, raw_config
+from tests.support import Run, raw_config, without_remediation
 
 MPIJOB = "kubernetes:kubeflow.org/v2beta1:MPIJob"
 ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
@@ -452,7 +452,7 @@ def test_in_a_stack_with_scheduling_the_nccl_job_goes_through_the_queue(
 
 
 def test_the_rail_test_goes_through_the_queue_too(run_stack: Callable[..., Run]) -> None:
-    raw = raw_config("full")
+    raw = without_remediation(raw_config("full"))
     raw["workloads"]["acceptanceJobs"] = {"enabled": True, "nccl": False, "railBandwidth": True}
     raw["workloads"]["scheduling"]["acceptanceLevel"] = "oke-gpu-rdma/rdma-local-block"
     job = run_stack("full", raw).one(MPIJOB)

@@ -77,6 +77,7 @@ def run(
     wait: int = 30,
     faults: list[dict[str, Any]] | None = None,
     status: int = 0,
+    env_extra: dict[str, str] | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """One run of the check against ``state`` (faults: fake_kubectl's faults.json); ``status`` is the exit
     status it must end with."""
@@ -112,6 +113,7 @@ def run(
         "SPECS": str(specs),
         "WAIT_SECONDS": str(wait),
         "POLL_SECONDS": "1",
+        **(env_extra or {}),
     }
     result = subprocess.run(
         ["bash", str(SCRIPTS / fabric_checks.SCRIPT)], env=env, capture_output=True, text=True, timeout=60
@@ -451,3 +453,69 @@ def test_in_node_mode_the_check_s_taint_on_a_node_out_of_every_pool_is_lifted(tm
     )
     assert not any(c[2] == "10.0.0.51" for c in verbs(calls, "taint"))
     assert f"10.0.0.50: in no pool: lifted {RAIL_UNHEALTHY_TAINT_KEY}={TAINT_VALUE}" in out
+
+
+def _pinned_nodes(job: dict[str, Any]) -> list[str]:
+    terms = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    return [t["matchFields"][0]["values"][0] for t in terms]
+
+
+UNSCHEDULABLE_TOLERATION = {
+    "key": "node.kubernetes.io/unschedulable",
+    "operator": "Exists",
+    "effect": "NoSchedule",
+}
+
+
+def test_one_cordoned_node_is_checked_alone_with_an_idle_peer_and_passes(tmp_path: Path) -> None:
+    """Issue 37: the remediation controller checks a repaired node (cordoned) by itself: ONLY_NODE pairs it with
+    one idle schedulable node of its pool, and its workers tolerate the cordon (the scheduler's NodeUnschedulable
+    filter admits a pod that tolerates node.kubernetes.io/unschedulable:NoSchedule)."""
+    state = cluster(
+        nodes=[node("10.0.0.11"), node("10.0.0.12"), node("10.0.0.13", unschedulable=True)],
+        jobs={
+            "rail": {"state": "Succeeded", "log": RAIL_LOG_GOOD},
+            "nccl": {"state": "Succeeded", "log": NCCL_PASS},
+        },
+    )
+    _out, calls = run(tmp_path, state, env_extra={"ONLY_NODE": "10.0.0.13"})
+    jobs = created(calls)
+    assert [_pinned_nodes(j) for j in jobs] == [["10.0.0.13", "10.0.0.11"]] * 2
+    for job in jobs:
+        assert (
+            UNSCHEDULABLE_TOLERATION
+            in job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["tolerations"]
+        )
+
+
+def test_a_node_checked_alone_fails_the_run_on_an_nccl_fail(tmp_path: Path) -> None:
+    state = cluster(
+        nodes=[node("10.0.0.11"), node("10.0.0.13", unschedulable=True)],
+        jobs={
+            "rail": {"state": "Succeeded", "log": RAIL_LOG_GOOD},
+            "nccl": {"state": "Succeeded", "log": NCCL_FAIL},
+        },
+    )
+    out, _ = run(tmp_path, state, env_extra={"ONLY_NODE": "10.0.0.13"}, status=1)
+    assert "10.0.0.13: fail" in out
+
+
+def test_a_node_checked_alone_fails_the_run_on_a_bad_rail(tmp_path: Path) -> None:
+    state = cluster(nodes=[node("10.0.0.11"), node("10.0.0.13", unschedulable=True)])
+    out, _ = run(tmp_path, state, env_extra={"ONLY_NODE": "10.0.0.13"}, status=1)
+    assert "10.0.0.13: fail" in out
+
+
+def test_a_node_checked_alone_without_an_idle_peer_is_not_checked(tmp_path: Path) -> None:
+    state = cluster(nodes=[node("10.0.0.11", unschedulable=True), node("10.0.0.13", unschedulable=True)])
+    out, calls = run(tmp_path, state, env_extra={"ONLY_NODE": "10.0.0.13"}, status=1)
+    assert created(calls) == []
+    assert "no idle node of pool gpu-b4-a to pair it with" in out
+
+
+def test_without_only_node_a_cordoned_node_is_not_taken(tmp_path: Path) -> None:
+    state = cluster(nodes=[node("10.0.0.11"), node("10.0.0.12"), node("10.0.0.13", unschedulable=True)])
+    _, calls = run(tmp_path, state)
+    assert all("10.0.0.13" not in _pinned_nodes(j) for j in created(calls))

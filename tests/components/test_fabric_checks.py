@@ -17,7 +17,7 @@ from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL
 from stack_config.claim_plan import acceptance_template
 from stack_config.loading import load_stack
 from tests.components.admission import denials
-from tests.support import EXAMPLE_REGION, Run, raw_config
+from tests.support import EXAMPLE_REGION, Run, raw_config, without_remediation
 
 CRONJOB = "kubernetes:batch/v1:CronJob"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -140,7 +140,7 @@ def test_from_1_37_rails_are_device_taint_rules_and_the_role_grants_them() -> No
 
 
 def test_no_schedule_no_check(run_stack: Callable[..., Run]) -> None:
-    raw = raw_config("full")
+    raw = without_remediation(raw_config("full"))
     del raw["workloads"]
     run = run_stack("full", raw)
     assert run.of_type(CRONJOB) == [] and [r for r in run.of_type(ROLE) if "fabric-check" in r.name] == []

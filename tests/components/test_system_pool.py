@@ -12,7 +12,7 @@ from oke_gpu_rdma.resource_types import SYSTEM_POOL_COMPONENT
 from preview.mock_runtime import placeholder_ocid
 from stack_config.loading import load_stack
 from stack_config.problems import ConfigError
-from tests.support import EXAMPLE_REGION, Run, raw_config
+from tests.support import EXAMPLE_REGION, Run, raw_config, without_remediation
 
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"
 MPIJOB = "kubernetes:kubeflow.org/v2beta1:MPIJob"
@@ -152,7 +152,7 @@ def test_the_program_stops_before_declaring_anything(run_stack: Callable[..., Ru
 def test_the_mpi_operator_and_the_launcher_wait_for_it_and_the_launcher_tolerates_the_gpu_taint(
     run_stack: Callable[..., Run],
 ) -> None:
-    raw = raw_config("full")
+    raw = without_remediation(raw_config("full"))
     raw["workloads"] = {"acceptanceJobs": {"enabled": True}}
     run = run_stack("full", raw)
     system = run.one(NODE_POOL, "system-nodes").urn

@@ -19,7 +19,7 @@ from stack_config.loading import load_stack
 from stack_config.placement_plan import controllers
 from stack_config.pool_nodes import planned_pools
 from tests.preview.test_cli import run_cli
-from tests.support import EXAMPLE_REGION, Run, as_stack_file, raw_config
+from tests.support import EXAMPLE_REGION, Run, as_stack_file, raw_config, without_remediation
 
 
 def write_stack(folder: Path, name: str, raw: dict) -> Path:
@@ -29,7 +29,7 @@ def write_stack(folder: Path, name: str, raw: dict) -> Path:
 
 
 def test_a_pod_no_pool_admits_fails_the_preview_naming_the_pod_the_pools_and_why(tmp_path: Path) -> None:
-    raw = raw_config("full")
+    raw = without_remediation(raw_config("full"))
     # A label that overrides the pool label: the NCCL workers select gpu-b4-b by it and find no node.
     raw["nodePools"][1]["labels"] = {"oke-gpu-rdma/node-pool": "training"}
     raw["workloads"] = {"acceptanceJobs": {"enabled": True, "nodePool": "gpu-b4-b"}}
@@ -59,7 +59,7 @@ def test_an_existing_cluster_says_which_pools_the_check_could_not_see(tmp_path: 
 
 
 def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run]) -> None:
-    raw = raw_config("full")
+    raw = without_remediation(raw_config("full"))
     raw["workloads"] = {"acceptanceJobs": {"enabled": True}}
     resources = run_stack("full", raw).resources
     verdict = check_run(resources, load_stack(raw, "full", EXAMPLE_REGION))
@@ -162,7 +162,7 @@ def test_the_programs_controllers_are_placed_as_the_run_declares_them(run_stack:
     """The program's early check (stack_config/placement_plan.py) reads chart defaults; the preview reads the
     values the run declared. Both must see the same placement for every controller."""
     for stack, changes in (("full", {"acceptanceJobs": {"enabled": True}}), ("sriov", {})):
-        raw = raw_config(stack)
+        raw = without_remediation(raw_config(stack))
         raw.setdefault("workloads", {}).update(changes)
         declared = {p.name: p for p in pod_placements(run_stack(stack, raw).resources)}
         planned = controllers(load_stack(raw, stack, EXAMPLE_REGION).config)

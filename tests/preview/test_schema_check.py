@@ -41,7 +41,7 @@ def test_the_schema_version_is_the_newest_shipped_not_newer_than_the_stack() -> 
 # ServiceAccount, ClusterRole, ClusterRoleBinding, ConfigMap, DaemonSet and its own-node ValidatingAdmissionPolicy
 # with its binding (health.rails), the scheduled fabric check (CronJob, its RBAC and ConfigMap) and the
 # monitoring namespace and objects, whose custom resources no shipped schema covers; Kueue's are checked against its CRDs.
-@pytest.mark.parametrize(("stack", "validated", "unvalidated"), [("dev", 8, {}), ("full", 50, {})])
+@pytest.mark.parametrize(("stack", "validated", "unvalidated"), [("dev", 8, {}), ("full", 69, {})])
 def test_the_examples_manifests_are_valid(stack: str, validated: int, unvalidated: dict[str, int]) -> None:
     report = schema_check.check(manifests(stack), "v1.36.4")
     assert (report.validated, report.errors) == (validated, [])

@@ -8,7 +8,7 @@ import pytest
 
 from stack_config.loading import load_stack
 from stack_config.problems import ConfigError
-from tests.support import EXAMPLE_REGION, raw_config
+from tests.support import EXAMPLE_REGION, raw_config, without_remediation
 
 SOURCE = "stacks/Pulumi.dev.yaml"
 
@@ -32,7 +32,7 @@ def test_more_nodes_than_an_enhanced_cluster_takes_are_refused() -> None:
 
 
 def test_more_mpi_workers_than_nodes_can_never_pass() -> None:
-    raw = raw_config("full")
+    raw = without_remediation(raw_config("full"))
     raw["workloads"] = {"acceptanceJobs": {"enabled": True, "workers": 3, "nodePool": "gpu-b4-b"}}
     assert lines(raw) == [
         f"{SOURCE}: workloads.acceptanceJobs.workers = 3: is more than the 2 nodes of pool gpu-b4-b: the MPIJob runs "

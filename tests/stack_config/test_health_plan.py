@@ -11,7 +11,7 @@ from stack_config.loading import load_stack
 from stack_config.model import StackConfig, Taint
 from stack_config.pool_nodes import planned_pools
 from stack_config.problems import ConfigError
-from tests.support import EXAMPLE_REGION, raw_config
+from tests.support import EXAMPLE_REGION, raw_config, without_remediation
 
 SOURCE = "examples/Pulumi.full.yaml"
 
@@ -65,6 +65,7 @@ def test_gpu_health_needs_the_driver_and_a_version_that_has_it() -> None:
     ]
     raw["gpuDriver"] = {"enabled": False}
     raw["workloads"] = {"claimTemplates": []}
+    without_remediation(raw)  # it needs the scheduled fabric check, which goes with the workloads
     assert problems_of(raw) == [
         f"{SOURCE}: health.gpu = true: needs the NVIDIA DRA driver on a DRANET pool (gpuDriver.enabled: true and a "
         "pool with rdma: dranet); turn it on, or set health.gpu: false"

@@ -11,7 +11,7 @@ from oke_gpu_rdma import cidr_rules as cidr
 from preview.mock_runtime import pulumi_config_map
 from stack_config.loading import ConfigError, load_program_stack, load_stack, parse_stack_config
 from stack_config.model import GPU_TAINT, StackConfig
-from tests.support import EXAMPLE_REGION, raw_config, stack_document
+from tests.support import EXAMPLE_REGION, raw_config, stack_document, without_remediation
 
 SOURCE = "stacks/Pulumi.dev.yaml"
 
@@ -318,7 +318,7 @@ def test_a_pool_without_rails_needs_its_ad_and_no_compute_cluster() -> None:
 
 
 def test_a_rail_less_pool_is_refused_as_the_acceptance_jobs_pool() -> None:
-    raw = raw_config("full")
+    raw = without_remediation(raw_config("full"))
     raw["nodePools"].append(
         {**raw["nodePools"][0], "name": "infer-a10", "shape": "VM.GPU.A10.1", "rdma": "none"}
     )

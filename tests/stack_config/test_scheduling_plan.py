@@ -18,7 +18,7 @@ from stack_config.loading import load_stack
 from stack_config.pool_nodes import planned_pools
 from stack_config.problems import ConfigError
 from stack_config.scheduling_plan import SYSTEM_FLAVOR, SchedulingPlan, objects
-from tests.support import EXAMPLE_REGION, raw_config
+from tests.support import EXAMPLE_REGION, raw_config, without_remediation
 
 
 def scheduled(raw: dict[str, Any]) -> tuple[SchedulingPlan, Any]:
@@ -42,7 +42,7 @@ def mixed_fleet() -> dict[str, Any]:
 
 
 def test_off_by_default() -> None:
-    stack = load_stack(raw_config("full") | {"workloads": {}}, "test", EXAMPLE_REGION)
+    stack = load_stack(without_remediation(raw_config("full")) | {"workloads": {}}, "test", EXAMPLE_REGION)
     assert stack.scheduling is None
 
 
