@@ -418,8 +418,8 @@ class NodeRemediation(pulumi.ComponentResource):
         declare_network_policies(
             name,
             [
-                network_policies.api_server_only(f"{NAME}-api-server-only", config.namespace, POD_LABELS),
-                network_policies.https_out(f"{REPAIR_ACCOUNT}-https-out", config.namespace, REPAIR_LABELS),
+                network_policies.api_server_only("api-server-only", config.namespace, POD_LABELS),
+                network_policies.https_out("repair-https-out", config.namespace, REPAIR_LABELS),
             ],
             opts_ns,
         )

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import http.server
+import importlib
 import json
 import os
 import ssl
@@ -247,13 +247,19 @@ def job_for(config: Mapping[str, Any], kind: str, node: Mapping[str, Any]) -> tu
 
 class Controller:
     def __init__(self, kube: Kube, config: Mapping[str, Any], clock: Any = time.time) -> None:
-        self.kube, self.config, self.clock = kube, config, clock
-        self.settings = machine.Settings(**config["settings"])
-        self.namespace = config["namespace"]
+        self.kube, self.clock = kube, clock
+        self.configure(config)
         self.records: dict[str, machine.Record] = {}
         self.totals: dict[tuple[str, str], int] = {}
         self.errors = 0
         self.last_round = 0.0
+
+    def configure(self, config: Mapping[str, Any]) -> None:
+        """Take ``config`` (read again every round: an apply that changes it updates the mounted ConfigMap,
+        and the kubelet the file, without a restart)."""
+        self.config = config
+        self.settings = machine.Settings(**config["settings"])
+        self.namespace = config["namespace"]
 
     # -- state --------------------------------------------------------------------------------------
     def _state_path(self) -> str:
@@ -452,6 +458,8 @@ def main() -> int:  # pragma: no cover - the pod's entry point, run by the e2e t
     serve_metrics(controller, int(config["metricsPort"]))
     while True:
         try:
+            with open(os.environ["CONFIG"]) as f:
+                controller.configure(json.load(f))
             controller.round()
         except (ApiError, OSError, ValueError) as err:
             controller.errors += 1

@@ -625,7 +625,7 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
         + "kueue-clusterqueue-rdma-gpus"
         + " " * 31
         + f"update [diff: {QUOTAS}]",
-        "     (122 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
+        "     (142 other unchanged resources not shown: --show-sames, or make preview SHOW_SAMES=1, lists them)",
         "",
         f"Plan against {ROOT / 'rendered' / 'full'}:",
         "  ~ oci:ContainerEngine/nodePool:NodePool gpu-b4-a-nodes update [diff: ~nodeConfigDetails.size]",

@@ -249,8 +249,8 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
         # The full example's Kueue (release, two Topologies, two flavors, ClusterQueue, LocalQueue) and NCCL job
         # (MPIJob, the MPI operator's manifest), the rail health agent and monitoring's NetworkPolicies and
         # Grafana admin Job are on the cluster too.
-        "    +-70 to replace",
-        "    70 changes. 57 unchanged",
+        "    +-89 to replace",
+        "    89 changes. 58 unchanged",
     ]
 
 
@@ -338,7 +338,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "    ~ 5 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    6 changes. 119 unchanged",
+        "    6 changes. 139 unchanged",
     ]
 
 
@@ -714,7 +714,12 @@ def test_protection_is_per_kind_and_its_change_is_a_line_of_its_own() -> None:
     assert change_plan.plan_lines(plan)[-1:] == [
         "  gpu-b4-b-compute-cluster, gpu-b4-b-nodes: protect: true => false",
     ]
-    assert [s.record.name for s in plan.changed()] == ["gpu-b4-a-compute-cluster", "gpu-b4-a-nodes"]
+    # The remediation controller's config names the pool's OKE node pool, whose new OCID is known after the apply.
+    assert [s.record.name for s in plan.changed()] == [
+        "gpu-b4-a-compute-cluster",
+        "gpu-b4-a-nodes",
+        "node-remediation-program",
+    ]
 
 
 def test_a_refusal_names_the_protect_key_of_its_kind() -> None:
