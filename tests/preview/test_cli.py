@@ -647,7 +647,7 @@ def test_a_size_change_prints_the_changed_resource_the_gpu_line_and_the_counts(t
     assert out[resources : resources + 3] == [
         "Resources:",
         "    ~ 2 to update",
-        "    2 changes. 125 unchanged",
+        "    2 changes. 145 unchanged",
     ]
     # No unchanged resource of the 107 is in the tree.
     assert not any(line.rstrip().endswith(("gpu-b4-b-nodes", "network-vcn", "oke-cluster")) for line in out)
