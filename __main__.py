@@ -439,6 +439,7 @@ if remediation_config.enabled:
         NodeRemediationArgs(
             config=remediation_config,
             node_pool_ids={name: pools[name].node_pool_id for name in remediation_config.pools},
+            node_specs={name: pools[name].node_spec for name in remediation_config.pools},
             mode=fabric_check.taint_mode(cluster_minor),
             kubernetes_minor=cluster_minor,
             check_namespace=workloads.namespace,

@@ -7,7 +7,9 @@ Provision Managed Nodes"; pulumi-oci `NodePoolNodeConfigDetails.compute_cluster_
 """
 
 import base64
+import hashlib
 import inspect
+import json
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -189,6 +191,9 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
     compute_cluster_id: pulumi.Output[str] | None
     """The compute cluster the nodes are placed in (none for an rdma none pool)."""
     node_pool_id: pulumi.Output[str]
+    node_spec: pulumi.Output[str]
+    """A digest of what OKE builds a new node of the pool from; its change is a rollout of the pool's nodes
+    (oke_gpu_rdma/remediation/)."""
     """OCID of the node pool."""
     availability_domain: pulumi.Output[str]
     """The AD of the nodes."""
@@ -290,6 +295,21 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
             ),
         )
         self.node_pool_id = node_pool.id
+        # The inputs a node cycle brings to existing nodes (preview/plan/gpu_impact.py CYCLED_BY) but the
+        # placement: OKE builds each new node from them, so nodes launched before they changed are outdated.
+        self.node_spec = pulumi.Output.all(
+            args["kubernetes_version"],
+            pool.shape,
+            args["image_id"],
+            pool.boot_volume_size_gbs,
+            cloud_init(pool, sriov_rdma_mode),
+            initial_node_labels(pool, gpus_from_dra, rails_unmarked),
+            args.get("ssh_public_key"),
+            args.get("nsg_ids"),
+            args.get("kms_key_id"),
+        ).apply(
+            lambda spec: hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()
+        )
         self.register_outputs(
             {
                 **(

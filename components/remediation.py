@@ -120,9 +120,12 @@ def controller_config(
     mark_mode: fabric_check.TaintMode,
     check_namespace: str,
     check_cronjob: Mapping[str, Any],
+    node_specs: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The controller's config.json (``node_pools``: each remediated pool's OKE node pool OCID)."""
+    """The controller's config.json (``node_pools``: each remediated pool's OKE node pool OCID; ``node_specs``:
+    each one's node spec digest, whose change the controller rolls one local block at a time)."""
     return {
+        "rollouts": dict(node_specs or {}),
         "pools": {pool: {"nodePoolId": node_pools[pool]} for pool in config.pools},
         "poolLabel": POOL_LABEL,
         "blockLabel": RDMA_LOCAL_BLOCK_LABEL,
@@ -319,6 +322,8 @@ class NodeRemediationArgs:
     config: RemediationConfig
     node_pool_ids: Mapping[str, pulumi.Input[str]]
     """The OKE node pool OCID of each remediated pool (what a repair Job replaces a node in)."""
+    node_specs: Mapping[str, pulumi.Input[str]]
+    """Each remediated pool's node spec digest (RdmaGpuNodePool.node_spec): a new one rolls its nodes."""
     mode: fabric_check.TaintMode
     kubernetes_minor: int
     check_namespace: str
@@ -342,7 +347,9 @@ class NodeRemediation(pulumi.ComponentResource):
         ns = labelled_namespace(f"{name}-namespace", config.namespace, pod_security.RESTRICTED, child)
         opts_ns = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[ns]))
         meta = k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=config.namespace)
-        ids = pulumi.Output.all(*(args.node_pool_ids[p] for p in config.pools))
+        ids = pulumi.Output.all(
+            *(args.node_pool_ids[p] for p in config.pools), *(args.node_specs[p] for p in config.pools)
+        )
         files = {f: (SOURCE / f).read_text() for f in FILES}
         k8s.core.v1.ConfigMap(
             f"{name}-program",
@@ -354,10 +361,11 @@ class NodeRemediation(pulumi.ComponentResource):
                         "config.json": json.dumps(
                             controller_config(
                                 config,
-                                dict(zip(config.pools, found, strict=True)),
+                                dict(zip(config.pools, found[: len(config.pools)], strict=True)),
                                 args.mode,
                                 args.check_namespace,
                                 args.check_cronjob,
+                                dict(zip(config.pools, found[len(config.pools) :], strict=True)),
                             ),
                             indent=1,
                             sort_keys=True,

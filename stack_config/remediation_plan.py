@@ -54,6 +54,16 @@ def problems(config: StackConfig) -> list[ConfigProblem]:
                     key, name, "is not a DRANET pool (rdma: dranet): the stack marks no GPU or rail there"
                 )
             )
+        elif next(p for p in config.node_pools if p.name == name).cycling.enabled:
+            found.append(
+                ConfigProblem(
+                    f"nodePools[{names.index(name)}].cycling.enabled",
+                    True,
+                    f"OKE would cycle pool {name}'s nodes on a spec change while the remediation controller rolls "
+                    "them one local block at a time (health.remediation); set cycling.enabled: false, or leave "
+                    "the pool out of health.remediation.pools",
+                )
+            )
         elif checked != name:
             where = (
                 f"runs on pool {checked}"

@@ -17,6 +17,7 @@ Marks it reads, each as the stack's writers put them:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import http.server
 import importlib
@@ -265,22 +266,29 @@ class Controller:
     def _state_path(self) -> str:
         return f"/api/v1/namespaces/{self.namespace}/configmaps/{self.config['stateConfigMap']}"
 
-    def load(self) -> tuple[dict[str, machine.Record], str | None]:
+    def load(self) -> tuple[dict[str, machine.Record], dict[str, dict[str, Any]], str | None]:
+        """The records, each pool's rollout ({generation, since, done}) and the ConfigMap's resourceVersion."""
         try:
             found = self.kube.request("GET", self._state_path())
         except ApiError as err:
             if err.status == 404:
-                return {}, None
+                return {}, {}, None
             raise
-        data = json.loads((found.get("data") or {}).get("records", "{}"))
-        return machine.from_json(data), found["metadata"].get("resourceVersion")
+        data = found.get("data") or {}
+        records = machine.from_json(json.loads(data.get("records", "{}")))
+        return records, json.loads(data.get("rollouts", "{}")), found["metadata"].get("resourceVersion")
 
-    def save(self, records: Mapping[str, machine.Record], version: str | None) -> None:
+    def save(
+        self, records: Mapping[str, machine.Record], rollouts: Mapping[str, Any], version: str | None
+    ) -> None:
         body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": self.config["stateConfigMap"], "namespace": self.namespace},
-            "data": {"records": json.dumps(machine.to_json(records), sort_keys=True)},
+            "data": {
+                "records": json.dumps(machine.to_json(records), sort_keys=True),
+                "rollouts": json.dumps(rollouts, sort_keys=True),
+            },
         }
         if version is None:
             self.kube.request("POST", f"/api/v1/namespaces/{self.namespace}/configmaps", body)
@@ -364,7 +372,7 @@ class Controller:
 
     def event(self, event: machine.Event, pool: str) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(self.clock()))
-        node = event.node if not event.node.startswith("successor:") else ""
+        node = event.node if ":" not in event.node else ""  # successor:<pool>, rollout:<pool>
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
@@ -384,17 +392,63 @@ class Controller:
         self.totals[(pool, event.reason)] = self.totals.get((pool, event.reason), 0) + 1
         print(f"{event.node}: {event.reason}: {event.message}", flush=True)
 
+    def rollouts(
+        self,
+        known: Mapping[str, Any],
+        views: list[machine.NodeView],
+        records: Mapping[str, machine.Record],
+        now: float,
+    ) -> tuple[dict[str, Any], list[machine.NodeView], list[tuple[str, machine.Event]]]:
+        """Each pool's rollout against the generation the stack now declares (config ``rollouts``: a digest of
+        what OKE builds a new node from). A generation first seen starts nothing (every node counts as
+        current); a changed one starts a rollout at ``now``: a node created before it is outdated, which the
+        machine replaces one local block at a time. Once none is left and none is out of service for it,
+        the rollout is done (said once)."""
+        out: dict[str, Any] = {k: dict(v) for k, v in known.items()}
+        events: list[tuple[str, machine.Event]] = []
+        for pool, generation in (self.config.get("rollouts") or {}).items():
+            state = out.get(pool)
+            if state is None:
+                out[pool] = {"generation": generation, "since": 0, "done": True}
+            elif state["generation"] != generation:
+                out[pool] = {"generation": generation, "since": now, "done": False}
+                message = f"pool {pool} has a new node spec ({generation[:12]}); its nodes roll one local block at a time"
+                events.append((pool, machine.Event(f"rollout:{pool}", "RolloutStarted", message)))
+        since = {pool: float(state["since"]) for pool, state in out.items() if not state.get("done")}
+        views = [
+            dataclasses.replace(v, outdated=v.pool in since and v.created < since[v.pool]) for v in views
+        ]
+        for pool in since:
+            if not any(v.outdated for v in views if v.pool == pool) and not any(
+                r.pool == pool and r.cause == "rollout" and r.state in machine.ACTIVE
+                for r in records.values()
+            ):
+                out[pool]["done"] = True
+                events.append(
+                    (
+                        pool,
+                        machine.Event(
+                            f"rollout:{pool}", "RolloutDone", f"every node of pool {pool} is current"
+                        ),
+                    )
+                )
+        return out, views, events
+
     def round(self) -> machine.Step:
-        records, version = self.load()
+        records, known, version = self.load()
         nodes, views = self.read()
-        result = machine.step(self.clock(), views, records, self.settings)
+        now = self.clock()
+        rollouts, views, rollout_events = self.rollouts(known, views, records, now)
+        result = machine.step(now, views, records, self.settings)
         by_name = {n["metadata"]["name"]: n for n in nodes}
         for action in result.actions:
             self.act(action, by_name)
-        self.save(result.records, version)
+        self.save(result.records, rollouts, version)
         pools = {v.name: v.pool for v in views} | {
             k: r.pool for k, r in {**records, **result.records}.items()
         }
+        for pool, event in rollout_events:
+            self.event(event, pool)
         for event in result.events:
             self.event(event, pools.get(event.node, event.node.removeprefix("successor:")))
         self.records = result.records

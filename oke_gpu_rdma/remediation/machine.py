@@ -88,6 +88,10 @@ class NodeView:
     """The node's repair Job, where there is one."""
     check: JobResult | None = None
     """The node's fabric check Job, where there is one."""
+    outdated: bool = False
+    """Built from an older spec of its pool than the one the stack now declares (a rollout: a new image,
+    Kubernetes version or cloud-init), which only a new node gets (OKE applies a node pool update to the nodes
+    it launches later)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,8 @@ class Record:
     """Workloads this controller deactivated and has not reactivated yet."""
     waiting: str = ""
     """Why a watching node waits past its threshold (a budget), said once."""
+    cause: str = "mark"
+    """What took it out of service: a lasting ``mark``, or a ``rollout`` of its pool's new spec."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +171,31 @@ def _budget(
             f"pool {view.pool} would keep {len(others)} schedulable node(s), fewer than {s.min_schedulable}: "
             "its last healthy pair stays"
         )
+    return ""
+
+
+def _rollout_budget(
+    name: str, view: NodeView, records: Mapping[str, Record], nodes: Sequence[NodeView], s: Settings
+) -> str:
+    """Why an outdated node may not start its rollout now, or ''. A pool rolls one local block at a time, in
+    the order of the blocks' names: a block starts only once every node of the blocks before it is current
+    and no node of another block is still out of service (its fabric check passed)."""
+    outdated = sorted(
+        (n.block, n.name) for n in nodes if n.pool == view.pool and n.outdated and n.name not in records
+    )
+    if outdated and outdated[0][0] != view.block:
+        return f"pool {view.pool} rolls block {outdated[0][0] or '(none)'} first, one local block at a time"
+    busy = [n for n in _active_in(records, view.pool) if records[n].block != view.block]
+    if busy:
+        return f"{busy[0]} of another local block is still out of service; blocks roll one at a time"
+    in_pool = _active_in(records, view.pool)
+    if len(in_pool) >= s.max_per_pool:
+        return f"{len(in_pool)} node(s) of pool {view.pool} already out of service (at most {s.max_per_pool})"
+    # A rollout was asked for by the apply that changed the pool's spec: it may leave fewer than keepSchedulable
+    # nodes serving while a block rolls (a fault never does), but never none.
+    others = [n for n in nodes if n.pool == view.pool and n.name != name and n.ready and not n.unschedulable]
+    if not others:
+        return f"pool {view.pool} would keep no schedulable node"
     return ""
 
 
@@ -232,6 +263,17 @@ def step(now: float, nodes: Iterable[NodeView], records: Mapping[str, Record], s
     for view in views:
         name = view.name
         found = out.get(name)
+        if found is None and view.outdated and not view.marks:
+            why = _rollout_budget(name, view, out, views, s)
+            if not why:
+                out[name] = Record(
+                    "cordoned", now, view.pool, view.block, "rollout of the pool's new spec", cause="rollout"
+                )
+                actions.append(Action("cordon", name))
+                event(
+                    name, "RolloutCordoned", "built from the pool's older spec; cordoned, its jobs may finish"
+                )
+            continue
         if found is None:
             if view.marks:
                 out[name] = Record("watching", now, view.pool, view.block, "; ".join(view.marks))
@@ -336,6 +378,7 @@ def to_json(records: Mapping[str, Record]) -> dict[str, dict[str, object]]:
             "attempts": r.attempts,
             "deactivated": list(r.deactivated),
             "waiting": r.waiting,
+            "cause": r.cause,
         }
         for name, r in records.items()
     }
@@ -357,6 +400,7 @@ def from_json(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Record]:
             attempts=int(d.get("attempts") or 0),
             deactivated=tuple(str(w) for w in d.get("deactivated") or []),
             waiting=str(d.get("waiting") or ""),
+            cause=str(d.get("cause") or "mark"),
         )
     return out
 

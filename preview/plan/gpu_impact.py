@@ -25,12 +25,14 @@ apply replaces, cycles, removes or drains GPU nodes:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from oke_gpu_rdma import charts, resource_types
 from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
 from oke_gpu_rdma.labels import POOL_LABEL
+from oke_gpu_rdma.remediation import rollout
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.stack_keys import NODE_POOL_REPLACE_ORDER
 from stack_config.model import BOOT_VOLUME_REPLACE, CREATE_FIRST, DELETE_FIRST, INSTANCE_REPLACE
@@ -84,6 +86,8 @@ BARE_METAL_DISAGREEMENT = (
     f"{BOOT_VOLUME_REPLACE} is documented for bare metal"
 )
 _SIZE = ("nodeConfigDetails", "size")
+# The Pulumi name of the remediation controller's ConfigMap (components/remediation.py: "<name>-program").
+REMEDIATION_PROGRAM = "node-remediation-program"
 _AD = ("nodeConfigDetails", "placementConfigs", 0, "availabilityDomain")
 
 
@@ -204,7 +208,29 @@ CYCLING_TURNED_ON = (
 )
 
 
-def _pool_line(step: Step, steps_by_name: Mapping[str, Step], caveats: Caveats) -> list[str]:
+def remediation_config(plan: Plan) -> dict[str, Any] | None:
+    """The remediation controller's config.json as this apply writes it (components/remediation.py), if any."""
+    for step in plan.steps:
+        record = step.record
+        if (
+            record.type == resource_types.CONFIG_MAP
+            and record.name == REMEDIATION_PROGRAM
+            and step.op != "delete"
+        ):
+            text = (record.inputs.get("data") or {}).get("config.json")
+            try:
+                return dict(json.loads(text)) if isinstance(text, str) else None
+            except ValueError:  # known only after the apply (it names a node pool being replaced)
+                return None
+    return None
+
+
+def _pool_line(
+    step: Step,
+    steps_by_name: Mapping[str, Step],
+    caveats: Caveats,
+    remediation: Mapping[str, Any] | None = None,
+) -> list[str]:
     record, base = step.record, step.base
     inputs = (base or record).inputs
     pool, shape = inputs.get("name", record.name), inputs.get("nodeShape", "?")
@@ -251,8 +277,12 @@ def _pool_line(step: Step, steps_by_name: Mapping[str, Step], caveats: Caveats) 
             # terraform-provider-oci containerengine_node_pool_resource.go Update() sends
             # node_pool_cycling_details on every update (GetOkExists, no HasChange), and OKE's cycle
             # brings every node in line with the pool's spec: the first update with cycling on cycles them.
-            lines.append(f"{pool}: {_nodes(size, shape)} keep the old {what}")
-            caveats.setdefault(CYCLING_OFF, []).append(str(pool))
+            if remediation is not None and pool in remediation["pools"] and isinstance(size, int):
+                # The controller rolls the pool's nodes, whose spec digest this apply changes (config rollouts).
+                lines.append(rollout.rollout_line(str(pool), size, str(shape), what, remediation))
+            else:
+                lines.append(f"{pool}: {_nodes(size, shape)} keep the old {what}")
+                caveats.setdefault(CYCLING_OFF, []).append(str(pool))
     if cycling_on and base is not None and not _cycling(base.inputs).get("isNodeCyclingEnabled"):
         # What the plan can know: the base ran with cycling off, so any node-property change applied then
         # (in the base's apply or earlier) may have left nodes on the old spec; which ones, the
@@ -320,11 +350,12 @@ def gpu_node_lines(plan: Plan) -> list[str]:
     steps_by_name = {s.record.name: s for s in plan.steps}
     lines: list[str] = []
     caveats: Caveats = {}
+    remediation = remediation_config(plan)
     for step in sorted(plan.steps, key=lambda s: str(s.record.inputs.get("name", s.record.name))):
         # GPU shapes only: the system pool's VMs come back in minutes (components/system_pool.py).
         inputs = (step.base or step.record).inputs
         if step.record.type == resource_types.NODE_POOL and inputs.get("nodeShape") in CATALOG.names:
-            lines += _pool_line(step, steps_by_name, caveats)
+            lines += _pool_line(step, steps_by_name, caveats, remediation)
     lines += [f"{', '.join(dict.fromkeys(pools))}: {caveat}" for caveat, pools in caveats.items()]
     for step in plan.steps:
         if (

@@ -303,3 +303,28 @@ def test_job_names_are_dns_names_whatever_the_node_is_called() -> None:
     name = controller.job_name("repair", "10.140.64.11")
     assert name.startswith("remediation-repair-10-140-64-11-") and len(name) <= 63
     assert controller.job_name("check", "A" * 200) != controller.job_name("check", "A" * 199)
+
+
+def test_a_new_node_spec_rolls_the_pool_one_block_at_a_time_and_a_first_one_rolls_nothing(
+    api: FakeApi,
+) -> None:
+    clock = Clock()
+    config = {**CONFIG, "rollouts": {POOL: "spec-1"}}
+    first = Controller(api, config, clock).round()  # type: ignore[arg-type]
+    assert first.actions == [] and first.records == {}
+    clock.now += 10
+    changed = {**CONFIG, "rollouts": {POOL: "spec-2"}}
+    result = Controller(api, changed, clock).round()  # type: ignore[arg-type]
+    # Block b1 (n1, n2) first; maxNodesPerPool 1: n1 alone.
+    assert [(a.kind, a.node) for a in result.actions] == [("cordon", "n1")]
+    assert api.records()["n1"].cause == "rollout"
+    state = json.loads(api.state["data"]["rollouts"])  # type: ignore[index]
+    assert state[POOL] == {"generation": "spec-2", "since": clock.now, "done": False}
+    # Every node replaced by a newer one: done, said once.
+    api.nodes = {f"m{i}": node(f"m{i}", created="2030-01-01T00:00:00Z") for i in range(1, 5)}
+    api.state["data"]["records"] = "{}"  # type: ignore[index]
+    clock.now += 10
+    events = Controller(api, changed, clock).round().events  # type: ignore[arg-type]
+    assert json.loads(api.state["data"]["rollouts"])[POOL]["done"] is True  # type: ignore[index]
+    assert Controller(api, changed, clock).round().actions == []  # type: ignore[arg-type]
+    assert events == []  # rollout events are the controller's, not the machine's

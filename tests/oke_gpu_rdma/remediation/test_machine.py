@@ -266,6 +266,68 @@ def test_a_held_node_counts_against_the_pools_budget() -> None:
     assert result.actions == [] and "at most 2" in result.records["n3"].waiting
 
 
+def rolling() -> list[NodeView]:
+    """Four outdated nodes in two local blocks, the block names in the other order than the node names."""
+    return [
+        NodeView("n1", "gpu", "b2", 0, True, False, outdated=True),
+        NodeView("n2", "gpu", "b2", 0, True, False, outdated=True),
+        NodeView("n3", "gpu", "b1", 0, True, False, outdated=True),
+        NodeView("n4", "gpu", "b1", 0, True, False, outdated=True),
+    ]
+
+
+def test_a_rollout_takes_the_first_block_by_name_and_cordons_at_once() -> None:
+    result = step(0, rolling(), {}, S)
+    # maxNodesPerPool 2: both nodes of block b1, none of b2, and no threshold to wait for.
+    assert kinds(result) == [("cordon", "n3", ""), ("cordon", "n4", "")]
+    assert {n: r.cause for n, r in result.records.items()} == {"n3": "rollout", "n4": "rollout"}
+    assert result.records["n3"].state == "cordoned"
+
+
+def test_a_rollout_gives_a_nodes_jobs_their_window_then_goes_the_remediation_way() -> None:
+    records = {"n3": Record("cordoned", 0, "gpu", "b1", cause="rollout")}
+    busy = [n for n in with_(rolling(), "n3", unschedulable=True, workloads=("t/w",)) if n.name != "n4"]
+    assert kinds(step(599, busy, records, S)) == []
+    assert kinds(step(600, busy, records, S)) == [("deactivate", "n3", "t/w")]
+
+
+def test_the_next_block_waits_until_the_one_before_passed_its_check() -> None:
+    # b1's nodes are replaced: their successors are current and verifying; b2 waits for their checks.
+    nodes = [n for n in rolling() if n.block == "b2"] + [
+        NodeView("n5", "gpu", "b1", 10, True, True),
+        NodeView("n6", "gpu", "b1", 10, True, True),
+    ]
+    records = {"n5": Record("verifying", 5, "gpu", "b1"), "n6": Record("verifying", 5, "gpu", "b1")}
+    waiting = step(20, nodes, records, S)
+    assert [a for a in waiting.actions if a.kind == "cordon" and a.node in ("n1", "n2")] == []
+    passed = [replace(n, check="succeeded") if n.name in ("n5", "n6") else n for n in nodes]
+    returned = step(30, passed, waiting.records, S)
+    assert ("uncordon", "n5", "") in kinds(returned) and ("uncordon", "n6", "") in kinds(returned)
+    # The round after: b1 serves again, so b2 starts.
+    served = [replace(n, unschedulable=False, check=None) if n.block == "b1" else n for n in passed]
+    started = step(40, served, returned.records, S)
+    assert [a.node for a in started.actions if a.kind == "cordon"] == ["n1", "n2"]
+
+
+def test_a_rollout_never_leaves_its_pool_without_a_schedulable_node_but_may_go_below_keep_schedulable() -> (
+    None
+):
+    two = [
+        NodeView("n1", "gpu", "b1", 0, True, False, outdated=True),
+        NodeView("n2", "gpu", "b2", 0, True, False, outdated=True),
+    ]
+    first = step(0, two, {}, S)
+    assert kinds(first) == [("cordon", "n1", "")]  # keepSchedulable 2 binds a fault, not a rollout
+    one = [NodeView("n1", "gpu", "b1", 0, True, False, outdated=True)]
+    assert step(0, one, {}, S).actions == []
+
+
+def test_a_marked_outdated_node_goes_the_marks_way() -> None:
+    nodes = with_(rolling(), "n3", marks=MARK)
+    result = step(0, nodes, {}, S)
+    assert result.records["n3"].state == "watching" and result.records["n3"].cause == "mark"
+
+
 def test_every_state_is_reached_by_some_test_of_this_module() -> None:
     """A state the machine can enter but no test drives would be untested: every one is named here."""
     source = Path(__file__).read_text()
@@ -279,7 +341,7 @@ def test_counts_say_zero_for_every_state_of_every_pool() -> None:
 
 
 def test_records_survive_a_json_round_trip_and_unknown_states_are_dropped() -> None:
-    records = {"n1": Record("evicting", 1.5, "gpu", "b1", "why", 1, ("t/a",), "budget")}
+    records = {"n1": Record("evicting", 1.5, "gpu", "b1", "why", 1, ("t/a",), "budget", "rollout")}
     assert machine.from_json(machine.to_json(records)) == records
     assert machine.from_json({"x": {"state": "bogus", "since": 0, "pool": "p"}}) == {}
 

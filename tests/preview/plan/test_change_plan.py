@@ -19,7 +19,7 @@ from preview.plan import change_plan, gpu_impact
 from stack_config.loading import parse_stack_config, stack_source
 from stack_config.loading import raw_config as config_of
 from stack_config.pack_config import policy_pack_config
-from tests.support import as_stack_file, raw_config
+from tests.support import as_stack_file, raw_config, without_remediation
 
 Raw = dict[str, Any]
 
@@ -148,6 +148,9 @@ def test_node_image_cycles_every_node() -> None:
 
 def test_a_caveat_of_several_pools_is_said_once_naming_them() -> None:
     def new_image(raw: Raw) -> None:
+        # Both pools cycled by OKE: the first without the remediation that rolls it otherwise (see below).
+        without_remediation(raw)
+        del pool(raw)["cycling"]
         for each in raw["nodePools"]:
             each["imageId"] = "ocid1.image.oc1.iad.aaaaaaaaexamplenewimage"
 
@@ -160,6 +163,7 @@ def test_a_caveat_of_several_pools_is_said_once_naming_them() -> None:
         f"gpu-b4-a: {cycled}",
         f"gpu-b4-b: {cycled}",
         f"gpu-b4-a, gpu-b4-b: {BARE_METAL}",
+        f"gpu-b4-a: {gpu_impact.CYCLING_TURNED_ON}",
     ]
 
 
@@ -767,3 +771,26 @@ def test_a_moved_worker_subnet_updates_the_rules_that_name_it_in_place() -> None
         "network-api-endpoint-bootstrap-from-workers update [diff: ~source]"
     )
     assert all(" update [diff: ~" in line for line in rules.values())
+
+
+# --- issue 37: a remediated pool's new spec rolled by the remediation controller, block by block -----------
+
+
+def test_an_image_change_on_full_names_the_block_by_block_rollout() -> None:
+    plan = plan_for("full", lambda raw: pool(raw).update(imageId="ocid1.image.oc1.iad.aaaaaaaanewimage"))
+    assert gpu_impact.gpu_node_lines(plan) == [
+        "gpu-b4-a: 2 BM.GPU.B4.8 nodes rolled onto the new node image (nodeSourceDetails.imageId) by the "
+        "remediation controller, one local block at a time in the order of their oke-gpu-rdma/rdma-local-block "
+        "labels, 1 node(s) at a time: each cordoned, its jobs given 30 min to finish, then evicted and requeued "
+        "by Kueue, drained, replaced by OKE in its node pool (about 45 min) and checked alone by the fabric check "
+        "before it serves; a block starts once the one before passed: up to 165 min a node, 330 min for the pool"
+    ]
+    # The controller learns of it through its config: the pool's node spec digest changed.
+    assert "node-remediation-program" in [s.record.name for s in plan.changed()]
+
+
+def test_an_image_change_of_a_pool_not_remediated_still_says_what_oke_does() -> None:
+    plan = plan_for("full", lambda raw: pool(raw, 1).update(imageId="ocid1.image.oc1.iad.aaaaaaaanewimage"))
+    [line, *_] = gpu_impact.gpu_node_lines(plan)
+    assert line.startswith("gpu-b4-b: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1")
+    assert "node-remediation-program" not in [s.record.name for s in plan.changed()]
