@@ -26,11 +26,8 @@ def node_minutes(config: Mapping[str, Any]) -> int:
     """The longest one node may be out of service in a rollout: its jobs' window, the drain, OKE's replacement
     (a bare-metal GPU node's bring-up, oke_gpu_rdma/provisioning.py) and the fabric check."""
     s = config["settings"]
-    return (
-        math.ceil((s["grace_seconds"] + s["drain_seconds"]) / 60)
-        + BM_GPU_NODE_MINUTES
-        + check_minutes(config)
-    )
+    window = math.ceil((int(s["grace_seconds"]) + int(s["drain_seconds"])) / 60)
+    return window + BM_GPU_NODE_MINUTES + check_minutes(config)
 
 
 def rollout_line(pool: str, nodes: int, shape: str, what: str, config: Mapping[str, Any]) -> str:
