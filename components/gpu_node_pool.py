@@ -191,10 +191,10 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
     compute_cluster_id: pulumi.Output[str] | None
     """The compute cluster the nodes are placed in (none for an rdma none pool)."""
     node_pool_id: pulumi.Output[str]
+    """OCID of the node pool."""
     node_spec: pulumi.Output[str]
     """A digest of what OKE builds a new node of the pool from; its change is a rollout of the pool's nodes
     (oke_gpu_rdma/remediation/)."""
-    """OCID of the node pool."""
     availability_domain: pulumi.Output[str]
     """The AD of the nodes."""
 
@@ -318,6 +318,7 @@ class RdmaGpuNodePool(pulumi.ComponentResource):
                     else {}
                 ),
                 "nodePoolId": self.node_pool_id,
+                "nodeSpec": self.node_spec,
                 "availabilityDomain": self.availability_domain,
             }
         )

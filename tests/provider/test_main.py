@@ -166,7 +166,7 @@ def test_node_pool_inputs(schema: dict[str, Any]) -> None:
         "none",
     ]
     assert inputs["taints"]["items"]["$ref"] == "#/types/oke-gpu-rdma:index:PoolTaint"
-    assert set(pool["properties"]) == {"computeClusterId", "nodePoolId", "availabilityDomain"}
+    assert set(pool["properties"]) == {"computeClusterId", "nodePoolId", "nodeSpec", "availabilityDomain"}
 
 
 def test_claim_template_inputs(schema: dict[str, Any]) -> None:

@@ -32,8 +32,18 @@ def test_the_full_example_remediates_its_first_pool() -> None:
     assert config.health.remediation.pools == ["gpu-b4-a"] and config.health.remediation.enabled
 
 
-def test_a_pool_the_fabric_check_does_not_run_on_is_refused_with_the_fix() -> None:
+def test_a_pool_oke_cycles_is_refused_with_the_fix() -> None:
     assert problems_of(with_remediation(pools=["gpu-b4-b"])) == [
+        "nodePools[1].cycling.enabled = true: OKE would cycle pool gpu-b4-b's nodes on a spec change while the "
+        "remediation controller rolls them one local block at a time (health.remediation); set cycling.enabled: "
+        "false, or leave the pool out of health.remediation.pools"
+    ]
+
+
+def test_a_pool_the_fabric_check_does_not_run_on_is_refused_with_the_fix() -> None:
+    raw = with_remediation(pools=["gpu-b4-b"])
+    raw["nodePools"][1]["cycling"] = {"enabled": False}
+    assert problems_of(raw) == [
         "health.remediation.pools[0] = 'gpu-b4-b': a replaced node must pass the fabric check before it serves, "
         "and the check runs on pool gpu-b4-a; set workloads.acceptanceJobs.schedule and nodePool: gpu-b4-b, or "
         "leave the pool out"
