@@ -25,6 +25,7 @@ from components.gpu_node_pool import (
 )
 from components.kueue import Kueue, flavor_taint_inputs, kueue_args
 from components.monitoring import Monitoring, MonitoringArgs, selector_labels
+from components.monitoring import objects_namespace as monitoring_objects_namespace
 from components.network import Network, network_args
 from components.network_operator import (
     NetworkOperator,
@@ -208,6 +209,9 @@ if monitoring_config.enabled:
             system_pool=config.system_pool.name if config.creates_system_pool else None,
             taints=list(dict.fromkeys([*taints, *sriov_taints, *railless_taints])),
             scrape_dranet=config.dranet.enabled and bool(config.dra_pools),
+            remediation_namespace=config.health.remediation.namespace
+            if config.health.remediation.enabled
+            else None,
             # Its node exporter runs on every pool; its controllers on the system pool.
             depends_on=[*pools.values(), *system_nodes],
         ),
@@ -449,6 +453,14 @@ if remediation_config.enabled:
             system_pool=config.system_pool.name if config.creates_system_pool else None,
             taints=taints,
             provider=cluster.provider,
+            prometheus=(
+                (
+                    monitoring_objects_namespace(monitoring_config),
+                    monitoring_config.existing_prometheus is None,
+                )
+                if monitoring_config.enabled
+                else None
+            ),
             depends_on=[*system_nodes, *([kueue] if kueue is not None else [])],
         ),
     )

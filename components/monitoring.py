@@ -41,6 +41,7 @@ from oke_gpu_rdma.releases import kube_prometheus_stack as kps
 from stack_config.model import MonitoringConfig, Taint, tolerations
 from stack_config.monitoring_plan import release_values
 
+from . import remediation
 from .access_control import admission_policy, policy_rules
 from .dra_drivers import RELEASE_TIMEOUT_SECONDS, _documented, _release
 from .namespaces import declare_network_policies, labelled_namespace
@@ -125,6 +126,8 @@ class MonitoringArgs:
     taints: Sequence[Taint] = ()
     """Taints of the GPU pools, which the node exporter tolerates."""
     scrape_dranet: bool = True
+    remediation_namespace: str | None = None
+    """The remediation controller's namespace, whose metrics a PodMonitor scrapes (None: not deployed)."""
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list)
 
 
@@ -148,6 +151,17 @@ class Monitoring(pulumi.ComponentResource):
                 kind=kps.POD_MONITOR_KIND,
                 metadata=k8s.meta.v1.ObjectMetaArgs(name="dranet", namespace=namespace, labels=labels),
                 spec=dranet_pod_monitor(),
+                opts=child,
+            )
+        if args.remediation_namespace is not None:
+            k8s.apiextensions.CustomResource(
+                f"{name}-remediation-pod-monitor",
+                api_version=kps.MONITORING_API,
+                kind=kps.POD_MONITOR_KIND,
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=remediation.NAME, namespace=namespace, labels=labels
+                ),
+                spec=remediation.pod_monitor(args.remediation_namespace),
                 opts=child,
             )
         k8s.apiextensions.CustomResource(

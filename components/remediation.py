@@ -278,6 +278,15 @@ def job_policy(namespace: str, check_namespace: str, image: str, check_image: st
     }
 
 
+def pod_monitor(namespace: str) -> dict[str, Any]:
+    """The PodMonitor spec that scrapes the controller's metrics (its declared port, named metrics)."""
+    return {
+        "selector": {"matchLabels": dict(POD_LABELS)},
+        "namespaceSelector": {"matchNames": [namespace]},
+        "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics"}],
+    }
+
+
 def controller_pod(
     config: RemediationConfig, system_pool: str | None, taints: Sequence[Taint]
 ) -> dict[str, Any]:
@@ -332,6 +341,9 @@ class NodeRemediationArgs:
     system_pool: str | None
     taints: list[Taint]
     provider: pulumi.ProviderResource
+    prometheus: tuple[str, bool] | None
+    """The namespace of the Prometheus that scrapes the controller and whether the stack installs it (None: no
+    monitoring)."""
     depends_on: Sequence[pulumi.Resource]
 
 
@@ -428,6 +440,15 @@ class NodeRemediation(pulumi.ComponentResource):
             [
                 network_policies.api_server_only("api-server-only", config.namespace, POD_LABELS),
                 network_policies.https_out("repair-https-out", config.namespace, REPAIR_LABELS),
+                *(
+                    [
+                        network_policies.scraped_by_prometheus(
+                            "metrics-ingress", config.namespace, POD_LABELS, METRICS_PORT, *args.prometheus
+                        )
+                    ]
+                    if args.prometheus is not None
+                    else []
+                ),
             ],
             opts_ns,
         )

@@ -158,6 +158,33 @@ def api_server_only(name: str, namespace: str, pod_labels: Mapping[str, str] | N
     )
 
 
+def scraped_by_prometheus(
+    name: str,
+    namespace: str,
+    pod_labels: Mapping[str, str],
+    port: int,
+    prometheus_namespace: str,
+    installed: bool,
+) -> Policy:
+    """The pods with ``pod_labels`` admit Prometheus on ``port``: the installed chart's Prometheus pods, or, for
+    a Prometheus the cluster already runs (whose pods' labels the stack does not know), any pod of its
+    namespace."""
+    peer = (
+        _pods(chart_pods.PROMETHEUS, prometheus_namespace)
+        if installed
+        else {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: prometheus_namespace}}}
+    )
+    return Policy(
+        name,
+        namespace,
+        {
+            "podSelector": {"matchLabels": dict(pod_labels)},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [peer], "ports": _tcp([port])}],
+        },
+    )
+
+
 def https_out(name: str, namespace: str, pod_labels: Mapping[str, str]) -> Policy:
     """The pods with ``pod_labels`` admit nothing and reach HTTPS anywhere and DNS: the remediation's repair
     Jobs, which install the OCI SDK from PyPI and call the OCI API by name (oke_gpu_rdma/remediation/repair.py)."""

@@ -39,6 +39,8 @@ def rule_settings(config: StackConfig) -> RuleSettings:
         rail_gbps=rail_threshold("dranet", config.workloads.acceptance_jobs.rail_gbps),
         tainted_minutes=monitoring.tainted_alert_minutes,
         rail_flaps_per_hour=monitoring.rail_flaps_per_hour,
+        remediation_pools=list(config.health.remediation.pools),
+        remediation_interval_seconds=config.health.remediation.interval_seconds,
     )
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
+from oke_gpu_rdma.remediation import controller as remediation_controller
 
 # The node condition a failed scheduled NCCL check sets (components/scripts/fabric-check.sh).
 FABRIC_CHECK_CONDITION: Final = "FabricCheckFailed"
@@ -86,6 +87,9 @@ class RuleSettings:
     """The per-rail minimum (the scheduled checks' threshold, the seed's figure by default)."""
     tainted_minutes: int
     rail_flaps_per_hour: int
+    remediation_pools: Sequence[str] = ()
+    """The pools the remediation controller acts on (health.remediation.pools)."""
+    remediation_interval_seconds: int = 30
 
 
 def _pool_nodes(pools: Sequence[str]) -> str:
@@ -232,12 +236,39 @@ def health_rules(settings: RuleSettings) -> list[AlertRule]:
     ]
 
 
+def remediation_rules(settings: RuleSettings) -> list[AlertRule]:
+    """A node the remediation controller gave up on (held: cordoned, for a person), and a controller that stopped
+    its rounds (oke_gpu_rdma/remediation/controller.py serves both series)."""
+    if not settings.remediation_pools:
+        return []
+    stalled = 10 * settings.remediation_interval_seconds
+    return [
+        AlertRule(
+            "NodeRemediationHeld",
+            f'max by (pool) ({remediation_controller.NODES_METRIC}{{state="held"}}) > 0',
+            "0m",
+            "critical",
+            "{{ $value }} node(s) of pool {{ $labels.pool }} failed remediation twice and stay cordoned: repair "
+            "them by hand, then delete their entry in the ConfigMap node-remediation-state (docs/remediation.md)",
+        ),
+        AlertRule(
+            "NodeRemediationStalled",
+            f"time() - max({remediation_controller.LAST_ROUND_METRIC}) > {stalled} or "
+            f"absent({remediation_controller.LAST_ROUND_METRIC})",
+            "10m",
+            "warning",
+            f"The remediation controller has finished no round for {stalled} s: bad nodes are not taken out",
+        ),
+    ]
+
+
 def rule_groups(settings: RuleSettings) -> list[dict[str, Any]]:
     """The PrometheusRule's spec.groups."""
     groups = [
         ("oke-gpu-rdma.gpus", gpu_rules(settings)),
         ("oke-gpu-rdma.rails", rail_rules(settings)),
         ("oke-gpu-rdma.health", health_rules(settings)),
+        ("oke-gpu-rdma.remediation", remediation_rules(settings)),
     ]
     return [{"name": name, "rules": [r.to_spec() for r in rules]} for name, rules in groups if rules]
 

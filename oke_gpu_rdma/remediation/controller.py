@@ -45,6 +45,13 @@ KUEUE_WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2"
 NODE_LABEL = "oke-gpu-rdma/remediation-node"
 KIND_LABEL = "oke-gpu-rdma/remediation-job"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+# The metrics the controller serves (Controller.metrics), which the alert rules and the dashboard may name
+# (oke_gpu_rdma/monitoring/catalog.py lists them as this project's own exporter).
+NODES_METRIC = "oke_gpu_rdma_remediation_nodes"
+EVENTS_METRIC = "oke_gpu_rdma_remediation_events_total"
+ERRORS_METRIC = "oke_gpu_rdma_remediation_round_errors_total"
+LAST_ROUND_METRIC = "oke_gpu_rdma_remediation_last_round_timestamp_seconds"
+METRICS = (NODES_METRIC, EVENTS_METRIC, ERRORS_METRIC, LAST_ROUND_METRIC)
 
 
 class ApiError(Exception):
@@ -457,24 +464,24 @@ class Controller:
 
     def metrics(self) -> str:
         lines = [
-            "# HELP oke_gpu_rdma_remediation_nodes Nodes of a remediated pool by remediation state.",
-            "# TYPE oke_gpu_rdma_remediation_nodes gauge",
+            f"# HELP {NODES_METRIC} Nodes of a remediated pool by remediation state.",
+            f"# TYPE {NODES_METRIC} gauge",
         ]
         for (pool, state), n in sorted(machine.counts(self.records, self.config["pools"]).items()):
-            lines.append(f'oke_gpu_rdma_remediation_nodes{{pool="{pool}",state="{state}"}} {n}')
+            lines.append(f'{NODES_METRIC}{{pool="{pool}",state="{state}"}} {n}')
         lines += [
-            "# HELP oke_gpu_rdma_remediation_events_total Remediation transitions by pool and reason.",
-            "# TYPE oke_gpu_rdma_remediation_events_total counter",
+            f"# HELP {EVENTS_METRIC} Remediation transitions by pool and reason.",
+            f"# TYPE {EVENTS_METRIC} counter",
         ]
         for (pool, reason), n in sorted(self.totals.items()):
-            lines.append(f'oke_gpu_rdma_remediation_events_total{{pool="{pool}",reason="{reason}"}} {n}')
+            lines.append(f'{EVENTS_METRIC}{{pool="{pool}",reason="{reason}"}} {n}')
         lines += [
-            "# HELP oke_gpu_rdma_remediation_round_errors_total Rounds that failed (API errors).",
-            "# TYPE oke_gpu_rdma_remediation_round_errors_total counter",
-            f"oke_gpu_rdma_remediation_round_errors_total {self.errors}",
-            "# HELP oke_gpu_rdma_remediation_last_round_timestamp_seconds When the last round completed.",
-            "# TYPE oke_gpu_rdma_remediation_last_round_timestamp_seconds gauge",
-            f"oke_gpu_rdma_remediation_last_round_timestamp_seconds {self.last_round}",
+            f"# HELP {ERRORS_METRIC} Rounds that failed (API errors).",
+            f"# TYPE {ERRORS_METRIC} counter",
+            f"{ERRORS_METRIC} {self.errors}",
+            f"# HELP {LAST_ROUND_METRIC} When the last round completed.",
+            f"# TYPE {LAST_ROUND_METRIC} gauge",
+            f"{LAST_ROUND_METRIC} {self.last_round}",
         ]
         return "\n".join(lines) + "\n"
 

@@ -20,7 +20,11 @@ apply replaces, cycles, removes or drains GPU nodes:
   keeps the hosts but changes only some properties), and instance replacement of bare metal is where
   Oracle's documents disagree;
 - a `size` change adds or removes nodes;
-- a DRANET child-range change needs the nodes drained (seed 003).
+- a DRANET child-range change needs the nodes drained (seed 003);
+- a remediated pool (health.remediation) is rolled by the remediation controller one local block at a time
+  (oke_gpu_rdma/remediation/rollout.py says the order and how long);
+- a Kubernetes upgrade to the release that serves DeviceTaintRule in v1 switches the rail marks, and leaves
+  the node taints written before behind.
 """
 
 from __future__ import annotations
@@ -29,9 +33,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from oke_gpu_rdma import charts, resource_types
+from oke_gpu_rdma import charts, health, resource_types
 from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
-from oke_gpu_rdma.labels import POOL_LABEL
+from oke_gpu_rdma.labels import POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
 from oke_gpu_rdma.remediation import rollout
 from oke_gpu_rdma.shape_catalog import CATALOG
 from oke_gpu_rdma.stack_keys import NODE_POOL_REPLACE_ORDER
@@ -88,6 +92,8 @@ BARE_METAL_DISAGREEMENT = (
 _SIZE = ("nodeConfigDetails", "size")
 # The Pulumi name of the remediation controller's ConfigMap (components/remediation.py: "<name>-program").
 REMEDIATION_PROGRAM = "node-remediation-program"
+# The Pulumi names of the rail health agent's objects start so (__main__.py RailHealthAgent "rail-health").
+RAIL_AGENT_PREFIX = "rail-health"
 _AD = ("nodeConfigDetails", "placementConfigs", 0, "availabilityDomain")
 
 
@@ -344,6 +350,46 @@ def _dranet_lines(step: Step, plan: Plan) -> list[str]:
     ]
 
 
+def _minor(version: Any) -> tuple[int, int] | None:
+    parts = str(version or "").lstrip("v").split(".")
+    return (
+        (int(parts[0]), int(parts[1]))
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit()
+        else None
+    )
+
+
+def upgrade_lines(plan: Plan) -> list[str]:
+    """A Kubernetes upgrade across the release that serves DeviceTaintRule in v1 (oke_gpu_rdma/health.py): what
+    changes for the rail marks, in the order the apply makes it, and the mark the switch leaves behind."""
+    for step in plan.steps:
+        if step.record.type != resource_types.CLUSTER or step.op != "update" or step.base is None:
+            continue
+        old, new = step.base.inputs.get("kubernetesVersion"), step.record.inputs.get("kubernetesVersion")
+        before, after = _minor(old), _minor(new)
+        since = health.DEVICE_TAINT_RULE_V1_SINCE
+        if before is None or after is None or not before < since <= after:
+            continue
+        if not any(s.record.name.startswith(RAIL_AGENT_PREFIX) for s in plan.steps):
+            return [
+                f"Kubernetes {old} => {new}: OKE upgrades the control plane first, then the pools' nodes follow"
+            ]
+        # The order: the cluster first (every pool depends on it); the rail agent's DaemonSets wait for the GPU
+        # pools (components/rail_health.py node_pools), so its marks switch once their specs are updated; the
+        # fabric check switches at its next run; the nodes roll afterwards (the lines above), the remediation
+        # controller's over hours.
+        return [
+            f"Kubernetes {old} => {new}, in the order the apply makes it: OKE upgrades the control plane; the "
+            "pools' node specs follow; then the rail agent's DaemonSets, which wait for the pools, mark rails "
+            "with DeviceTaintRules instead of node taints (their RBAC and admission policies change with them), "
+            "as does the fabric check from its next run; the nodes roll onto the new version as said above",
+            f"a rail mark written as a node taint on {before[0]}.{before[1]} is lifted by no agent after the "
+            "switch: the nodes replaced start without one; on a node kept, lift it with "
+            f"`kubectl taint nodes <node> {RAIL_UNHEALTHY_TAINT_KEY}-`",
+        ]
+    return []
+
+
 def gpu_node_lines(plan: Plan) -> list[str]:
     """One line per pool an apply would replace, cycle, resize or remove; each caveat once, with the pools
     it concerns; then DRANET range changes."""
@@ -363,4 +409,4 @@ def gpu_node_lines(plan: Plan) -> list[str]:
             and step.record.inputs.get("chart") == charts.DRANET_CHART
         ):
             lines += _dranet_lines(step, plan)
-    return lines
+    return lines + upgrade_lines(plan)

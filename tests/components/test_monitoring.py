@@ -333,7 +333,7 @@ def test_the_gpu_operator_creates_the_dcgm_service_monitor_prometheus_selects(
 
 def test_dranet_rules_and_dashboard_carry_the_selector_labels(run_stack: Callable[..., Run]) -> None:
     run = run_stack("full")
-    monitor = run.one(POD_MONITOR).inputs
+    monitor = run.one(POD_MONITOR, "monitoring-dranet-pod-monitor").inputs
     assert monitor["metadata"] == {
         "name": "dranet",
         "namespace": "monitoring",
@@ -364,6 +364,7 @@ def test_dranet_rules_and_dashboard_carry_the_selector_labels(run_stack: Callabl
         "oke-gpu-rdma.gpus",
         "oke-gpu-rdma.rails",
         "oke-gpu-rdma.health",
+        "oke-gpu-rdma.remediation",
     ]
     board = run.one(CONFIG_MAP, "monitoring-dashboard").inputs
     assert board["metadata"]["labels"] == {"grafana_dashboard": "1"}
@@ -378,9 +379,13 @@ def test_an_existing_prometheus_gets_the_objects_and_no_release(run_stack: Calla
     }
     run = run_stack("full", raw)
     assert [r.name for r in run.of_type(RELEASE) if r.inputs["chart"] == kps.CHART_NAME] == []
-    for kind in (POD_MONITOR, RULE):
-        assert run.one(kind).inputs["metadata"]["namespace"] == "observability"
-        assert run.one(kind).inputs["metadata"]["labels"] == {"prometheus": "main"}
+    for resource in [*run.of_type(POD_MONITOR), run.one(RULE)]:
+        assert resource.inputs["metadata"]["namespace"] == "observability"
+        assert resource.inputs["metadata"]["labels"] == {"prometheus": "main"}
+    # The remediation controller's metrics too, from its declared port.
+    scrape = run.one(POD_MONITOR, "monitoring-remediation-pod-monitor").inputs["spec"]
+    assert scrape["namespaceSelector"] == {"matchNames": ["node-remediation"]}
+    assert scrape["podMetricsEndpoints"] == [{"port": "metrics", "path": "/metrics"}]
     additional = run.one(RELEASE, "gpu-operator-release").inputs["values"]["dcgmExporter"]["serviceMonitor"]
     assert additional["additionalLabels"] == {"prometheus": "main"}
 

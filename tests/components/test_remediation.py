@@ -108,3 +108,29 @@ def test_the_controllers_settings_are_the_stack_configs() -> None:
         "max_attempts": 2,
         "min_schedulable": 4,
     }
+
+
+def test_only_prometheus_scrapes_the_controller_and_the_controller_reaches_the_api_server_only() -> None:
+    from oke_gpu_rdma import network_policies as np
+    from oke_gpu_rdma.monitoring import chart_pods
+
+    policies = [
+        np.api_server_only("api-server-only", NS, remediation.POD_LABELS),
+        np.https_out("repair-https-out", NS, remediation.REPAIR_LABELS),
+        np.scraped_by_prometheus(
+            "metrics-ingress", NS, remediation.POD_LABELS, remediation.METRICS_PORT, "monitoring", True
+        ),
+    ]
+    controller = np.Endpoint(NS, remediation.POD_LABELS)
+    repair = np.Endpoint(NS, remediation.REPAIR_LABELS)
+    prometheus = np.Endpoint(
+        "monitoring", {**chart_pods.PROMETHEUS.labels, "kubernetes.io/metadata.name": "monitoring"}
+    )
+    training = np.Endpoint("rdma-dranet", {"app": "train"})
+    assert np.connects(policies, prometheus, controller, remediation.METRICS_PORT)
+    assert not np.connects(policies, training, controller, remediation.METRICS_PORT)
+    assert not np.connects(policies, prometheus, controller, 8080)
+    assert np.connects(policies, controller, None, 443) and not np.connects(
+        policies, controller, training, 80
+    )
+    assert np.connects(policies, repair, None, 443) and not np.connects(policies, training, repair, 443)

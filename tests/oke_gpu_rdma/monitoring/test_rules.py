@@ -29,7 +29,7 @@ def rules_by_alert() -> dict[str, list[dict[str, object]]]:
 
 def test_every_expression_parses_and_names_only_documented_metrics() -> None:
     exprs = expressions(rule_groups(full_settings()))
-    assert len(exprs) == 13
+    assert len(exprs) == 15
     for expr, parsed in zip(exprs, parse(exprs), strict=True):
         assert parsed.error is None, f"{expr}: {parsed.error}"
         assert parsed.metrics, f"{expr}: selects no metric"
@@ -69,6 +69,8 @@ def test_the_issue_s_alerts_are_all_there() -> None:
         "GpuUncorrectableEccRowRemap",
         "GpuXidError",
         "HealthTaintTooLong",
+        "NodeRemediationHeld",
+        "NodeRemediationStalled",
         "RailBelowThresholdInCheck",
         "RailDown",
         "RailFlapping",
@@ -162,3 +164,19 @@ def test_rules_are_what_prometheus_rulefmt_accepts() -> None:
             assert duration.match(str(rule["for"])) and rule["for"], rule["for"]
             assert all(label_name.match(name) for name in rule["labels"])
             assert set(rule) == {"alert", "expr", "for", "labels", "annotations"}
+
+
+def test_a_held_node_and_a_stalled_controller_alert_where_remediation_runs() -> None:
+    """Issue 37: a node that failed remediation twice stays cordoned with an alert; the series are the
+    controller's own (oke_gpu_rdma/remediation/controller.py), which the catalog lists as this project's."""
+    rules = rules_by_alert()
+    [held] = rules["NodeRemediationHeld"]
+    assert held["expr"] == 'max by (pool) (oke_gpu_rdma_remediation_nodes{state="held"}) > 0'
+    assert held["labels"] == {"severity": "critical"}
+    [stalled] = rules["NodeRemediationStalled"]
+    assert "absent(oke_gpu_rdma_remediation_last_round_timestamp_seconds)" in str(stalled["expr"])
+    assert catalog.exporter_of("oke_gpu_rdma_remediation_nodes") == catalog.OWN_EXPORTER
+    raw = raw_config("full")
+    del raw["health"]["remediation"]
+    quiet = rule_settings(load_stack(raw, "full", EXAMPLE_REGION).config)
+    assert not any(g["name"] == "oke-gpu-rdma.remediation" for g in rule_groups(quiet))

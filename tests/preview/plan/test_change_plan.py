@@ -794,3 +794,26 @@ def test_an_image_change_of_a_pool_not_remediated_still_says_what_oke_does() -> 
     [line, *_] = gpu_impact.gpu_node_lines(plan)
     assert line.startswith("gpu-b4-b: 2 BM.GPU.B4.8 nodes cycled (surge 0, unavailable 1")
     assert "node-remediation-program" not in [s.record.name for s in plan.changed()]
+
+
+def test_an_upgrade_to_1_37_says_the_order_and_the_node_taints_the_switch_leaves_behind() -> None:
+    plan = plan_for("full", lambda raw: raw["cluster"]["create"].update(kubernetesVersion="v1.37.1"))
+    lines = gpu_impact.gpu_node_lines(plan)
+    assert lines[-2].startswith(
+        "Kubernetes v1.36.4 => v1.37.1, in the order the apply makes it: OKE upgrades the control plane; the "
+        "pools' node specs follow; then the rail agent's DaemonSets, which wait for the pools, mark rails with "
+        "DeviceTaintRules instead of node taints"
+    )
+    assert lines[-1] == (
+        "a rail mark written as a node taint on 1.36 is lifted by no agent after the switch: the nodes replaced "
+        "start without one; on a node kept, lift it with `kubectl taint nodes <node> oke-gpu-rdma/rail-unhealthy-`"
+    )
+    # The remediated pool is rolled block by block onto the new version; the other is cycled by OKE.
+    assert lines[0].startswith("gpu-b4-a: 2 BM.GPU.B4.8 nodes rolled onto the new node labels")
+    assert "Kubernetes version (kubernetesVersion) by the remediation controller" in lines[0]
+    assert lines[1].startswith("gpu-b4-b: 2 BM.GPU.B4.8 nodes cycled")
+
+
+def test_a_patch_upgrade_says_nothing_of_the_marks() -> None:
+    plan = plan_for("full", lambda raw: raw["cluster"]["create"].update(kubernetesVersion="v1.36.5"))
+    assert gpu_impact.upgrade_lines(plan) == []
