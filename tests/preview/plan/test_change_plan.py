@@ -253,8 +253,8 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
         # The full example's Kueue (release, two Topologies, two flavors, ClusterQueue, LocalQueue) and NCCL job
         # (MPIJob, the MPI operator's manifest), the rail health agent and monitoring's NetworkPolicies and
         # Grafana admin Job are on the cluster too.
-        "    +-89 to replace",
-        "    89 changes. 58 unchanged",
+        "    +-91 to replace",
+        "    91 changes. 58 unchanged",
     ]
 
 
@@ -342,7 +342,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
         "    ~ 5 to update",
         "    - 1 to delete",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
-        "    6 changes. 139 unchanged",
+        "    6 changes. 141 unchanged",
     ]
 
 
