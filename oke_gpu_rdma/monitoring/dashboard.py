@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from oke_gpu_rdma.remediation import controller as remediation_controller
+
 from .rules import BITS_PER_BYTE, FABRIC_CHECK_CONDITION
 
 UID: Final = "oke-gpu-rdma-fabric"
@@ -166,6 +168,33 @@ PANELS: Final[tuple[tuple[str, tuple[tuple[str, str, tuple[tuple[str, str], ...]
                             "instance",
                         ),
                         "{{instance}} {{device}}",
+                    ),
+                ),
+            ),
+        ),
+    ),
+    (
+        # The remediation controller's own series (oke_gpu_rdma/remediation/controller.py; docs/remediation.md):
+        # empty where the stack remediates no pool.
+        "Remediation",
+        (
+            (
+                "Nodes by remediation state",
+                "none",
+                (
+                    (
+                        f"sum by (pool, state) ({remediation_controller.NODES_METRIC}) > 0",
+                        "{{pool}} {{state}}",
+                    ),
+                ),
+            ),
+            (
+                "Remediation steps, last hour",
+                "none",
+                (
+                    (
+                        f"sum by (pool, reason) (increase({remediation_controller.EVENTS_METRIC}[1h])) > 0",
+                        "{{pool}} {{reason}}",
                     ),
                 ),
             ),

@@ -12,7 +12,7 @@ from .promql import parse
 
 def test_every_query_parses_and_names_only_documented_metrics() -> None:
     queries = dashboard.queries(dashboard.dashboard())
-    assert len(queries) == 18
+    assert len(queries) == 20
     for query, parsed in zip(queries, parse(queries), strict=True):
         assert parsed.error is None, f"{query}: {parsed.error}"
         assert parsed.metrics, f"{query}: selects no metric"
@@ -25,6 +25,7 @@ def test_the_rows_are_gpus_and_rails_per_node_and_per_job() -> None:
         "GPUs per node",
         "Rails per node",
         "Per job",
+        "Remediation",
     ]
     assert [v["name"] for v in model["templating"]["list"]] == ["datasource", "node", "namespace", "pod"]
     ids = [p["id"] for p in model["panels"]]
