@@ -34,6 +34,7 @@ from components.network_operator import (
     SriovRailNetworksArgs,
 )
 from components.node_pool_inputs import NodePoolTarget
+from components.node_remediation import NodeRemediation, NodeRemediationArgs
 from components.rail_health import RailHealthAgent, RailHealthAgentArgs
 from components.rdma_workloads import (
     GpuRailClaimTemplates,
@@ -41,7 +42,6 @@ from components.rdma_workloads import (
     RdmaWorkloadNamespaceArgs,
     claim_template_args,
 )
-from components.remediation import NodeRemediation, NodeRemediationArgs
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from components.system_pool import SystemNodePool, system_pool_args
 from oke_gpu_rdma import fabric_check, health

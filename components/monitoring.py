@@ -41,7 +41,7 @@ from oke_gpu_rdma.releases import kube_prometheus_stack as kps
 from stack_config.model import MonitoringConfig, Taint, tolerations
 from stack_config.monitoring_plan import release_values
 
-from . import remediation
+from . import node_remediation as remediation
 from .access_control import admission_policy, policy_rules
 from .dra_drivers import RELEASE_TIMEOUT_SECONDS, _documented, _release
 from .namespaces import declare_network_policies, labelled_namespace

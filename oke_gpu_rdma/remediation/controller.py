@@ -2,7 +2,7 @@
 :mod:`machine` what to do, does it, and keeps the records (docs/health.md, "Remediation").
 
 Standard library only, like :mod:`machine` beside it: the controller's pod runs both files from a ConfigMap in
-a pinned Python image (components/remediation.py), talking to the API server over HTTPS with its service
+a pinned Python image (components/node_remediation.py), talking to the API server over HTTPS with its service
 account's token, which it reads again before each request (the kubelet rotates it). Its settings are one JSON
 file (``CONFIG``, written by the component).
 

@@ -1,7 +1,7 @@
 """The remediation state machine: what to do next with each node of the remediated pools, given what the
 cluster shows now and what was decided before (docs/health.md, "Remediation").
 
-Standard library only: the controller's pod runs this file as it is (components/remediation.py ships it in a
+Standard library only: the controller's pod runs this file as it is (components/node_remediation.py ships it in a
 ConfigMap beside controller.py), and the tests drive it directly. Nothing here reads a clock or the API: a
 step gets ``now`` and the nodes' views and returns the new records and the actions, so every transition can be
 driven with injected faults.

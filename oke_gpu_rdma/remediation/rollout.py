@@ -1,5 +1,5 @@
 """What the change plan says of a rollout the remediation controller will make (preview/plan/gpu_impact.py):
-the order and how long it may take, from the controller's own config (components/remediation.py
+the order and how long it may take, from the controller's own config (components/node_remediation.py
 controller_config) and the bring-up time of a bare-metal GPU node."""
 
 from __future__ import annotations

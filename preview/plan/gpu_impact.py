@@ -90,7 +90,7 @@ BARE_METAL_DISAGREEMENT = (
     f"{BOOT_VOLUME_REPLACE} is documented for bare metal"
 )
 _SIZE = ("nodeConfigDetails", "size")
-# The Pulumi name of the remediation controller's ConfigMap (components/remediation.py: "<name>-program").
+# The Pulumi name of the remediation controller's ConfigMap (components/node_remediation.py: "<name>-program").
 REMEDIATION_PROGRAM = "node-remediation-program"
 # The Pulumi names of the rail health agent's objects start so (__main__.py RailHealthAgent "rail-health").
 RAIL_AGENT_PREFIX = "rail-health"
@@ -215,7 +215,7 @@ CYCLING_TURNED_ON = (
 
 
 def remediation_config(plan: Plan) -> dict[str, Any] | None:
-    """The remediation controller's config.json as this apply writes it (components/remediation.py), if any."""
+    """The remediation controller's config.json as this apply writes it (components/node_remediation.py), if any."""
     for step in plan.steps:
         record = step.record
         if (

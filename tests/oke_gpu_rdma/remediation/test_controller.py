@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from components import remediation as component
+from components import node_remediation as component
 from oke_gpu_rdma.remediation import controller, machine
 from oke_gpu_rdma.remediation.controller import ApiError, Controller, node_views
 from stack_config.model import RemediationConfig

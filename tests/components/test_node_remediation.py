@@ -1,4 +1,4 @@
-"""The remediation component's pieces (components/remediation.py): what its identity may do, by RBAC and by
+"""The remediation component's pieces (components/node_remediation.py): what its identity may do, by RBAC and by
 its admission policies evaluated as kube-apiserver evaluates them (tests/components/admission.py), and the
 Jobs it makes."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from components import remediation
+from components import node_remediation as remediation
 from oke_gpu_rdma.labels import POOL_LABEL
 from stack_config.model import RemediationConfig
 from tests.components.admission import denials
