@@ -107,11 +107,29 @@ def repair_job(config: RemediationConfig) -> dict[str, Any]:
     }
 
 
-def check_job(cronjob: Mapping[str, Any]) -> dict[str, Any]:
+# fabric-check.sh's exit status when it could not check the node yet (the node or every peer busy).
+NOT_CHECKED_STATUS: Final = 3
+
+
+def check_job(cronjob: Mapping[str, Any], deadline_seconds: int) -> dict[str, Any]:
     """The fabric check of one node: the scheduled check's own Job (components/fabric_checks.py cronjob_spec),
-    which the controller runs with ONLY_NODE and POOL set."""
+    which the controller runs with ONLY_NODE and POOL set. A run that found no idle peer is not a failure: its
+    podFailurePolicy ignores that exit status, so the Job runs the pod again (batch/v1 PodFailurePolicy, GA in
+    1.31: an Ignore rule does not count against backoffLimit), until a peer is idle or the Job's deadline
+    (activeDeadlineSeconds) fails it."""
     job = json.loads(json.dumps(cronjob["jobTemplate"]))
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {}, "spec": job["spec"]}
+    spec = job["spec"]
+    container = spec["template"]["spec"]["containers"][0]["name"]
+    spec["activeDeadlineSeconds"] = deadline_seconds
+    spec["podFailurePolicy"] = {
+        "rules": [
+            {
+                "action": "Ignore",
+                "onExitCodes": {"containerName": container, "operator": "In", "values": [NOT_CHECKED_STATUS]},
+            }
+        ]
+    }
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {}, "spec": spec}
 
 
 def controller_config(
@@ -139,7 +157,7 @@ def controller_config(
         "namespace": config.namespace,
         "stateConfigMap": STATE_CONFIGMAP,
         "repairJob": {"namespace": config.namespace, "job": repair_job(config)},
-        "checkJob": {"namespace": check_namespace, "job": check_job(check_cronjob)},
+        "checkJob": {"namespace": check_namespace, "job": check_job(check_cronjob, config.replace_minutes * 60)},
         "settings": settings(config),
         "intervalSeconds": config.interval_seconds,
         "metricsPort": METRICS_PORT,

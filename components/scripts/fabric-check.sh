@@ -146,10 +146,17 @@ sweep() {
 sweep
 idle=$(comm -23 <(printf '%s\n' $nodes | sed '/^$/d') <(printf '%s\n' $busy | sed '/^$/d'))
 echo "pool $POOL: $(wc -w <<<"$nodes") nodes, idle: $(tr '\n' ' ' <<<"$idle")"
+# Not checked yet (the node or every peer busy): exit NOT_CHECKED after a pause, which the remediation's check Job
+# does not count as a failure (its podFailurePolicy ignores it and runs the pod again, within its deadline).
+not_checked() {
+  echo "$1; not checked, trying again"
+  sleep "${NOT_CHECKED_PAUSE:-60}"
+  exit "${NOT_CHECKED_STATUS:-3}"
+}
 if [ -n "$only" ]; then
-  grep -qxF -- "$only" <<<"$idle" || { echo "$only: not an idle node of pool $POOL; not checked"; exit 1; }
+  grep -qxF -- "$only" <<<"$idle" || not_checked "$only: not an idle node of pool $POOL"
   peer=$(grep -vxF -- "$only" <<<"$idle" | head -1)
-  [ -n "$peer" ] || { echo "$only: no idle node of pool $POOL to pair it with; not checked"; exit 1; }
+  [ -n "$peer" ] || not_checked "$only: no idle node of pool $POOL to pair it with"
   idle="$only $peer"
 fi
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from components import fabric_checks
+from components import fabric_checks, node_remediation
 from components.rdma_workloads import SCRIPTS
 from oke_gpu_rdma.fabric_check import (
     CLAIM_PREFIX,
@@ -508,11 +508,28 @@ def test_a_node_checked_alone_fails_the_run_on_a_bad_rail(tmp_path: Path) -> Non
     assert "10.0.0.13: fail" in out
 
 
-def test_a_node_checked_alone_without_an_idle_peer_is_not_checked(tmp_path: Path) -> None:
+def test_a_node_checked_alone_without_an_idle_peer_is_not_checked_and_says_so_by_its_status(
+    tmp_path: Path,
+) -> None:
+    """Not a failure of the node: the status the remediation's check Job ignores (components/node_remediation.py
+    check_job podFailurePolicy), so it runs again until a peer is idle."""
     state = cluster(nodes=[node("10.0.0.11", unschedulable=True), node("10.0.0.13", unschedulable=True)])
-    out, calls = run(tmp_path, state, env_extra={"ONLY_NODE": "10.0.0.13"}, status=1)
+    env = {"ONLY_NODE": "10.0.0.13", "NOT_CHECKED_PAUSE": "0"}
+    out, calls = run(tmp_path, state, env_extra=env, status=node_remediation.NOT_CHECKED_STATUS)
     assert created(calls) == []
-    assert "no idle node of pool gpu-b4-a to pair it with" in out
+    assert "no idle node of pool gpu-b4-a to pair it with; not checked, trying again" in out
+
+
+def test_a_busy_node_checked_alone_is_not_checked_yet(tmp_path: Path) -> None:
+    state = cluster(
+        nodes=[node("10.0.0.11"), node("10.0.0.13", unschedulable=True)],
+        pods=[
+            {"node": "10.0.0.13", "namespace": "t", "name": "train-0", "phase": "Running", "claims": ["gpus"]}
+        ],
+    )
+    env = {"ONLY_NODE": "10.0.0.13", "NOT_CHECKED_PAUSE": "0"}
+    out, calls = run(tmp_path, state, env_extra=env, status=node_remediation.NOT_CHECKED_STATUS)
+    assert created(calls) == [] and "10.0.0.13: not an idle node of pool gpu-b4-a" in out
 
 
 def test_without_only_node_a_cordoned_node_is_not_taken(tmp_path: Path) -> None:

@@ -134,3 +134,30 @@ def test_only_prometheus_scrapes_the_controller_and_the_controller_reaches_the_a
         policies, controller, training, 80
     )
     assert np.connects(policies, repair, None, 443) and not np.connects(policies, training, repair, 443)
+
+
+def test_a_check_job_that_found_no_idle_peer_runs_again_until_its_deadline() -> None:
+    cronjob = {
+        "jobTemplate": {
+            "spec": {
+                "backoffLimit": 0,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "controller"}]}},
+            }
+        }
+    }
+    job = remediation.check_job(cronjob, 5400)
+    assert job["spec"]["activeDeadlineSeconds"] == 5400 and job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["podFailurePolicy"] == {
+        "rules": [
+            {
+                "action": "Ignore",
+                "onExitCodes": {
+                    "containerName": "controller",
+                    "operator": "In",
+                    "values": [remediation.NOT_CHECKED_STATUS],
+                },
+            }
+        ]
+    }
+    # The CronJob's own template is left as it was.
+    assert "podFailurePolicy" not in cronjob["jobTemplate"]["spec"]

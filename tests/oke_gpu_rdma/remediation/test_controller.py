@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -328,3 +329,20 @@ def test_a_new_node_spec_rolls_the_pool_one_block_at_a_time_and_a_first_one_roll
     assert json.loads(api.state["data"]["rollouts"])[POOL]["done"] is True  # type: ignore[index]
     assert Controller(api, changed, clock).round().actions == []  # type: ignore[arg-type]
     assert events == []  # rollout events are the controller's, not the machine's
+
+
+def test_the_jobs_the_controller_creates_from_the_rendered_config_are_valid_kubernetes() -> None:
+    """The repair and check Jobs are JSON in the controller's ConfigMap, which the preview's schema check does not
+    see: each as the controller completes it is held to the Kubernetes v1.36 OpenAPI schema, strictly."""
+    import kubernetes_validate
+    import yaml
+
+    root = Path(__file__).resolve().parents[3]
+    rendered = root / "rendered" / "full" / "manifests" / "configmap.node-remediation.node-remediation.yaml"
+    config = json.loads(yaml.safe_load(rendered.read_text())["data"]["config.json"])
+    target = node("10.140.64.11")
+    target["metadata"]["labels"][config["poolLabel"]] = "gpu-b4-a"
+    for kind in ("repair", "check"):
+        namespace, manifest = controller.job_for(config, kind, target)
+        assert manifest["metadata"]["namespace"] == namespace
+        kubernetes_validate.validate(manifest, "1.36.0", strict=True)
