@@ -157,7 +157,10 @@ def controller_config(
         "namespace": config.namespace,
         "stateConfigMap": STATE_CONFIGMAP,
         "repairJob": {"namespace": config.namespace, "job": repair_job(config)},
-        "checkJob": {"namespace": check_namespace, "job": check_job(check_cronjob, config.replace_minutes * 60)},
+        "checkJob": {
+            "namespace": check_namespace,
+            "job": check_job(check_cronjob, config.replace_minutes * 60),
+        },
         "settings": settings(config),
         "intervalSeconds": config.interval_seconds,
         "metricsPort": METRICS_PORT,
