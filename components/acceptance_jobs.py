@@ -537,25 +537,8 @@ def operator_roles(
         ("jobs", namespace, release.job_rules()),
         ("lock", release.lock_namespace, release.lock_rules()),
     ):
-        metadata = k8s.meta.v1.ObjectMetaArgs(name=mpi_operator_facts.OPERATOR_ROLE, namespace=where)
-        declared.append(
-            k8s.rbac.v1.Role(
-                f"{name}-{role}-role",
-                metadata=metadata,
-                rules=access_control.policy_rules(rules),
-                opts=opts,
-            )
-        )
-        declared.append(
-            k8s.rbac.v1.RoleBinding(
-                f"{name}-{role}-role-binding",
-                metadata=metadata,
-                role_ref=k8s.rbac.v1.RoleRefArgs(
-                    api_group="rbac.authorization.k8s.io", kind="Role", name=mpi_operator_facts.OPERATOR_ROLE
-                ),
-                subjects=[subject],
-                opts=opts,
-            )
+        declared += access_control.role_with_binding(
+            f"{name}-{role}-role", mpi_operator_facts.OPERATOR_ROLE, where, rules, [subject], opts
         )
     return declared
 

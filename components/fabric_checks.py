@@ -28,7 +28,6 @@ from oke_gpu_rdma.releases import dranet
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 
 from . import access_control
-from .access_control import policy_rules
 from .namespaces import declare_network_policies
 from .rdma_workloads import SCRIPTS
 from .typed_inputs import to_input_type
@@ -165,21 +164,11 @@ def admission_policy(namespace: str, mode: fabric_check.TaintMode, kubernetes_mi
             "may make no owner of a DeviceTaintRule but the node of its device",
         ),
     ]
-    resource_rules: list[dict[str, Any]] = [
-        {
-            "apiGroups": [""],
-            "apiVersions": ["v1"],
-            "operations": ["UPDATE"],
-            "resources": ["nodes", "nodes/status"],
-        },
+    resource_rules = [
+        cel.resource_rule("", ["nodes", "nodes/status"], ["UPDATE"]),
         # Its claim templates, in both modes: RBAC grants them only in device mode, and then on every template of
         # the namespace; admission keeps it to its own copies (issue 36).
-        {
-            "apiGroups": ["resource.k8s.io"],
-            "apiVersions": ["v1"],
-            "operations": ["CREATE", "UPDATE", "DELETE"],
-            "resources": ["resourceclaimtemplates"],
-        },
+        cel.resource_rule("resource.k8s.io", ["resourceclaimtemplates"], ["CREATE", "UPDATE", "DELETE"]),
     ]
     validations = [
         {"expression": f"request.kind.kind != 'Node' || ({expr})", "message": f"the fabric check {message}"}
@@ -195,12 +184,7 @@ def admission_policy(namespace: str, mode: fabric_check.TaintMode, kubernetes_mi
     )
     if mode == "device":
         resource_rules.append(
-            {
-                "apiGroups": ["resource.k8s.io"],
-                "apiVersions": ["v1"],
-                "operations": ["CREATE", "UPDATE", "DELETE"],
-                "resources": ["devicetaintrules"],
-            }
+            cel.resource_rule("resource.k8s.io", ["devicetaintrules"], ["CREATE", "UPDATE", "DELETE"])
         )
         validations += [
             {
@@ -209,12 +193,7 @@ def admission_policy(namespace: str, mode: fabric_check.TaintMode, kubernetes_mi
             }
             for expr, message in rule_rules
         ]
-    return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {"resourceRules": resource_rules},
-        "matchConditions": cel.service_account(namespace, NAME),
-        "validations": validations,
-    }
+    return cel.writer_policy(namespace, NAME, resource_rules, validations)
 
 
 def worker_templates(spec: dict[str, Any]) -> list[str]:
@@ -351,31 +330,12 @@ def declare(name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions) -> N
     )
     k8s.core.v1.ServiceAccount(f"{name}-{NAME}-account", metadata=meta, opts=opts)
     subject = [k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=NAME, namespace=args.namespace)]
-    k8s.rbac.v1.Role(
-        f"{name}-{NAME}-role", metadata=meta, rules=policy_rules(namespace_rules(args.mode)), opts=opts
-    )
-    k8s.rbac.v1.RoleBinding(
-        f"{name}-{NAME}-role-binding",
-        metadata=meta,
-        role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=NAME),
-        subjects=subject,
-        opts=opts,
+    access_control.role_with_binding(
+        f"{name}-{NAME}-role", NAME, args.namespace, namespace_rules(args.mode), subject, opts
     )
     cluster_name = f"{args.namespace}-{NAME}"
-    k8s.rbac.v1.ClusterRole(
-        f"{name}-{NAME}-cluster-role",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
-        rules=policy_rules(cluster_rules(args.mode)),
-        opts=opts,
-    )
-    k8s.rbac.v1.ClusterRoleBinding(
-        f"{name}-{NAME}-cluster-role-binding",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
-        role_ref=k8s.rbac.v1.RoleRefArgs(
-            api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=cluster_name
-        ),
-        subjects=subject,
-        opts=opts,
+    access_control.role_with_binding(
+        f"{name}-{NAME}-cluster-role", cluster_name, None, cluster_rules(args.mode), subject, opts
     )
     policy_binding = access_control.admission_policy(
         f"{name}-{NAME}-policy",

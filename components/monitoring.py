@@ -42,7 +42,7 @@ from stack_config.model import MonitoringConfig, Taint, tolerations
 from stack_config.monitoring_plan import release_values
 
 from . import node_remediation as remediation
-from .access_control import admission_policy, policy_rules
+from .access_control import admission_policy, role_with_binding
 from .dra_drivers import RELEASE_TIMEOUT_SECONDS, _documented, _release
 from .namespaces import declare_network_policies, labelled_namespace
 from .typed_inputs import to_input_type
@@ -235,15 +235,14 @@ class Monitoring(pulumi.ComponentResource):
         job = grafana_admin.NAME
         meta = k8s.meta.v1.ObjectMetaArgs(name=job, namespace=config.namespace)
         account = k8s.core.v1.ServiceAccount(f"{name}-{job}-account", metadata=meta, opts=opts)
-        role = k8s.rbac.v1.Role(
-            f"{name}-{job}-role", metadata=meta, rules=policy_rules(grafana_admin.rbac_rules()), opts=opts
-        )
-        binding = k8s.rbac.v1.RoleBinding(
-            f"{name}-{job}-role-binding",
-            metadata=meta,
-            role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=job),
-            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=job, namespace=config.namespace)],
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[account, role])),
+        _, binding = role_with_binding(
+            f"{name}-{job}-role",
+            job,
+            config.namespace,
+            grafana_admin.rbac_rules(),
+            [k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=job, namespace=config.namespace)],
+            opts,
+            binding_after=[account],
         )
         policy = admission_policy(
             f"{name}-{job}-policy",

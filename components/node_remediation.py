@@ -29,7 +29,6 @@ from oke_gpu_rdma.remediation import controller as program
 from stack_config.model import RemediationConfig, Taint, tolerations
 
 from . import access_control
-from .access_control import policy_rules
 from .namespaces import declare_network_policies, labelled_namespace
 from .typed_inputs import to_input_type
 
@@ -207,15 +206,11 @@ def node_policy(namespace: str, pools: Sequence[str], kubernetes_minor: int) -> 
         f"has(oldObject.metadata.labels) && '{POOL_LABEL}' in oldObject.metadata.labels && "
         f"oldObject.metadata.labels['{POOL_LABEL}'] in {json.dumps(list(pools))}"
     )
-    return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]}
-            ]
-        },
-        "matchConditions": cel.service_account(namespace, NAME),
-        "validations": [
+    return cel.writer_policy(
+        namespace,
+        NAME,
+        [cel.resource_rule("", ["nodes"], ["UPDATE"])],
+        [
             {
                 "expression": in_pools,
                 "message": f"the remediation controller may cordon only nodes of {', '.join(pools)}",
@@ -225,7 +220,7 @@ def node_policy(namespace: str, pools: Sequence[str], kubernetes_minor: int) -> 
                 "message": "the remediation controller may change only a node's spec.unschedulable",
             },
         ],
-    }
+    )
 
 
 def workload_policy(namespace: str) -> dict[str, Any]:
@@ -242,26 +237,17 @@ def workload_policy(namespace: str) -> dict[str, Any]:
             ("metadata.finalizers", "[]"),
         )
     )
-    return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {
-                    "apiGroups": ["kueue.x-k8s.io"],
-                    "apiVersions": ["*"],
-                    "operations": ["UPDATE"],
-                    "resources": ["workloads"],
-                }
-            ]
-        },
-        "matchConditions": cel.service_account(namespace, NAME),
-        "validations": [
+    return cel.writer_policy(
+        namespace,
+        NAME,
+        [cel.resource_rule("kueue.x-k8s.io", ["workloads"], ["UPDATE"], "*")],
+        [
             {
                 "expression": same,
                 "message": "the remediation controller may change only a Workload's spec.active",
             }
         ],
-    }
+    )
 
 
 def job_policy(namespace: str, check_namespace: str, image: str, check_image: str) -> dict[str, Any]:
@@ -277,26 +263,17 @@ def job_policy(namespace: str, check_namespace: str, image: str, check_image: st
         f"request.namespace == '{check_namespace}' && {spec}.serviceAccountName == 'fabric-check' && {one} && "
         f"{spec}.containers[0].image == '{check_image}'"
     )
-    return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {
-                    "apiGroups": ["batch"],
-                    "apiVersions": ["v1"],
-                    "operations": ["CREATE"],
-                    "resources": ["jobs"],
-                }
-            ]
-        },
-        "matchConditions": cel.service_account(namespace, NAME),
-        "validations": [
+    return cel.writer_policy(
+        namespace,
+        NAME,
+        [cel.resource_rule("batch", ["jobs"], ["CREATE"])],
+        [
             {
                 "expression": f"({repair}) || ({check})",
                 "message": "the remediation controller may create only its repair Jobs and the fabric check's",
             }
         ],
-    }
+    )
 
 
 def pod_monitor(namespace: str) -> dict[str, Any]:
@@ -418,32 +395,10 @@ class NodeRemediation(pulumi.ComponentResource):
         roles = [(config.namespace, namespace_rules(), "role")]
         roles.append((args.check_namespace, [JOB_RULE], "check-role"))
         for namespace, rules, suffix in roles:
-            role_meta = k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=namespace)
-            k8s.rbac.v1.Role(f"{name}-{suffix}", metadata=role_meta, rules=policy_rules(rules), opts=opts_ns)
-            k8s.rbac.v1.RoleBinding(
-                f"{name}-{suffix}-binding",
-                metadata=role_meta,
-                role_ref=k8s.rbac.v1.RoleRefArgs(
-                    api_group="rbac.authorization.k8s.io", kind="Role", name=NAME
-                ),
-                subjects=subject,
-                opts=opts_ns,
-            )
+            access_control.role_with_binding(f"{name}-{suffix}", NAME, namespace, rules, subject, opts_ns)
         cluster_name = f"{config.namespace}-{NAME}"
-        k8s.rbac.v1.ClusterRole(
-            f"{name}-cluster-role",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
-            rules=policy_rules(cluster_rules(args.mode)),
-            opts=opts_ns,
-        )
-        k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-cluster-role-binding",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=cluster_name),
-            role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=cluster_name
-            ),
-            subjects=subject,
-            opts=opts_ns,
+        access_control.role_with_binding(
+            f"{name}-cluster-role", cluster_name, None, cluster_rules(args.mode), subject, opts_ns
         )
         check_image = args.check_cronjob["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"]
         bindings = [

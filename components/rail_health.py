@@ -147,16 +147,13 @@ OWN_NODE: Final = {
 
 def _own_node_base(namespace: str) -> dict[str, Any]:
     """What both modes' node policies match: the agent's own updates of nodes."""
-    return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]}
-            ]
-        },
-        "matchConditions": cel.service_account(namespace, NAME),
-        "variables": [{"name": "node", "expression": cel.TOKEN_NODE}],
-    }
+    return cel.writer_policy(
+        namespace,
+        NAME,
+        [cel.resource_rule("", ["nodes"], ["UPDATE"])],
+        [],
+        [{"name": "node", "expression": cel.TOKEN_NODE}],
+    )
 
 
 def own_rules_policy(namespace: str) -> dict[str, Any]:
@@ -166,21 +163,11 @@ def own_rules_policy(namespace: str) -> dict[str, Any]:
     it writes for its own node: named rail-health.<node>.<device>, selecting one DRANET device of the pool its
     node publishes (DRANET names the pool after the node), with its own mark."""
     mark = AGENT_MARK
-    return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {
-                    "apiGroups": ["resource.k8s.io"],
-                    "apiVersions": ["v1"],
-                    "operations": ["CREATE", "UPDATE", "DELETE"],
-                    "resources": ["devicetaintrules"],
-                }
-            ]
-        },
-        "matchConditions": cel.service_account(namespace, NAME),
-        "variables": [{"name": "node", "expression": cel.TOKEN_NODE}],
-        "validations": [
+    return cel.writer_policy(
+        namespace,
+        NAME,
+        [cel.resource_rule("resource.k8s.io", ["devicetaintrules"], ["CREATE", "UPDATE", "DELETE"])],
+        [
             {
                 "expression": f"variables.node != '' && "
                 f"{cel.WRITTEN_RULE}.metadata.name.startsWith('rail-health.' + variables.node + '.')",
@@ -203,7 +190,8 @@ def own_rules_policy(namespace: str) -> dict[str, Any]:
                 "message": "the rail health agent's DeviceTaintRule may name no owner but its own Node",
             },
         ],
-    }
+        [{"name": "node", "expression": cel.TOKEN_NODE}],
+    )
 
 
 def shape_slug(shape: str) -> str:
@@ -357,20 +345,14 @@ class RailHealthAgent(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=namespace),
             opts=in_namespace,
         )
-        role = k8s.rbac.v1.ClusterRole(
+        _, binding = access_control.role_with_binding(
             f"{name}-cluster-role",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
-            rules=access_control.policy_rules(rbac_rules(args.mode)),
-            opts=child,
-        )
-        binding = k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-cluster-role-binding",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME),
-            role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=NAME
-            ),
-            subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=NAME, namespace=namespace)],
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[role, account])),
+            NAME,
+            None,
+            rbac_rules(args.mode),
+            [k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=NAME, namespace=namespace)],
+            child,
+            binding_after=[account],
         )
         # What RBAC cannot narrow, admission does: the node mode's own node, the device mode's own rules and
         # its own node's rails-unmarked label. The DaemonSet waits for every binding, so no agent ever runs with

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 # The key kube-apiserver puts the pod's node in for a bound service-account token (KEP-4193,
 # ServiceAccountTokenPodNodeInfo: beta and on from 1.30, GA in 1.32; kubernetes
@@ -35,6 +35,31 @@ def service_account(namespace: str, name: str) -> list[dict[str, str]]:
             "expression": f"request.userInfo.username == 'system:serviceaccount:{namespace}:{name}'",
         }
     ]
+
+
+def resource_rule(
+    group: str, resources: list[str], operations: list[str], versions: str = "v1"
+) -> dict[str, Any]:
+    """One matchConstraints resourceRule: ``operations`` on ``resources`` of API ``group`` ('' is core)."""
+    return {"apiGroups": [group], "apiVersions": [versions], "operations": operations, "resources": resources}
+
+
+def writer_policy(
+    namespace: str,
+    account: str,
+    rules: list[dict[str, Any]],
+    validations: list[dict[str, Any]],
+    variables: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """A ValidatingAdmissionPolicy spec about one ServiceAccount's requests matching ``rules``, refused when the
+    API server cannot evaluate it (failurePolicy Fail), with ``validations`` (and ``variables``) as given."""
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": rules},
+        "matchConditions": service_account(namespace, account),
+        **({"variables": variables} if variables is not None else {}),
+        "validations": validations,
+    }
 
 
 def is_taint(var: str, key: str, value: str, effect: str) -> str:

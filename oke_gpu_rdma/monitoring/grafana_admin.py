@@ -112,15 +112,11 @@ def admission_policy(namespace: str, secret: str) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy spec: the Job's ServiceAccount creates only ``secret`` in ``namespace``,
     with exactly the keys Grafana reads."""
     keys = sorted((chart_pods.GRAFANA_ADMIN_USER_KEY, chart_pods.GRAFANA_ADMIN_PASSWORD_KEY))
-    return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["secrets"]}
-            ]
-        },
-        "matchConditions": cel.service_account(namespace, NAME),
-        "validations": [
+    return cel.writer_policy(
+        namespace,
+        NAME,
+        [cel.resource_rule("", ["secrets"], ["CREATE"])],
+        [
             {
                 "expression": f"request.namespace == '{namespace}' && object.metadata.name == '{secret}' "
                 f"&& has(object.data) && object.data.size() == {len(keys)} && "
@@ -129,4 +125,4 @@ def admission_policy(namespace: str, secret: str) -> dict[str, Any]:
                 f"{', '.join(keys)}",
             }
         ],
-    }
+    )
