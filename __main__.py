@@ -436,7 +436,7 @@ remediation_config = config.health.remediation
 if remediation_config.enabled:
     # The stack config checked that the scheduled fabric check runs on every remediated pool
     # (stack_config/remediation_plan.py); a replaced node passes it alone before it serves.
-    check_pool = remediation_plan.acceptance_pool(config)
+    check_pool = remediation_plan.checked_pool(config)
     assert check_pool is not None
     remediation = NodeRemediation(
         "node-remediation",

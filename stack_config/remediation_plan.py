@@ -3,18 +3,18 @@ pool needs for the loop to close, said before anything is declared."""
 
 from __future__ import annotations
 
+from .capacity import acceptance_pool
 from .model import StackConfig
 from .problems import ConfigProblem
 
 
-def acceptance_pool(config: StackConfig) -> str | None:
-    """The pool the scheduled fabric check runs on (workloads.acceptanceJobs.nodePool, default the first
-    templated pool), where it runs at all."""
-    jobs = config.workloads.acceptance_jobs
-    if jobs.schedule is None:
+def checked_pool(config: StackConfig) -> str | None:
+    """The pool the scheduled fabric check runs on (the acceptance jobs' pool, capacity.acceptance_pool), where
+    it is scheduled at all."""
+    if config.workloads.acceptance_jobs.schedule is None:
         return None
-    pools = config.templated_pools
-    return jobs.node_pool or (pools[0].name if pools else None)
+    pool = acceptance_pool(config)
+    return pool.name if pool is not None else None
 
 
 def problems(config: StackConfig) -> list[ConfigProblem]:
@@ -43,7 +43,7 @@ def problems(config: StackConfig) -> list[ConfigProblem]:
         )
     dra = {p.name for p in config.dra_pools}
     names = [p.name for p in config.node_pools]
-    checked = acceptance_pool(config)
+    checked = checked_pool(config)
     for index, name in enumerate(remediation.pools):
         key = f"health.remediation.pools[{index}]"
         if name not in names:

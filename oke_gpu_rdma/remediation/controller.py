@@ -42,7 +42,8 @@ else:  # pragma: no cover - the pod runs the two files side by side, as scripts
 # WorkloadAnnotation, set by pkg/controller/jobframework/reconciler.go when it starts the job).
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 KUEUE_WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2"
-NODE_LABEL = "oke-gpu-rdma/remediation-node"
+# The node a repair or check Job is for (an annotation: a node name can be longer than a label value).
+NODE_ANNOTATION = "oke-gpu-rdma/remediation-node"
 KIND_LABEL = "oke-gpu-rdma/remediation-job"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 # The metrics the controller serves (Controller.metrics), which the alert rules and the dashboard may name
@@ -185,8 +186,8 @@ def node_views(
     for job in jobs:
         annotations = (job.get("metadata") or {}).get("annotations") or {}
         labels = (job.get("metadata") or {}).get("labels") or {}
-        if NODE_LABEL in annotations and KIND_LABEL in labels:
-            results[(annotations[NODE_LABEL], labels[KIND_LABEL])] = _job_result(job)
+        if NODE_ANNOTATION in annotations and KIND_LABEL in labels:
+            results[(annotations[NODE_ANNOTATION], labels[KIND_LABEL])] = _job_result(job)
     views = []
     for node in nodes:
         meta, spec = node.get("metadata") or {}, node.get("spec") or {}
@@ -245,7 +246,7 @@ def job_for(config: Mapping[str, Any], kind: str, node: Mapping[str, Any]) -> tu
         "name": job_name(kind, name),
         "namespace": template["namespace"],
         "labels": {KIND_LABEL: kind, **(manifest.get("metadata") or {}).get("labels", {})},
-        "annotations": {NODE_LABEL: name},
+        "annotations": {NODE_ANNOTATION: name},
     }
     for container in manifest["spec"]["template"]["spec"]["containers"]:
         kept = [e for e in container.get("env", []) if e["name"] not in env]
