@@ -4,15 +4,24 @@ export outputs."""
 import pulumi
 
 from components import fabric_checks
-from components.acceptance_jobs import AcceptanceJobs, AcceptanceJobsArgs, GateReport, JobQueue
+from components.acceptance_jobs import (
+    NVLINK_GATE_DOMAIN,
+    AcceptanceJobs,
+    AcceptanceJobsArgs,
+    GateReport,
+    JobQueue,
+    NvlinkGate,
+)
 from components.cluster import OkeCluster, cluster_args, read_existing_cluster
 from components.dra_drivers import (
     DevicePluginArgs,
     Dranet,
     GpuOperator,
     GpuOperatorArgs,
+    NvidiaComputeDomainDriver,
     NvidiaDevicePlugin,
     NvidiaGpuDraDriver,
+    compute_domain_driver_args,
     dranet_args,
     gpu_driver_args,
 )
@@ -45,9 +54,20 @@ from components.rdma_workloads import (
 from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
 from components.system_pool import SystemNodePool, system_pool_args
 from oke_gpu_rdma import fabric_check, health
+from oke_gpu_rdma.acceptance import nvlink_threshold, rail_ceiling_gbs
+from oke_gpu_rdma.compute_domains import CHANNEL_DEVICE_CLASS
+from oke_gpu_rdma.labels import GPU_MEMORY_FABRIC_LABEL
 from oke_gpu_rdma.nccl import NCCL_SETTINGS
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
-from stack_config import claim_plan, cluster_version, gpu_operator_plan, health_plan, remediation_plan
+from oke_gpu_rdma.shape_catalog import CATALOG, multi_node_nvlink
+from stack_config import (
+    claim_plan,
+    cluster_version,
+    compute_domain_plan,
+    gpu_operator_plan,
+    health_plan,
+    remediation_plan,
+)
 from stack_config.loading import load_program_stack, stack_source
 from stack_config.model import MIN_KUBERNETES_MINOR, kubernetes_minor
 from stack_config.monitoring_plan import rule_settings
@@ -212,6 +232,9 @@ if monitoring_config.enabled:
             remediation_namespace=config.health.remediation.namespace
             if config.health.remediation.enabled
             else None,
+            compute_domain_namespace=config.gpu_driver.namespace
+            if compute_domain_plan.enabled(config)
+            else None,
             # Its node exporter runs on every pool; its controllers on the system pool.
             depends_on=[*pools.values(), *system_nodes],
         ),
@@ -266,17 +289,40 @@ if config.dranet.enabled:
         )
     )
     device_classes.append(dranet.DEVICE_CLASS)
+compute_domains = compute_domain_plan.enabled(config)
 if config.gpu_driver.enabled:
-    drivers.append(
-        NvidiaGpuDraDriver(
-            "gpu-dra-driver",
-            gpu_driver_args(
-                config.gpu_driver, dra_pool_names, [*taints, *rail_marks], health_checks=config.health.gpu
-            ),
-            opts=pulumi.ResourceOptions.merge(renamed("gpu-dra-driver"), on_dra_pools()),
-        )
+    gpu_driver = NvidiaGpuDraDriver(
+        "gpu-dra-driver",
+        gpu_driver_args(
+            config.gpu_driver,
+            dra_pool_names,
+            [*taints, *rail_marks],
+            health_checks=config.health.gpu,
+            compute_domain_release=compute_domains,
+        ),
+        opts=pulumi.ResourceOptions.merge(renamed("gpu-dra-driver"), on_dra_pools()),
     )
+    drivers.append(gpu_driver)
     device_classes.append(nvidia_gpu.DEVICE_CLASS)
+    if compute_domains:
+        # After the GPU release: it creates the namespace and gives up the IMEX daemons' RBAC to this one.
+        nvlink_pools = compute_domain_plan.nvlink_pools(config)
+        drivers.append(
+            NvidiaComputeDomainDriver(
+                "compute-domain-driver",
+                compute_domain_driver_args(
+                    config.gpu_driver,
+                    [p.name for p in nvlink_pools],
+                    list(dict.fromkeys([*(t for p in nvlink_pools for t in p.taints), *rail_marks])),
+                    config.system_pool.name if config.creates_system_pool else None,
+                ),
+                opts=pulumi.ResourceOptions(
+                    providers=[cluster.provider],
+                    depends_on=[gpu_driver, *(pools[p.name] for p in nvlink_pools), *system_nodes],
+                ),
+            )
+        )
+        device_classes.append(CHANNEL_DEVICE_CLASS)
 
 # Every namespace a claim template lives in gets the same Pod Security level and tools as the workloads'.
 workloads = config.workloads
@@ -397,13 +443,26 @@ if acceptance.active and claim_templates is not None:
     # The stack config refused a pool without a template for the NCCL job.
     nccl_template = claim_plan.acceptance_template(config) or ""
     acceptance_queue: JobQueue | None = None
+    # On a multi-node NVLink shape with ComputeDomains and Kueue, the NCCL gate runs in a ComputeDomain of its own,
+    # its workers required within one GPU memory fabric (one NVLink domain), its threshold NVLink's.
+    nvlink_gate: NvlinkGate | None = None
+    if scheduling is not None and compute_domains and multi_node_nvlink(acceptance_shape):
+        acceptance_topology = CATALOG.topology(acceptance_shape)
+        nvlink_gate = NvlinkGate(
+            domain=NVLINK_GATE_DOMAIN,
+            min_busbw=nvlink_threshold(acceptance_topology.nvlink_gbps, acceptance.nccl_busbw_gbs),
+            nvlink_gbps=acceptance_topology.nvlink_gbps,
+            rail_ceiling_gbs=rail_ceiling_gbs(
+                len(acceptance_topology.rails), len(acceptance_topology.gpus), acceptance_topology.rail_gbps
+            ),
+        )
     if scheduling is not None:
         size = config.node_size(acceptance_shape)
         assert size is not None  # the stack config refused a shape without a known size
         system_flavor = scheduling.system_flavor
         acceptance_queue = JobQueue(
             scheduling.local_queue,
-            scheduling.acceptance_level,
+            GPU_MEMORY_FABRIC_LABEL if nvlink_gate is not None else scheduling.acceptance_level,
             size.whole_node_cpus,
             acceptance_shape,
             dict(system_flavor.node_labels) if system_flavor is not None else {},
@@ -424,6 +483,7 @@ if acceptance.active and claim_templates is not None:
             provider=cluster.provider,
             depends_on=[claim_templates, *drivers, *system_nodes, *([kueue] if kueue is not None else [])],
             queue=acceptance_queue,
+            nvlink=nvlink_gate,
             kubernetes_minor=cluster_minor,
         ),
         opts=renamed("acceptance"),

@@ -26,7 +26,7 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import fabric_check, images, kueue_objects, pod_security, resource_types
+from oke_gpu_rdma import compute_domains, fabric_check, images, kueue_objects, pod_security, resource_types
 from oke_gpu_rdma import mpi_operator as mpi_operator_facts
 from oke_gpu_rdma.acceptance import nccl_threshold, rail_threshold
 from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL, POOL_LABEL
@@ -35,6 +35,7 @@ from stack_config.claim_plan import PlannedTemplate
 from stack_config.model import AcceptanceJobsConfig, Taint, tolerations
 
 from . import access_control, fabric_checks
+from .job_compute_domain import JobComputeDomain, JobComputeDomainArgs
 from .network_operator import WAIT_FOR_ANNOTATION
 from .rdma_workloads import SCRIPTS, TOOLS_CONFIGMAP, TOOLS_MOUNT
 from .typed_inputs import to_input_type
@@ -325,6 +326,12 @@ def mpijob(slots: int, launcher: dict[str, Any], worker: dict[str, Any], workers
     }
 
 
+# A ComputeDomain job (oke_gpu_rdma/compute_domains.py): NCCL over multi-node NVLink, or the job fails rather than
+# falling back to the rails (NCCL_MNNVL_ENABLE=1), with cuMem allocations, which MNNVL needs (NCCL_CUMEM_ENABLE=1);
+# oracle-quickstart/oci-hpc-oke manifests/nccl-tests/kueue/BM.GPU.GB200-v3.4.yaml runs with both.
+MNNVL_EXPORTS: Final = ("NCCL_MNNVL_ENABLE=1", "NCCL_CUMEM_ENABLE=1")
+
+
 def mpijob_spec(
     config: AcceptanceJobsConfig,
     claim: PlannedTemplate,
@@ -332,16 +339,34 @@ def mpijob_spec(
     taints: list[Taint],
     min_busbw: float,
     queue: JobQueue | None = None,
+    compute_domain: str | None = None,
 ) -> dict[str, Any]:
-    """The NCCL MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes."""
+    """The NCCL MPIJob spec (kubeflow.org/v2beta1); pod templates are checked by the typed classes. With a
+    ``compute_domain`` each worker also claims a channel of that ComputeDomain and NCCL must use NVLink across
+    nodes."""
     # The launcher needs no GPU; it tolerates the GPU pools' taints so that it also runs where the
     # cluster has no other nodes (an existing cluster), and on the system pool where there is one.
-    launcher = launcher_template(config.image, launcher_script(claim.gpus_per_worker, min_busbw), taints)
+    script = (
+        launcher_script(
+            claim.gpus_per_worker,
+            min_busbw,
+            MNNVL_EXPORTS,
+            note=f"Multi-node NVLink through ComputeDomain {compute_domain}: NCCL may not fall back to the rails.",
+        )
+        if compute_domain is not None
+        else launcher_script(claim.gpus_per_worker, min_busbw)
+    )
+    launcher = launcher_template(config.image, script, taints)
+    pod_claims = [{"name": "gpus-rails", "resourceClaimTemplateName": claim.name}]
+    container_claims = [{"name": "gpus-rails"}]
+    if compute_domain is not None:
+        pod_claims.append(compute_domains.pod_claim(compute_domain))
+        container_claims.append(compute_domains.container_claim())
     worker = {
         "spec": {
             "nodeSelector": {POOL_LABEL: pool},
             "tolerations": tolerations(taints),
-            "resourceClaims": [{"name": "gpus-rails", "resourceClaimTemplateName": claim.name}],
+            "resourceClaims": pod_claims,
             "volumes": [shm_volume()],
             "containers": [
                 {
@@ -349,7 +374,7 @@ def mpijob_spec(
                     "image": config.image,
                     "command": WORKER_SSHD,
                     "volumeMounts": [shm_mount()],
-                    "resources": {"claims": [{"name": "gpus-rails"}]},
+                    "resources": {"claims": container_claims},
                 }
             ],
         }
@@ -605,6 +630,33 @@ def mpi_operator(
     return MpiOperator(f"{name}-mpi-operator", config, namespace, needs, opts)
 
 
+# The ComputeDomain of the NCCL gate over multi-node NVLink (its channel template: nccl-all-reduce-nvlink-channel).
+NVLINK_GATE_DOMAIN: Final = "nccl-all-reduce-nvlink"
+
+
+@dataclass(frozen=True)
+class NvlinkGate:
+    """The NCCL gate of a multi-node NVLink pool: its ComputeDomain, the busbw it must reach over NVLink and the
+    figures that threshold comes from (oke_gpu_rdma/acceptance.py nvlink_threshold)."""
+
+    domain: str
+    min_busbw: float
+    nvlink_gbps: float
+    rail_ceiling_gbs: float
+
+    def expected(self) -> str:
+        return (
+            f"busbw at 8 GiB across trays of one NVLink domain: up to NVIDIA's {self.nvlink_gbps:g} GB/s per GPU "
+            "each way (no seed measured it); NCCL_MNNVL_ENABLE=1 fails the job where NVLink across nodes is not up"
+        )
+
+    def threshold(self) -> str:
+        return (
+            f"{busbw_threshold(self.min_busbw)} over multi-node NVLink (NVIDIA's figure: {self.nvlink_gbps:g} GB/s "
+            f"per GPU each way; the rails alone carry at most {self.rail_ceiling_gbs:g} GB/s per GPU)"
+        )
+
+
 @dataclass
 class AcceptanceJobsArgs:
     config: AcceptanceJobsConfig
@@ -625,6 +677,8 @@ class AcceptanceJobsArgs:
     """Templates and drivers the jobs need."""
     queue: JobQueue | None = None
     """Kueue's queue the jobs go through (None: straight to the scheduler)."""
+    nvlink: NvlinkGate | None = None
+    """The NCCL gate runs over multi-node NVLink in a ComputeDomain of its own (None: over the rails)."""
     kubernetes_minor: int = 36
     """The cluster's Kubernetes minor: how the scheduled check marks a rail (oke_gpu_rdma/fabric_check.py)."""
 
@@ -733,7 +787,33 @@ class AcceptanceJobs(GatingJobs):
             nccl_spec = held_by_check(
                 mpijob_spec(config, args.nccl_template, args.pool, args.taints, min_busbw), args.queue
             )
-            if config.enabled:
+            if config.enabled and args.nvlink is not None:
+                # The gate's own ComputeDomain, declared before the job that claims its channels.
+                domain = JobComputeDomain(
+                    f"{name}-nccl-domain",
+                    JobComputeDomainArgs(namespace=args.namespace, domain=args.nvlink.domain),
+                    pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=needs.depends_on),
+                )
+                self.gate(
+                    name,
+                    "nccl-all-reduce",
+                    args.namespace,
+                    args.nvlink.expected(),
+                    args.nvlink.threshold(),
+                    mpijob_spec(
+                        config,
+                        args.nccl_template,
+                        args.pool,
+                        args.taints,
+                        args.nvlink.min_busbw,
+                        args.queue,
+                        args.nvlink.domain,
+                    ),
+                    config,
+                    pulumi.ResourceOptions.merge(needs, pulumi.ResourceOptions(depends_on=[domain])),
+                    args.queue,
+                )
+            elif config.enabled:
                 self.gate(
                     name,
                     "nccl-all-reduce",

@@ -4,6 +4,7 @@ Values are built by plain functions (`dranet_values`, `gpu_driver_values`) and c
 keys each chart documents before a release is declared: the dranet chart rejects unknown values.
 """
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict, TypeVar
@@ -11,7 +12,7 @@ from typing import Any, NotRequired, TypedDict, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from oke_gpu_rdma import charts, health, images, pod_security, provisioning, resource_types
+from oke_gpu_rdma import charts, compute_domains, health, images, pod_security, provisioning, resource_types
 from oke_gpu_rdma import cidr_rules as cidr
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.releases import device_plugin, dranet, nvidia_gpu
@@ -106,6 +107,39 @@ def gpu_driver_values(
     return _documented(values, nvidia_gpu.VALUE_PATHS, nvidia_gpu.RELEASE)
 
 
+def gpu_driver_values_beside_compute_domains(values: dict[str, Any]) -> dict[str, Any]:
+    """The GPU release's values when the ComputeDomain release runs beside it: hostManaged IMEX mode, so it renders
+    none of the IMEX daemons' RBAC, which the ComputeDomain release owns (releases/nvidia_gpu.py
+    COMPUTE_DOMAIN_RELEASE says why)."""
+    values = copy.deepcopy(values)
+    charts.set_value(values, nvidia_gpu.IMEX_MODE_VALUE, nvidia_gpu.IMEX_MODE_WITHOUT_DAEMONS)
+    return _documented(values, nvidia_gpu.VALUE_PATHS, nvidia_gpu.RELEASE)
+
+
+def compute_domain_values(
+    pools: Sequence[str], taints: Sequence[Taint], system_pool: str | None
+) -> dict[str, Any]:
+    """The ComputeDomain release's values: compute domains only (GPUs come from the GPU release), its kubelet
+    plugin on the multi-node NVLink ``pools`` only and its controller on the system pool (untainted; without one,
+    the chart's placement). The kubelet plugin labels its node with the GPU clique (nvidia.com/gpu.clique, the
+    NVLink partition the driver's IMEX daemons group by), which the user sees with `kubectl get nodes -L`."""
+    kubelet_plugin: dict[str, Any] = {
+        **node_placement(pools),
+        "containers": {"computeDomains": {"gpuCliqueLabelEnabled": True}},
+    }
+    if taints:
+        kubelet_plugin["tolerations"] = tolerations(list(taints))
+    values: dict[str, Any] = {
+        "nameOverride": nvidia_gpu.COMPUTE_DOMAIN_RELEASE,
+        "nvidiaDriverRoot": "/",
+        "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
+        "kubeletPlugin": kubelet_plugin,
+    }
+    if system_pool is not None:
+        values["controller"] = {"nodeSelector": {POOL_LABEL: system_pool}}
+    return _documented(values, nvidia_gpu.VALUE_PATHS, nvidia_gpu.COMPUTE_DOMAIN_RELEASE)
+
+
 def _documented(values: dict[str, Any], documented: frozenset[str], chart: str) -> dict[str, Any]:
     unknown = charts.undocumented_value_paths(values, documented)
     if unknown:
@@ -148,6 +182,25 @@ class NvidiaGpuDraDriverArgs(TypedDict):
     health_checks: NotRequired[bool]
     """The driver's NVML health checks (feature gate NVMLDeviceHealthCheck; driver v0.4.0 and later): a GPU with a
     fatal XID or lost is tainted NoSchedule in its ResourceSlice."""
+    compute_domain_release: NotRequired[bool]
+    """The ComputeDomain release (NvidiaComputeDomainDriver) runs beside this one: this release then leaves the
+    IMEX daemons' RBAC to it."""
+
+
+class NvidiaComputeDomainDriverArgs(TypedDict):
+    """The inputs of the ComputeDomain release of the NVIDIA DRA driver. The release waits for the component's
+    ``depends_on``: the pools and the GPU release, which gives up the IMEX daemons' RBAC first."""
+
+    pools: list[str]
+    """Names of the multi-node NVLink pools (their oke-gpu-rdma/node-pool label) the kubelet plugin runs on."""
+    taints: NotRequired[list[PoolTaint]]
+    """Taints of those pools, which the kubelet plugin tolerates (the IMEX daemons tolerate every taint)."""
+    system_pool: NotRequired[str]
+    """The system pool the controller runs on (unset: the chart's placement)."""
+    chart_version: NotRequired[str]
+    """Version of the chart: the GPU release's."""
+    namespace: NotRequired[str]
+    """Namespace of the driver (the GPU release's, which creates it)."""
 
 
 def dranet_args(config: DranetConfig, pools: Sequence[str], taints: Sequence[Taint]) -> DranetArgs:
@@ -166,7 +219,11 @@ def dranet_args(config: DranetConfig, pools: Sequence[str], taints: Sequence[Tai
 
 
 def gpu_driver_args(
-    config: GpuDriverConfig, pools: Sequence[str], taints: Sequence[Taint], health_checks: bool = False
+    config: GpuDriverConfig,
+    pools: Sequence[str],
+    taints: Sequence[Taint],
+    health_checks: bool = False,
+    compute_domain_release: bool = False,
 ) -> NvidiaGpuDraDriverArgs:
     """The Args of the stack's validated GPU DRA driver config on ``pools`` (``taints``: the pools' and the
     rail health agent's node mark, which the kubelet plugin tolerates)."""
@@ -178,6 +235,8 @@ def gpu_driver_args(
     )
     if health_checks:
         args["health_checks"] = True
+    if compute_domain_release:
+        args["compute_domain_release"] = True
     return args
 
 
@@ -309,6 +368,8 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
             )
             raise ComponentInputError("NvidiaGpuDraDriver", name, [problem])
         values = gpu_driver_values(args["pools"], pool_taints, health_checks)
+        if args.get("compute_domain_release"):
+            values = gpu_driver_values_beside_compute_domains(values)
         release = _release(
             name,
             self,
@@ -323,6 +384,56 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
         self.device_class = pulumi.Output.from_input(nvidia_gpu.DEVICE_CLASS)
         self.release_name = release.name
         self.register_outputs({"deviceClass": self.device_class, "releaseName": self.release_name})
+
+
+class NvidiaComputeDomainDriver(pulumi.ComponentResource):
+    """ComputeDomains (multi-node NVLink): a second release of dra-driver-nvidia-gpu with only its compute-domain
+    controller and kubelet plugin; the chart creates the `compute-domain-default-channel.nvidia.com` and
+    `compute-domain-daemon.nvidia.com` DeviceClasses and the ComputeDomain CRD."""
+
+    channel_device_class: pulumi.Output[str]
+    """The DeviceClass of a ComputeDomain's channels (its controller's claim templates name it)."""
+    release_name: pulumi.Output[str | None]
+    """Name of the Helm release."""
+
+    def __init__(
+        self, name: str, args: NvidiaComputeDomainDriverArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(resource_types.COMPUTE_DOMAIN_DRIVER_COMPONENT, name, None, opts)
+        config, pool_taints = _driver_settings(
+            GpuDriverConfig, args, ("chart_version", "namespace"), "NvidiaComputeDomainDriver", name
+        )
+        values = compute_domain_values(args["pools"], pool_taints, args.get("system_pool"))
+        release = _release(
+            name,
+            self,
+            opts,
+            nvidia_gpu.COMPUTE_DOMAIN_RELEASE,
+            nvidia_gpu.CHART,
+            config.chart_version,
+            config.namespace,
+            values,
+        )
+        self.channel_device_class = pulumi.Output.from_input(compute_domains.CHANNEL_DEVICE_CLASS)
+        self.release_name = release.name
+        self.register_outputs(
+            {"channelDeviceClass": self.channel_device_class, "releaseName": self.release_name}
+        )
+
+
+def compute_domain_driver_args(
+    config: GpuDriverConfig, pools: Sequence[str], taints: Sequence[Taint], system_pool: str | None
+) -> NvidiaComputeDomainDriverArgs:
+    """The Args of the ComputeDomain release on the multi-node NVLink ``pools``."""
+    args = NvidiaComputeDomainDriverArgs(
+        pools=list(pools),
+        taints=taint_inputs(taints),
+        chart_version=config.chart_version,
+        namespace=config.namespace,
+    )
+    if system_pool is not None:
+        args["system_pool"] = system_pool
+    return args
 
 
 def gpu_operator_values(

@@ -20,6 +20,7 @@ import pulumi_oci as oci
 
 from oke_gpu_rdma import provisioning, resource_types
 from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
+from oke_gpu_rdma.shape_catalog import multi_node_nvlink
 from oke_gpu_rdma.sriov import RdmaMode, RdmaPath
 from stack_config.model import CniType, NodePoolConfig
 from stack_config.pool_nodes import gpu_pool_labels
@@ -179,7 +180,11 @@ def cloud_init(pool: NodePoolConfig, sriov_rdma_mode: RdmaMode = "shared") -> st
         None if pool.rdma is RdmaPath.NONE else sriov_rdma_mode if pool.rdma is RdmaPath.SRIOV else "shared"
     )
     return render_cloud_init(
-        NodeBootstrap(taints=tuple(t.kubelet_form() for t in pool.taints), rdma_netns=mode)
+        NodeBootstrap(
+            taints=tuple(t.kubelet_form() for t in pool.taints),
+            rdma_netns=mode,
+            gpu_memory_fabric=mode is not None and multi_node_nvlink(pool.shape),
+        )
     )
 
 

@@ -14,12 +14,12 @@ import pulumi_kubernetes as k8s
 
 from oke_gpu_rdma import kueue_objects, pod_security, resource_types
 from oke_gpu_rdma.kueue_objects import Flavor
-from oke_gpu_rdma.labels import HOSTNAME_LABEL
+from oke_gpu_rdma.labels import HOSTNAME_LABEL, NVLINK_LEVEL_LABELS
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from oke_gpu_rdma.releases import kueue as kueue_chart
 from stack_config.model import DnsLabel, tolerations
 from stack_config.problems import ConfigProblem
-from stack_config.scheduling_plan import SchedulingPlan
+from stack_config.scheduling_plan import SchedulingPlan, nvlink_topology_name
 
 from .component_inputs import (
     ComponentInputError,
@@ -47,6 +47,10 @@ class KueueFlavor(TypedDict):
     (default false): a flavor of nodes without fabric labels, for pod sets without GPUs (the system pool). Every
     flavor has a Topology either way, so the ClusterQueue is TAS-only and admits pod sets without a topology
     annotation (docs/scheduling.md)."""
+    nvlink: NotRequired[bool]
+    """Nodes of a multi-node NVLink shape: schedules over the Topology `<topology>-nvlink`, the fabric's levels
+    with the GPU memory fabric below the local block (oke_gpu_rdma/labels.py NVLINK_LEVEL_LABELS), so a
+    ComputeDomain job can require one NVLink domain (default false)."""
     quotas: dict[str, str]
     """Resource name -> nominal quota (a Kubernetes quantity), e.g. oke-gpu-rdma/gpus: "32"."""
 
@@ -75,6 +79,9 @@ class KueueArgs(TypedDict):
     """DeviceClasses Kueue counts as GPUs (default gpu.nvidia.com)."""
     rail_device_classes: NotRequired[list[str]]
     """DeviceClasses Kueue counts as rails (default dra.net)."""
+    channel_device_classes: NotRequired[list[str]]
+    """DeviceClasses Kueue counts as ComputeDomain channels (default none; with ComputeDomains,
+    compute-domain-default-channel.nvidia.com)."""
     pods_ready_timeout_minutes: NotRequired[int]
     """Minutes an admitted workload's pods have to become Ready before Kueue evicts and requeues it (default 15)."""
 
@@ -106,9 +113,16 @@ def kueue_args(plan: SchedulingPlan, taints_of: dict[str, list[PoolTaint]]) -> K
                 node_labels=dict(f.node_labels),
                 taints=taints_of.get(f.name, []),
                 hosts_only=f.topology == kueue_objects.HOSTS_TOPOLOGY,
+                nvlink=f.topology == plan.nvlink_topology,
                 quotas=dict(f.quotas),
             )
             for f in plan.flavors
+        ],
+        channel_device_classes=[
+            c
+            for m in plan.device_class_mappings
+            if m["name"] == kueue_chart.CHANNEL_RESOURCE
+            for c in typing.cast(list[str], m["deviceClassNames"])
         ],
         levels=list(plan.levels),
         namespaces=list(plan.namespaces),
@@ -209,7 +223,11 @@ class Kueue(pulumi.ComponentResource):
                 f["name"],
                 dict(f["node_labels"]),
                 tuple(tolerations(taints(f.get("taints", []), "Kueue", name, f"flavors[{i}].taints"))),
-                kueue_objects.HOSTS_TOPOLOGY if f.get("hosts_only", False) else topology_name,
+                kueue_objects.HOSTS_TOPOLOGY
+                if f.get("hosts_only", False)
+                else nvlink_topology_name(topology_name)
+                if f.get("nvlink", False)
+                else topology_name,
                 dict(f["quotas"]),
             )
             for i, f in enumerate(args["flavors"])
@@ -217,6 +235,7 @@ class Kueue(pulumi.ComponentResource):
         mappings = kueue_chart.device_class_mappings(
             args.get("gpu_device_classes", [nvidia_gpu.DEVICE_CLASS]),
             args.get("rail_device_classes", [dranet.DEVICE_CLASS]),
+            args.get("channel_device_classes", []),
         )
         values = _documented(
             kueue_chart.values(
@@ -255,6 +274,12 @@ class Kueue(pulumi.ComponentResource):
             )
 
         declare(kueue_chart.TOPOLOGY_KIND, topology_name, kueue_objects.topology_spec(args["levels"]))
+        if any(f.topology == nvlink_topology_name(topology_name) for f in flavors):
+            declare(
+                kueue_chart.TOPOLOGY_KIND,
+                nvlink_topology_name(topology_name),
+                kueue_objects.topology_spec(NVLINK_LEVEL_LABELS),
+            )
         if any(f.topology == kueue_objects.HOSTS_TOPOLOGY for f in flavors):
             declare(
                 kueue_chart.TOPOLOGY_KIND,

@@ -36,7 +36,7 @@ from oke_gpu_rdma import charts, network_policies, pod_security, resource_types
 from oke_gpu_rdma.labels import POOL_LABEL
 from oke_gpu_rdma.monitoring import chart_pods, dashboard, grafana_admin
 from oke_gpu_rdma.monitoring.rules import RuleSettings, rule_groups
-from oke_gpu_rdma.releases import dranet
+from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from oke_gpu_rdma.releases import kube_prometheus_stack as kps
 from stack_config.model import MonitoringConfig, Taint, tolerations
 from stack_config.monitoring_plan import release_values
@@ -101,6 +101,30 @@ def objects_namespace(config: MonitoringConfig) -> str:
     )
 
 
+def address_at(port: int) -> dict[str, Any]:
+    """A relabeling that scrapes a pod at its IP and ``port`` (for pods that declare no port)."""
+    return {**DRANET_ADDRESS, "replacement": f"$1:{port}"}
+
+
+def compute_domain_pod_monitors(namespace: str) -> dict[str, dict[str, Any]]:
+    """PodMonitors of the ComputeDomain release (oke_gpu_rdma/releases/nvidia_gpu.py): its controller, which
+    counts ComputeDomains by status, and its kubelet plugin, which counts channel prepare errors, each at its
+    pod's IP and port."""
+    return {
+        f"compute-domain-{component}": {
+            "selector": {"matchLabels": {nvidia_gpu.COMPONENT_LABEL: component}},
+            "namespaceSelector": {"matchNames": [namespace]},
+            "podMetricsEndpoints": [
+                {"path": "/metrics", "relabelings": [address_at(port), *kps.node_as_instance()]}
+            ],
+        }
+        for component, port in (
+            ("controller", nvidia_gpu.CONTROLLER_METRICS_PORT),
+            ("kubelet-plugin", nvidia_gpu.COMPUTE_DOMAIN_PLUGIN_METRICS_PORT),
+        )
+    }
+
+
 def dranet_pod_monitor() -> dict[str, Any]:
     return {
         "selector": {"matchLabels": dict(DRANET_POD_LABELS)},
@@ -128,6 +152,9 @@ class MonitoringArgs:
     scrape_dranet: bool = True
     remediation_namespace: str | None = None
     """The remediation controller's namespace, whose metrics a PodMonitor scrapes (None: not deployed)."""
+    compute_domain_namespace: str | None = None
+    """The ComputeDomain release's namespace, whose controller and kubelet plugin PodMonitors scrape (None: not
+    deployed)."""
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list)
 
 
@@ -164,6 +191,16 @@ class Monitoring(pulumi.ComponentResource):
                 spec=remediation.pod_monitor(args.remediation_namespace),
                 opts=child,
             )
+        if args.compute_domain_namespace is not None:
+            for monitor, spec in compute_domain_pod_monitors(args.compute_domain_namespace).items():
+                k8s.apiextensions.CustomResource(
+                    f"{name}-{monitor}-pod-monitor",
+                    api_version=kps.MONITORING_API,
+                    kind=kps.POD_MONITOR_KIND,
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=monitor, namespace=namespace, labels=labels),
+                    spec=spec,
+                    opts=child,
+                )
         k8s.apiextensions.CustomResource(
             f"{name}-alert-rules",
             api_version=kps.MONITORING_API,

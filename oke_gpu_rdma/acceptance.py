@@ -34,3 +34,24 @@ def nccl_threshold(path: Path, gpus_per_worker: int, configured: float | None) -
     """The busbw minimum of one NCCL job: the stack's setting, else the seed's figure for that many
     GPUs per worker (None: the seed measured no such job, the stack must set one)."""
     return SEED_NCCL_BUSBW_GBS[path].get(gpus_per_worker) if configured is None else configured
+
+
+# Multi-node NVLink (a ComputeDomain job on a shape whose file states it, oke_gpu_rdma/compute_domains.py): no seed
+# measured one, so the gate is drawn from the vendor's figure. NCCL's bus bandwidth is the figure to compare with
+# the hardware's peak per GPU and direction (NVIDIA/nccl-tests doc/PERFORMANCE.md, "Bus bandwidth"); the gate
+# asks for this share of the shape's NVLink figure (BM.GPU.GB200-v3.4: NVIDIA's 1.8 TB/s per GPU both ways, so 900
+# GB/s each way, gives 720 GB/s). Over the rails alone a GPU has at most its share of the node's rails (GB200-v3.4:
+# 2 x 400 Gb/s, 100 GB/s), so a pass cannot come from a job that fell back to RDMA.
+NVLINK_BUSBW_SHARE: Final = 0.8
+
+
+def nvlink_threshold(nvlink_gbps: float, configured: float | None) -> float:
+    """The busbw minimum of a multi-node NVLink job: the stack's setting, else NVLINK_BUSBW_SHARE of the shape's
+    NVLink figure per GPU and direction."""
+    return round(nvlink_gbps * NVLINK_BUSBW_SHARE, 1) if configured is None else configured
+
+
+def rail_ceiling_gbs(rails: int, gpus: int, rail_gbps: float) -> float:
+    """What one GPU's share of its node's rails carries at most (GB/s): the figure a job over the rails alone cannot
+    pass."""
+    return round(rails * rail_gbps / 8 / gpus, 1) if gpus else 0.0

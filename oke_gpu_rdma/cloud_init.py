@@ -20,7 +20,12 @@ from typing import Literal
 
 import yaml
 
-from .labels import RDMA_HPC_ISLAND_LABEL, RDMA_LOCAL_BLOCK_LABEL, RDMA_NETWORK_BLOCK_LABEL
+from .labels import (
+    GPU_MEMORY_FABRIC_LABEL,
+    RDMA_HPC_ISLAND_LABEL,
+    RDMA_LOCAL_BLOCK_LABEL,
+    RDMA_NETWORK_BLOCK_LABEL,
+)
 from .yamltext import dump
 
 NRI_CONF = """\
@@ -99,6 +104,9 @@ TOPOLOGY_LABELS_PATH = "/usr/local/sbin/oke-gpu-rdma-topology-labels.sh"
 # ours rather than replacing it: the flag is a MapStringString whose Set adds pairs after the first call
 # (k8s.io/component-base cli/flag/map_string_string.go).
 TOPOLOGY_LABELS_SH = resources.files(__package__).joinpath("scripts/rdma-topology-labels.sh").read_text()
+# Multi-node NVLink shapes only: runs the labeller and adds the node's GPU memory fabric (the script's header).
+FABRIC_LABEL_PATH = "/usr/local/sbin/oke-gpu-rdma-gpu-memory-fabric-label.sh"
+FABRIC_LABEL_SH = resources.files(__package__).joinpath("scripts/gpu-memory-fabric-label.sh").read_text()
 # The label keys, passed as arguments so labels.py stays their one home.
 TOPOLOGY_LABELS_COMMAND = (
     TOPOLOGY_LABELS_PATH,
@@ -135,7 +143,10 @@ def registered_label_keys(text: str) -> tuple[str, ...]:
     commands = document.get("runcmd") if isinstance(document, dict) else None
     for command in commands if isinstance(commands, list) else ():
         if isinstance(command, list) and TOPOLOGY_LABELS_PATH in command:
-            return tuple(str(k) for k in command[command.index(TOPOLOGY_LABELS_PATH) + 1 :])
+            keys = tuple(str(k) for k in command[command.index(TOPOLOGY_LABELS_PATH) + 1 :])
+            if FABRIC_LABEL_PATH in command:
+                keys += (str(command[command.index(FABRIC_LABEL_PATH) + 1]),)
+            return keys
     return ()
 
 
@@ -146,6 +157,10 @@ class NodeBootstrap:
     taints: tuple[str, ...]
     rdma_netns: Literal["shared", "exclusive"] | None = "shared"
     """None: a pool without rails (rdma: none), whose nodes get only the OKE bootstrap with their taints."""
+    gpu_memory_fabric: bool = False
+    """A shape with multi-node NVLink: its nodes also register their GPU memory fabric (labels.py
+    GPU_MEMORY_FABRIC_LABEL). Off for every other shape, so their cloud-init, and with it their node spec, is as
+    before."""
 
     def kubelet_extra_args(self) -> str:
         return f"{TAINTS_FLAG}{','.join(self.taints)}" if self.taints else ""
@@ -179,6 +194,7 @@ def render_cloud_init(bootstrap: NodeBootstrap) -> str:
         (IB_CORE_PATH, IB_CORE_CONF if bootstrap.rdma_netns == "shared" else IB_CORE_EXCLUSIVE_CONF, "0644"),
         (NETWORKD_PATH, NETWORKD_CONF, "0644"),
         (TOPOLOGY_LABELS_PATH, TOPOLOGY_LABELS_SH, "0755"),
+        *(((FABRIC_LABEL_PATH, FABRIC_LABEL_SH, "0755"),) if bootstrap.gpu_memory_fabric else ()),
         (BOOTSTRAP_PATH, BOOTSTRAP_SH, "0755"),
     ]
     document = {
@@ -198,7 +214,12 @@ def render_cloud_init(bootstrap: NodeBootstrap) -> str:
             ["sh", "-c", "if systemctl is-active --quiet crio; then systemctl restart crio; fi"],
             # List form: cloud-init runs it without a shell, so the taint list needs no quoting. The
             # topology labeller adds the fabric labels every RDMA node registers with.
-            [BOOTSTRAP_PATH, bootstrap.kubelet_extra_args(), *TOPOLOGY_LABELS_COMMAND],
+            [
+                BOOTSTRAP_PATH,
+                bootstrap.kubelet_extra_args(),
+                *((FABRIC_LABEL_PATH, GPU_MEMORY_FABRIC_LABEL) if bootstrap.gpu_memory_fabric else ()),
+                *TOPOLOGY_LABELS_COMMAND,
+            ],
         ],
     }
     return "#cloud-config\n" + dump(document)

@@ -10,6 +10,10 @@ without its descriptions). The preview validates the rendered custom resources a
   own release installs.
 - The MPI Operator's MPIJob, from the manifest the stack applies (kubeflow/mpi-operator deploy/v2beta1/
   mpi-operator.yaml at the pinned release): the API server prunes any pod template field its schema lacks.
+- The NVIDIA DRA driver's ComputeDomain (kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/
+  dra-driver-nvidia-gpu/crds/ at the pinned commit, oke_gpu_rdma/compute_domains.py: the chart version has no tag,
+  so the file's tag is that commit). It also keeps the CRD's group, names, scope and subresources, from which the
+  e2e control plane builds the CRD (tests/e2e/upstream.py).
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ class SchemaFile:
     def provenance(self) -> str:
         """Where the schemas come from, for a report line."""
         data = self.load()
+        if data["tag"] == data["commit"]:  # pinned by commit (no release tag)
+            return f"{data['repository']} commit {data['commit'][:12]} CRDs"
         return f"{data['repository']} {data['tag']} ({data['commit'][:12]}) CRDs"
 
 
@@ -56,7 +62,8 @@ def _read(path: Path) -> dict[str, Any]:
 KUEUE: Final = SchemaFile(HERE / "kueue_crd_schemas.json")
 PROMETHEUS_OPERATOR: Final = SchemaFile(HERE / "monitoring" / "prometheus_operator_crd_schemas.json")
 MPI_OPERATOR: Final = SchemaFile(HERE / "mpi_operator_crd_schemas.json")
-SOURCES: Final = (KUEUE, PROMETHEUS_OPERATOR, MPI_OPERATOR)
+COMPUTE_DOMAINS: Final = SchemaFile(HERE / "compute_domain_crd_schemas.json")
+SOURCES: Final = (KUEUE, PROMETHEUS_OPERATOR, MPI_OPERATOR, COMPUTE_DOMAINS)
 
 
 def find(api_version: str, kind: str) -> tuple[SchemaFile, dict[str, Any]] | None:

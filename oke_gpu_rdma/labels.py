@@ -64,6 +64,21 @@ FABRIC_LEVEL_LABELS = (
     HOSTNAME_LABEL,
 )
 
+# The GPU memory fabric (the NVLink domain of a rack of trays) of a node of a multi-node NVLink shape, written by
+# the same boot script from rdmaTopologyData's customerGpuMemoryFabric (hashed the same way; DRANET publishes the
+# same value as oke.dra.net/gpuMemoryFabricId, kubernetes-sigs/dranet pkg/cloudprovider/oke/oke.go). A fabric lies
+# in one local block (pulumi-oci 5.5.0 core.ComputeGpuMemoryFabric has one computeLocalBlockId), so it is the
+# level below the local block in the Topology of those shapes' flavors: a ComputeDomain job that requires it is
+# placed on one NVLink domain (docs/compute-domains.md).
+GPU_MEMORY_FABRIC_LABEL = "oke-gpu-rdma/gpu-memory-fabric"
+NVLINK_LEVEL_LABELS = (
+    RDMA_HPC_ISLAND_LABEL,
+    RDMA_NETWORK_BLOCK_LABEL,
+    RDMA_LOCAL_BLOCK_LABEL,
+    GPU_MEMORY_FABRIC_LABEL,
+    HOSTNAME_LABEL,
+)
+
 # Health marks (day 2). A rail found bad (by the rail health agent, or by a scheduled bandwidth check) is
 # tainted under this key: on its DRANET device through a DeviceTaintRule where the cluster serves
 # resource.k8s.io/v1 DeviceTaintRule (1.37+), otherwise on its node. Effect NoSchedule only: a pod already

@@ -159,3 +159,12 @@ class ShapeCatalog:
 
 CATALOG: Final = ShapeCatalog.load()
 """The shape files alone; :meth:`ShapeCatalog.with_topologies` adds a stack's or a pack config's."""
+
+
+def multi_node_nvlink(shape: str) -> bool:
+    """Whether the catalog's own file for ``shape`` states multi-node NVLink (a stack's supplied topology never
+    does: the pack would otherwise trust a stack file's word for a fabric, issue 36 item 5)."""
+    if shape not in CATALOG:
+        return False
+    topology = CATALOG.info(shape).topology
+    return topology is not None and topology.multi_node_nvlink

@@ -158,6 +158,16 @@ class Topology:
     gpu_memory_bytes: int = 0
     front_end_interfaces: tuple[str, ...] = ()
     virtual_interfaces: tuple[str, ...] = ()
+    rail_gbps: float = 0.0
+    """One rail's line rate (Gb/s) where the shape file states it (``railGbps``); 0: not stated."""
+    nvlink_gbps: float = 0.0
+    """NVLink bandwidth per GPU and direction to GPUs of other nodes (GB/s); 0: the shape has no multi-node NVLink.
+    Only a shape file of the catalog states it (``multiNodeNvlinkGBps``), never a supplied topology."""
+
+    @property
+    def multi_node_nvlink(self) -> bool:
+        """Whether the shape's nodes share GPU memory over NVLink across nodes (ComputeDomains, docs/compute-domains.md)."""
+        return self.nvlink_gbps > 0
 
     @property
     def gpus(self) -> tuple[Gpu, ...]:
@@ -369,7 +379,9 @@ class _Layout(_Spec):
     def _buses(self) -> list[str]:
         return sorted(bus for root in self.roots for bus in root.gpus)
 
-    def _topology(self, evidence: Evidence, source: str) -> Topology:
+    def _topology(
+        self, evidence: Evidence, source: str, nvlink_gbps: float = 0.0, rail_gbps: float = 0.0
+    ) -> Topology:
         by_bus = self._buses()
         index_of = {b: i for i, b in enumerate(by_bus)}
         driver_index = {b: i for i, b in enumerate(self.gpu_driver_order or by_bus)}
@@ -392,6 +404,8 @@ class _Layout(_Spec):
             gpu_memory_bytes=self.gpu_memory_bytes,
             front_end_interfaces=tuple(self.front_end_interfaces),
             virtual_interfaces=tuple(self.virtual_interfaces),
+            nvlink_gbps=nvlink_gbps,
+            rail_gbps=rail_gbps,
         )
 
 
@@ -418,6 +432,16 @@ class ShapeFile(_Layout):
     ] = Field(description="verified or unverified")
     source: str = Field(min_length=1, description="a string saying where the layout comes from")
     note: str = Field(min_length=1, description="a one-line summary of what is known about the shape")
+    multi_node_nvlink_gbps: float = Field(
+        0.0,
+        alias="multiNodeNvlinkGBps",
+        ge=0,
+        description="the NVLink bandwidth per GPU and direction to other nodes' GPUs in GB/s, as its vendor "
+        "publishes it (0: no multi-node NVLink)",
+    )
+    rail_gbps: float = Field(
+        0.0, alias="railGbps", ge=0, description="one rail's line rate in Gb/s (0: not stated)"
+    )
 
     @model_validator(mode="after")
     def _roots_match_evidence(self) -> Self:
@@ -435,7 +459,11 @@ class ShapeFile(_Layout):
         return self
 
     def info(self) -> ShapeInfo:
-        topology = self._topology("verified", self.source) if self.evidence == "verified" else None
+        topology = (
+            self._topology("verified", self.source, self.multi_node_nvlink_gbps, self.rail_gbps)
+            if self.evidence == "verified"
+            else None
+        )
         return ShapeInfo(self.shape, self.evidence, self.note, topology, self.source)
 
 

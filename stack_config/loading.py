@@ -20,6 +20,7 @@ import pydantic
 from . import (
     address_plan,
     capacity,
+    compute_domain_plan,
     config_namespaces,
     health_plan,
     monitoring_plan,
@@ -151,6 +152,7 @@ def load_stack(
         + placement_plan.problems(config)
         + health_plan.problems(config)
         + remediation_plan.problems(config)
+        + compute_domain_plan.problems(config)
         + list(claims.problems)
         + sriov_problems
         + scheduling_plan.problems(config)

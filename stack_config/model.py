@@ -764,6 +764,17 @@ class DranetConfig(_Model):
     )
 
 
+class ComputeDomainsConfig(_Model):
+    """The driver's ComputeDomains (multi-node NVLink through IMEX channels) on the pools of shapes whose shape
+    file states multi-node NVLink (docs/compute-domains.md)."""
+
+    enabled: bool | None = Field(
+        None,
+        description="A second release of the driver with only its ComputeDomain controller (on the system pool) "
+        "and kubelet plugin (on those pools); default: on when the stack has such a pool.",
+    )
+
+
 class GpuDriverConfig(_Model):
     """The NVIDIA DRA driver for GPUs; the GPU pools then carry the label that turns the device plugin off."""
 
@@ -776,6 +787,11 @@ class GpuDriverConfig(_Model):
         description="Version of dra-driver-nvidia-gpu.",
     )
     namespace: DnsLabel = Field(nvidia_gpu.NAMESPACE, description="Namespace of the driver.")
+    compute_domains: ComputeDomainsConfig = Field(
+        default_factory=ComputeDomainsConfig,
+        alias="computeDomains",
+        description="ComputeDomains for multi-node NVLink.",
+    )
 
 
 class GpuOperatorConfig(_Model):

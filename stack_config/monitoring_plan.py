@@ -13,6 +13,7 @@ from oke_gpu_rdma.monitoring.rules import RuleSettings
 from oke_gpu_rdma.releases import kube_prometheus_stack as kps
 from oke_gpu_rdma.scheduling import PodPlacement
 
+from . import compute_domain_plan
 from .claim_plan import shape_catalog
 from .gpu_operator_plan import gpu_pool_taints
 from .model import StackConfig, Taint, tolerations
@@ -41,6 +42,7 @@ def rule_settings(config: StackConfig) -> RuleSettings:
         rail_flaps_per_hour=monitoring.rail_flaps_per_hour,
         remediation_pools=list(config.health.remediation.pools),
         remediation_interval_seconds=config.health.remediation.interval_seconds,
+        compute_domains=compute_domain_plan.enabled(config),
     )
 
 

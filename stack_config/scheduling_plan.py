@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from oke_gpu_rdma import kueue_objects
+from oke_gpu_rdma import compute_domains, kueue_objects
 from oke_gpu_rdma.kueue_objects import (
     CPU,
     HOSTS_LEVELS,
@@ -38,6 +38,7 @@ from oke_gpu_rdma.labels import (
     DEVICE_PLUGIN_OFF,
     FABRIC_LEVEL_LABELS,
     INSTANCE_TYPE_LABEL,
+    NVLINK_LEVEL_LABELS,
     POOL_LABEL,
     RAILS_UNMARKED_LABEL,
 )
@@ -45,7 +46,7 @@ from oke_gpu_rdma.node_sizes import SIZES
 from oke_gpu_rdma.releases import dranet, kueue, nvidia_gpu
 from oke_gpu_rdma.topology import shape_slug
 
-from . import health_plan
+from . import compute_domain_plan, health_plan
 from .claim_plan import pool_shapes, shape_catalog
 from .model import StackConfig, tolerations
 from .problems import ConfigProblem
@@ -78,12 +79,19 @@ class SchedulingPlan:
     pods_ready_timeout_minutes: int = kueue.DEFAULT_PODS_READY_TIMEOUT_MINUTES
 
     def topologies(self) -> dict[str, tuple[str, ...]]:
-        """Each Topology a flavor schedules over -> its levels: the fabric's, and the hosts' where a flavor
-        uses it."""
+        """Each Topology a flavor schedules over -> its levels: the fabric's where a flavor uses it, the NVLink
+        shapes' (the fabric's with the GPU memory fabric below the local block) and the hosts'."""
         found = {self.topology: self.levels}
+        if any(f.topology == self.nvlink_topology for f in self.flavors):
+            found[self.nvlink_topology] = NVLINK_LEVEL_LABELS
         if any(f.topology == HOSTS_TOPOLOGY for f in self.flavors):
             found[HOSTS_TOPOLOGY] = HOSTS_LEVELS
         return found
+
+    @property
+    def nvlink_topology(self) -> str:
+        """The Topology of the multi-node NVLink shapes' flavors (oke_gpu_rdma/labels.py NVLINK_LEVEL_LABELS)."""
+        return nvlink_topology_name(self.topology)
 
     @property
     def system_flavor(self) -> Flavor | None:
@@ -92,6 +100,11 @@ class SchedulingPlan:
 
     def shape_flavor(self, shape: str) -> Flavor:
         return next(f for f in self.flavors if f.name == flavor_name(shape))
+
+
+def nvlink_topology_name(topology: str) -> str:
+    """The NVLink shapes' Topology beside the stack's ``topology``."""
+    return f"{topology}-nvlink"
 
 
 def flavor_name(shape: str) -> str:
@@ -189,6 +202,7 @@ def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> Schedul
     flavors: list[Flavor] = []
     flavor_pools: dict[str, tuple[str, ...]] = {}
     unmarked = health_plan.rails_unmarked_pools(config)
+    channels = compute_domain_plan.enabled(config)
     for shape in pool_shapes(config):
         pools = [p for p in config.dra_pools if p.shape == shape]
         topology = catalog.topology(shape)
@@ -196,19 +210,22 @@ def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> Schedul
         assert size is not None  # problems() refused the stack otherwise
         nodes = sum(p.count for p in pools)
         name = flavor_name(shape)
+        quotas = {
+            CPU: str(nodes * size.cpus),
+            MEMORY: f"{nodes * size.memory_gib}Gi",
+            PODS: str(nodes * MAX_PODS_PER_NODE),
+            kueue.GPU_RESOURCE: str(nodes * len(topology.gpus)),
+            kueue.RAIL_RESOURCE: str(nodes * len(topology.rails)),
+        }
+        if topology.multi_node_nvlink and channels:
+            quotas[kueue.CHANNEL_RESOURCE] = str(nodes * compute_domains.CHANNELS_PER_NODE)
         flavors.append(
             Flavor(
                 name,
                 shape_flavor_labels(shape, any(p.name in unmarked for p in pools)),
                 tuple(tolerations(list(dict.fromkeys(t for p in pools for t in p.taints)))),
-                settings.topology,
-                {
-                    CPU: str(nodes * size.cpus),
-                    MEMORY: f"{nodes * size.memory_gib}Gi",
-                    PODS: str(nodes * MAX_PODS_PER_NODE),
-                    kueue.GPU_RESOURCE: str(nodes * len(topology.gpus)),
-                    kueue.RAIL_RESOURCE: str(nodes * len(topology.rails)),
-                },
+                nvlink_topology_name(settings.topology) if topology.multi_node_nvlink else settings.topology,
+                quotas,
             )
         )
         flavor_pools[name] = tuple(p.name for p in pools)
@@ -240,7 +257,11 @@ def plan_scheduling(config: StackConfig, namespaces: tuple[str, ...]) -> Schedul
         namespaces=namespaces,
         acceptance_level=settings.acceptance_level,
         device_class_mappings=tuple(
-            kueue.device_class_mappings([nvidia_gpu.DEVICE_CLASS], [dranet.DEVICE_CLASS])
+            kueue.device_class_mappings(
+                [nvidia_gpu.DEVICE_CLASS],
+                [dranet.DEVICE_CLASS],
+                [compute_domains.CHANNEL_DEVICE_CLASS] if channels else [],
+            )
         ),
         pods_ready_timeout_minutes=settings.pods_ready_timeout_minutes,
     )

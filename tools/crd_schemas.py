@@ -3,14 +3,19 @@ OpenAPI schemas of the kinds the stack declares, as each operator's CRDs define 
 the preview validates the rendered objects offline (preview/schema_check.py) without the project holding the
 CRD files.
 
-It reads the CRDs from the source's git directory at a tag, keeps the schema of the served version the stack
-writes with the descriptions dropped, and records where each came from (repository, tag, commit, path).
+It reads the CRDs from the source's git directory at a tag (or a commit, for a source whose pinned version has no
+tag), keeps the schema of the served version the stack writes with the descriptions dropped, and records where
+each came from (repository, tag, commit, path). For a source whose CRD the e2e control plane installs from this
+file (tests/e2e/upstream.py), it keeps the CRD's group, names, scope and subresources as well.
 
 Usage (a clone or a mirror of the source's repository):
 
     python -m tools.crd_schemas --source kueue --git-dir <kueue>/.git                 # kubernetes-sigs/kueue
     python -m tools.crd_schemas --source kube-prometheus-stack --git-dir <charts>/.git  # prometheus-community/helm-charts
     python -m tools.crd_schemas --source mpi-operator --git-dir <mpi-operator>/.git      # kubeflow/mpi-operator
+    python -m tools.crd_schemas --source dra-driver-nvidia-gpu --git-dir <dra-driver>/.git  # kubernetes-sigs/dra-driver-nvidia-gpu
+
+A bare mirror is its own git directory: ``--git-dir <mirror>`` (the directory holding HEAD, objects and refs).
 """
 
 from __future__ import annotations
@@ -29,9 +34,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from oke_gpu_rdma import crd_schemas, mpi_operator  # noqa: E402
+from oke_gpu_rdma import compute_domains, crd_schemas, mpi_operator  # noqa: E402
 from oke_gpu_rdma.releases import kube_prometheus_stack as kps  # noqa: E402
-from oke_gpu_rdma.releases import kueue  # noqa: E402
+from oke_gpu_rdma.releases import kueue, nvidia_gpu  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,9 @@ class CrdSource:
     paths: Mapping[str, str]
     """Kind -> the path of its CRD in the repository."""
     out: Path
+    definition: bool = False
+    """Keep each CRD's group, names, scope and the version's subresources too (what building the CRD from the
+    file needs)."""
 
 
 _KUEUE_PLURALS = {
@@ -83,6 +91,17 @@ SOURCES: dict[str, CrdSource] = {
         api_version=mpi_operator.MPIJOB_API_VERSION,
         paths={mpi_operator.MPIJOB_KIND: mpi_operator.MANIFEST_PATH},
         out=crd_schemas.MPI_OPERATOR.path,
+    ),
+    # The NVIDIA DRA driver's ComputeDomain, as its chart's crds/ installs it. The chart version the stack pins
+    # (oke_gpu_rdma/releases/nvidia_gpu.py) has no tag in the repository: the pin is a commit. The e2e control
+    # plane builds the CRD from this file (tests/e2e/upstream.py compute_domain_crds), hence its names.
+    nvidia_gpu.CHART_NAME: CrdSource(
+        repository=f"https://github.com/{compute_domains.REPOSITORY}",
+        default_tag=compute_domains.SOURCE_COMMIT,
+        api_version=compute_domains.API_VERSION,
+        paths={compute_domains.KIND: compute_domains.CRD_PATH},
+        out=crd_schemas.COMPUTE_DOMAINS.path,
+        definition=True,
     ),
 }
 
@@ -135,13 +154,30 @@ def served_schema(crd: Mapping[str, Any], kind: str, version: str) -> dict[str, 
     raise SchemaSourceError(f"the CRD of {kind} has no version {version}")
 
 
+def definition(crd: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """What the CRD declares besides the schema: its group, names and scope, and ``version``'s subresources."""
+    spec = crd["spec"]
+    (entry,) = [v for v in spec.get("versions", []) if v.get("name") == version]
+    return {
+        "group": spec["group"],
+        "names": dict(spec["names"]),
+        "scope": spec["scope"],
+        "subresources": dict(entry.get("subresources") or {}),
+    }
+
+
 def generate(source: CrdSource, git_dir: Path, tag: str) -> dict[str, Any]:
     commit = _git(git_dir, "rev-parse", f"{tag}^{{commit}}").strip()
-    version = source.api_version.split("/")[1]
+    group, version = source.api_version.split("/")
     schemas: dict[str, Any] = {}
     for kind, path in source.paths.items():
         crd = crd_of(_git(git_dir, "show", f"{commit}:{path}"), kind)
         schemas[kind] = {"source": path, "schema": served_schema(crd, kind, version)}
+        if source.definition:
+            declared = definition(crd, version)
+            if declared["group"] != group:
+                raise SchemaSourceError(f"the CRD of {kind} is of group {declared['group']}, not {group}")
+            schemas[kind].update(declared)
     return {
         "repository": source.repository,
         "tag": tag,
@@ -157,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--source", choices=sorted(SOURCES), required=True)
     parser.add_argument("--git-dir", type=Path, required=True, help="the source repository's git directory")
-    parser.add_argument("--tag", help="the release tag (default: the pinned one)")
+    parser.add_argument(
+        "--tag", help="the release tag, or a commit for a source pinned by commit (default: the pinned one)"
+    )
     parser.add_argument("--out", type=Path, help="default: the file the preview reads")
     args = parser.parse_args(argv)
     source = SOURCES[args.source]

@@ -2,7 +2,8 @@
 the dashboard read documents at the version the stack pins, read from the exporters' own repositories.
 
     python -m tools.metric_catalog --dcgm-exporter <git dir> --dranet <git dir> --node-exporter <git dir> \
-        --kube-state-metrics <git dir>
+        --kube-state-metrics <git dir> --dra-driver-nvidia-gpu <git dir>
+    python -m tools.metric_catalog --only dra-driver-nvidia-gpu --dra-driver-nvidia-gpu <git dir>  # one entry
 
 Each argument is a clone (or a bare git directory) of the exporter's repository; the file is read at the
 ref the catalog records (SOURCES below), never from the working tree, so the catalog names exactly that
@@ -18,6 +19,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
+
+from oke_gpu_rdma.releases import nvidia_gpu
 
 OUT: Final = Path(__file__).resolve().parent.parent / "oke_gpu_rdma" / "monitoring" / "metric_catalog.json"
 
@@ -63,6 +66,19 @@ def node_exporter_infiniband(text: str) -> list[str]:
     return [f"node_infiniband_{name}" for name in [*described, "info"]]
 
 
+def component_base_metrics(text: str) -> list[str]:
+    """`Namespace_Name` of each k8s.io/component-base metrics collector (metrics.New<Kind>(&metrics.<Kind>Opts{
+    Namespace: ..., Name: ...})); a histogram is exported as its _bucket, _sum and _count series."""
+    names = []
+    pattern = re.compile(
+        r"metrics\.New(\w+?)(?:Vec)?\(\s*&metrics\.\w+Opts\{\s*Namespace:\s*\"(\w+)\",\s*Name:\s*\"(\w+)\""
+    )
+    for kind, namespace, name in pattern.findall(text):
+        full = f"{namespace}_{name}"
+        names += [f"{full}_bucket", f"{full}_sum", f"{full}_count"] if kind == "Histogram" else [full]
+    return names
+
+
 def kube_state_metrics(text: str) -> list[str]:
     """The first column of a kube-state-metrics docs/metrics table."""
     return re.findall(r"^\|\s*(kube_\w+)\s*\|", text, re.MULTILINE)
@@ -104,12 +120,24 @@ SOURCES: Final[dict[str, tuple[str, str, str, Callable[[str], list[str]], str]]]
         "the kube-state-metrics kube-prometheus-stack 88.5.3 deploys (its kube-state-metrics 8.4.0 subchart, "
         "appVersion 2.20.0)",
     ),
+    nvidia_gpu.CHART_NAME: (
+        nvidia_gpu.REPOSITORY,
+        nvidia_gpu.SOURCE_COMMIT,
+        "pkg/metrics/computedomain_cluster.go pkg/metrics/dra_requests.go",
+        component_base_metrics,
+        "the GPU DRA driver's metrics (oke_gpu_rdma/releases/nvidia_gpu.py, the snapshot its chart facts come "
+        "from): the compute-domain controller serves compute_domain_info on controller.metrics.httpEndpoint "
+        "(:8080), the kubelet plugins the request and prepare-error series on kubeletPlugin.metrics (:8080 GPUs, "
+        ":8081 compute domains; values.yaml)",
+    ),
 }
 
 
-def catalog(git_dirs: dict[str, str]) -> dict[str, dict[str, object]]:
+def catalog(git_dirs: dict[str, str], only: str | None = None) -> dict[str, dict[str, object]]:
     found: dict[str, dict[str, object]] = {}
     for exporter, (repo, ref, path, reader, why) in SOURCES.items():
+        if only is not None and exporter != only:
+            continue
         # A source may list several files (space-separated) of one repository at one ref.
         names = [name for file in path.split() for name in reader(_git_show(git_dirs[exporter], ref, file))]
         found[exporter] = {
@@ -124,11 +152,20 @@ def catalog(git_dirs: dict[str, str]) -> dict[str, dict[str, object]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=sorted(SOURCES), help="rewrite this exporter's entry alone")
     for exporter in SOURCES:
-        parser.add_argument(f"--{exporter}", required=True, metavar="GIT_DIR")
+        parser.add_argument(f"--{exporter}", metavar="GIT_DIR")
     args = vars(parser.parse_args())
-    git_dirs = {exporter: args[exporter.replace("-", "_")] for exporter in SOURCES}
-    OUT.write_text(json.dumps(catalog(git_dirs), indent=2) + "\n")
+    only = args.pop("only")
+    wanted = [only] if only else list(SOURCES)
+    missing = [e for e in wanted if not args.get(e.replace("-", "_"))]
+    if missing:
+        parser.error(f"give the git directory of {', '.join(missing)} (--{' --'.join(missing)})")
+    git_dirs = {e: args[e.replace("-", "_")] for e in wanted}
+    found = catalog(git_dirs, only)
+    if only:
+        found = {**json.loads(OUT.read_text()), **found}
+    OUT.write_text(json.dumps({e: found[e] for e in SOURCES if e in found}, indent=2) + "\n")
     print(f"wrote {OUT}")
 
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from oke_gpu_rdma import compute_domains
 from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
 from oke_gpu_rdma.remediation import controller as remediation_controller
 
@@ -90,6 +91,8 @@ class RuleSettings:
     remediation_pools: Sequence[str] = ()
     """The pools the remediation controller acts on (health.remediation.pools)."""
     remediation_interval_seconds: int = 30
+    compute_domains: bool = False
+    """The GPU DRA driver serves ComputeDomains (gpuDriver.computeDomains): IMEX rules."""
 
 
 def _pool_nodes(pools: Sequence[str]) -> str:
@@ -262,6 +265,34 @@ def remediation_rules(settings: RuleSettings) -> list[AlertRule]:
     ]
 
 
+def compute_domain_rules(settings: RuleSettings) -> list[AlertRule]:
+    """IMEX health, from the GPU DRA driver's own metrics (kubernetes-sigs/dra-driver-nvidia-gpu pkg/metrics):
+    a ComputeDomain the controller reports NotReady (its status goes Ready only once its IMEX daemons are,
+    api/nvidia.com/resource/v1beta1/computedomain.go), and channel claims the kubelet plugin failed to prepare
+    (a pod stuck in ContainerCreating)."""
+    if not settings.compute_domains:
+        return []
+    return [
+        AlertRule(
+            "ComputeDomainNotReady",
+            'sum(nvidia_dra_compute_domain_info{status="NotReady"}) > 0',
+            "15m",
+            "warning",
+            "{{ $value }} ComputeDomain(s) have IMEX daemons that are not ready: their jobs share no GPU memory over "
+            "NVLink (kubectl get computedomains -A; the daemons' logs in the driver's namespace)",
+        ),
+        AlertRule(
+            "ComputeDomainChannelPrepareFailing",
+            f'sum by (instance) (increase(nvidia_dra_node_prepare_errors_total{{driver="{compute_domains.DRIVER}"}}'
+            "[15m])) > 0",
+            "0m",
+            "warning",
+            "The ComputeDomain kubelet plugin on {{ $labels.instance }} failed to prepare {{ $value }} IMEX "
+            "channel claim(s) in 15 minutes: their pods wait in ContainerCreating",
+        ),
+    ]
+
+
 def rule_groups(settings: RuleSettings) -> list[dict[str, Any]]:
     """The PrometheusRule's spec.groups."""
     groups = [
@@ -269,6 +300,7 @@ def rule_groups(settings: RuleSettings) -> list[dict[str, Any]]:
         ("oke-gpu-rdma.rails", rail_rules(settings)),
         ("oke-gpu-rdma.health", health_rules(settings)),
         ("oke-gpu-rdma.remediation", remediation_rules(settings)),
+        ("oke-gpu-rdma.compute-domains", compute_domain_rules(settings)),
     ]
     return [{"name": name, "rules": [r.to_spec() for r in rules]} for name, rules in groups if rules]
 

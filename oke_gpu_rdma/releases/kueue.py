@@ -56,6 +56,9 @@ PREFERRED_TOPOLOGY_ANNOTATION: Final = kueue_jobs.PREFERRED_TOPOLOGY
 # allocationMode All, adminAccess or firstAvailable (l. 73-98).
 GPU_RESOURCE: Final = "oke-gpu-rdma/gpus"
 RAIL_RESOURCE: Final = "oke-gpu-rdma/rails"
+# A ComputeDomain's channel (oke_gpu_rdma/compute_domains.py CHANNEL_DEVICE_CLASS): one per node, so the quota of
+# a multi-node NVLink flavor is its node count.
+CHANNEL_RESOURCE: Final = "oke-gpu-rdma/imex-channels"
 
 # charts/kueue/values.yaml l. 119-184, managerConfig.controllerManagerConfigYaml: the chart's default
 # configuration, which the values replace whole (templates/manager/manager-config.yaml l. 26-37 parses the string
@@ -141,10 +144,17 @@ VALUE_PATHS: Final = frozenset(
 )
 
 
-def device_class_mappings(gpu_classes: Sequence[str], rail_classes: Sequence[str]) -> list[dict[str, Any]]:
-    """The configuration's `resources.deviceClassMappings`: GPUs and rails under one quota resource each."""
+def device_class_mappings(
+    gpu_classes: Sequence[str], rail_classes: Sequence[str], channel_classes: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """The configuration's `resources.deviceClassMappings`: GPUs, rails and ComputeDomain channels under one quota
+    resource each."""
     mappings = []
-    for name, classes in ((GPU_RESOURCE, gpu_classes), (RAIL_RESOURCE, rail_classes)):
+    for name, classes in (
+        (GPU_RESOURCE, gpu_classes),
+        (RAIL_RESOURCE, rail_classes),
+        (CHANNEL_RESOURCE, channel_classes),
+    ):
         if classes:
             mappings.append({"name": name, "deviceClassNames": sorted(classes)})
     return mappings

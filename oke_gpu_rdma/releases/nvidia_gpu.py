@@ -65,9 +65,44 @@ VALUE_PATHS: Final = frozenset(
         "image.repository",
         "image.tag",
         "featureGates.NVMLDeviceHealthCheck",
+        # The ComputeDomain release (oke_gpu_rdma/compute_domains.py): _helpers.tpl l. 4-6 name (the DaemonSet,
+        # Deployment, ClusterRoles and admission policy are named by it); values.yaml resources.computeDomains.imex
+        # .mode, read by templates/rbac-compute-domain-daemon.yaml l. 1 (whatever computeDomains.enabled says) and
+        # validateIMEXConfig (only with computeDomains on); kubeletplugin.yaml l. 187 GPU_CLIQUE_LABEL_ENABLED.
+        "nameOverride",
+        "resources.computeDomains.imex.mode",
+        "kubeletPlugin.containers.computeDomains.gpuCliqueLabelEnabled",
     }
 )
 
+# The second release of the same chart that serves ComputeDomains alone (GPUs off), on the multi-node NVLink
+# pools: its own name, so none of the chart's named objects meets the GPU release's. The chart names the IMEX
+# daemons' ClusterRole, ServiceAccount and binding `compute-domain-daemon-*` in every release that is not in
+# hostManaged IMEX mode, even one with compute domains off (templates/rbac-compute-domain-daemon.yaml l. 1-40), and
+# Helm refuses to adopt another release's object: the GPU release, whose compute domains are off so no template
+# validates or reads the mode (kubeletplugin.yaml l. 16-17, controller.yaml l. 15), says hostManaged and renders
+# none of them; the ComputeDomain release (driverManaged, the default) owns them.
+COMPUTE_DOMAIN_RELEASE: Final = "dra-driver-nvidia-compute-domain"
+IMEX_MODE_VALUE: Final = "resources.computeDomains.imex.mode"
+# Where its metrics are served (values.yaml controller.metrics.httpEndpoint ":8080", kubeletPlugin.metrics
+# .computeDomainHttpEndpoint ":8081", path /metrics; the pods declare no port and run on the pod network) and the
+# label its pods carry (_helpers.tpl selectorLabels: `<name>-component: <controller | kubelet-plugin>`).
+CONTROLLER_METRICS_PORT: Final = 8080
+COMPUTE_DOMAIN_PLUGIN_METRICS_PORT: Final = 8081
+COMPONENT_LABEL: Final = f"{COMPUTE_DOMAIN_RELEASE}-component"
+IMEX_MODE_WITHOUT_DAEMONS: Final = "hostManaged"
+
+
+# Where the facts of this module were read (the snapshot named in the docstring).
+REPOSITORY: Final = f"kubernetes-sigs/{CHART_NAME}"
+SOURCE_COMMIT: Final = "95932046683719c43b6a0dd9613c2e5aad5d6703"
+CHART_PATH: Final = f"deployments/helm/{CHART_NAME}"
+# The ComputeDomain driver and its DeviceClasses (templates/deviceclass-compute-domain-default-channel.yaml and
+# deviceclass-compute-domain-daemon.yaml; oke_gpu_rdma/compute_domains.py says what they serve).
+COMPUTE_DOMAIN_DRIVER: Final = "compute-domain.nvidia.com"
+COMPUTE_DOMAIN_CHANNEL_CLASS: Final = "compute-domain-default-channel.nvidia.com"
+COMPUTE_DOMAIN_DAEMON_CLASS: Final = "compute-domain-daemon.nvidia.com"
+COMPUTE_DOMAIN_CLASSES: Final = frozenset({COMPUTE_DOMAIN_CHANNEL_CLASS, COMPUTE_DOMAIN_DAEMON_CLASS})
 
 # The driver name, as it appears in ResourceSlice.spec.driver and in `device.driver`, and its DeviceClass.
 DRIVER: Final = "gpu.nvidia.com"
@@ -148,7 +183,8 @@ def workloads(release: str, values: Mapping[str, Any]) -> list[PodPlacement]:
                 affinity=values_of.mapping(values, "kubeletPlugin.affinity", DEFAULT_KUBELET_AFFINITY),
                 tolerations=values_of.tolerations(values, "kubeletPlugin.tolerations", KUBELET_TOLERATIONS),
                 daemonset=True,
-                provides_device_classes=(frozenset({DEVICE_CLASS}) if gpus else frozenset()),
+                provides_device_classes=(frozenset({DEVICE_CLASS}) if gpus else frozenset())
+                | (COMPUTE_DOMAIN_CLASSES if compute_domains else frozenset()),
                 priority_class=values_of.string(
                     values, "kubeletPlugin.priorityClassName", values_of.SYSTEM_NODE_CRITICAL
                 ),

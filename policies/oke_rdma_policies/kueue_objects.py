@@ -13,7 +13,7 @@ from typing import Any
 
 from oke_gpu_rdma import kueue_jobs, resource_types
 from oke_gpu_rdma.cloud_init import registered_label_keys
-from oke_gpu_rdma.labels import FABRIC_LEVEL_LABELS, HOSTNAME_LABEL
+from oke_gpu_rdma.labels import FABRIC_LEVEL_LABELS, HOSTNAME_LABEL, NVLINK_LEVEL_LABELS
 
 from .kube import PlainResource, PodSpec, containers, gpu_count, pod_specs
 from .stack import StackView, labels_of, node_cloud_init, node_labels
@@ -136,7 +136,7 @@ def flavor_labels(flavor: PlainResource) -> dict[str, str] | Any:
 def boot_time_keys(labels: Mapping[str, str]) -> list[str]:
     """The keys whose values a node learns only when it boots (the fabric levels, its hostname): no pool of
     the plan carries them, so a flavor is matched on its other keys."""
-    return [key for key in labels if key in FABRIC_LEVEL_LABELS]
+    return [key for key in labels if key in FABRIC_LEVEL_LABELS or key in NVLINK_LEVEL_LABELS]
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,9 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
     "kueue.x-k8s.io/v1beta2/Topology": (("spec", "levels"), []),
     "kueue.x-k8s.io/v1beta2/LocalQueue": (("spec", "clusterQueue"), []),
     "kueue.x-k8s.io/v1beta2/ResourceFlavor": (("spec",), [("spec", "nodeTaints")]),
+    # The GPU DRA driver's ComputeDomain CRD: spec `self == oldSelf` (oke_gpu_rdma/compute_domain_crd_schemas.json;
+    # components/job_compute_domain.py replaces on it).
+    "resource.nvidia.com/v1beta1/ComputeDomain": (("spec",), []),
     "v1/Pod": (
         ("spec",),
         [
@@ -223,6 +226,7 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
 #   every field updates in place.
 # - Kueue's Topology, ResourceFlavor and LocalQueue: the immutable fields of their CRDs' transition rules
 #   (API_IMMUTABLE; components/kueue.py replaces on them); ClusterQueue: no transition rule, quotas update in place.
+# - ComputeDomain (resource.nvidia.com/v1beta1): its whole spec, by its CRD's transition rule (API_IMMUTABLE).
 # - ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding (admissionregistration.k8s.io/v1): updatable
 #   (pkg/apis/admissionregistration/validation/validation.go `ValidateValidatingAdmissionPolicyUpdate` and
 #   `ValidateValidatingAdmissionPolicyBindingUpdate` validate the new object, with no immutable field).
@@ -271,6 +275,7 @@ KINDS: frozenset[str] = frozenset(
         "kueue.x-k8s.io/v1beta2/ResourceFlavor",
         "kueue.x-k8s.io/v1beta2/ClusterQueue",
         "kueue.x-k8s.io/v1beta2/LocalQueue",
+        "resource.nvidia.com/v1beta1/ComputeDomain",
         "helm.sh/v3/Release",
     }
 )

@@ -64,7 +64,7 @@ def test_the_stack_list_holds_only_the_users_stacks(tmp_path: Path) -> None:
 
 def test_no_stack_files_of_yours_give_an_empty_matrix(tmp_path: Path) -> None:
     assert stack_names(tmp_path) == []
-    assert stack_names(EXAMPLES) == ["dev", "fleet", "full", "sriov"]
+    assert stack_names(EXAMPLES) == ["dev", "fleet", "full", "gb200", "sriov"]
 
 
 def test_preview_posts_a_diff_with_the_policy_pack() -> None:

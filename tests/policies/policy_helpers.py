@@ -347,7 +347,32 @@ def tripping_every_policy() -> list[RecordedResource]:
         k8s(seed001("sriov-network-exclusive")),  # rdmaQoS missing
         k8s(misspelt_network()),  # a resource name no node policy provides
         k8s(node_policy),
+        k8s(two_channels()),  # more IMEX channels than a node publishes
     ]
+
+
+def two_channels() -> dict[str, Any]:
+    """A claim template for two channels of a ComputeDomain's default class: the driver publishes one a node."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "two-channels", "namespace": "rdma-dranet"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "channel",
+                            "exactly": {
+                                "deviceClassName": "compute-domain-default-channel.nvidia.com",
+                                "count": 2,
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
 
 
 def _kueue_trips(job: Mapping[str, Any]) -> list[RecordedResource]:

@@ -65,6 +65,7 @@ def test_get_analyzer_info_lists_the_policies_with_levels_and_schemas(analyzer):
         "health-taint-tolerations": analyzer_pb2.MANDATORY,
         "images-pinned-by-digest": analyzer_pb2.MANDATORY,
         "public-ingress-exposure": analyzer_pb2.MANDATORY,
+        "compute-domain-placement": analyzer_pb2.MANDATORY,
     }
     child = next(p for p in info.policies if p.name == "dranet-child-range")
     assert child.policy_type == analyzer_pb2.POLICY_TYPE_STACK

@@ -95,7 +95,7 @@ def test_unknown_stack_names_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(cli.PreviewError) as raised:
         cli.stack_file("nope", [tmp_path, EXAMPLES])
     assert str(raised.value) == (
-        "no stack file stacks/Pulumi.nope.yaml or examples/Pulumi.nope.yaml; stacks: alpha, dev, fleet, full, sriov"
+        "no stack file stacks/Pulumi.nope.yaml or examples/Pulumi.nope.yaml; stacks: alpha, dev, fleet, full, gb200, sriov"
     )
 
 
@@ -686,4 +686,7 @@ def test_a_summary_of_stacks_without_changes_is_one_line(tmp_path: Path) -> None
     summary.write_text("Earlier step's notes\n")
     for stack in stack_names(EXAMPLES):
         cli.append_summary(summary, stack, _unchanged_plan(stack))
-    assert summary.read_text() == "Earlier step's notes\n**No changes:** `dev`, `fleet`, `full`, `sriov`\n"
+    assert (
+        summary.read_text()
+        == "Earlier step's notes\n**No changes:** `dev`, `fleet`, `full`, `gb200`, `sriov`\n"
+    )

@@ -9,7 +9,7 @@ import pytest
 from benchmarks.fleet import b4_like
 from oke_gpu_rdma import node_sizes
 from oke_gpu_rdma.kueue_objects import quota_count
-from oke_gpu_rdma.labels import FABRIC_LEVEL_LABELS, POOL_LABEL
+from oke_gpu_rdma.labels import FABRIC_LEVEL_LABELS, NVLINK_LEVEL_LABELS, POOL_LABEL
 from oke_gpu_rdma.node_selection import selector_matches
 from oke_gpu_rdma.node_sizes import node_size
 from oke_gpu_rdma.releases import kueue
@@ -257,14 +257,20 @@ def test_a_gb200_pool_is_scheduled_from_ocis_figures_for_the_shape() -> None:
     plan, config = scheduled(gb200_fleet())
     flavor = plan.shape_flavor("BM.GPU.GB200-v3.4")
     nodes = sum(p.count for p in config.dra_pools if p.shape == "BM.GPU.GB200-v3.4")
-    # 144 Arm cores (one CPU per OCPU) and 960 GB a node; 4 GPUs and 8 rails (the shape's topology).
+    # 144 Arm cores (one CPU per OCPU) and 960 GB a node; 4 GPUs and 8 rails (the shape's topology); one IMEX
+    # channel a node (ComputeDomains are on with a multi-node NVLink pool).
     assert dict(flavor.quotas) == {
         "cpu": str(nodes * 144),
         "memory": f"{nodes * 960}Gi",
         "pods": str(nodes * 110),
         kueue.GPU_RESOURCE: str(nodes * 4),
         kueue.RAIL_RESOURCE: str(nodes * 8),
+        kueue.CHANNEL_RESOURCE: str(nodes),
     }
+    # Its flavor schedules over the Topology with the GPU memory fabric (oke_gpu_rdma/labels.py NVLINK_LEVEL_LABELS).
+    assert flavor.topology == plan.nvlink_topology == "rdma-fabric-nvlink"
+    assert plan.topologies()["rdma-fabric-nvlink"] == NVLINK_LEVEL_LABELS
+    assert plan.shape_flavor("BM.GPU.B4.8").topology == "rdma-fabric"
 
 
 def test_a_shape_without_figures_takes_them_from_the_stack_file(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,5 @@
-"""The generator of the CRD schemas the preview validates with (tools/crd_schemas.py), on made-up git repositories."""
+"""The generator of the CRD schemas the preview validates with (tools/crd_schemas.py), on made-up git repositories;
+the recorded ComputeDomain schema and the e2e CRD built from it (tests/e2e/upstream.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 
 import yaml
 
+from oke_gpu_rdma import compute_domains, crd_schemas
 from oke_gpu_rdma.releases import kueue
+from tests.e2e import upstream
 from tools import crd_schemas as tool
 
 
@@ -146,3 +149,116 @@ def test_the_mpijob_crd_is_found_among_the_manifest_s_documents(tmp_path: Path) 
     data = json.loads(out.read_text())
     assert data["kinds"]["MPIJob"]["source"] == "deploy/v2beta1/mpi-operator.yaml"
     assert data["apiVersion"] == "kubeflow.org/v2beta1"
+
+
+def test_the_compute_domain_crd_is_read_at_a_commit_with_its_names(tmp_path: Path) -> None:
+    """The driver's chart version has no tag: the source is pinned by commit, which --tag takes as well. The CRD's
+    group, names, scope and subresources are kept beside the schema, for the e2e control plane to build it."""
+    repo = tmp_path / "dra-driver-nvidia-gpu"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    source = tool.SOURCES["dra-driver-nvidia-gpu"]
+    assert source.default_tag == compute_domains.SOURCE_COMMIT
+    document = crd(compute_domains.KIND)
+    document["spec"]["group"] = compute_domains.API_GROUP
+    document["spec"]["names"] = {
+        "kind": "ComputeDomain",
+        "listKind": "ComputeDomainList",
+        "plural": "computedomains",
+        "singular": "computedomain",
+    }
+    document["spec"]["scope"] = "Namespaced"
+    document["spec"]["versions"] = [
+        {
+            **document["spec"]["versions"][1],
+            "name": "v1beta1",
+            "storage": True,
+            "subresources": {"status": {}},
+        }
+    ]
+    path = repo / compute_domains.CRD_PATH
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # As controller-gen writes it: a document separator first.
+    path.write_text("---\n" + yaml.safe_dump(document))
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "crds")
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    out = tmp_path / "schemas.json"
+    assert (
+        tool.main(
+            [
+                "--source",
+                "dra-driver-nvidia-gpu",
+                "--git-dir",
+                str(repo / ".git"),
+                "--tag",
+                commit,
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    data = json.loads(out.read_text())
+    assert (data["repository"], data["tag"], data["commit"], data["apiVersion"]) == (
+        "https://github.com/kubernetes-sigs/dra-driver-nvidia-gpu",
+        commit,
+        commit,
+        "resource.nvidia.com/v1beta1",
+    )
+    assert data["kinds"]["ComputeDomain"] == {
+        "source": compute_domains.CRD_PATH,
+        "group": "resource.nvidia.com",
+        "names": document["spec"]["names"],
+        "scope": "Namespaced",
+        "subresources": {"status": {}},
+        "schema": {
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}}}},
+        },
+    }
+
+
+def test_the_other_sources_keep_the_schema_alone() -> None:
+    assert [name for name, source in tool.SOURCES.items() if source.definition] == ["dra-driver-nvidia-gpu"]
+
+
+def test_the_recorded_compute_domain_schema_is_the_pinned_commit_s() -> None:
+    data = crd_schemas.COMPUTE_DOMAINS.load()
+    assert (data["tag"], data["commit"], data["apiVersion"]) == (
+        compute_domains.SOURCE_COMMIT,
+        compute_domains.SOURCE_COMMIT,
+        compute_domains.API_VERSION,
+    )
+    (kind,) = data["kinds"]
+    assert kind == compute_domains.KIND
+    assert data["kinds"][kind]["source"] == compute_domains.CRD_PATH
+    assert crd_schemas.COMPUTE_DOMAINS in crd_schemas.SOURCES
+    assert crd_schemas.COMPUTE_DOMAINS.provenance() == (
+        "https://github.com/kubernetes-sigs/dra-driver-nvidia-gpu commit 959320466837 CRDs"
+    )
+    assert "description" not in json.dumps(data)
+
+
+def test_the_e2e_compute_domain_crd_is_built_from_the_recorded_schema() -> None:
+    """tests/e2e/upstream.py installs the CRD from the recorded file (the driver's chart and module are not served
+    there); the CRD it builds names the kind as the chart's file does and carries the recorded schema unchanged."""
+    (built,) = upstream.compute_domain_crds()
+    recorded = crd_schemas.COMPUTE_DOMAINS.load()["kinds"]["ComputeDomain"]
+    assert (built["apiVersion"], built["kind"]) == ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    assert built["metadata"] == {"name": "computedomains.resource.nvidia.com"}
+    spec = built["spec"]
+    assert (spec["group"], spec["scope"]) == (compute_domains.API_GROUP, "Namespaced")
+    assert spec["names"] == {
+        "kind": compute_domains.KIND,
+        "listKind": "ComputeDomainList",
+        "plural": compute_domains.PLURAL,
+        "singular": "computedomain",
+    }
+    (version,) = spec["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1beta1", True, True)
+    assert version["subresources"] == {"status": {}}
+    assert version["schema"] == {"openAPIV3Schema": recorded["schema"]}
+    # A copy: changing the built CRD leaves the recorded schema alone.
+    version["schema"]["openAPIV3Schema"]["properties"].clear()
+    assert crd_schemas.COMPUTE_DOMAINS.load()["kinds"]["ComputeDomain"]["schema"]["properties"]

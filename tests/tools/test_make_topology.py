@@ -139,6 +139,8 @@ def test_the_published_gb200_slices_print_the_entry_the_shape_file_holds(capsys)
     shape_file = yaml.safe_load((ROOT / "oke_gpu_rdma" / "shapes" / f"{GB200}.yaml").read_text())
     assert (shape_file.pop("evidence"), shape_file.pop("note") != "") == ("verified", True)
     assert "kubernetes-sigs/dranet@" in shape_file.pop("source")
+    # Vendor figures no slice publishes: the shape file's alone, each with its source in a comment there.
+    assert (shape_file.pop("multiNodeNvlinkGBps"), shape_file.pop("railGbps")) == (900, 400)
     assert printed == shape_file
 
 

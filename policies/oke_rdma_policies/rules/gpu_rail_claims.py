@@ -258,7 +258,7 @@ def _quiet(message: str, urn: str | None = None) -> None:
     """Findings about a release's values belong to the policies that check them (dranet-child-range, ...)."""
 
 
-def _driver_plugins(
+def driver_plugins(
     view: StackView, classes: Mapping[str, tuple[str, ...]]
 ) -> tuple[list[PodPlacement], frozenset[str]]:
     """The kubelet plugins of the DRA drivers the stack installs with Helm, and those drivers. A release whose
@@ -290,7 +290,7 @@ def _driver_plugins(
     return plugins, deployed
 
 
-def _pool_nodes(pool: PlainResource) -> PoolNodes | None:
+def pool_nodes(pool: PlainResource) -> PoolNodes | None:
     """The pool's nodes as the DaemonSet controller sees them; None when labels or taints are unknown or
     malformed (gpu-device-plugin-off reports a malformed label list): every driver may be there."""
     try:
@@ -312,9 +312,9 @@ def _pools(view: StackView, conf: ClaimsSettings, reporter: Reporter) -> tuple[l
         if pool.props.get("nodeShape") is UNKNOWN:
             reporter.unchecked(f"node pool {pool.name}: nodeShape unknown until apply")
     classes = {**registry.device_class_selectors(), **view.classes.selectors}
-    plugins, deployed = _driver_plugins(view, classes)
+    plugins, deployed = driver_plugins(view, classes)
     gpu_pools = view.gpu_node_pools()
-    nodes = {p.urn: _pool_nodes(p) for p in gpu_pools}
+    nodes = {p.urn: pool_nodes(p) for p in gpu_pools}
     reach = drivers_on_pools(plugins, [n for n in nodes.values() if n is not None], classes)
     catalog = conf.catalog()
     found: list[_Pool] = []

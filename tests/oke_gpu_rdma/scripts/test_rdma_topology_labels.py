@@ -176,3 +176,45 @@ def test_the_taints_stay_the_first_flag(tmp_path: Path, taints: tuple[str, ...])
     flags = kubelet_flags(tmp_path)
     assert flags[:-1] == ([f"--register-with-taints={','.join(taints)}"] if taints else [])
     assert flags[-1].startswith("--node-labels=")
+
+
+FABRIC = "ocid1.computegpumemoryfabric.oc1.iad.anuwcljrg5pyaeycxq2h7vwdd3ptmh4ce5ljwhyoyyzkmcgzb3b6tlbxaz7a"
+
+
+def nvlink_boot(tmp_path: Path, documents: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return boot_cloud_init(
+        tmp_path, render_cloud_init(NodeBootstrap((TAINT,), gpu_memory_fabric=True)), documents
+    )
+
+
+def test_a_multi_node_nvlink_node_registers_its_gpu_memory_fabric_below_the_local_block(
+    tmp_path: Path,
+) -> None:
+    """rdmaTopologyData's customerGpuMemoryFabric (kubernetes-sigs/dranet pkg/cloudprovider/oke/oke.go), hashed
+    as the other levels: the label DRANET's oke.dra.net/gpuMemoryFabricId maps to."""
+    result = nvlink_boot(
+        tmp_path, {"host/rdmaTopologyData": json.dumps({**TOPOLOGY, "customerGpuMemoryFabric": FABRIC})}
+    )
+    assert result.returncode == 0, result.stderr
+    found = node_labels(kubelet_flags(tmp_path))
+    assert (*found, labels.HOSTNAME_LABEL) == labels.NVLINK_LEVEL_LABELS
+    assert (
+        cloud_init.registered_label_keys(render_cloud_init(NodeBootstrap((TAINT,), gpu_memory_fabric=True)))
+        == labels.NVLINK_LEVEL_LABELS[:-1]
+    )
+    assert found[labels.GPU_MEMORY_FABRIC_LABEL] == value(suffix(FABRIC))
+    assert result.stderr == ""
+
+
+def test_a_multi_node_nvlink_node_without_a_fabric_is_its_own_nvlink_domain(tmp_path: Path) -> None:
+    result = nvlink_boot(tmp_path, {"host/rdmaTopologyData": json.dumps(TOPOLOGY)})
+    assert result.returncode == 0, result.stderr
+    assert node_labels(kubelet_flags(tmp_path))[labels.GPU_MEMORY_FABRIC_LABEL] == value(suffix(HOST))
+    assert "GPU memory fabric unknown" in result.stderr
+    # The other levels as every RDMA node registers them.
+    assert node_labels(kubelet_flags(tmp_path))[labels.RDMA_LOCAL_BLOCK_LABEL] == value(suffix(LOCAL))
+
+
+def test_other_shapes_register_no_fabric_label(tmp_path: Path) -> None:
+    boot(tmp_path, {"host/rdmaTopologyData": json.dumps({**TOPOLOGY, "customerGpuMemoryFabric": FABRIC})})
+    assert labels.GPU_MEMORY_FABRIC_LABEL not in node_labels(kubelet_flags(tmp_path))
