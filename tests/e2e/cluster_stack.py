@@ -22,9 +22,10 @@ from typing import Any
 import yaml
 
 from components.acceptance_jobs import narrowed_object
-from oke_gpu_rdma import mpi_operator, resource_types
+from oke_gpu_rdma import compute_domains, mpi_operator, resource_types
 from oke_gpu_rdma.releases import nvidia_gpu
-from tests.e2e import upstream
+from stack_config import compute_domain_plan
+from tests.e2e import compute_domain_driver, upstream
 from tests.e2e.control_plane import ControlPlane, Process, free_port
 from tests.e2e.kube import ApiError, Kube, describe
 from tests.e2e.nodes import FakeNode, Placement, register, stack_nodes
@@ -150,6 +151,8 @@ class Installer:
             cluster.plane.webhook_port = cluster.plane.webhook_port or free_port()
             webhook_base = f"https://127.0.0.1:{cluster.plane.webhook_port}"
             crds += upstream.kueue_crds(webhook_base, cluster.plane.ca_bundle())
+        if any(_group(o["apiVersion"]) == compute_domains.API_GROUP for o in everything):
+            crds += upstream.compute_domain_crds()
         for crd in crds:
             self._apply(crd)
         _wait_established(kube, crds)
@@ -163,6 +166,10 @@ class Installer:
                     "spec": {"selectors": [{"cel": {"expression": nvidia_gpu.CLASS_SELECTOR}}]},
                 }
             )
+        if compute_domain_plan.enabled(config):
+            # The ComputeDomain release's chart creates these; no chart is applied here.
+            for device_class in compute_domain_driver.device_classes():
+                self._apply(device_class)
         cluster.nodes = stack_nodes(stack, placement)
         register(kube, cluster.nodes)
 
@@ -181,6 +188,10 @@ class Installer:
                 cluster.skipped.append(describe(obj))
                 continue
             self._apply(obj)
+        # The driver's controller writes each ComputeDomain's channel template (tests/e2e/compute_domain_driver.py).
+        for obj in everything:
+            if obj["kind"] == compute_domains.KIND and describe(obj) in cluster.applied:
+                self._apply(compute_domain_driver.channel_template(kube.get(kube.path_of(obj))))
         if release is not None:
             [deployment] = [
                 o

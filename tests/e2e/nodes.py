@@ -24,15 +24,17 @@ from typing import Any
 
 import yaml
 
-from oke_gpu_rdma import labels, sriov
+from oke_gpu_rdma import compute_domains, labels, sriov
 from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.node_sizes import NodeSize
 from oke_gpu_rdma.releases import dranet, nvidia_gpu
 from oke_gpu_rdma.releases.network_operator import KUBELET_OS_LABELS
 from oke_gpu_rdma.scheduling import PoolNodes
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.shape_catalog import CATALOG, multi_node_nvlink
+from stack_config import compute_domain_plan
 from stack_config.model import NodePoolConfig, StackConfig
 from stack_config.pool_nodes import planned_pools
+from tests.e2e import compute_domain_driver
 from tests.e2e.kube import Kube
 from tests.e2e.stacks import RenderedStack
 from tests.fixtures.node_boot import boot_cloud_init, kubelet_flags, node_labels
@@ -114,14 +116,19 @@ def _taint(flag: str) -> dict[str, str]:
     return {"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect}
 
 
-def _booted(stack: RenderedStack, pool: str, network_block: str, local_block: str, host: str) -> list[str]:
-    """The kubelet flags the pool's cloud-init hands `oke bootstrap` on a host in that fabric position."""
+def _booted(
+    stack: RenderedStack, pool: str, network_block: str, local_block: str, host: str, shape: str = ""
+) -> list[str]:
+    """The kubelet flags the pool's cloud-init hands `oke bootstrap` on a host in that fabric position; a host of a
+    multi-node NVLink shape is in its local block's one GPU memory fabric (a fabric lies in one local block)."""
     topology = {
         "customerHPCIslandId": HPC_ISLAND,
         "customerNetworkBlock": _ocid("computenetworkblock", network_block),
         "customerLocalBlock": _ocid("computelocalblock", local_block),
         "customerHostId": _ocid("computebaremetalhost", host),
     }
+    if multi_node_nvlink(shape):
+        topology["customerGpuMemoryFabric"] = _ocid("computegpumemoryfabric", local_block)
     with tempfile.TemporaryDirectory() as tmp:
         done = boot_cloud_init(
             Path(tmp), stack.user_data(pool), {"host/rdmaTopologyData": json.dumps(topology)}
@@ -164,7 +171,14 @@ def _drivers(config: StackConfig, pool: NodePoolConfig) -> frozenset[str]:
     (components/dra_drivers.py)."""
     if pool.rdma is not sriov.RdmaPath.DRANET:
         return frozenset()
-    return frozenset({dranet.DRIVER, *([nvidia_gpu.DRIVER] if config.gpu_driver.enabled else [])})
+    compute_domains_here = compute_domain_plan.enabled(config) and multi_node_nvlink(pool.shape)
+    return frozenset(
+        {
+            dranet.DRIVER,
+            *([nvidia_gpu.DRIVER] if config.gpu_driver.enabled else []),
+            *([compute_domains.DRIVER] if compute_domains_here else []),
+        }
+    )
 
 
 def stack_nodes(stack: RenderedStack, placement: Placement | None = None) -> list[FakeNode]:
@@ -180,7 +194,7 @@ def stack_nodes(stack: RenderedStack, placement: Placement | None = None) -> lis
         for index in range(pool.count):
             name = f"{pool.name}-{index}"
             network_block, local_block = placement.of(pool.name, index)
-            flags = _booted(stack, pool.name, network_block, local_block, name)
+            flags = _booted(stack, pool.name, network_block, local_block, name, pool.shape)
             taint_flags = [f for f in flags if f.startswith("--register-with-taints=")]
             taints = tuple(_taint(t) for f in taint_flags for t in f.split("=", 1)[1].split(",") if t)
             node_label_flags = [f for f in flags if f.startswith("--node-labels=")]
@@ -278,3 +292,5 @@ def register(kube: Kube, nodes: Iterable[FakeNode], with_slices: bool = True) ->
             for item in recorded_slices(node.shape, node.name):
                 if item["spec"]["driver"] in node.drivers:
                     kube.create(item)
+            if compute_domains.DRIVER in node.drivers:
+                kube.create(compute_domain_driver.node_slice(node.name))

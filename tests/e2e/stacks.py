@@ -27,6 +27,7 @@ STACKS = {
     "full": EXAMPLES,
     "sriov": EXAMPLES,
     "fleet": EXAMPLES,
+    "gb200": EXAMPLES,
     "gb200-b4": FIXTURE_STACKS,
 }
 NODE_POOL_TYPE = "oci:ContainerEngine/nodePool:NodePool"

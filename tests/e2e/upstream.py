@@ -2,7 +2,8 @@
 MPI operator's manifest and the Prometheus operator's CRDs, each read at its pinned release from the Go
 module of its repository (a module zip holds the repository's files at the tag; `go mod download` checks
 it against the Go checksum database, and the h1 sums below pin it as a go.sum line would). Nothing is
-copied into this repository.
+copied into this repository. The NVIDIA DRA driver's ComputeDomain CRD is the exception: its module is not
+served, so it is built from the schema the project records at the pinned commit (compute_domain_crds).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from oke_gpu_rdma import mpi_operator
+from oke_gpu_rdma import compute_domains, crd_schemas, mpi_operator
 from oke_gpu_rdma.releases import kube_prometheus_stack as kps
 from oke_gpu_rdma.releases import kueue
 from tests.e2e.control_plane import MODULE
@@ -169,4 +170,43 @@ def prometheus_operator_crds(kinds: Mapping[str, str] | None = None) -> list[dic
         crd
         for plural in wanted.values()
         for crd in documents(crd_dir / f"{kps.MONITORING_API.split('/')[0]}_{plural}.yaml")
+    ]
+
+
+def compute_domain_crds() -> list[dict[str, Any]]:
+    """The NVIDIA DRA driver's ComputeDomain CRD, built from the schema recorded at the pinned commit
+    (oke_gpu_rdma/compute_domain_crd_schemas.json, written by `python -m tools.crd_schemas --source
+    dra-driver-nvidia-gpu` from the chart's crds/ file at oke_gpu_rdma/compute_domains.py SOURCE_COMMIT).
+
+    Unlike the other upstream objects it is not read from a Go module: neither the driver's chart nor its module
+    is served here (proxy.golang.org answers "not available" for sigs.k8s.io/dra-driver-nvidia-gpu, and
+    registry.k8s.io, where the chart is published, is unreachable), and the chart version the stack pins has no
+    tag to download anyway. The CRD file declares nothing else the API server reads: the group, names and scope,
+    one version (v1beta1) served and stored with the status subresource, and its openAPIV3Schema, which the
+    recorded file keeps whole but for the descriptions (validation never reads them).
+    """
+    data = crd_schemas.COMPUTE_DOMAINS.load()
+    version = data["apiVersion"].split("/", 1)[1]
+    recorded = data["kinds"][compute_domains.KIND]
+    names = recorded["names"]
+    return [
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{names['plural']}.{recorded['group']}"},
+            "spec": {
+                "group": recorded["group"],
+                "names": copy.deepcopy(names),
+                "scope": recorded["scope"],
+                "versions": [
+                    {
+                        "name": version,
+                        "served": True,
+                        "storage": True,
+                        "subresources": copy.deepcopy(recorded["subresources"]),
+                        "schema": {"openAPIV3Schema": copy.deepcopy(recorded["schema"])},
+                    }
+                ],
+            },
+        }
     ]
