@@ -298,7 +298,6 @@ if config.gpu_driver.enabled:
             dra_pool_names,
             [*taints, *rail_marks],
             health_checks=config.health.gpu,
-            compute_domain_release=compute_domains,
         ),
         opts=pulumi.ResourceOptions.merge(renamed("gpu-dra-driver"), on_dra_pools()),
     )

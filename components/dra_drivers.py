@@ -4,7 +4,6 @@ Values are built by plain functions (`dranet_values`, `gpu_driver_values`) and c
 keys each chart documents before a release is declared: the dranet chart rejects unknown values.
 """
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict, TypeVar
@@ -92,27 +91,23 @@ def gpu_driver_values(
 ) -> dict[str, Any]:
     """The NVIDIA GPU DRA driver values of seed 000: GPUs on, compute domains off, on the GPU pools; with
     ``health_checks`` the NVML health monitor that taints a bad GPU in the driver's ResourceSlice
-    (oke_gpu_rdma/releases/nvidia_gpu.py HEALTH_*)."""
+    (oke_gpu_rdma/releases/nvidia_gpu.py HEALTH_*). IMEX mode hostManaged, whether or not the ComputeDomain release
+    runs: this release then never renders the IMEX daemons' fixed-name RBAC, which that release owns, so it can be
+    added or removed in either order (releases/nvidia_gpu.py COMPUTE_DOMAIN_RELEASE)."""
     kubelet_plugin: dict[str, Any] = {**node_placement(pools)}
     if taints:
         kubelet_plugin["tolerations"] = tolerations(list(taints))
     values: dict[str, Any] = {
         "nvidiaDriverRoot": "/",
         "gpuResourcesEnabledOverride": True,
-        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+        "resources": {
+            "gpus": {"enabled": True},
+            "computeDomains": {"enabled": False, "imex": {"mode": nvidia_gpu.IMEX_MODE_WITHOUT_DAEMONS}},
+        },
         "kubeletPlugin": kubelet_plugin,
     }
     if health_checks:
         charts.set_value(values, nvidia_gpu.HEALTH_FEATURE_GATE_VALUE, True)
-    return _documented(values, nvidia_gpu.VALUE_PATHS, nvidia_gpu.RELEASE)
-
-
-def gpu_driver_values_beside_compute_domains(values: dict[str, Any]) -> dict[str, Any]:
-    """The GPU release's values when the ComputeDomain release runs beside it: hostManaged IMEX mode, so it renders
-    none of the IMEX daemons' RBAC, which the ComputeDomain release owns (releases/nvidia_gpu.py
-    COMPUTE_DOMAIN_RELEASE says why)."""
-    values = copy.deepcopy(values)
-    charts.set_value(values, nvidia_gpu.IMEX_MODE_VALUE, nvidia_gpu.IMEX_MODE_WITHOUT_DAEMONS)
     return _documented(values, nvidia_gpu.VALUE_PATHS, nvidia_gpu.RELEASE)
 
 
@@ -121,12 +116,10 @@ def compute_domain_values(
 ) -> dict[str, Any]:
     """The ComputeDomain release's values: compute domains only (GPUs come from the GPU release), its kubelet
     plugin on the multi-node NVLink ``pools`` only and its controller on the system pool (untainted; without one,
-    the chart's placement). The kubelet plugin labels its node with the GPU clique (nvidia.com/gpu.clique, the
-    NVLink partition the driver's IMEX daemons group by), which the user sees with `kubectl get nodes -L`."""
-    kubelet_plugin: dict[str, Any] = {
-        **node_placement(pools),
-        "containers": {"computeDomains": {"gpuCliqueLabelEnabled": True}},
-    }
+    the chart's placement). Its `gpuCliqueLabelEnabled` stays off (the chart's default): the GPU Operator's GPU
+    feature discovery already writes nvidia.com/gpu.clique on these nodes, and the kubelet plugin would remove the
+    label whenever it stops (cmd/compute-domain-kubelet-plugin/computedomain.go l. 181-186)."""
+    kubelet_plugin: dict[str, Any] = {**node_placement(pools)}
     if taints:
         kubelet_plugin["tolerations"] = tolerations(list(taints))
     values: dict[str, Any] = {
@@ -182,9 +175,6 @@ class NvidiaGpuDraDriverArgs(TypedDict):
     health_checks: NotRequired[bool]
     """The driver's NVML health checks (feature gate NVMLDeviceHealthCheck; driver v0.4.0 and later): a GPU with a
     fatal XID or lost is tainted NoSchedule in its ResourceSlice."""
-    compute_domain_release: NotRequired[bool]
-    """The ComputeDomain release (NvidiaComputeDomainDriver) runs beside this one: this release then leaves the
-    IMEX daemons' RBAC to it."""
 
 
 class NvidiaComputeDomainDriverArgs(TypedDict):
@@ -223,7 +213,6 @@ def gpu_driver_args(
     pools: Sequence[str],
     taints: Sequence[Taint],
     health_checks: bool = False,
-    compute_domain_release: bool = False,
 ) -> NvidiaGpuDraDriverArgs:
     """The Args of the stack's validated GPU DRA driver config on ``pools`` (``taints``: the pools' and the
     rail health agent's node mark, which the kubelet plugin tolerates)."""
@@ -235,8 +224,6 @@ def gpu_driver_args(
     )
     if health_checks:
         args["health_checks"] = True
-    if compute_domain_release:
-        args["compute_domain_release"] = True
     return args
 
 
@@ -368,8 +355,6 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
             )
             raise ComponentInputError("NvidiaGpuDraDriver", name, [problem])
         values = gpu_driver_values(args["pools"], pool_taints, health_checks)
-        if args.get("compute_domain_release"):
-            values = gpu_driver_values_beside_compute_domains(values)
         release = _release(
             name,
             self,
@@ -389,7 +374,8 @@ class NvidiaGpuDraDriver(pulumi.ComponentResource):
 class NvidiaComputeDomainDriver(pulumi.ComponentResource):
     """ComputeDomains (multi-node NVLink): a second release of dra-driver-nvidia-gpu with only its compute-domain
     controller and kubelet plugin; the chart creates the `compute-domain-default-channel.nvidia.com` and
-    `compute-domain-daemon.nvidia.com` DeviceClasses and the ComputeDomain CRD."""
+    `compute-domain-daemon.nvidia.com` DeviceClasses (the ComputeDomain CRD is in the chart's crds/, which Helm installs
+    with whichever release comes first)."""
 
     channel_device_class: pulumi.Output[str]
     """The DeviceClass of a ComputeDomain's channels (its controller's claim templates name it)."""

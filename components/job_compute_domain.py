@@ -22,8 +22,8 @@ from .component_inputs import ComponentInputError, from_wire, value_problems
 
 class JobComputeDomainArgs(TypedDict):
     """The inputs of a job's ComputeDomain. The Kubernetes provider of the cluster comes from the resource options
-    (``providers``); it waits for the component's ``depends_on`` (the ComputeDomain release, whose chart installs
-    the CRD)."""
+    (``providers``); it waits for the component's ``depends_on`` (the driver's releases: their chart brings the
+    CRD)."""
 
     namespace: str
     """The job's namespace (the channel template is made there)."""

@@ -267,28 +267,32 @@ def remediation_rules(settings: RuleSettings) -> list[AlertRule]:
 
 def compute_domain_rules(settings: RuleSettings) -> list[AlertRule]:
     """IMEX health, from the GPU DRA driver's own metrics (kubernetes-sigs/dra-driver-nvidia-gpu pkg/metrics):
-    a ComputeDomain the controller reports NotReady (its status goes Ready only once its IMEX daemons are,
-    api/nvidia.com/resource/v1beta1/computedomain.go), and channel claims the kubelet plugin failed to prepare
-    (a pod stuck in ContainerCreating)."""
+    ComputeDomains the controller reports NotReady for long (with numNodes 0 a domain is NotReady exactly while one of
+    its IMEX daemons is not ready, and Ready with none yet: cmd/compute-domain-controller/computedomain.go
+    calculateGlobalStatus l. 277-299), and a kubelet plugin that keeps failing channel prepares. A channel's prepare fails by
+    design until its node's IMEX daemon is ready (device_state.go applyComputeDomainChannelConfigDriverManaged, retried
+    by the kubelet), and the daemon's startup probe allows it 20 minutes (templates/compute-domain-daemon.tmpl.yaml):
+    so only errors that go on for longer than that count."""
     if not settings.compute_domains:
         return []
     return [
         AlertRule(
             "ComputeDomainNotReady",
             'sum(nvidia_dra_compute_domain_info{status="NotReady"}) > 0',
-            "15m",
+            "30m",
             "warning",
-            "{{ $value }} ComputeDomain(s) have IMEX daemons that are not ready: their jobs share no GPU memory over "
-            "NVLink (kubectl get computedomains -A; the daemons' logs in the driver's namespace)",
+            "{{ $value }} ComputeDomain(s) have had an IMEX daemon not ready for 30 minutes: their jobs share no GPU "
+            "memory over NVLink there (kubectl get computedomains -A -o wide; the daemons' logs in the driver's "
+            "namespace)",
         ),
         AlertRule(
             "ComputeDomainChannelPrepareFailing",
             f'sum by (instance) (increase(nvidia_dra_node_prepare_errors_total{{driver="{compute_domains.DRIVER}"}}'
-            "[15m])) > 0",
-            "0m",
+            "[10m])) > 0",
+            "30m",
             "warning",
-            "The ComputeDomain kubelet plugin on {{ $labels.instance }} failed to prepare {{ $value }} IMEX "
-            "channel claim(s) in 15 minutes: their pods wait in ContainerCreating",
+            "The ComputeDomain kubelet plugin on {{ $labels.instance }} has failed IMEX channel prepares for 30 "
+            "minutes, longer than an IMEX daemon takes to start: its pods wait in ContainerCreating",
         ),
     ]
 

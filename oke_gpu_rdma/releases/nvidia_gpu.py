@@ -68,10 +68,9 @@ VALUE_PATHS: Final = frozenset(
         # The ComputeDomain release (oke_gpu_rdma/compute_domains.py): _helpers.tpl l. 4-6 name (the DaemonSet,
         # Deployment, ClusterRoles and admission policy are named by it); values.yaml resources.computeDomains.imex
         # .mode, read by templates/rbac-compute-domain-daemon.yaml l. 1 (whatever computeDomains.enabled says) and
-        # validateIMEXConfig (only with computeDomains on); kubeletplugin.yaml l. 187 GPU_CLIQUE_LABEL_ENABLED.
+        # validateIMEXConfig (only with computeDomains on).
         "nameOverride",
         "resources.computeDomains.imex.mode",
-        "kubeletPlugin.containers.computeDomains.gpuCliqueLabelEnabled",
     }
 )
 

@@ -5,7 +5,8 @@
 # The kubelet merges a second --node-labels with the first (oke_gpu_rdma/cloud_init.py). Only these shapes' pools
 # run this script, so every other pool's cloud-init, and its nodes, stay as they were.
 #
-# Source: the instance metadata's /opc/v2/host/rdmaTopologyData names the host's GPU memory fabric
+# Source: the instance metadata's /opc/v2/host/rdmaTopologyData (or the rdmaTopologyData object of /opc/v2/host/)
+# names the host's GPU memory fabric
 # (customerGpuMemoryFabric, kubernetes-sigs/dranet pkg/cloudprovider/oke/oke.go imdsHostRDMATopologyData), which
 # DRANET publishes as oke.dra.net/gpuMemoryFabricId. The value is derived as the labeller derives its own: the
 # first 32 hex digits of the SHA-256 of the OCID's last segment, cut to 60 characters (DRANET's ocidSuffix).
@@ -33,6 +34,11 @@ field() {  # string value of JSON key $1 in the document on stdin
 
 topology=$(imds_get host/rdmaTopologyData)
 identifier=$(field customerGpuMemoryFabric <<<"$topology")
+if [ -z "$identifier" ]; then
+  # The same document embedded in /opc/v2/host/ (DRANET reads it there: oke.go imdsHostMetadata.RDMATopologyData;
+  # oracle-quickstart/oci-hpc-oke's node labeler falls back the same way).
+  identifier=$(imds_get host/ | field customerGpuMemoryFabric)
+fi
 if [ -z "$identifier" ]; then
   echo "gpu-memory-fabric-label: GPU memory fabric unknown: this host is its own NVLink domain" >&2
   identifier=$(field customerHostId <<<"$topology")

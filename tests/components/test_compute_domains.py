@@ -10,11 +10,7 @@ from typing import Any
 import pytest
 
 from components.component_inputs import ComponentInputError
-from components.dra_drivers import (
-    compute_domain_values,
-    gpu_driver_values,
-    gpu_driver_values_beside_compute_domains,
-)
+from components.dra_drivers import compute_domain_values, gpu_driver_values
 from components.job_compute_domain import JobComputeDomain, JobComputeDomainArgs
 from oke_gpu_rdma import compute_domains
 from oke_gpu_rdma.charts import undocumented_value_paths
@@ -44,19 +40,18 @@ def test_the_compute_domain_release_serves_compute_domains_alone_on_the_nvlink_p
         "requiredDuringSchedulingIgnoredDuringExecution"
     ]["nodeSelectorTerms"]
     assert term == {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": ["gb200-a"]}]}
-    assert values["kubeletPlugin"]["containers"] == {"computeDomains": {"gpuCliqueLabelEnabled": True}}
+    assert "containers" not in values["kubeletPlugin"]  # GPU feature discovery writes nvidia.com/gpu.clique
     assert values["controller"] == {"nodeSelector": {POOL_LABEL: "system"}}
     assert "controller" not in compute_domain_values(["gb200-a"], [], None)
     assert undocumented_value_paths(values, nvidia_gpu.VALUE_PATHS) == []
 
 
-def test_the_gpu_release_beside_it_renders_no_imex_daemon_rbac() -> None:
-    alone = gpu_driver_values(["gb200-a"], [])
-    beside = gpu_driver_values_beside_compute_domains(alone)
-    assert beside["resources"]["computeDomains"] == {"enabled": False, "imex": {"mode": "hostManaged"}}
-    assert "imex" not in alone["resources"]["computeDomains"]  # the input is left as it was
-    assert {k: v for k, v in beside.items() if k != "resources"} == {
-        k: v for k, v in alone.items() if k != "resources"
+def test_the_gpu_release_never_renders_the_imex_daemons_rbac() -> None:
+    """hostManaged IMEX mode with compute domains off drops only rbac-compute-domain-daemon.yaml: the ComputeDomain
+    release can come and go in either order without an object two releases claim."""
+    assert gpu_driver_values(["gb200-a"], [])["resources"]["computeDomains"] == {
+        "enabled": False,
+        "imex": {"mode": "hostManaged"},
     }
 
 
@@ -131,7 +126,6 @@ def test_the_nvlink_gate_runs_in_its_own_compute_domain_within_one_fabric(
 def test_other_shapes_get_no_compute_domains(run_stack: Callable[..., Run]) -> None:
     run = run_stack("full")
     assert nvidia_gpu.COMPUTE_DOMAIN_RELEASE not in releases(run)
-    assert "imex" not in releases(run)[nvidia_gpu.RELEASE]["values"]["resources"]["computeDomains"]
     assert run.of_type(COMPUTE_DOMAIN) == []
 
 

@@ -101,7 +101,11 @@ def test_gpu_driver_seed_values_and_tolerations() -> None:
     assert gpu_driver_values(POOLS, taints) == {
         "nvidiaDriverRoot": "/",
         "gpuResourcesEnabledOverride": True,
-        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+        # hostManaged: this release never renders the IMEX daemons' RBAC (components/dra_drivers.py).
+        "resources": {
+            "gpus": {"enabled": True},
+            "computeDomains": {"enabled": False, "imex": {"mode": "hostManaged"}},
+        },
         "kubeletPlugin": {
             **ON_POOLS,
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],

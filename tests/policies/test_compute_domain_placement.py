@@ -147,3 +147,34 @@ def test_a_channel_claim_for_more_than_the_one_channel_a_node_publishes_is_rejec
         "ResourceClaimTemplate rdma-dranet/two-channels: asks for 2 devices of "
         "compute-domain-default-channel.nvidia.com; the driver publishes 1 per node"
     )
+
+
+def test_workers_that_may_share_a_node_are_rejected() -> None:
+    """A node has one IMEX channel: without a whole node's CPUs (or an anti-affinity on the host) Kueue's TAS may put
+    two workers on one node, and the second never starts."""
+
+    def small(job: dict[str, Any]) -> None:
+        worker(job)["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "8"
+
+    (v,) = violations(analyze(changed(stack(), ":MPIJob", small)), POLICY)
+    assert "two of them may share a node: a node has one IMEX channel" in v.message
+
+    def apart(job: dict[str, Any]) -> None:
+        small(job)
+        worker(job)["spec"]["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        }
+
+    assert of(analyze(changed(stack(), ":MPIJob", apart)), POLICY) == []
+
+
+def test_a_required_host_level_puts_every_worker_on_one_node_and_is_rejected() -> None:
+    def one_host(job: dict[str, Any]) -> None:
+        worker(job)["metadata"]["annotations"][REQUIRED] = "kubernetes.io/hostname"
+
+    (v,) = violations(analyze(changed(stack(), ":MPIJob", one_host)), POLICY)
+    assert "Kueue puts them all on one node, which has one IMEX channel" in v.message

@@ -385,7 +385,7 @@ def test_gpu_dra_driver_from_plain_inputs(plugin: tuple[Any, str]) -> None:
     ]
     assert release.inputs["values"]["resources"] == {
         "gpus": {"enabled": True},
-        "computeDomains": {"enabled": False},
+        "computeDomains": {"enabled": False, "imex": {"mode": "hostManaged"}},
     }
     assert state["deviceClass"] == nvidia_gpu.DEVICE_CLASS
 

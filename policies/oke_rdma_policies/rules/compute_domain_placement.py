@@ -8,8 +8,13 @@ within one NVLink partition, and between two they fall back to the rails without
 - every pool the pods may land on (their own node selection, where the driver's ComputeDomain kubelet plugin runs)
   is of a shape whose shape file states multi-node NVLink; none at all means the claim is never allocated;
 - more than one pod at once must be held to one GPU memory fabric: queued to Kueue with
-  `kueue.x-k8s.io/podset-required-topology` on that level (or the host), or pinned to one fabric (or host) by
-  nodeSelector; a preferred topology or none lets Kueue spread them;
+  `kueue.x-k8s.io/podset-required-topology` on that level, or pinned to one fabric by nodeSelector; a preferred
+  topology or none lets Kueue spread them;
+- and must take a node each: a node has one channel of the default class and no two claims share it, and a
+  node carries one ComputeDomain label (cmd/compute-domain-kubelet-plugin/device_state.go), while Kueue's TAS packs
+  pods by their container requests alone (pkg/cache/scheduler/tas_flavor_snapshot.go): a required pod anti-affinity
+  on the host among the pod set's pods, or a CPU request above half of each landing node's CPUs (OCI's figures,
+  oke_gpu_rdma/node_sizes.py; the gate's workers ask for that);
 - a channel claim the stack writes itself asks for one device of the default channel class: the driver publishes
   one (channel 0) per node, which no two claims can share.
 Applies to stacks with a ComputeDomain or a claim of its channel class.
@@ -27,6 +32,7 @@ from oke_gpu_rdma import compute_domains, kueue_jobs
 from oke_gpu_rdma.claims import drivers_on_pools
 from oke_gpu_rdma.labels import GPU_MEMORY_FABRIC_LABEL, HOSTNAME_LABEL
 from oke_gpu_rdma.node_selection import may_select
+from oke_gpu_rdma.node_sizes import node_size
 from oke_gpu_rdma.releases import registry as releases
 from oke_gpu_rdma.shape_catalog import multi_node_nvlink
 
@@ -39,7 +45,7 @@ from ..values import UNKNOWN, contains_unknown, dig
 from .gpu_rail_claims import driver_plugins, pool_nodes
 
 KIND = f"kubernetes:{compute_domains.API_VERSION}:{compute_domains.KIND}"
-CONFINING_LEVELS = (GPU_MEMORY_FABRIC_LABEL, HOSTNAME_LABEL)
+CONFINING_LEVELS = (GPU_MEMORY_FABRIC_LABEL,)
 FIX_LEVEL = (
     f"queue it to Kueue with kueue.x-k8s.io/podset-required-topology: {GPU_MEMORY_FABRIC_LABEL} on the pod template "
     "(the multi-node NVLink flavors' Topology has that level), or pin it with nodeSelector "
@@ -126,6 +132,33 @@ def _confined(workload: PlainResource, pod: PodSpec, kueue: KueueObjects) -> boo
     return queue is not None and required in CONFINING_LEVELS
 
 
+def _cpus(value: Any) -> float | None:
+    """A CPU quantity (`73`, `500m`, 2.5) in CPUs; None for anything else (the schema check reports it)."""
+    text = str(value)
+    try:
+        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
+    except ValueError:
+        return None
+
+
+def _node_each(pod: PodSpec, shapes: list[str]) -> bool | None:
+    """Whether no two pods of the set can share a node; None when unknown until apply."""
+    spec = pod.spec
+    if contains_unknown(spec.get("affinity")) or contains_unknown(spec.get("containers")):
+        return None
+    anti = dig(spec, "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution")
+    if isinstance(anti, list) and any(
+        isinstance(term, Mapping) and term.get("topologyKey") == HOSTNAME_LABEL for term in anti
+    ):
+        return True
+    requested = 0.0
+    for container in spec.get("containers") or ():
+        cpu = dig(container, "resources.requests.cpu") if isinstance(container, Mapping) else None
+        requested += (_cpus(cpu) or 0.0) if cpu is not None else 0.0
+    sizes = [node_size(shape) for shape in shapes]
+    return bool(sizes) and all(size is not None and requested > size.cpus / 2 for size in sizes)
+
+
 def _check(
     view: StackView,
     kueue: KueueObjects,
@@ -180,6 +213,15 @@ def _check(
             continue
         if pods > 1:
             confined = _confined(workload, pod, kueue)
+            annotations = template_annotations(workload, pod)
+            if annotations is not UNKNOWN and annotations.get(kueue_jobs.REQUIRED_TOPOLOGY) == HOSTNAME_LABEL:
+                reporter.violation(
+                    f"{workload.label}: {pod.where} requires {HOSTNAME_LABEL} for its {pods} pods in {via}: Kueue puts "
+                    "them all on one node, which has one IMEX channel that no two claims share, so all but one "
+                    f"never start. Fix: {FIX_LEVEL}",
+                    workload.urn,
+                )
+                continue
             if confined is None:
                 reporter.unchecked(f"{workload.label}: {pod.where} placement unknown until apply")
             elif not confined:
@@ -187,6 +229,18 @@ def _check(
                     f"{workload.label}: {pod.where} runs {pods} pods in {via}, and nothing keeps them in one NVLink "
                     "domain: pods in two GPU memory fabrics get two IMEX domains and NCCL goes over the rails "
                     f"between them. Fix: {FIX_LEVEL}",
+                    workload.urn,
+                )
+            each = _node_each(pod, sorted({pools.pools[p][0] for p in landing}))
+            if each is None:
+                reporter.unchecked(f"{workload.label}: {pod.where} requests or affinity unknown until apply")
+            elif not each:
+                reporter.violation(
+                    f"{workload.label}: {pod.where} runs {pods} pods in {via}, and two of them may share a node: a "
+                    "node has one IMEX channel, which no two claims share, so the second pod never starts (and "
+                    "Kueue's TAS, which counts container requests only, would place it there). Fix: request more "
+                    "than half the node's CPUs in the pod's containers (the gate's workers do), or a required "
+                    "podAntiAffinity on kubernetes.io/hostname among the set's pods",
                     workload.urn,
                 )
 

@@ -218,3 +218,13 @@ def test_a_multi_node_nvlink_node_without_a_fabric_is_its_own_nvlink_domain(tmp_
 def test_other_shapes_register_no_fabric_label(tmp_path: Path) -> None:
     boot(tmp_path, {"host/rdmaTopologyData": json.dumps({**TOPOLOGY, "customerGpuMemoryFabric": FABRIC})})
     assert labels.GPU_MEMORY_FABRIC_LABEL not in node_labels(kubelet_flags(tmp_path))
+
+
+def test_a_fabric_only_in_the_host_document_is_found_there(tmp_path: Path) -> None:
+    """/opc/v2/host/ embeds rdmaTopologyData (kubernetes-sigs/dranet pkg/cloudprovider/oke/oke.go), where DRANET
+    reads it: the label takes the same fabric."""
+    host = {**HOST_DOCUMENT, "rdmaTopologyData": {**TOPOLOGY, "customerGpuMemoryFabric": FABRIC}}
+    result = nvlink_boot(tmp_path, {"host/": json.dumps(host, indent=2), "instance/id": INSTANCE_ID})
+    assert result.returncode == 0, result.stderr
+    assert node_labels(kubelet_flags(tmp_path))[labels.GPU_MEMORY_FABRIC_LABEL] == value(suffix(FABRIC))
+    assert "GPU memory fabric unknown" not in result.stderr
