@@ -76,6 +76,30 @@ def wait_for(check: Callable[[], Any], what: str, timeout: float = 60, every: fl
     raise AssertionError(f"{what}: not after {timeout:.0f} s (last: {last!r})")
 
 
+def mpi_pods(kube: Kube, job: Mapping[str, Any], role: str) -> list[dict[str, Any]]:
+    """The MPI operator's pods of ``job`` in ``role`` (its labels: training.kubeflow.org/job-name and
+    training.kubeflow.org/job-role, pkg/controller/mpi_job_controller.go at v0.6.0)."""
+    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
+    selector = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role={role}"
+    found: list[dict[str, Any]] = kube.list("v1", "Pod", namespace, labelSelector=selector)
+    return found
+
+
+def bound_workers(kube: Kube, job: Mapping[str, Any], what: str) -> list[dict[str, Any]]:
+    """Every worker pod of the MPIJob ``job``, once each has a node."""
+    replicas = job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
+    found: list[dict[str, Any]] = wait_for(
+        lambda: (
+            (p := mpi_pods(kube, job, "worker"))
+            and len(p) == replicas
+            and all(x["spec"].get("nodeName") for x in p)
+            and p
+        ),
+        what,
+    )
+    return found
+
+
 def _group(api_version: str) -> str:
     return api_version.split("/")[0] if "/" in api_version else ""
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from oke_gpu_rdma import compute_domains, labels
-from tests.e2e.cluster_stack import StackCluster, wait_for
+from tests.e2e.cluster_stack import StackCluster, bound_workers, wait_for
 from tests.e2e.kube import ApiError
 from tests.e2e.workloads import admitted, workload_of
 
@@ -57,16 +57,7 @@ def test_the_nvlink_gate_is_admitted_and_bound_within_one_gpu_memory_fabric(
         job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
     )
     replicas = job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
-    selector = f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role=worker"
-    workers = wait_for(
-        lambda: (
-            (p := cluster.kube.list("v1", "Pod", namespace, labelSelector=selector))
-            and len(p) == replicas
-            and all(x["spec"].get("nodeName") for x in p)
-            and p
-        ),
-        "the NVLink gate's workers bound",
-    )
+    workers = bound_workers(cluster.kube, job, "the NVLink gate's workers bound")
     nodes = {w["spec"]["nodeName"] for w in workers}
     assert len(nodes) == replicas, f"two workers on one node: {nodes}"
     fabrics = {cluster.node(n).labels[labels.GPU_MEMORY_FABRIC_LABEL] for n in nodes}

@@ -14,7 +14,7 @@ from typing import Any
 from oke_gpu_rdma import labels
 from oke_gpu_rdma.kueue_jobs import QUEUE_LABEL
 from tests.e2e.claim_pods import RESTRICTED, delete_pods
-from tests.e2e.cluster_stack import StackCluster, wait_for
+from tests.e2e.cluster_stack import StackCluster, bound_workers, mpi_pods, wait_for
 from tests.e2e.workloads import admitted, workload_of
 
 STACK = "full"
@@ -26,15 +26,6 @@ def _mpijob(cluster: StackCluster) -> dict[str, Any]:
 
 def _pods(cluster: StackCluster, namespace: str, selector: str) -> list[dict[str, Any]]:
     return cluster.kube.list("v1", "Pod", namespace, labelSelector=selector)
-
-
-def _mpi_pods(cluster: StackCluster, job: dict[str, Any], role: str) -> list[dict[str, Any]]:
-    """The MPI operator's pods of ``job`` in ``role`` (its labels: training.kubeflow.org/job-name and
-    training.kubeflow.org/job-role, pkg/controller/mpi_job_controller.go at v0.6.0)."""
-    name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-    return _pods(
-        cluster, namespace, f"training.kubeflow.org/job-name={name},training.kubeflow.org/job-role={role}"
-    )
 
 
 def test_the_nccl_acceptance_job_is_admitted_and_its_workers_bound_inside_one_network_block(
@@ -49,15 +40,7 @@ def test_the_nccl_acceptance_job_is_admitted_and_its_workers_bound_inside_one_ne
     )
     assert workload["status"]["admission"]["clusterQueue"] == cluster.stack.stack.scheduling.cluster_queue
     replicas = job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
-    workers = wait_for(
-        lambda: (
-            (p := _mpi_pods(cluster, job, "worker"))
-            and len(p) == replicas
-            and all(x["spec"].get("nodeName") for x in p)
-            and p
-        ),
-        "the acceptance job's workers bound",
-    )
+    workers = bound_workers(cluster.kube, job, "the acceptance job's workers bound")
     nodes = {w["spec"]["nodeName"] for w in workers}
     assert len(nodes) == replicas, f"two workers on one node: {nodes}"
     blocks = {cluster.node(n).labels[labels.RDMA_NETWORK_BLOCK_LABEL] for n in nodes}
@@ -74,7 +57,7 @@ def test_the_acceptance_jobs_launcher_runs_on_the_system_pool(
     cluster = cluster_of(STACK)
     job = _mpijob(cluster)
     [launcher] = wait_for(
-        lambda: (p := _mpi_pods(cluster, job, "launcher")) and p[0]["spec"].get("nodeName") and p,
+        lambda: (p := mpi_pods(cluster.kube, job, "launcher")) and p[0]["spec"].get("nodeName") and p,
         "the acceptance job's launcher bound",
     )
     system = cluster.stack.stack.config.system_pool.name
