@@ -5,8 +5,6 @@ writes the channel ResourceClaimTemplate the job's pods claim beside their align
 what a pod template needs: the entry for spec.resourceClaims and the one for the container's resources.claims.
 """
 
-from __future__ import annotations
-
 import typing
 from typing import Any, NotRequired, TypedDict
 

@@ -8,8 +8,9 @@ import pulumi
 from oke_gpu_rdma import resource_types
 
 from .cluster import OkeCluster
-from .dra_drivers import Dranet, NvidiaGpuDraDriver
+from .dra_drivers import Dranet, NvidiaComputeDomainDriver, NvidiaGpuDraDriver
 from .gpu_node_pool import RdmaGpuNodePool
+from .job_compute_domain import JobComputeDomain
 from .kueue import Kueue
 from .network import Network
 from .rdma_workloads import GpuRailClaimTemplates, RdmaWorkloadNamespace
@@ -27,6 +28,8 @@ PACKAGE_COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
     SystemNodePool,
     Dranet,
     NvidiaGpuDraDriver,
+    NvidiaComputeDomainDriver,
+    JobComputeDomain,
     RdmaWorkloadNamespace,
     GpuRailClaimTemplates,
     Kueue,

@@ -390,6 +390,44 @@ def test_gpu_dra_driver_from_plain_inputs(plugin: tuple[Any, str]) -> None:
     assert state["deviceClass"] == nvidia_gpu.DEVICE_CLASS
 
 
+def test_compute_domains_from_plain_inputs(plugin: tuple[Any, str]) -> None:
+    """The two ComputeDomain components through the gRPC protocol: the driver's second release on the NVLink pools
+    with its controller on the system pool, and a job's ComputeDomain with the claims its pods name."""
+    engine, state = construct(
+        plugin,
+        resource_types.COMPUTE_DOMAIN_DRIVER_COMPONENT,
+        "compute-domain-driver",
+        {"pools": ["gb200-a"], "systemPool": "system"},
+        providers={"kubernetes": K8S_PROVIDER},
+        dependencies=(POOLS_URN,),
+    )
+    release = engine.one(HELM_RELEASE)
+    assert release.inputs["name"] == nvidia_gpu.COMPUTE_DOMAIN_RELEASE and POOLS_URN in release.dependencies
+    assert release.inputs["values"]["resources"] == {
+        "gpus": {"enabled": False},
+        "computeDomains": {"enabled": True},
+    }
+    assert release.inputs["values"]["controller"] == {"nodeSelector": {"oke-gpu-rdma/node-pool": "system"}}
+    assert state["channelDeviceClass"] == "compute-domain-default-channel.nvidia.com"
+    engine, state = construct(
+        plugin,
+        resource_types.JOB_COMPUTE_DOMAIN_COMPONENT,
+        "train",
+        {"namespace": "ml", "allocationMode": "All"},
+        providers={"kubernetes": K8S_PROVIDER},
+    )
+    domain = engine.one("kubernetes:resource.nvidia.com/v1beta1:ComputeDomain")
+    assert domain.inputs["spec"]["channel"] == {
+        "resourceClaimTemplate": {"name": "train-channel"},
+        "allocationMode": "All",
+    }
+    assert state["podClaim"] == {
+        "name": "compute-domain-channel",
+        "resourceClaimTemplateName": "train-channel",
+    }
+    assert state["containerClaim"] == {"name": "compute-domain-channel"}
+
+
 def test_claim_templates_from_a_shape_and_requests(plugin: tuple[Any, str]) -> None:
     engine, state = construct(
         plugin,
