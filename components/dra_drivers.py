@@ -100,12 +100,10 @@ def gpu_driver_values(
     values: dict[str, Any] = {
         "nvidiaDriverRoot": "/",
         "gpuResourcesEnabledOverride": True,
-        "resources": {
-            "gpus": {"enabled": True},
-            "computeDomains": {"enabled": False, "imex": {"mode": nvidia_gpu.IMEX_MODE_WITHOUT_DAEMONS}},
-        },
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "kubeletPlugin": kubelet_plugin,
     }
+    charts.set_value(values, nvidia_gpu.IMEX_MODE_VALUE, nvidia_gpu.IMEX_MODE_WITHOUT_DAEMONS)
     if health_checks:
         charts.set_value(values, nvidia_gpu.HEALTH_FEATURE_GATE_VALUE, True)
     return _documented(values, nvidia_gpu.VALUE_PATHS, nvidia_gpu.RELEASE)

@@ -56,7 +56,6 @@ DAEMON_CLASS_SELECTOR: Final = "device.driver == 'compute-domain.nvidia.com' && 
 # allocations: two pods of one domain on a node can never both be allocated.
 CHANNELS_PER_NODE: Final = 1
 NODE_LABEL: Final = "resource.nvidia.com/computeDomain"
-CLIQUE_LABEL: Final = "nvidia.com/gpu.clique"
 
 AllocationMode = Literal["Single", "All"]
 ALLOCATION_MODES: Final[tuple[AllocationMode, ...]] = ("Single", "All")
@@ -105,19 +104,3 @@ def pod_claim(domain: str) -> dict[str, str]:
 def container_claim() -> dict[str, str]:
     """The entry of a container's resources.claims that receives the channel device."""
     return {"name": CHANNEL_CLAIM_NAME}
-
-
-def channel_templates(objects: list[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
-    """(namespace, channel template name) -> the ComputeDomain that asks for it, for the ComputeDomains among
-    ``objects`` (manifests)."""
-    found: dict[tuple[str, str], str] = {}
-    for obj in objects:
-        if obj.get("apiVersion") != API_VERSION or obj.get("kind") != KIND:
-            continue
-        metadata = obj.get("metadata") or {}
-        template = (((obj.get("spec") or {}).get("channel") or {}).get("resourceClaimTemplate") or {}).get(
-            "name"
-        )
-        if isinstance(template, str):
-            found[(str(metadata.get("namespace") or "default"), template)] = str(metadata.get("name"))
-    return found

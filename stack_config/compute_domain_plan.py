@@ -21,8 +21,7 @@ def enabled(config: StackConfig) -> bool:
     """ComputeDomains are served: the setting, by default on exactly where a multi-node NVLink pool exists."""
     if not config.gpu_driver.enabled:
         return False
-    setting = config.gpu_driver.compute_domains.enabled
-    return bool(nvlink_pools(config)) if setting is None else setting and bool(nvlink_pools(config))
+    return config.gpu_driver.compute_domains.enabled is not False and bool(nvlink_pools(config))
 
 
 def problems(config: StackConfig) -> list[ConfigProblem]:

@@ -66,9 +66,7 @@ def test_the_gb200_example_declares_the_compute_domain_pieces(run_stack: Callabl
     ]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["gb200-a", "gb200-b"]
     # The ComputeDomain release waits for the GPU release (it hands over the IMEX daemons' RBAC) and the pools.
     cd_release = run.one(RELEASE, "compute-domain-driver-release")
-    assert run.one(RELEASE, "gpu-dra-driver-release").urn in cd_release.dependencies or any(
-        "NvidiaGpuDraDriver" in d for d in cd_release.dependencies
-    )
+    assert run.one(RELEASE, "gpu-dra-driver-release").urn in cd_release.dependencies
     topologies = {t.inputs["metadata"]["name"]: t.inputs["spec"]["levels"] for t in run.of_type(TOPOLOGY)}
     assert topologies["rdma-fabric-nvlink"] == [{"nodeLabel": label} for label in NVLINK_LEVEL_LABELS]
     (queue,) = run.of_type(CLUSTER_QUEUE)

@@ -100,6 +100,15 @@ def bound_workers(kube: Kube, job: Mapping[str, Any], what: str) -> list[dict[st
     return found
 
 
+def one_per_node_within(cluster: StackCluster, pods: list[dict[str, Any]], label: str) -> set[str]:
+    """The nodes of ``pods``, asserted one pod a node and one value of the node label ``label`` among them."""
+    nodes = {p["spec"]["nodeName"] for p in pods}
+    assert len(nodes) == len(pods), f"two pods on one node: {sorted(nodes)}"
+    values = {cluster.node(n).labels[label] for n in nodes}
+    assert len(values) == 1, f"pods across {label} values: {sorted(nodes)}"
+    return nodes
+
+
 def _group(api_version: str) -> str:
     return api_version.split("/")[0] if "/" in api_version else ""
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from oke_gpu_rdma import compute_domains, labels
-from tests.e2e.cluster_stack import StackCluster, bound_workers, wait_for
+from tests.e2e.cluster_stack import StackCluster, bound_workers, one_per_node_within, wait_for
 from tests.e2e.kube import ApiError
 from tests.e2e.workloads import admitted, workload_of
 
@@ -56,12 +56,8 @@ def test_the_nvlink_gate_is_admitted_and_bound_within_one_gpu_memory_fabric(
     assert worker_set["resourceUsage"]["oke-gpu-rdma/imex-channels"] == str(
         job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
     )
-    replicas = job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
     workers = bound_workers(cluster.kube, job, "the NVLink gate's workers bound")
-    nodes = {w["spec"]["nodeName"] for w in workers}
-    assert len(nodes) == replicas, f"two workers on one node: {nodes}"
-    fabrics = {cluster.node(n).labels[labels.GPU_MEMORY_FABRIC_LABEL] for n in nodes}
-    assert len(fabrics) == 1, f"workers across GPU memory fabrics: {nodes}"
+    one_per_node_within(cluster, workers, labels.GPU_MEMORY_FABRIC_LABEL)
     # Each worker's claims: its node's channel 0 beside the aligned GPUs and rails.
     for worker in workers:
         claims = {

@@ -14,7 +14,7 @@ from typing import Any
 from oke_gpu_rdma import labels
 from oke_gpu_rdma.kueue_jobs import QUEUE_LABEL
 from tests.e2e.claim_pods import RESTRICTED, delete_pods
-from tests.e2e.cluster_stack import StackCluster, bound_workers, mpi_pods, wait_for
+from tests.e2e.cluster_stack import StackCluster, bound_workers, mpi_pods, one_per_node_within, wait_for
 from tests.e2e.workloads import admitted, workload_of
 
 STACK = "full"
@@ -39,12 +39,8 @@ def test_the_nccl_acceptance_job_is_admitted_and_its_workers_bound_inside_one_ne
         "the acceptance MPIJob's Workload admitted",
     )
     assert workload["status"]["admission"]["clusterQueue"] == cluster.stack.stack.scheduling.cluster_queue
-    replicas = job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
     workers = bound_workers(cluster.kube, job, "the acceptance job's workers bound")
-    nodes = {w["spec"]["nodeName"] for w in workers}
-    assert len(nodes) == replicas, f"two workers on one node: {nodes}"
-    blocks = {cluster.node(n).labels[labels.RDMA_NETWORK_BLOCK_LABEL] for n in nodes}
-    assert len(blocks) == 1, f"workers across network blocks: {nodes}"
+    nodes = one_per_node_within(cluster, workers, labels.RDMA_NETWORK_BLOCK_LABEL)
     shape = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["nodeSelector"][
         labels.INSTANCE_TYPE_LABEL
     ]

@@ -113,17 +113,14 @@ def _channel_pools(view: StackView, pools: PoolLabels) -> set[str] | None:
     }
 
 
-def _confined(workload: PlainResource, pod: PodSpec, kueue: KueueObjects) -> bool | None:
-    """Whether every pod of the set lands in one NVLink domain; None when unknown until apply."""
+def _confined(workload: PlainResource, pod: PodSpec, kueue: KueueObjects, required: Any) -> bool | None:
+    """Whether every pod of the set lands in one NVLink domain, given the level its template requires of Kueue;
+    None when unknown until apply."""
     selector = dig(pod.spec, "nodeSelector")
     if contains_unknown(selector):
         return None
     if isinstance(selector, Mapping) and any(k in selector for k in CONFINING_LEVELS):
         return True
-    annotations = template_annotations(workload, pod)
-    if annotations is UNKNOWN:
-        return None
-    required = annotations.get(kueue_jobs.REQUIRED_TOPOLOGY)
     if required is UNKNOWN:
         return None
     queue = kueue.queue_of(workload)
@@ -212,9 +209,9 @@ def _check(
             reporter.unchecked(f"{workload.label}: {pod.where} replica count unknown until apply")
             continue
         if pods > 1:
-            confined = _confined(workload, pod, kueue)
             annotations = template_annotations(workload, pod)
-            if annotations is not UNKNOWN and annotations.get(kueue_jobs.REQUIRED_TOPOLOGY) == HOSTNAME_LABEL:
+            required = UNKNOWN if annotations is UNKNOWN else annotations.get(kueue_jobs.REQUIRED_TOPOLOGY)
+            if required == HOSTNAME_LABEL:
                 reporter.violation(
                     f"{workload.label}: {pod.where} requires {HOSTNAME_LABEL} for its {pods} pods in {via}: Kueue puts "
                     "them all on one node, which has one IMEX channel that no two claims share, so all but one "
@@ -222,6 +219,7 @@ def _check(
                     workload.urn,
                 )
                 continue
+            confined = _confined(workload, pod, kueue, required)
             if confined is None:
                 reporter.unchecked(f"{workload.label}: {pod.where} placement unknown until apply")
             elif not confined:
