@@ -80,6 +80,23 @@ def problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem]
             fix = f"did you mean {guess}?" if guess else "check its spelling"
             problems.append(ConfigProblem(_path(loc), None, f"is not a known key; {fix}"))
             continue
+        if item["type"] == "model_type":
+            # A block of settings given a single value (`monitoring: true`): pydantic's text names its class.
+            keys = known_keys(loc)
+            problems.append(
+                ConfigProblem(
+                    _path(loc),
+                    item.get("input"),
+                    f"is a block of settings, not a single value; write it as {loc[-1]}: {{{keys[0]}: ...}} "
+                    f"(its keys: {', '.join(keys)})"
+                    if keys
+                    else "is a block of settings, not a single value",
+                )
+            )
+            continue
+        if item["type"] in ("bool_type", "bool_parsing"):
+            problems.append(ConfigProblem(_path(loc), item.get("input"), "takes true or false"))
+            continue
         # A model-level check (no single field) is reported on the object it belongs to, without
         # echoing the whole object back.
         value = item.get("input")

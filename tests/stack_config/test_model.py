@@ -160,3 +160,20 @@ def test_in_transit_encryption_is_taken_on_a_vm_system_pool() -> None:
     raw["systemPool"]["inTransitEncryption"] = True
     config = parse_stack_config(raw, "stacks/Pulumi.full.yaml", "us-ashburn-1")
     assert config.system_pool.in_transit_encryption and not config.node_pools[0].in_transit_encryption
+
+
+def test_a_block_given_a_single_value_names_its_keys_not_a_class() -> None:
+    """`monitoring: true` is a block of settings written as a switch: say how to write it (pydantic's own text
+    names the model class)."""
+    raw = raw_config("full")
+    raw["gpuDriver"] = {"computeDomains": True}
+    assert _problems(raw) == [
+        "gpuDriver.computeDomains = true: is a block of settings, not a single value; write it as "
+        "computeDomains: {enabled: ...} (its keys: enabled)"
+    ]
+
+
+def test_a_switch_given_a_number_takes_true_or_false() -> None:
+    raw = raw_config("full")
+    raw["gpuDriver"] = {"computeDomains": {"enabled": 3}}
+    assert _problems(raw) == ["gpuDriver.computeDomains.enabled = 3: takes true or false"]
