@@ -228,3 +228,18 @@ def test_a_fabric_only_in_the_host_document_is_found_there(tmp_path: Path) -> No
     assert result.returncode == 0, result.stderr
     assert node_labels(kubelet_flags(tmp_path))[labels.GPU_MEMORY_FABRIC_LABEL] == value(suffix(FABRIC))
     assert "GPU memory fabric unknown" not in result.stderr
+
+
+def test_a_multi_node_nvlink_node_without_metadata_fails_the_boot_before_it_joins(tmp_path: Path) -> None:
+    """The labeller it wraps fails first (no host or instance id), and so does the wrapper: no node joins without
+    its fabric labels."""
+    result = nvlink_boot(tmp_path, {})
+    assert result.returncode != 0
+    assert "gave no host or instance id" in result.stderr
+    assert not (tmp_path / "oke-args").exists()
+
+
+def test_a_multi_node_nvlink_node_with_only_an_instance_id_is_its_own_domain(tmp_path: Path) -> None:
+    result = nvlink_boot(tmp_path, {"instance/id": INSTANCE_ID})
+    assert result.returncode == 0, result.stderr
+    assert node_labels(kubelet_flags(tmp_path))[labels.GPU_MEMORY_FABRIC_LABEL] == value(INSTANCE_ID)
