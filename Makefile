@@ -34,6 +34,13 @@ UV_COMPILE := $(UV) pip compile --quiet --universal --python-version 3.11 --gene
 # into a folder of this checkout's own.
 ACTIONLINT_VERSION := v1.7.12
 ACTIONLINT := build/tools/actionlint-$(ACTIONLINT_VERSION)/actionlint
+# The component package's consumers (make consumers): the SDKs Pulumi's own code generators make from the
+# package's schema (tools/sdkgen, its versions pinned by tools/sdkgen/go.mod and go.sum) in build/sdks, and
+# the TypeScript and Python examples type-checked against them; the TypeScript one's npm packages exactly as
+# its package-lock.json pins them.
+SDKGEN := build/tools/sdkgen
+CONSUMER_TS := examples/package-consumer/typescript
+CONSUMER_TS_STAMP := $(CONSUMER_TS)/node_modules/.installed
 STACK ?= dev
 # Every stack the offline preview renders: the examples and the user's own (stacks/).
 STACKS := $(sort $(patsubst examples/Pulumi.%.yaml,%,$(wildcard examples/Pulumi.*.yaml)) $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml)))
@@ -74,7 +81,7 @@ JOBS ?= $(shell cat $(JOBS_FILE) 2>/dev/null || nproc)
 # (15 s instead of 4 s to import what the program uses).
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help preview render topology docs test lint typecheck unit e2e drill bench bench-test venvs pack clean lock
+.PHONY: help preview render topology docs test lint typecheck unit e2e drill bench bench-test venvs pack org-pack clean lock consumers package-source
 
 help:
 	@echo "make preview [STACK=dev] [BASE=HEAD] [SHOW_SAMES=1]  offline preview of stacks/ or examples/Pulumi.<stack>.yaml: plan against rendered/<stack>/ at BASE, rendered/<stack>/, policy findings"
@@ -89,6 +96,9 @@ help:
 	@echo "make venvs                the program's and the policy pack's virtualenvs only (what pulumi up runs with)"
 	@echo "make lock                 every virtualenv's lock (and the OCI CLI's) from its requirements, with hashes"
 	@echo "make pack [PACK_OUT=dir] [PACK_VERSION=X.Y.Z]  the policy pack with the domain library vendored, ready to publish (version: the release tag on HEAD)"
+	@echo "make org-pack PACK=<dir> [STACK=dev] [PACK_CONFIG=<file>] [PACK_PYTHON=<python>] [PACK_CONFIG_OUT=<file>]  your own policy pack on rendered/<stack>/, started as the CLI starts it (docs/own-policy-pack.md)"
+	@echo "make consumers            the component package's TypeScript and Python examples type-checked (tsc, mypy) against the SDKs generated from its schema"
+	@echo "make package-source       the pulumi package add command for this repository at its release tag (docs/component-package.md)"
 
 $(UV_STAMP): requirements-uv.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -131,7 +141,7 @@ lock: | $(UV_STAMP)
 	cd policies && ../$(UV_COMPILE) requirements.txt -o requirements.lock
 	cd provider && ../$(UV_COMPILE) requirements.txt -o requirements.lock
 	cd .github/actions/oci-cli && $(CURDIR)/$(UV_COMPILE) requirements.txt -o requirements.lock
-	cd oke_gpu_rdma/remediation && $(CURDIR)/$(UV_COMPILE) requirements-repair.txt -o repair.lock
+	cd oke_gpu_rdma/health/remediation && $(CURDIR)/$(UV_COMPILE) requirements-repair.txt -o repair.lock
 
 $(ACTIONLINT):
 	@command -v go >/dev/null || { echo "make lint: needs Go on PATH to build actionlint $(ACTIONLINT_VERSION)" >&2; exit 2; }
@@ -140,6 +150,26 @@ $(ACTIONLINT):
 $(PROMQL_STAMP): tools/promql/package.json tools/promql/package-lock.json
 	cd tools/promql && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+$(SDKGEN): tools/sdkgen/go.mod tools/sdkgen/go.sum tools/sdkgen/main.go
+	@command -v go >/dev/null || { echo "make consumers: needs Go on PATH to build tools/sdkgen" >&2; exit 2; }
+	cd tools/sdkgen && go build -mod=readonly -trimpath -o $(CURDIR)/$@ .
+
+$(CONSUMER_TS_STAMP): $(CONSUMER_TS)/package.json $(CONSUMER_TS)/package-lock.json
+	cd $(CONSUMER_TS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# The schema as the plugin serves it, the SDKs `pulumi package add` generates from it, then each consumer
+# checked against its SDK (tools/consumers/: where the SDK sits instead of the program's sdks/). Not part of
+# `make test`: a fresh checkout builds the code generator first (about a minute on 2 cores).
+consumers: $(DEV_STAMP) $(SDKGEN) $(CONSUMER_TS_STAMP)
+	$(PY) -m tools.package_schema build/sdks/schema.json
+	$(SDKGEN) -schema build/sdks/schema.json -out build/sdks
+	$(CONSUMER_TS)/node_modules/.bin/tsc -p tools/consumers/tsconfig.json
+	MYPYPATH=build/sdks/python/oke-gpu-rdma-oke-gpu-rdma $(VENV)/bin/mypy --config-file tools/consumers/mypy.ini --cache-dir build/consumers/mypy-cache examples/package-consumer/python/__main__.py
+
+package-source: $(RUNTIME_STAMP)
+	@$(PY) -m tools.package_source
 
 # What `pulumi up` and `pulumi preview` run in CI: the program's venv/ and the pack's policies/venv, by uv.
 venvs: $(RUNTIME_STAMP) $(PACK_STAMP)
@@ -158,6 +188,13 @@ topology: $(RUNTIME_STAMP)
 # The reference pages are printed from the code (tools/gen_docs.py); a test fails when they are stale.
 docs: $(RUNTIME_STAMP)
 	$(PY) -m tools.gen_docs
+
+# An organisation's own policy pack (PACK=, importing oke_rdma_policies) on rendered/$(STACK)/ with PACK_CONFIG=
+# over the stack's policy-pack-config.json, as `pulumi preview --policy-pack` starts it (preview/org_pack.py).
+# A pack without a virtualenv of its own runs with policies/venv.
+org-pack: $(RUNTIME_STAMP) $(PACK_STAMP)
+	@test -n "$(PACK)" || { echo "make org-pack: set PACK=<dir>, the folder of your pack's PulumiPolicy.yaml (examples/org-policy-pack is one)" >&2; exit 2; }
+	@$(PY) -m preview.org_pack --pack "$(PACK)" --stack "$(STACK)" $(if $(PACK_CONFIG),--config "$(PACK_CONFIG)") $(if $(PACK_PYTHON),--python "$(PACK_PYTHON)") $(if $(PACK_CONFIG_OUT),--write-config "$(PACK_CONFIG_OUT)")
 
 pack: $(RUNTIME_STAMP)
 	$(PY) -m tools.build_pack --out $(PACK_OUT) $(if $(PACK_VERSION),--version $(PACK_VERSION))
@@ -185,11 +222,11 @@ e2e: $(DEV_STAMP)
 	$(VENV)/bin/pytest --e2e tests/e2e -p no:xdist -p no:cacheprovider -rx; status=$$?; \
 	  $(PY) -m tests.e2e.summary build/e2e/summary.json && exit $$status
 
-# The rail agent (components/scripts/rail-health.sh) under seeded random faults, checked against the model of
-# docs/health.md (tests/components/rail_drill.py); about 0.05 s a round on 2 cores, 2 minutes in all.
+# The rail agent (components/health/scripts/rail-health.sh) under seeded random faults, checked against the model of
+# docs/rail-agent-faults.md (tests/components/health/rail_drill.py); about 0.05 s a round on 2 cores, 2 minutes in all.
 ROUNDS ?= 1000
 drill: $(DEV_STAMP)
-	$(PY) -m tests.components.rail_drill --rounds $(ROUNDS)
+	$(PY) -m tests.components.health.rail_drill --rounds $(ROUNDS)
 
 bench: $(RUNTIME_STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
@@ -198,4 +235,4 @@ bench-test: $(DEV_STAMP) $(PACK_STAMP) $(PROVIDER_STAMP) $(PROMQL_STAMP)
 	$(PY) benchmarks/bench_make_test.py --write $(JOBS_FILE)
 
 clean:
-	rm -rf $(VENV) $(PACK_VENV) $(PROVIDER_VENV) tools/promql/node_modules build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PACK_VENV) $(PROVIDER_VENV) tools/promql/node_modules $(CONSUMER_TS)/node_modules build .pytest_cache .mypy_cache .ruff_cache

@@ -3,17 +3,13 @@ export outputs."""
 
 import pulumi
 
-from components import fabric_checks
-from components.acceptance_jobs import (
-    NVLINK_GATE_DOMAIN,
-    AcceptanceJobs,
-    AcceptanceJobsArgs,
-    GateReport,
-    JobQueue,
-    NvlinkGate,
+from components.claims.rdma_workloads import (
+    GpuRailClaimTemplates,
+    RdmaWorkloadNamespace,
+    RdmaWorkloadNamespaceArgs,
+    claim_template_args,
 )
-from components.cluster import OkeCluster, cluster_args, read_existing_cluster
-from components.dra_drivers import (
+from components.drivers.dra_drivers import (
     DevicePluginArgs,
     Dranet,
     GpuOperator,
@@ -25,53 +21,54 @@ from components.dra_drivers import (
     dranet_args,
     gpu_driver_args,
 )
-from components.gpu_node_pool import (
+from components.health import fabric_checks
+from components.health.acceptance_jobs import (
+    NVLINK_GATE_DOMAIN,
+    AcceptanceJobs,
+    AcceptanceJobsArgs,
+    GateReport,
+    NvlinkGate,
+)
+from components.health.mpijob_specs import JobQueue
+from components.health.node_remediation import NodeRemediation, NodeRemediationArgs
+from components.health.rail_health import RailHealthAgent, RailHealthAgentArgs
+from components.monitoring.monitoring_stack import Monitoring, MonitoringArgs, selector_labels
+from components.monitoring.monitoring_stack import objects_namespace as monitoring_objects_namespace
+from components.nodes.cluster import OkeCluster, cluster_args, read_existing_cluster
+from components.nodes.gpu_node_pool import (
     ComputeClusterLaunchPolicy,
     ComputeClusterLaunchPolicyArgs,
     RdmaGpuNodePool,
     oci_provider_settings,
     pool_args,
 )
-from components.kueue import Kueue, flavor_taint_inputs, kueue_args
-from components.monitoring import Monitoring, MonitoringArgs, selector_labels
-from components.monitoring import objects_namespace as monitoring_objects_namespace
-from components.network import Network, network_args
-from components.network_operator import (
+from components.nodes.network import Network, network_args
+from components.nodes.node_pool_inputs import NodePoolTarget
+from components.nodes.system_pool import SystemNodePool, system_pool_args
+from components.scheduling.kueue import Kueue, flavor_taint_inputs, kueue_args
+from components.sriov.network_operator import (
     NetworkOperator,
     NetworkOperatorArgs,
     SriovRailNetworks,
     SriovRailNetworksArgs,
 )
-from components.node_pool_inputs import NodePoolTarget
-from components.node_remediation import NodeRemediation, NodeRemediationArgs
-from components.rail_health import RailHealthAgent, RailHealthAgentArgs
-from components.rdma_workloads import (
-    GpuRailClaimTemplates,
-    RdmaWorkloadNamespace,
-    RdmaWorkloadNamespaceArgs,
-    claim_template_args,
-)
-from components.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
-from components.system_pool import SystemNodePool, system_pool_args
-from oke_gpu_rdma import fabric_check, health
-from oke_gpu_rdma.acceptance import nvlink_threshold, rail_ceiling_gbs
-from oke_gpu_rdma.compute_domains import CHANNEL_DEVICE_CLASS
-from oke_gpu_rdma.labels import GPU_MEMORY_FABRIC_LABEL
-from oke_gpu_rdma.nccl import NCCL_SETTINGS
-from oke_gpu_rdma.releases import dranet, nvidia_gpu
-from oke_gpu_rdma.shape_catalog import CATALOG, multi_node_nvlink
-from stack_config import (
-    claim_plan,
-    cluster_version,
-    compute_domain_plan,
-    gpu_operator_plan,
-    health_plan,
-    remediation_plan,
-)
+from components.sriov.sriov_acceptance import SriovAcceptanceJobs, SriovAcceptanceJobsArgs
+from oke_gpu_rdma.drivers import dranet, nvidia_gpu
+from oke_gpu_rdma.drivers.compute_domains import CHANNEL_DEVICE_CLASS
+from oke_gpu_rdma.drivers.nccl import NCCL_SETTINGS
+from oke_gpu_rdma.health import fabric_check
+from oke_gpu_rdma.health import health_marks as health
+from oke_gpu_rdma.health.acceptance import nvlink_threshold, rail_ceiling_gbs
+from oke_gpu_rdma.nodes.labels import GPU_MEMORY_FABRIC_LABEL
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG, multi_node_nvlink
+from stack_config.claims import template_requests
+from stack_config.drivers import compute_domain_plan, gpu_operator_plan
+from stack_config.health import health_plan, remediation_plan
 from stack_config.loading import load_program_stack, stack_source
-from stack_config.model import MIN_KUBERNETES_MINOR, kubernetes_minor
-from stack_config.monitoring_plan import rule_settings
+from stack_config.monitoring.monitoring_plan import rule_settings
+from stack_config.nodes import cluster_version
 from stack_config.problems import ConfigError, ConfigProblem
+from stack_config.settings_types import MIN_KUBERNETES_MINOR, kubernetes_minor
 
 stack = pulumi.get_stack()
 try:
@@ -200,7 +197,7 @@ pools = {
     for pool in config.node_pools
 }
 
-# The untainted CPU pool for the pods every cluster runs (components/system_pool.py); what runs its
+# The untainted CPU pool for the pods every cluster runs (components/nodes/system_pool.py); what runs its
 # controllers there waits for it as for the GPU pools.
 system_nodes: list[pulumi.Resource] = []
 if config.creates_system_pool:
@@ -250,7 +247,7 @@ if config.deploys_gpu_operator:
             provider=cluster.provider,
             node_pools=[*pools.values(), *system_nodes],
             # Off as soon as a pool's GPUs come from the DRA driver: the validator's plugin-validation would
-            # crash-loop there (stack_config/gpu_operator_plan.py).
+            # crash-loop there (stack_config/drivers/gpu_operator_plan.py).
             device_plugin=gpu_operator_plan.operator_device_plugin(config),
             service_monitor_labels=selector_labels(monitoring_config) if monitoring is not None else None,
             after=[monitoring] if monitoring is not None else [],
@@ -340,7 +337,7 @@ if config.dra_pools:
         for namespace in valid_stack.workload_namespaces
     }
     # The component builds and judges the templates as the stack config did while it loaded
-    # (stack_config/claim_plan.py judged_templates): the same templates.
+    # (stack_config/claims/claim_plan.py judged_templates): the same templates.
     claim_templates = GpuRailClaimTemplates(
         "claim-templates",
         claim_template_args(valid_stack.claims, config),
@@ -373,7 +370,7 @@ if scheduling is not None:
 rail_health: RailHealthAgent | None = None
 if config.health.rails.enabled:
     # One DaemonSet per DRANET shape (each shape has its own rails), marking a bad rail on its DRANET device
-    # or, where the Kubernetes version serves no v1 DeviceTaintRule, on its node (oke_gpu_rdma/health.py).
+    # or, where the Kubernetes version serves no v1 DeviceTaintRule, on its node (oke_gpu_rdma/health/health_marks.py).
     dra_shapes: dict[str, list[str]] = {}
     for pool in health_plan.agent_pools(config):  # not the onboarding ones: their rails are not known yet
         dra_shapes.setdefault(pool.shape, []).append(pool.name)
@@ -435,12 +432,12 @@ if (
     ).reports
 if acceptance.active and claim_templates is not None:
     # The jobs run on one pool, with the templates of its shape. The stack config checked that the NCCL
-    # job's template is in the plan (stack_config/claim_plan.py).
+    # job's template is in the plan (stack_config/claims/claim_plan.py).
     # Not an onboarding pool: its shape has no templates (the stack config refuses naming one).
     acceptance_pool = acceptance.node_pool or config.templated_pools[0].name
     acceptance_shape = next(p.shape for p in config.node_pools if p.name == acceptance_pool)
     # The stack config refused a pool without a template for the NCCL job.
-    nccl_template = claim_plan.acceptance_template(config) or ""
+    nccl_template = template_requests.acceptance_template(config) or ""
     acceptance_queue: JobQueue | None = None
     # On a multi-node NVLink shape with ComputeDomains and Kueue, the NCCL gate runs in a ComputeDomain of its own,
     # its workers required within one GPU memory fabric (one NVLink domain), its threshold NVLink's.
@@ -494,7 +491,7 @@ remediation: NodeRemediation | None = None
 remediation_config = config.health.remediation
 if remediation_config.enabled:
     # The stack config checked that the scheduled fabric check runs on every remediated pool
-    # (stack_config/remediation_plan.py); a replaced node passes it alone before it serves.
+    # (stack_config/health/remediation_plan.py); a replaced node passes it alone before it serves.
     check_pool = remediation_plan.checked_pool(config)
     assert check_pool is not None
     remediation = NodeRemediation(
@@ -526,7 +523,7 @@ if remediation_config.enabled:
 
 pulumi.export("clusterId", cluster.cluster_id)
 if network.load_balancer_nsg_id is not None:
-    # For a Service's oci.oraclecloud.com/oci-network-security-groups annotation (docs/configuration.md).
+    # For a Service's oci.oraclecloud.com/oci-network-security-groups annotation (docs/network-security.md).
     pulumi.export("loadBalancerNsgId", network.load_balancer_nsg_id)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("nodePools", {name: p.node_pool_id for name, p in pools.items()})

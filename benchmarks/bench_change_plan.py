@@ -27,12 +27,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import components.gpu_node_pool  # noqa: E402
+import components.nodes.gpu_node_pool  # noqa: E402
 from benchmarks.bench_preview import POOLS, many_pools_document  # noqa: E402
-from oke_gpu_rdma import resource_types  # noqa: E402
+from oke_gpu_rdma.common import resource_types  # noqa: E402
 from preview import rendering  # noqa: E402
 from preview.mock_runtime import PROJECT, pulumi_config_map, run_program  # noqa: E402
-from preview.plan import change_plan, gpu_impact, oci_updatable  # noqa: E402
+from preview.plan import change_plan, gpu_impact, oci_updatable, plan_lines  # noqa: E402
 
 RUNS = 5
 PLAN_COST_TARGET = 0.15
@@ -65,9 +65,7 @@ def plan(base: dict[str, str], rendered: Rendered) -> str:
     new, documents = rendered
     loaded = dict(documents)  # as preview/cli.py plans: the run's documents, then the base's other files
     built = change_plan.build(change_plan.parse(base, loaded), change_plan.parse(new, loaded), "base")
-    lines = (
-        gpu_impact.gpu_node_lines(built) + change_plan.plan_lines(built) + change_plan.summary_lines(built)
-    )
+    lines = gpu_impact.gpu_node_lines(built) + plan_lines.plan_lines(built) + plan_lines.summary_lines(built)
     return "\n".join(lines)
 
 
@@ -78,10 +76,10 @@ def main() -> None:
     program_s, run = median(lambda: run_program("pools32", config))
     render_s, (base, base_documents) = median(lambda: render_with_documents(run.resources))
 
-    original = components.gpu_node_pool.render_cloud_init
-    components.gpu_node_pool.render_cloud_init = lambda b: original(b) + "# changed\n"  # type: ignore[assignment]
+    original = components.nodes.gpu_node_pool.render_cloud_init
+    components.nodes.gpu_node_pool.render_cloud_init = lambda b: original(b) + "# changed\n"  # type: ignore[assignment]
     cloud_init = render(document)
-    components.gpu_node_pool.render_cloud_init = original  # type: ignore[assignment]
+    components.nodes.gpu_node_pool.render_cloud_init = original  # type: ignore[assignment]
     moved = copy.deepcopy(document)
     for pool in moved["config"][f"{PROJECT}:nodePools"]:
         pool["availabilityDomain"] = "Uocm:US-ASHBURN-AD-2"

@@ -1,10 +1,10 @@
-"""CPU and memory of one round of the rail health agent (components/scripts/rail-health.sh) on a BM.GPU.B4.8 node.
+"""CPU and memory of one round of the rail health agent (components/health/scripts/rail-health.sh) on a BM.GPU.B4.8 node.
 
 Runs ROUNDS steady rounds of the script on the recorded healthy and failing /sys trees of the shape's 16 rails
 (tests/fixtures/sysfs/), in each mark mode, with a kubectl that answers at once (/bin/true: the script's own
 cost; a real kubectl call adds its process start, some 50-100 ms of CPU, and a steady round makes one). Prints
 the script's CPU a round (user + system of the rounds, from getrusage of the children), the millicores that
-makes at the default interval against the container's request (oke_gpu_rdma/health.py AGENT_CPU_REQUEST), and
+makes at the default interval against the container's request (oke_gpu_rdma/health/health_marks.py AGENT_CPU_REQUEST), and
 the largest resident set of a round's bash, by GNU time (/usr/bin/time; getrusage here would count this Python
 process, which each child is a copy of until it execs). It does not assert: CPU time depends on the machine.
 """
@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components.rdma_workloads import SCRIPTS  # noqa: E402
-from oke_gpu_rdma import health  # noqa: E402
-from oke_gpu_rdma.labels import RAIL_UNHEALTHY_TAINT_KEY  # noqa: E402
+from components.claims.rdma_workloads import SCRIPTS  # noqa: E402
+from oke_gpu_rdma.health import health_marks as health  # noqa: E402
+from oke_gpu_rdma.nodes.labels import RAIL_UNHEALTHY_TAINT_KEY  # noqa: E402
 from tests.fixtures import sysfs_b48  # noqa: E402
 
 ROUNDS = 20

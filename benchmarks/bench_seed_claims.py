@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from oke_gpu_rdma.claims import judge_claim
 from oke_gpu_rdma.claims.inventory import node_inventory
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
 from tests.fixtures import seed000
 
 RUNS = 20

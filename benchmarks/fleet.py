@@ -6,7 +6,7 @@ BM.GPU.H200.8, BM.GPU.A100-v2.8, whose pairing the catalog does not verify, so t
 B4.8-like topologies for them under `shapeTopologies` (the B4.8 layout with each shape's GPU),
 spread over three ADs, plus the 2-node CPU system pool.
 
-The claim plan is per shape (stack_config/claim_plan.py): each shape gets its own templates from its
+The claim plan is per shape (stack_config/claims/claim_plan.py): each shape gets its own templates from its
 own topology, named by the shape, and the first shape keeps the one-shape names too, so the program
 declares five template sets (:data:`TEMPLATE_SETS`).
 """
@@ -18,8 +18,8 @@ from typing import Any, Final
 
 import yaml
 
-from oke_gpu_rdma.shape_catalog import CATALOG, SHAPES_DIR
-from oke_gpu_rdma.topology import DEFAULT_SHAPE
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG, SHAPES_DIR
+from oke_gpu_rdma.nodes.topology import DEFAULT_SHAPE
 from preview.cli import stack_file
 from preview.mock_runtime import PROJECT
 
@@ -33,7 +33,7 @@ SHAPES: Final[dict[str, str | None]] = {
 }
 ADS: Final = ("Uocm:US-ASHBURN-AD-1", "Uocm:US-ASHBURN-AD-2", "Uocm:US-ASHBURN-AD-3")
 # One set per shape, from that shape's topology, and the first shape's again under the one-shape names
-# (stack_config/claim_plan.py stable_names).
+# (stack_config/claims/claim_plan.py stable_names).
 TEMPLATE_SETS: Final = 5
 
 

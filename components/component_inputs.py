@@ -18,7 +18,7 @@ import pulumi
 import pydantic
 
 from stack_config.loading import problems_from_pydantic
-from stack_config.model import Taint
+from stack_config.nodes.pool_settings import Taint
 from stack_config.problems import ConfigProblem
 
 M = TypeVar("M", bound=pydantic.BaseModel)

@@ -1,7 +1,6 @@
 """Domain knowledge for RDMA GPU nodes on OKE, free of Pulumi.
 
-Modules hold one kind of fact each: the shape catalog (shape_catalog, its files in shapes/, their
-format in topology), what the DRA drivers publish (inventory), CEL evaluation, the claim judge
-(claims/), and address-plan rules.
-The Pulumi components and the CrossGuard policy pack both import from here.
+One folder per capability (docs/contributing/architecture.md): claims/ (the claim judge), drivers/,
+nodes/ (shapes, boot, address plan), sriov/, scheduling/, health/, monitoring/, and common/ for what
+several of them share. The Pulumi components and the CrossGuard policy pack both import from here.
 """

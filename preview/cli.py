@@ -23,11 +23,13 @@ from typing import Any
 
 import pulumi
 
-from oke_gpu_rdma import mpi_operator, resource_types
-from oke_gpu_rdma.scheduling import Verdict
-from stack_config import claim_plan, region_checks
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.scheduling import mpi_operator
+from oke_gpu_rdma.scheduling.pod_admission import Verdict
+from stack_config.claims import claim_plan
 from stack_config.loading import load_stack as load_checked_stack
 from stack_config.loading import raw_config, stack_source
+from stack_config.nodes import region_checks
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 from stack_config.pack_config import policy_pack_config
 
@@ -41,7 +43,7 @@ from .mock_runtime import (
     run_program,
     secret_config_keys,
 )
-from .plan import change_plan, claim_templates, gpu_impact
+from .plan import change_plan, claim_templates, gpu_impact, plan_lines
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
 from .stack_file import StackFileError, read_stack_file, undecryptable
 from .stacks import EXAMPLES, USER_STACKS, stack_names
@@ -97,7 +99,7 @@ class Preview:
     schemas: schema_check.SchemaReport | None = None
     """Every manifest against the OpenAPI schemas of the stack's Kubernetes version (preview/schema_check.py)."""
     templates: tuple[str, ...] = ()
-    """Which claim templates each shape got, and which it did not (stack_config/claim_plan.py shape_lines)."""
+    """Which claim templates each shape got, and which it did not (stack_config/claims/claim_plan.py shape_lines)."""
 
 
 def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
@@ -109,7 +111,7 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
     document = load_stack_file(stack, dirs)
     # Imported here, with pulumi-oci: the program imports it next anyway, and a stack file refused above
     # is refused without that cost.
-    from components.gpu_node_pool import typed_provider_settings
+    from components.nodes.gpu_node_pool import typed_provider_settings
 
     secrets = undecryptable(document, _shown(stack_file(stack, dirs)), typed_provider_settings())
     if secrets:
@@ -230,12 +232,12 @@ def format_report(run: ProgramRun, plan: change_plan.Plan | None = None, show_sa
     if hidden:
         lines.append(f"     ({hidden} other unchanged resources not shown: {SHOW_SAMES_HINT})")
     if plan is not None:
-        lines += ["", *change_plan.plan_lines(plan), *not_shown_lines(plan)]
+        lines += ["", *plan_lines.plan_lines(plan), *not_shown_lines(plan)]
     if run.outputs:
         lines += ["", "Outputs:"]
         lines += [f"    {k}: {_short(v)}" for k, v in sorted(run.outputs.items())]
     if plan is not None:
-        lines += ["", *change_plan.summary_lines(plan)]
+        lines += ["", *plan_lines.summary_lines(plan)]
     else:
         lines += ["", "Resources:", f"    + {len(run.resources)} to create"]
     return "\n".join(lines)
@@ -301,10 +303,10 @@ def summary_markdown(stack: str, plan: change_plan.Plan) -> str:
     """The plan for a CI job summary (GitHub Markdown): GPU node impact, plan lines, counts."""
     impact = gpu_impact.gpu_node_lines(plan) + claim_templates.template_lines(plan)
     body = ([*(f"! {line}" for line in impact), ""] if impact else []) + [
-        *change_plan.plan_lines(plan),
+        *plan_lines.plan_lines(plan),
         *not_shown_lines(plan),
         "",
-        *change_plan.summary_lines(plan),
+        *plan_lines.summary_lines(plan),
     ]
     return f"### Change plan: `{stack}`\n\n```text\n" + "\n".join(body) + "\n```\n\n"
 

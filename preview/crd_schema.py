@@ -7,7 +7,7 @@ so a misspelt field fails here), and then evaluates the schema's `x-kubernetes-v
 value that declares them (pkg/apiserver/schema/cel). Rules that read `oldSelf` are transition rules, evaluated
 only on update: a create skips them, as here, and the report counts them.
 
-The schemas are the operators' own at the pinned tags (oke_gpu_rdma/crd_schemas.py); jsonschema comes with kubernetes-validate
+The schemas are the operators' own at the pinned tags (oke_gpu_rdma/common/crd_schemas.py); jsonschema comes with kubernetes-validate
 (requirements-preview.txt), cel-expr-python with the program.
 """
 

@@ -25,9 +25,9 @@ from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import run_pulumi_func
 
-from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.oci_regions import availability_domain_name, region_key
-from stack_config.cluster_version import ENHANCED_CLUSTER
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.nodes.oci_regions import availability_domain_name, region_key
+from stack_config.nodes.cluster_version import ENHANCED_CLUSTER
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
@@ -31,7 +31,7 @@ if str(PACK_DIR) not in sys.path:
 
 import oke_rdma_policies  # noqa: E402  (the pack's package lives in policies/)
 
-from oke_gpu_rdma.pack_settings import ALL_KEY, LEVEL_KEY  # noqa: E402
+from oke_gpu_rdma.common.pack_settings import ALL_KEY, LEVEL_KEY  # noqa: E402
 
 _LEVEL_NAMES = {
     analyzer_pb2.ADVISORY: "advisory",
@@ -88,25 +88,51 @@ def configure_request(
     problems = oke_rdma_policies.validate_file(pack_config)
     if problems:
         raise PackConfigError("invalid policy pack config:\n  " + "\n  ".join(problems))
-    everyone = pack_config.get(ALL_KEY)
-    request = analyzer_pb2.ConfigureAnalyzerRequest()
+    return configure_request_of(reconciled_config(info, [pack_config]))
+
+
+PolicyConfigs = dict[str, tuple[str, dict[str, Any]]]
+"""Policy name -> (enforcement level, properties): what a Configure request carries."""
+
+
+def reconciled_config(info: analyzer_pb2.AnalyzerInfo, layers: Sequence[Mapping[str, Any]]) -> PolicyConfigs:
+    """Every policy's level and properties as the CLI reconciles them before Configure: the pack's levels and
+    its schemas' defaults, then each layer of pack config in turn, `all` first and then each policy's own
+    entry (a level, or an object whose `enforcementLevel` sets the level and whose other keys are merged over
+    the properties). pulumi/pulumi pkg/resource/analyzer/config.go, ReconcilePolicyPackConfig and applyConfig;
+    its layers are the pack's initialConfig and the --policy-pack-config file. Entries naming no policy of the
+    pack are left out (the CLI forwards them; the SDK never reads them)."""
+    result: PolicyConfigs = {}
     for policy in info.policies:
-        given = pack_config.get(policy.name)
-        level = _LEVEL_NAMES[policy.enforcementLevel]
         schema = json_format.MessageToDict(policy.configSchema.properties)
-        properties: dict[str, Any] = {
-            key: prop["default"] for key, prop in schema.items() if "default" in prop
-        }
+        defaults = {key: prop["default"] for key, prop in schema.items() if "default" in prop}
+        result[policy.name] = (_LEVEL_NAMES[policy.enforcementLevel], defaults)
+    for layer in layers:
+        everyone = layer.get(ALL_KEY)
+        if isinstance(everyone, Mapping):
+            everyone = everyone.get(LEVEL_KEY)
         if isinstance(everyone, str):
-            level = everyone
-        if isinstance(given, str):
-            level = given
-        elif isinstance(given, Mapping):
-            level = given.get(LEVEL_KEY, level)
-            properties.update({k: v for k, v in given.items() if k != LEVEL_KEY})
+            result = {name: (everyone, properties) for name, (_, properties) in result.items()}
+        for name, given in layer.items():
+            if name == ALL_KEY or name not in result:
+                continue
+            level, properties = result[name]
+            if isinstance(given, str):
+                level = given
+            elif isinstance(given, Mapping):
+                level = given.get(LEVEL_KEY, level)
+                properties = {**properties, **{k: v for k, v in given.items() if k != LEVEL_KEY}}
+            result[name] = (level, properties)
+    return result
+
+
+def configure_request_of(configs: PolicyConfigs) -> analyzer_pb2.ConfigureAnalyzerRequest:
+    """The Configure request of reconciled policy configs (levels already checked)."""
+    request = analyzer_pb2.ConfigureAnalyzerRequest()
+    for name, (level, properties) in configs.items():
         entry = analyzer_pb2.PolicyConfig(enforcementLevel=_LEVEL_VALUES[level])
         entry.properties.update(properties)
-        request.policyConfig[policy.name].CopyFrom(entry)
+        request.policyConfig[name].CopyFrom(entry)
     return request
 
 
@@ -185,15 +211,42 @@ def analyze_resources(
     servicer = oke_rdma_policies.servicer()
     info = servicer.GetAnalyzerInfo(empty_pb2.Empty(), None)
     servicer.Configure(configure_request(pack_config or {}, info), None)
-    version = pack_version()
+    return analyze_with(_InProcess(servicer), resources, pack_version())
+
+
+class Analyzer(Protocol):
+    """The two calls the engine analyzes with: a started pack's gRPC stub, or a servicer in-process."""
+
+    def Analyze(self, request: analyzer_pb2.AnalyzeRequest, /) -> analyzer_pb2.AnalyzeResponse: ...
+
+    def AnalyzeStack(self, request: analyzer_pb2.AnalyzeStackRequest, /) -> analyzer_pb2.AnalyzeResponse: ...
+
+
+@dataclass(frozen=True)
+class _InProcess:
+    """A servicer called without gRPC (its methods take the call context too, unused by the SDK's)."""
+
+    servicer: Any
+
+    def Analyze(self, request: analyzer_pb2.AnalyzeRequest, /) -> analyzer_pb2.AnalyzeResponse:
+        response: analyzer_pb2.AnalyzeResponse = self.servicer.Analyze(request, None)
+        return response
+
+    def AnalyzeStack(self, request: analyzer_pb2.AnalyzeStackRequest, /) -> analyzer_pb2.AnalyzeResponse:
+        response: analyzer_pb2.AnalyzeResponse = self.servicer.AnalyzeStack(request, None)
+        return response
+
+
+def analyze_with(analyzer: Analyzer, resources: Sequence[RecordedResource], version: str) -> list[Finding]:
+    """Analyze each resource and AnalyzeStack once, as the engine does, on a configured analyzer; the findings
+    carry `version` (PulumiPolicy.yaml's, which the CLI shows instead of the SDK's)."""
     single, stack = analyze_requests(resources)
     findings: list[Finding] = []
     for request in single:
-        response = servicer.Analyze(request, None)
-        for finding in _findings(response, version):
+        for finding in _findings(analyzer.Analyze(request), version):
             # A resource policy's diagnostic has no URN: it is about the analyzed resource.
             findings.append(finding if finding.urn else _with_urn(finding, request.urn))
-    findings += _findings(servicer.AnalyzeStack(stack, None), version)
+    findings += _findings(analyzer.AnalyzeStack(stack), version)
     return findings
 
 

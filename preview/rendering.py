@@ -28,7 +28,7 @@ from typing import Any
 
 from pulumi.runtime import rpc
 
-from oke_gpu_rdma import yamltext
+from oke_gpu_rdma.common import yamltext
 from stack_config.pack_config import FILENAME as PACK_CONFIG_FILE
 
 from .mock_runtime import RecordedResource

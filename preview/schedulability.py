@@ -2,12 +2,12 @@
 
 The pods come from what the offline run recorded: every pod spec in a Kubernetes object the program
 declares (found by structure: Pods, Jobs, DaemonSets, MPIJob replicas), the workloads of the Helm
-releases it installs (placement as data, oke_gpu_rdma/chart_workloads.py) and of the MPI operator's
-manifest (oke_gpu_rdma/mpi_operator.py), both applied at apply time,
+releases it installs (placement as data, oke_gpu_rdma/common/chart_workloads.py) and of the MPI operator's
+manifest (oke_gpu_rdma/scheduling/mpi_operator.py), both applied at apply time,
 the ones the Network Operator starts for the NicClusterPolicy (oke_gpu_rdma/network_operator.py),
-and CoreDNS, which every cluster runs. The pools come from the stack config (stack_config/pool_nodes.py):
+and CoreDNS, which every cluster runs. The pools come from the stack config (stack_config/scheduling/pool_nodes.py):
 the GPU pools and the system pool, with their labels, taints and device plugins. The rules are
-Kubernetes' (oke_gpu_rdma/scheduling.py).
+Kubernetes' (oke_gpu_rdma/scheduling/pod_admission.py).
 """
 
 from __future__ import annotations
@@ -16,21 +16,23 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from oke_gpu_rdma import (
-    chart_workloads,
-    gpu_operator,
-    mpi_operator,
-    resource_types,
-    yamltext,
-)
 from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1, request_classes
-from oke_gpu_rdma.pod_specs import POD_TEMPLATES_LABEL, find_pod_specs
-from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
-from oke_gpu_rdma.releases import network_operator
-from oke_gpu_rdma.scheduling import SYSTEM_PRIORITY_CLASSES, PodPlacement, Verdict, check, from_pod_spec
-from stack_config import gpu_operator_plan
+from oke_gpu_rdma.common import chart_workloads, resource_types, yamltext
+from oke_gpu_rdma.common.pod_specs import POD_TEMPLATES_LABEL, find_pod_specs
+from oke_gpu_rdma.drivers import gpu_operator_chart
+from oke_gpu_rdma.drivers import gpu_operator_operands as gpu_operator
+from oke_gpu_rdma.scheduling import mpi_operator
+from oke_gpu_rdma.scheduling.pod_admission import (
+    SYSTEM_PRIORITY_CLASSES,
+    PodPlacement,
+    Verdict,
+    check,
+    from_pod_spec,
+)
+from oke_gpu_rdma.sriov import network_operator_chart as network_operator
+from stack_config.drivers import gpu_operator_plan
 from stack_config.loading import Stack
-from stack_config.pool_nodes import planned_pools, unseen_pools
+from stack_config.scheduling.pool_nodes import planned_pools, unseen_pools
 
 from .mock_runtime import RecordedResource
 
@@ -235,7 +237,7 @@ def check_run(resources: list[RecordedResource], stack: Stack) -> Verdict:
 
     The pools carry the labels the network operators set from the objects the run declares. Without a
     gpu-operator release in the run the cluster's own operator is taken as configured the way
-    :func:`stack_config.gpu_operator_plan.required_settings` says (which the verdict carries as settings).
+    :func:`stack_config.drivers.gpu_operator_plan.required_settings` says (which the verdict carries as settings).
     A pod naming a priority class the cluster lacks, an operand pod that would never be Ready, and an SR-IOV
     pool that a node agent its VF pods need does not reach, are problems too.
     """
@@ -286,6 +288,6 @@ def placement_text(verdict: Verdict) -> str:
         "# Where each pod the stack starts can run: the node pools of the stack that admit it by node selector,\n"
         "# affinity, taints and device requests (preview/schedulability.py). [] with notChecked: an existing\n"
         "# cluster's other pools, which the preview cannot see. clusterSettings: what the cluster's own GPU Operator\n"
-        "# must be configured with (stack_config/gpu_operator_plan.py).\n"
+        "# must be configured with (stack_config/drivers/gpu_operator_plan.py).\n"
     )
     return header + yamltext.dump(document)

@@ -10,7 +10,7 @@ says which.
 Custom resources (MPIJob, NicClusterPolicy, SriovNetwork, ...) have no schema there: their CRDs are
 the operators'. They are named as not validated, never passed silently. Kueue's kinds and the Prometheus
 Operator's PodMonitor and PrometheusRule are validated against their own CRD schemas at the pinned tags
-(oke_gpu_rdma/crd_schemas.py, preview/crd_schema.py): the structural schema strictly, then the CEL rules a
+(oke_gpu_rdma/common/crd_schemas.py, preview/crd_schema.py): the structural schema strictly, then the CEL rules a
 create evaluates.
 """
 
@@ -25,7 +25,7 @@ import kubernetes_validate
 from kubernetes_validate import utils
 from packaging.version import Version
 
-from oke_gpu_rdma import crd_schemas
+from oke_gpu_rdma.common import crd_schemas
 
 from . import crd_schema
 

@@ -29,7 +29,7 @@ from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode
 
 from stack_config.config_namespaces import closest
-from stack_config.model import PROJECT
+from stack_config.settings_types import PROJECT
 
 # Deeper than any setting nests (shapeTopologies, the deepest, is 6 levels under its key).
 MAX_DEPTH = 32

@@ -7,7 +7,7 @@ its default with no word said. Each namespace has its reader:
 - `oke-gpu-rdma:` the program's own keys (stack_config/model.py; unknown ones are reported there,
   with the closest valid key);
 - `oci:` the OCI provider: the default provider the engine configures from stack config, and the
-  home-region provider the program builds from the same keys (components/gpu_node_pool.py
+  home-region provider the program builds from the same keys (components/nodes/gpu_node_pool.py
   `oci_provider_settings`). Its keys are pulumi-oci's `ProviderArgs` (below);
 - `pulumi:` the engine's own namespace (e.g. `pulumi:disable-default-providers`); the program leaves it
   to the engine.
@@ -15,7 +15,7 @@ its default with no word said. Each namespace has its reader:
 `kubernetes:` is read by nobody here: stack config configures only a provider's *default* instance
 (Pulumi docs, "Configuration": provider settings in config apply to the default provider), and every
 Kubernetes resource of this program uses the explicit provider built from the cluster's kubeconfig
-(components/cluster.py), so a `kubernetes:` key would be ignored and is refused. Any other namespace
+(components/nodes/cluster.py), so a `kubernetes:` key would be ignored and is refused. Any other namespace
 is refused too, with the closest key of the namespaces above.
 """
 
@@ -25,8 +25,8 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from .model import PROJECT
 from .problems import ConfigProblem
+from .settings_types import PROJECT
 
 OCI: Final = "oci"
 ENGINE: Final = "pulumi"

@@ -17,25 +17,20 @@ from typing import Any
 
 import pydantic
 
-from . import (
-    address_plan,
-    capacity,
-    compute_domain_plan,
-    config_namespaces,
-    health_plan,
-    monitoring_plan,
-    placement_plan,
-    region_checks,
-    remediation_plan,
-    scheduling_plan,
-    system_pool_checks,
-)
-from .claim_plan import ClaimPlan, plan_claims
+from stack_config import config_namespaces
+from stack_config.claims.claim_plan import ClaimPlan, plan_claims
+from stack_config.drivers import compute_domain_plan
+from stack_config.health import health_plan, remediation_plan
+from stack_config.monitoring import monitoring_plan
+from stack_config.nodes import address_plan, capacity, region_checks, system_pool_checks
+from stack_config.scheduling import placement_plan, scheduling_plan
+from stack_config.scheduling.scheduling_plan import SchedulingPlan, plan_scheduling
+from stack_config.sriov.sriov_plan import SriovPlan, plan_sriov
+
 from .config_namespaces import closest
-from .model import PROJECT, StackConfig, config_keys
+from .model import StackConfig, config_keys
 from .problems import ConfigError, ConfigProblem
-from .scheduling_plan import SchedulingPlan, plan_scheduling
-from .sriov_plan import SriovPlan, plan_sriov
+from .settings_types import PROJECT
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,15 @@
 The pack sees only the resources a stack declares. What a stack merely references (an existing VCN,
 subnets, an existing cluster's pod and service CIDRs) and what it knows about its nodes (the worker
 subnet, the RDMA network, user-supplied topologies) reaches the pack through this config, in the
-contract both sides share (:mod:`oke_gpu_rdma.pack_settings`): `make preview` passes it to the pack,
+contract both sides share (:mod:`oke_gpu_rdma.common.pack_settings`): `make preview` passes it to the pack,
 and writes it to `rendered/<stack>/` for CI's
 `pulumi preview --policy-pack policies --policy-pack-config ...`.
 """
 
 from __future__ import annotations
 
-from oke_gpu_rdma import images
-from oke_gpu_rdma.pack_settings import (
+from oke_gpu_rdma.common import images
+from oke_gpu_rdma.common.pack_settings import (
     ChildRangeSettings,
     ClaimsSettings,
     NamedCidr,
@@ -20,8 +20,8 @@ from oke_gpu_rdma.pack_settings import (
     RailRootDevicesSettings,
     VfPoolSettings,
 )
+from stack_config.nodes import address_plan
 
-from . import address_plan
 from .model import StackConfig
 
 FILENAME = "policy-pack-config.json"

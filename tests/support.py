@@ -6,12 +6,11 @@ import copy
 import json
 from typing import Any
 
-import yaml
-
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.nodes.topology import Topology
 from preview.cli import stack_file
 from preview.mock_runtime import PROJECT, ProgramRun, RecordedResource
 from preview.stacks import EXAMPLES
+from tests.strict_yaml import load_file
 
 # The region of the example stacks (their oci:region).
 EXAMPLE_REGION = "us-ashburn-1"
@@ -19,7 +18,7 @@ EXAMPLE_REGION = "us-ashburn-1"
 
 def stack_document(stack: str) -> dict[str, Any]:
     """The YAML of the example stack examples/Pulumi.<stack>.yaml (what the tests assert against)."""
-    document: dict[str, Any] = yaml.safe_load(stack_file(stack, [EXAMPLES]).read_text())
+    document: dict[str, Any] = load_file(stack_file(stack, [EXAMPLES]))
     return document
 
 

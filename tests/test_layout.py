@@ -16,10 +16,14 @@ from typing import Any
 import pytest
 
 import preview.policy_check  # noqa: F401  (puts policies/ on sys.path)
-from oke_gpu_rdma import labels, pack_settings, sriov, stack_keys
-from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
-from oke_gpu_rdma.releases import dranet, network_operator, nvidia_gpu
+from oke_gpu_rdma.common import pack_settings, stack_keys
+from oke_gpu_rdma.drivers import dranet, nvidia_gpu
+from oke_gpu_rdma.drivers.attributes import NVIDIA_GPU_RESOURCE
+from oke_gpu_rdma.nodes import labels
+from oke_gpu_rdma.sriov import network_operator_chart as network_operator
+from oke_gpu_rdma.sriov import operator_objects as sriov
 from stack_config.model import StackConfig
+from tools import layout_map
 
 import oke_rdma_policies  # isort: skip
 
@@ -68,26 +72,26 @@ def _string_constants(path: Path) -> Iterator[str]:
 def policy_home(rule: oke_rdma_policies.registry.Rule) -> str:
     """Where a policy's name is spelt: the settings model the program writes with, else its own module."""
     if rule.settings is not None and rule.settings.__module__ == pack_settings.__name__:
-        return "oke_gpu_rdma/pack_settings.py"
+        return "oke_gpu_rdma/common/pack_settings.py"
     return "policies/" + rule.module.replace(".", "/") + ".py"
 
 
 # Each shared string and the one module allowed to spell it.
 SHARED = {
     **{rule.name: policy_home(rule) for rule in oke_rdma_policies.RULES},
-    "ocaRdmaNetwork": "oke_gpu_rdma/pack_settings.py",
-    "existingCidrs": "oke_gpu_rdma/pack_settings.py",
-    "workerSubnetCidrs": "oke_gpu_rdma/pack_settings.py",
-    dranet.CHILD_RANGE_KEY: "oke_gpu_rdma/releases/dranet.py",
-    nvidia_gpu.CHART_NAME: "oke_gpu_rdma/releases/nvidia_gpu.py",
-    labels.POD_SECURITY_ENFORCE_LABEL: "oke_gpu_rdma/labels.py",
-    NVIDIA_GPU_RESOURCE: "oke_gpu_rdma/attributes.py",
-    network_operator.NAMESPACE: "oke_gpu_rdma/releases/network_operator.py",
-    labels.RDMA_PATH_LABEL: "oke_gpu_rdma/labels.py",
-    sriov.RDMA_QOS_KEY: "oke_gpu_rdma/sriov.py",
-    sriov.NETWORKS_ANNOTATION: "oke_gpu_rdma/sriov.py",
-    sriov.RESOURCE_BASE: "oke_gpu_rdma/sriov.py",
-    sriov.NV_IPAM_TYPE: "oke_gpu_rdma/sriov.py",
+    "ocaRdmaNetwork": "oke_gpu_rdma/common/pack_settings.py",
+    "existingCidrs": "oke_gpu_rdma/common/pack_settings.py",
+    "workerSubnetCidrs": "oke_gpu_rdma/common/pack_settings.py",
+    dranet.CHILD_RANGE_KEY: "oke_gpu_rdma/drivers/dranet.py",
+    nvidia_gpu.CHART_NAME: "oke_gpu_rdma/drivers/nvidia_gpu.py",
+    labels.POD_SECURITY_ENFORCE_LABEL: "oke_gpu_rdma/nodes/labels.py",
+    NVIDIA_GPU_RESOURCE: "oke_gpu_rdma/drivers/attributes.py",
+    network_operator.NAMESPACE: "oke_gpu_rdma/sriov/network_operator_chart.py",
+    labels.RDMA_PATH_LABEL: "oke_gpu_rdma/nodes/labels.py",
+    sriov.RDMA_QOS_KEY: "oke_gpu_rdma/sriov/operator_objects.py",
+    sriov.NETWORKS_ANNOTATION: "oke_gpu_rdma/sriov/operator_objects.py",
+    sriov.RESOURCE_BASE: "oke_gpu_rdma/sriov/operator_objects.py",
+    sriov.NV_IPAM_TYPE: "oke_gpu_rdma/sriov/operator_objects.py",
 }
 
 
@@ -139,7 +143,7 @@ def test_policy_messages_name_stack_settings_only_through_stack_keys() -> None:
     for path in policies.rglob("*.py"):
         for constant in string_constants(path):
             assert "stack config" not in constant, (
-                f"{path.name} spells a stack setting in {constant!r}; use oke_gpu_rdma.stack_keys"
+                f"{path.name} spells a stack setting in {constant!r}; use oke_gpu_rdma.common.stack_keys"
             )
 
 
@@ -159,7 +163,7 @@ def _imports(path: Path) -> Iterator[tuple[str, str | None]]:
 
 
 def test_every_module_under_components_is_a_pulumi_layer() -> None:
-    for path in sorted((ROOT / "components").glob("*.py")):
+    for path in sorted((ROOT / "components").rglob("*.py")):
         if path.name == "__init__.py":
             continue
         modules = {module.split(".")[0] for module, _ in _imports(path)}
@@ -281,20 +285,83 @@ def test_every_path_of_the_layout_tree_exists() -> None:
     assert missing == []
 
 
-def test_the_layout_tree_names_every_package_and_module_of_the_product() -> None:
-    # A module added without its line in the tree is a map that no longer matches the territory.
+def test_the_layout_tree_names_every_module_at_a_layer_root() -> None:
+    # A module added at a layer's root without its line in the tree is a map that no longer matches the
+    # territory; modules in capability folders (and the plan's, preview/) are mapped by tools/layout_map.py.
     named = set(_architecture_tree())
-    folders = {p for p in named if p.endswith("/")}
     unnamed = sorted(
         str(path.relative_to(ROOT))
-        for package in ("stack_config", "components", "oke_gpu_rdma", "preview")
+        for package in ("stack_config", "components", "oke_gpu_rdma")
         for path in (ROOT / package).glob("*.py")
-        if path.name != "__init__.py"
-        and path.name != "__main__.py"
-        and str(path.relative_to(ROOT)) not in named
-        and not any(str(path.relative_to(ROOT)).startswith(f) and f.count("/") > 1 for f in folders)
+        if path.name not in ("__init__.py", "__main__.py") and str(path.relative_to(ROOT)) not in named
     )
     assert unnamed == []
+
+
+# The layers whose modules live in capability folders (docs/contributing/architecture.md, "The layout").
+CAPABILITY_LAYERS = [layer for layer, _ in layout_map.LAYERS]
+# What may sit at a layer's root: it serves every capability of the layer.
+LAYER_ROOT_MODULES = {
+    "stack_config": {
+        "model.py",
+        "settings_types.py",
+        "loading.py",
+        "problems.py",
+        "config_namespaces.py",
+        "pack_config.py",
+    },
+    "oke_gpu_rdma": set(),
+    "components": {"package.py", "component_inputs.py", "typed_inputs.py", "sdk_modules.py"},
+    "policies/oke_rdma_policies/rules": set(),
+}
+
+
+@pytest.mark.parametrize("layer", CAPABILITY_LAYERS)
+def test_every_module_of_a_layer_sits_in_a_capability_folder(layer: str) -> None:
+    folder = ROOT / layer
+    at_root = {p.name for p in folder.glob("*.py")} - {"__init__.py"}
+    assert at_root == LAYER_ROOT_MODULES[layer], (
+        f"{layer}/: put {sorted(at_root - LAYER_ROOT_MODULES[layer])} in a capability folder"
+    )
+    folders = {p.name for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders <= set(layout_map.CAPABILITIES), (
+        f"{layer}/ has folders that are no capability: {sorted(folders - set(layout_map.CAPABILITIES))}"
+    )
+
+
+def test_no_module_name_stands_twice_in_the_product() -> None:
+    # A name in a message, a traceback or a review then says which file it is.
+    seen: dict[str, list[str]] = {}
+    for path in product_files():
+        if path.name not in ("__init__.py", "__main__.py"):
+            seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_is_over_600_lines() -> None:
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in product_files()
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}, f"split these by what they hold: {long}"
+
+
+@pytest.mark.parametrize("layer", CAPABILITY_LAYERS)
+def test_the_tests_mirror_the_capability_folders(layer: str) -> None:
+    tests = ROOT / "tests" / ("policies" if layer.startswith("policies/") else layer)
+    for folder in sorted(p for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        assert folder.name in layout_map.CAPABILITIES or (ROOT / layer / folder.name).is_dir(), (
+            f"{folder.relative_to(ROOT)} mirrors no folder of {layer}/"
+        )
+        for test in folder.rglob("test_*.py"):
+            source = ROOT / layer / test.relative_to(tests).parent / (test.name.removeprefix("test_"))
+            assert (ROOT / layer / test.relative_to(tests).parent).is_dir(), (
+                f"{test.relative_to(ROOT)}: {source.parent.relative_to(ROOT)} does not exist"
+            )
 
 
 def test_the_architecture_page_maps_each_job_to_its_package() -> None:

@@ -12,11 +12,10 @@ from typing import Any
 import pulumi
 import pytest
 
-from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, POD_SECURITY_ENFORCE_LABEL, POOL_LABEL
-from oke_gpu_rdma.node_selection import affinity_matches
-from oke_gpu_rdma.releases import gpu_operator as gpu_operator_chart
-from oke_gpu_rdma.releases import nvidia_gpu
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.drivers import gpu_operator_chart, nvidia_gpu
+from oke_gpu_rdma.nodes.labels import DEVICE_PLUGIN_LABEL, POD_SECURITY_ENFORCE_LABEL, POOL_LABEL
+from oke_gpu_rdma.scheduling.node_selection import affinity_matches
 from preview.mock_runtime import pulumi_config_map, run_program, secret_config_keys
 from tests.support import Run, as_stack_file, raw_config, without_remediation
 

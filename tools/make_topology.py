@@ -3,7 +3,7 @@ the cluster.
 
 Reads a dump of `kubectl get resourceslices -o yaml` (and, for the nodes' shapes, optionally one of
 `kubectl get nodes -o yaml`) and prints the `shapeTopologies` entry the node's ResourceSlices describe
-(oke_gpu_rdma/topology_from_slices.py says what it reads), ready to paste under
+(oke_gpu_rdma/nodes/topology_from_slices.py says what it reads), ready to paste under
 `oke-gpu-rdma:shapeTopologies` in a stack file. A root with GPUs and no rail (BM.GPU.GB200-v3.4) gets
 the NUMA node of its PCI domain's rails and says so (`numaFrom: pciDomain`). A dump that lacks what the
 topology needs is one line on stderr naming what is missing, and exit status 1.
@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from oke_gpu_rdma import yamltext
-from oke_gpu_rdma.errors import ResourceSliceDumpError
-from oke_gpu_rdma.topology_from_slices import (
+from oke_gpu_rdma.common import yamltext
+from oke_gpu_rdma.common.errors import ResourceSliceDumpError
+from oke_gpu_rdma.nodes.topology_from_slices import (
     DUMP_COMMAND,
     NODES_COMMAND,
     load_dump,

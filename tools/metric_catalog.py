@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from oke_gpu_rdma.releases import nvidia_gpu
+from oke_gpu_rdma.drivers import nvidia_gpu
 
 OUT: Final = Path(__file__).resolve().parent.parent / "oke_gpu_rdma" / "monitoring" / "metric_catalog.json"
 
@@ -125,7 +125,7 @@ SOURCES: Final[dict[str, tuple[str, str, str, Callable[[str], list[str]], str]]]
         nvidia_gpu.SOURCE_COMMIT,
         "pkg/metrics/computedomain_cluster.go pkg/metrics/dra_requests.go",
         component_base_metrics,
-        "the GPU DRA driver's metrics (oke_gpu_rdma/releases/nvidia_gpu.py, the snapshot its chart facts come "
+        "the GPU DRA driver's metrics (oke_gpu_rdma/drivers/nvidia_gpu.py, the snapshot its chart facts come "
         "from): the compute-domain controller serves compute_domain_info on controller.metrics.httpEndpoint "
         "(:8080), the kubelet plugins the request and prepare-error series on kubeletPlugin.metrics (:8080 GPUs, "
         ":8081 compute domains; values.yaml)",

@@ -1,8 +1,8 @@
-"""Regenerate `oke_gpu_rdma/mpi_operator_releases.json`: what the stack needs to know of a Kubeflow MPI
+"""Regenerate `oke_gpu_rdma/scheduling/mpi_operator_releases.json`: what the stack needs to know of a Kubeflow MPI
 operator release without holding its manifest.
 
 The stack applies the release manifest itself at apply time (pulumi-kubernetes' yaml/v2 ConfigFile
-fetches it, components/acceptance_jobs.py). The offline preview, the plan and the schedulability check
+fetches it, components/health/acceptance_jobs.py). The offline preview, the plan and the schedulability check
 still need three facts of it: the identity of every object (the plan, and the aliases that keep a stack's
 objects when it moves from declaring them one by one to the ConfigFile), and where its Deployment's pods
 may run (node selector, tolerations, affinity) with its image and flags, and the rules of the operator's
@@ -31,7 +31,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from oke_gpu_rdma import mpi_operator  # noqa: E402
+from oke_gpu_rdma.scheduling import mpi_operator  # noqa: E402
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _VERSION = re.compile(r"^v\d+\.\d+\.\d+$")
@@ -50,7 +50,7 @@ def _placement(template: Mapping[str, Any]) -> dict[str, Any]:
         "affinity": dict(spec.get("affinity") or {}),
         "priorityClassName": spec.get("priorityClassName"),
         "images": [c.get("image") for c in containers if isinstance(c, Mapping)],
-        # The operator's flags: the stack adds --namespace to them (oke_gpu_rdma/mpi_operator.py).
+        # The operator's flags: the stack adds --namespace to them (oke_gpu_rdma/scheduling/mpi_operator.py).
         "args": [list(c.get("args") or []) for c in containers if isinstance(c, Mapping)],
         "serviceAccountName": spec.get("serviceAccountName"),
     }

@@ -1,9 +1,9 @@
-"""Regenerate oke_gpu_rdma/node_fields.json: every field of a Node (ObjectMeta, NodeSpec, NodeStatus) at each
+"""Regenerate oke_gpu_rdma/common/node_fields.json: every field of a Node (ObjectMeta, NodeSpec, NodeStatus) at each
 Kubernetes minor the stack supports, from the API server's OpenAPI as kubernetes-validate ships it (its
 `kubernetes-json-schema/v1.<minor>.0-local/_definitions.json`, pinned in requirements-preview.txt).
 
 The admission policies of the stack's node writers compare the whole node but for the fields each writer may
-change (oke_gpu_rdma/admission_cel.py node_unchanged_but), so they need the exact field list of the API server
+change (oke_gpu_rdma/common/admission_cel.py node_unchanged_but), so they need the exact field list of the API server
 they run on: a field the server does not know is a CEL compile error there, and one the list misses would go
 unchecked. tests/tools/test_node_fields.py checks the file is what this script writes.
 
@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT))
 import kubernetes_validate  # noqa: E402
 from kubernetes_validate import utils  # noqa: E402
 
-from stack_config.model import MIN_KUBERNETES_MINOR  # noqa: E402
+from stack_config.settings_types import MIN_KUBERNETES_MINOR  # noqa: E402
 
-OUT = ROOT / "oke_gpu_rdma" / "node_fields.json"
+OUT = ROOT / "oke_gpu_rdma" / "common" / "node_fields.json"
 DEFINITIONS = {
     "metadata": "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
     "spec": "io.k8s.api.core.v1.NodeSpec",

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from preview.plan import oci_schema, oci_updatable  # noqa: E402
 
-# The OCI resource types the program can declare (components/network.py, cluster.py, gpu_node_pool.py,
+# The OCI resource types the program can declare (components/nodes/network.py, cluster.py, gpu_node_pool.py,
 # __main__.py). tests/preview/plan/test_oci_schema.py checks that every OCI type any example stack
 # renders is here.
 RESOURCE_TYPES = (

@@ -24,9 +24,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from oke_gpu_rdma import attributes as attr
-from oke_gpu_rdma import yamltext
-from oke_gpu_rdma.releases import dranet, nvidia_gpu
+from oke_gpu_rdma.common import yamltext
+from oke_gpu_rdma.drivers import attributes as attr
+from oke_gpu_rdma.drivers import dranet, nvidia_gpu
 
 REPOSITORY: Final = "kubernetes-sigs/dranet"
 COMMIT: Final = "f258477cbea0551b7ad239e3873a997a7a3d116b"

@@ -1,6 +1,6 @@
-"""Refresh `oke_gpu_rdma/image_digests.json` from the registries: the digest each tag names now.
+"""Refresh `oke_gpu_rdma/common/image_digests.json` from the registries: the digest each tag names now.
 
-For every image the stack names (:func:`oke_gpu_rdma.images.stack_images`: the recorded ones and the known
+For every image the stack names (:func:`oke_gpu_rdma.common.images.stack_images`: the recorded ones and the known
 gaps), or the images given, it asks the image's registry over the OCI distribution API which manifest the tag
 names, and records that digest with the source `registry <host>, <date>`:
 
@@ -18,10 +18,10 @@ names, and records that digest with the source `registry <host>, <date>`:
 
 It rewrites only the entries it could refresh; an image whose registry did not answer keeps its entry (or stays
 a gap) and is named on stderr, and the exit status is 1. A digest that changed is printed with the files that
-write the old `repo:tag@digest` literally (oke_gpu_rdma/health.py, stack_config/model.py), which a test then
+write the old `repo:tag@digest` literally (oke_gpu_rdma/health/health_marks.py, stack_config/model.py), which a test then
 requires to follow.
 
-    python -m tools.refresh_digests [--file oke_gpu_rdma/image_digests.json] [--date YYYY-MM-DD]
+    python -m tools.refresh_digests [--file oke_gpu_rdma/common/image_digests.json] [--date YYYY-MM-DD]
         [--plain-http HOST[:PORT]]... [IMAGE...]
 """
 
@@ -43,7 +43,7 @@ from typing import Any, Final
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from oke_gpu_rdma import images  # noqa: E402
+from oke_gpu_rdma.common import images  # noqa: E402
 
 DOCKER_HUB: Final = "docker.io"
 DOCKER_HUB_REGISTRY: Final = "registry-1.docker.io"
@@ -61,7 +61,7 @@ DIGEST_HEADER: Final = "Docker-Content-Digest"
 _DIGEST: Final = re.compile(r"^sha256:[0-9a-f]{64}$")
 _CHALLENGE_PARAM: Final = re.compile(r'(\w+)="([^"]*)"')
 # Files that write pinned references literally (the constants a test holds to image_digests.json).
-LITERAL_FILES: Final = ("oke_gpu_rdma/health.py", "stack_config/model.py")
+LITERAL_FILES: Final = ("oke_gpu_rdma/health/health_marks.py", "stack_config/model.py")
 TIMEOUT_SECONDS: Final = 30
 
 # urllib.request.urlopen, or a stand-in: called with a Request and a timeout, a context manager whose

@@ -3,14 +3,16 @@
 :func:`judge_claim` is the one way to judge a claim (the policy pack and the stack config's claim plan
 call it); :func:`devices_exist` says on which shapes of a mixed fleet a claim can land, and
 :func:`claim_spec_to_v1` reads a claim written in an older API version. ``shape`` arguments take a shape
-name (a verified shape of :data:`oke_gpu_rdma.shape_catalog.CATALOG`), a :class:`~oke_gpu_rdma.topology.Topology` or a topology dict (see
-:func:`oke_gpu_rdma.topology.topology_from_dict`). Claims are Kubernetes JSON dicts: a
+name (a verified shape of :data:`oke_gpu_rdma.nodes.shape_catalog.CATALOG`), a :class:`~oke_gpu_rdma.nodes.topology.Topology` or a topology dict (see
+:func:`oke_gpu_rdma.nodes.topology.topology_from_dict`). Claims are Kubernetes JSON dicts: a
 ResourceClaimSpec, a ResourceClaim or a ResourceClaimTemplate. Errors a caller can cause are
-``ValueError`` subclasses from :mod:`oke_gpu_rdma.errors` with one-line messages.
+``ValueError`` subclasses from :mod:`oke_gpu_rdma.common.errors` with one-line messages.
 
-Inside: :mod:`~.spec` (API validation), :mod:`~.device_cel` (selectors), :mod:`~.inventory` (what the
-drivers publish), :mod:`~.candidates` (each request's devices), :mod:`~.matching` (which allocations
-exist), :mod:`~.judging` (the verdict), :mod:`~.messages` (its words), :mod:`~.verdicts` (the model),
+Inside: :mod:`~.spec` (API validation; versions in :mod:`~.api_versions`, gated fields in
+:mod:`~.gated_fields`, the parsed types in :mod:`~.spec_types`), :mod:`~.device_cel` (selectors; Kubernetes'
+libraries in :mod:`~.cel_libraries`), :mod:`~.inventory` (what the drivers publish), :mod:`~.candidates`
+(each request's devices), :mod:`~.matching` (which allocations exist; its flows in :mod:`~.bipartite_flow`),
+:mod:`~.judging` (the verdict), :mod:`~.messages` (its words), :mod:`~.verdicts` (the model),
 :mod:`~.pairing` (aligned layouts), :mod:`~.landing` (mixed fleets); README.md beside this file says
 why each is a unit of its own.
 """
@@ -36,9 +38,9 @@ from oke_gpu_rdma.claims.landing import (
 from oke_gpu_rdma.claims.pairing import AlignedSpec, Pair, shape_selector
 from oke_gpu_rdma.claims.spec import claim_spec_to_v1
 from oke_gpu_rdma.claims.verdicts import DeviceRef, UnsatisfiableCause, Verdict, VerdictKind
-from oke_gpu_rdma.releases import registry
-from oke_gpu_rdma.shape_catalog import CATALOG
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.common import release_registry as registry
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
+from oke_gpu_rdma.nodes.topology import Topology
 
 ShapeArg = str | Topology | Mapping[str, Any]
 

@@ -8,8 +8,8 @@ rules below have one definition:
   ``staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/allocator_stable.go``): for
   each request, and for ``firstAvailable`` each subrequest in order, the devices in pool/slice order that
   the DeviceClass selectors and then the request's selectors accept. A CEL runtime error aborts
-  (:class:`~oke_gpu_rdma.errors.SelectorError`), an unknown DeviceClass too
-  (:class:`~oke_gpu_rdma.errors.AllocationAbortedError`). An ``ExactCount`` request never gets a device
+  (:class:`~oke_gpu_rdma.common.errors.SelectorError`), an unknown DeviceClass too
+  (:class:`~oke_gpu_rdma.common.errors.AllocationAbortedError`). An ``ExactCount`` request never gets a device
   without the attribute of a ``matchAttribute`` constraint on it (``constraint.add`` fails for it);
   ``allocationMode: All`` takes every matching device.
 * value keys (:func:`value_key`): attribute values compared with their type, as upstream compares
@@ -25,11 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from oke_gpu_rdma.claims.device_cel import compile_selector
+from oke_gpu_rdma.claims.device_cel import CompiledSelector, compile_selector
 from oke_gpu_rdma.claims.inventory import AttributeValue, Device
-from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM, ClaimSpec, DeviceSelection
-from oke_gpu_rdma.errors import AllocationAbortedError
-from oke_gpu_rdma.releases import registry
+from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM
+from oke_gpu_rdma.claims.spec_types import ClaimSpec, DeviceSelection
+from oke_gpu_rdma.common import release_registry as registry
+from oke_gpu_rdma.common.errors import AllocationAbortedError
 
 ValueKey = tuple[str, object]
 """An attribute value with its type name: equal keys are equal values of one type."""
@@ -71,24 +72,56 @@ _MATCHING: dict[
 ] = {}
 
 
-def _selectable(device: Device, class_selectors: Sequence[str], selectors: Sequence[str]) -> bool:
-    # Class selectors first, then the request's; evaluation stops at the first false one.
-    return all(compile_selector(expr).matches(device) for expr in (*class_selectors, *selectors))
+def _selectable(device: Device, expressions: Sequence[str], compiled: list[CompiledSelector | None]) -> bool:
+    # Class selectors first, then the request's; evaluation stops at the first false one. Each is compiled
+    # when first needed, once per device list (a class selector that does not compile fails where the
+    # allocator first evaluates it).
+    for k, expression in enumerate(expressions):
+        selector = compiled[k]
+        if selector is None:
+            selector = compiled[k] = compile_selector(expression)
+        if not selector.matches(device):
+            return False
+    return True
 
 
 def _matching(
-    devices: tuple[Device, ...], class_selectors: tuple[str, ...], selectors: tuple[str, ...]
+    devices: tuple[Device, ...],
+    device_ids: tuple[int, ...],
+    class_selectors: tuple[str, ...],
+    selectors: tuple[str, ...],
 ) -> list[int]:
     """Positions of the devices that the class selectors and then the request's selectors accept, cached
     by the identity of the device objects (the cache holds them, so identities stay unique)."""
-    key = (tuple(map(id, devices)), class_selectors, selectors)
+    key = (device_ids, class_selectors, selectors)
     hit = _MATCHING.get(key)
     if hit is not None:
         return hit[1]
-    found = [pos for pos, device in enumerate(devices) if _selectable(device, class_selectors, selectors)]
+    expressions = (*class_selectors, *selectors)
+    compiled: list[CompiledSelector | None] = [None] * len(expressions)
+    found = [pos for pos, device in enumerate(devices) if _selectable(device, expressions, compiled)]
     if len(_MATCHING) >= 4096:
         _MATCHING.clear()
     _MATCHING[key] = (devices, found)
+    return found
+
+
+_VALUES: dict[tuple[tuple[int, ...], str], tuple[tuple[Device, ...], list[ValueKey | None]]] = {}
+
+
+def _attribute_values(
+    devices: tuple[Device, ...], device_ids: tuple[int, ...], attribute: str
+) -> list[ValueKey | None]:
+    """The value key of ``attribute`` per device position, cached like :func:`_matching` (by the devices'
+    identity: the claims of a run share one inventory, and most constraints name pcieRoot). Read-only."""
+    key = (device_ids, attribute)
+    hit = _VALUES.get(key)
+    if hit is not None:
+        return hit[1]
+    found = [value_key(device.attribute(attribute)) for device in devices]
+    if len(_VALUES) >= 1024:
+        _VALUES.clear()
+    _VALUES[key] = (devices, found)
     return found
 
 
@@ -103,10 +136,12 @@ class ClaimToAllocate:
     ) -> None:
         self.spec = spec
         self.devices = tuple(devices)
+        device_ids = tuple(map(id, self.devices))
         self.constraint_specs = spec.constraints
-        # Per constraint, per device position: the value key of the constraint's attribute.
+        # Per constraint, per device position: the value key of the constraint's attribute (constraints
+        # on one attribute share one list; nothing writes to them).
         self.values: list[list[ValueKey | None]] = [
-            [value_key(device.attribute(c.attribute)) for device in self.devices] for c in spec.constraints
+            _attribute_values(self.devices, device_ids, c.attribute) for c in spec.constraints
         ]
         self.requests: list[list[CandidateList]] = []
         # Requests with the same class and selectors match the same devices: evaluate CEL once (and once
@@ -125,13 +160,17 @@ class ClaimToAllocate:
                 key = (selection.device_class, selection.selectors)
                 if key not in matching:
                     matching[key] = _matching(
-                        self.devices, tuple(device_classes[selection.device_class]), selection.selectors
+                        self.devices,
+                        device_ids,
+                        tuple(device_classes[selection.device_class]),
+                        selection.selectors,
                     )
-                candidates: list[int] = []
-                for pos in matching[key]:
-                    if selection.mode == "ExactCount" and any(self.values[c][pos] is None for c in applying):
-                        continue  # lacks a matchAttribute attribute: never chosen
-                    candidates.append(pos)
+                candidates = matching[key]
+                if selection.mode == "ExactCount" and applying:
+                    # One value list per attribute, however many constraints name it.
+                    columns = list({id(self.values[c]): self.values[c] for c in applying}.values())
+                    # A device without a matchAttribute attribute is never chosen.
+                    candidates = [pos for pos in candidates if all(col[pos] is not None for col in columns)]
                 alternatives.append(CandidateList(selection, index, tuple(candidates), applying))
             self.requests.append(alternatives)
 

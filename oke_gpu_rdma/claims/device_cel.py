@@ -13,409 +13,55 @@ that compares a Quantity with an int is a compile error, as in Kubernetes. Evalu
 
 * indexing ``device.attributes`` (or ``capacity``) with a domain the device lacks gives an empty map, so
   ``has(device.attributes["nope"].x)`` is false; ``"nope" in device.attributes`` is false (the default
-  applies to lookups only). The index is rewritten to a call of a lookup function for evaluation, so a
-  domain computed at runtime works too;
+  applies to lookups only). The index is rewritten to an optional index with the empty map as its
+  default for evaluation, so a domain computed at runtime works too;
 * selecting a missing key inside a domain is a runtime error;
 * a runtime error or a non-bool result aborts the allocation (:class:`SelectorError`).
 
-Kubernetes libraries evaluated here: the string extensions (version 2), ``cel.bind``, optional types,
-``semver()``/``isSemver()`` with ``major()``, ``minor()``, ``patch()``, ``compareTo()``, ``isLessThan()``,
-``isGreaterThan()`` (``library/semverlib.go``; version attributes are Semver values, ``getAttributeValue``
-in ``compile.go``), and ``quantity()``/``isQuantity()`` with ``compareTo()``, ``isLessThan()``,
-``isGreaterThan()``, ``add()``, ``sub()``, ``sign()``, ``isInteger()``, ``asInteger()``,
-``asApproximateFloat()`` (``library/quantity.go``; capacities are Quantity values), and ``ip()``/``isIP()``/
-``ip.isCanonical()`` with ``family()``, ``isUnspecified()``, ``isLoopback()``, ``isLinkLocalMulticast()``,
-``isLinkLocalUnicast()``, ``isGlobalUnicast()``, and ``cidr()``/``isCIDR()`` with ``containsIP()``,
-``containsCIDR()``, ``ip()``, ``masked()``, ``prefixLength()`` (``library/ip.go``, ``library/cidr.go``: no
-zones, no IPv4-mapped IPv6; selectors on DRANET's ``oke.dra.net/rdmaChildIpv4Cidr`` use them). Other
+Kubernetes libraries evaluated here: the string extensions (version 2), ``cel.bind``, optional types, and
+Kubernetes' own semver, quantity, IP and CIDR libraries (:mod:`~oke_gpu_rdma.claims.cel_libraries`). Other
 Kubernetes libraries (lists, regex, URLs, sets, format, ``string()`` of an IP or CIDR, two-variable
-comprehensions) are valid in a claim
-but not evaluated here: such a selector compiles to :class:`CompiledSelector` with ``unsupported`` set,
+comprehensions) are valid in a claim but not evaluated here: such a selector compiles to :class:`CompiledSelector` with ``unsupported`` set,
 and the judge reports the claim as not checked instead of rejecting it. Not modelled: the CEL cost limit,
 and ``==`` between a Semver and a string (an error in Kubernetes, false here).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from fractions import Fraction
+from dataclasses import dataclass, field
 from typing import Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
-from google.protobuf import (  # protobuf comes with cel-expr-python (no stubs: see pyproject)
-    descriptor_pb2,
-    descriptor_pool,
-    message_factory,
+
+from oke_gpu_rdma.claims.cel_libraries import (
+    DESCRIPTOR_POOL,
+    FUNCTIONS,
+    QUANTITY_TYPE,
+    CelValueError,
+    parse_semver,
+    quantity,
 )
-
 from oke_gpu_rdma.claims.inventory import Device, Version
-from oke_gpu_rdma.errors import SelectorError
+from oke_gpu_rdma.common.errors import SelectorError
 
-# -- Kubernetes value types: Semver and Quantity as proto messages (cel-expr-python has no opaque values)
-
-
-def _message_types() -> tuple[Any, Any, Any, Any, Any]:
-    fdp = descriptor_pb2.FileDescriptorProto(name="oke_gpu_rdma_k8s_cel.proto", package="kubernetes")
-    fdp.syntax = "proto3"
-    field = descriptor_pb2.FieldDescriptorProto
-    semver = fdp.message_type.add(name="Semver")
-    for number, (name, kind) in enumerate(
-        (("major", field.TYPE_INT64), ("minor", field.TYPE_INT64), ("patch", field.TYPE_INT64)), start=1
-    ):
-        semver.field.add(name=name, number=number, type=kind, label=field.LABEL_OPTIONAL)
-    semver.field.add(name="pre", number=4, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
-    for name in ("Quantity", "IP", "CIDR"):
-        message = fdp.message_type.add(name=name)
-        message.field.add(name="value", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    classes = [
-        message_factory.GetMessageClass(pool.FindMessageTypeByName(f"kubernetes.{name}"))
-        for name in ("Semver", "Quantity", "IP", "CIDR")
-    ]
-    return pool, classes[0], classes[1], classes[2], classes[3]
-
-
-_POOL, SemverMessage, QuantityMessage, IPMessage, CIDRMessage = _message_types()
-_SEMVER = cel.Type("kubernetes.Semver")
-_QUANTITY = cel.Type("kubernetes.Quantity")
-_IP = cel.Type("kubernetes.IP")
-_CIDR = cel.Type("kubernetes.CIDR")
+# The device variable (compile.go): attributes and capacity by domain, then by name.
 _INNER_ATTRIBUTES = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
 _ATTRIBUTES = cel.Type.Map(cel.Type.STRING, _INNER_ATTRIBUTES)
-_INNER_CAPACITY = cel.Type.Map(cel.Type.STRING, _QUANTITY)
+_INNER_CAPACITY = cel.Type.Map(cel.Type.STRING, QUANTITY_TYPE)
 _CAPACITY = cel.Type.Map(cel.Type.STRING, _INNER_CAPACITY)
 
-
-class CelValueError(ValueError):
-    """A Kubernetes library function failed (e.g. ``semver("x")``): a CEL runtime error."""
-
-
-# -- semver (k8s.io/apiserver/pkg/cel/library/semverlib.go, github.com/blang/semver/v4) --------------
-
-_SEMVER_RE = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
-    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
-)
-
-
-def parse_semver(text: str, normalize: bool = False) -> Any:
-    """A Semver message; :class:`CelValueError` if ``text`` is not a semantic version."""
-    if normalize:
-        text = _normalize_semver(text)
-    m = _SEMVER_RE.match(text)
-    if not m:
-        raise CelValueError(f"could not parse {text!r} as semver")
-    return SemverMessage(major=int(m[1]), minor=int(m[2]), patch=int(m[3]), pre=m[4] or "")
-
-
-def _normalize_semver(text: str) -> str:
-    # semverlib.go normalizeAndParse: strip a leading "v", fill minor/patch with 0, drop leading zeros.
-    text = text.removeprefix("v")
-    split = len(text) - len(text.lstrip("0123456789."))
-    core, rest = text[:split], text[split:]
-    parts = core.split(".") if core else []
-    if 0 < len(parts) < 3:
-        parts += ["0"] * (3 - len(parts))
-    parts = [(p.lstrip("0") or "0") if p.isdigit() else p for p in parts]
-    return ".".join(parts) + rest
-
-
-def _pre_key(pre: str) -> tuple[int, tuple[tuple[int, int, str], ...]]:
-    if not pre:
-        return (1, ())
-    return (0, tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")))
-
-
-def _semver_cmp(a: Any, b: Any) -> int:
-    ka = (a.major, a.minor, a.patch, _pre_key(a.pre))
-    kb = (b.major, b.minor, b.patch, _pre_key(b.pre))
-    return (ka > kb) - (ka < kb)
-
-
-def _is_semver(text: str, normalize: bool = False) -> bool:
-    try:
-        parse_semver(text, normalize)
-    except CelValueError:
-        return False
-    return True
-
-
-# -- quantity (k8s.io/apiserver/pkg/cel/library/quantity.go, k8s.io/apimachinery/pkg/api/resource) ---
-
-_QUANTITY_RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-
-
-def parse_quantity(text: str) -> Fraction:
-    """The exact value of a Kubernetes quantity string; :class:`CelValueError` if malformed."""
-    m = _QUANTITY_RE.match(text)
-    if not m:
-        raise CelValueError(f"quantities must match the regular expression '{_QUANTITY_RE.pattern}'")
-    try:
-        number = Fraction(Decimal(m[1]))
-    except (InvalidOperation, ValueError):
-        raise CelValueError(f"cannot parse quantity {text!r}") from None
-    suffix = m[2] or ""
-    if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number * Fraction(10) ** _DECIMAL[suffix]
-    if suffix:
-        return number * Fraction(10) ** int(suffix[1:])
-    return number
-
-
-def quantity(value: Fraction | int) -> Any:
-    return QuantityMessage(value=str(Fraction(value)))
-
-
-def _fraction(message: Any) -> Fraction:
-    """The exact value a quantity message holds."""
-    return Fraction(message.value)
-
-
-def _cmp(a: Fraction, b: Fraction) -> int:
-    return (a > b) - (a < b)
-
-
-def _as_integer(message: Any) -> int:
-    value = _fraction(message)
-    if value.denominator != 1 or not -(2**63) <= value <= 2**63 - 1:
-        raise CelValueError("cannot convert value to integer")
-    return int(value)
-
-
-def _is_quantity(text: str) -> bool:
-    try:
-        parse_quantity(text)
-    except CelValueError:
-        return False
-    return True
-
-
-# -- IP and CIDR (k8s.io/apiserver/pkg/cel/library/ip.go and cidr.go, Go's net/netip underneath) -------
-
-
-def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    """netip.ParseAddr plus the library's refusals: no zone, no IPv4-mapped IPv6 address."""
-    if "%" in text:
-        raise CelValueError("IP address with zone value is not allowed")
-    try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        raise CelValueError(f"IP Address {text!r} parse error during conversion from string") from None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        raise CelValueError("IPv4-mapped IPv6 address is not allowed")
-    return address
-
-
-def _prefix(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
-    """netip.ParsePrefix (the address need not be masked) plus the same refusals."""
-    address, sep, bits = text.partition("/")
-    if not sep or not bits.isdigit() or (len(bits) > 1 and bits.startswith("0")):
-        raise CelValueError(f"network address {text!r} parse error during conversion from string")
-    parsed = _address(address)
-    if int(bits) > parsed.max_prefixlen:
-        raise CelValueError(f"network address {text!r} parse error during conversion from string")
-    return parsed, int(bits)
-
-
-def _ip(text: str) -> Any:
-    return IPMessage(value=str(_address(text)))
-
-
-def _cidr(text: str) -> Any:
-    address, bits = _prefix(text)
-    return CIDRMessage(value=f"{address}/{bits}")
-
-
-def _valid(parse: Callable[[str], Any], text: str) -> bool:
-    try:
-        parse(text)
-    except CelValueError:
-        return False
-    return True
-
-
-def _is_canonical(text: str) -> bool:
-    return str(_address(text)) == text
-
-
-def _network(message: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-    return ipaddress.ip_network(message.value, strict=False)
-
-
-def _global_unicast(message: Any) -> bool:
-    """netip.Addr.IsGlobalUnicast: not unspecified, loopback, multicast, link-local, nor the IPv4 broadcast."""
-    a = ipaddress.ip_address(message.value)
-    if isinstance(a, ipaddress.IPv4Address) and a == ipaddress.IPv4Address("255.255.255.255"):
-        return False
-    return not (a.is_unspecified or a.is_loopback or a.is_multicast or a.is_link_local)
-
-
-def _contains_ip(cidr: Any, other: Any) -> bool:
-    address = _address(other) if isinstance(other, str) else ipaddress.ip_address(other.value)
-    network = _network(cidr)
-    return address.version == network.version and address in network
-
-
-def _contains_cidr(cidr: Any, other: Any) -> bool:
-    inner = _network(_cidr(other) if isinstance(other, str) else other)
-    outer = _network(cidr)
-    return (
-        inner.version == outer.version
-        and inner.network_address in outer
-        and outer.prefixlen <= inner.prefixlen
-    )
-
-
-def _link_local_multicast(message: Any) -> bool:
-    a = ipaddress.ip_address(message.value)
-    if isinstance(a, ipaddress.IPv4Address):
-        return a in ipaddress.IPv4Network("224.0.0.0/24")
-    return a.is_multicast and (a.packed[1] & 0x0F) == 0x02
-
-
-# -- the environment ---------------------------------------------------------------------------------
-
-
-def _overload(
-    id_: str, result: Any, params: list[Any], impl: Callable[..., Any] | None, member: bool = False
-) -> Any:
-    if impl is None:
-        return cel.Overload(id_, result, params, is_member=member)
-    return cel.Overload(id_, result, params, is_member=member, impl=impl)
-
-
-def _compare_to(a: Any, b: Any) -> int:
-    if isinstance(a, SemverMessage) and isinstance(b, SemverMessage):
-        return _semver_cmp(a, b)
-    if isinstance(a, QuantityMessage) and isinstance(b, QuantityMessage):
-        return _cmp(_fraction(a), _fraction(b))
-    raise CelValueError("no such overload")
-
-
-def _domain(values: Mapping[str, Any], domain: str) -> Any:
-    return values.get(domain, {})
-
-
-_B, _I, _S, _D = cel.Type.BOOL, cel.Type.INT, cel.Type.STRING, cel.Type.DOUBLE
-_FUNCTIONS = [
-    cel.FunctionDecl("semver", [
-        _overload("string_to_semver", _SEMVER, [_S], parse_semver),
-        _overload("string_bool_to_semver", _SEMVER, [_S, _B], parse_semver),
-    ]),
-    cel.FunctionDecl("isSemver", [
-        _overload("is_semver_string", _B, [_S], _is_semver),
-        _overload("is_semver_string_bool", _B, [_S, _B], _is_semver),
-    ]),
-    cel.FunctionDecl("major", [_overload("semver_major", _I, [_SEMVER], lambda v: v.major, True)]),
-    cel.FunctionDecl("minor", [_overload("semver_minor", _I, [_SEMVER], lambda v: v.minor, True)]),
-    cel.FunctionDecl("patch", [_overload("semver_patch", _I, [_SEMVER], lambda v: v.patch, True)]),
-    cel.FunctionDecl("quantity", [
-        _overload("string_to_quantity", _QUANTITY, [_S], lambda s: quantity(parse_quantity(s)))
-    ]),
-    cel.FunctionDecl("isQuantity", [_overload("is_quantity_string", _B, [_S], _is_quantity)]),
-    # Semver and Quantity are both messages at runtime, where overloads are told apart by kind only: one
-    # implementation per function serves both (the checker still sees two typed overloads).
-    cel.FunctionDecl("compareTo", [
-        _overload("semver_compareTo", _I, [_SEMVER, _SEMVER], _compare_to, True),
-        _overload("quantity_compareTo", _I, [_QUANTITY, _QUANTITY], None, True),
-    ]),
-    cel.FunctionDecl("isGreaterThan", [
-        _overload("semver_isGreaterThan", _B, [_SEMVER, _SEMVER], lambda a, b: _compare_to(a, b) > 0, True),
-        _overload("quantity_isGreaterThan", _B, [_QUANTITY, _QUANTITY], None, True),
-    ]),
-    cel.FunctionDecl("isLessThan", [
-        _overload("semver_isLessThan", _B, [_SEMVER, _SEMVER], lambda a, b: _compare_to(a, b) < 0, True),
-        _overload("quantity_isLessThan", _B, [_QUANTITY, _QUANTITY], None, True),
-    ]),
-    cel.FunctionDecl("sign", [
-        _overload("quantity_sign", _I, [_QUANTITY], lambda a: _cmp(_fraction(a), Fraction(0)), True)
-    ]),
-    cel.FunctionDecl("isInteger", [
-        _overload("quantity_isInteger", _B, [_QUANTITY], lambda a: _fraction(a).denominator == 1, True)
-    ]),
-    cel.FunctionDecl("asInteger", [_overload("quantity_asInteger", _I, [_QUANTITY], _as_integer, True)]),
-    cel.FunctionDecl("asApproximateFloat", [
-        _overload("quantity_asApproximateFloat", _D, [_QUANTITY], lambda a: float(_fraction(a)), True)
-    ]),
-    cel.FunctionDecl("add", [
-        _overload("quantity_add", _QUANTITY, [_QUANTITY, _QUANTITY], lambda a, b: quantity(_fraction(a) + _fraction(b)), True),
-        _overload("quantity_add_int", _QUANTITY, [_QUANTITY, _I], lambda a, b: quantity(_fraction(a) + b), True),
-    ]),
-    cel.FunctionDecl("sub", [
-        _overload("quantity_sub", _QUANTITY, [_QUANTITY, _QUANTITY], lambda a, b: quantity(_fraction(a) - _fraction(b)), True),
-        _overload("quantity_sub_int", _QUANTITY, [_QUANTITY, _I], lambda a, b: quantity(_fraction(a) - b), True),
-    ]),
-    cel.FunctionDecl("ip", [
-        _overload("string_to_ip", _IP, [_S], _ip),
-        _overload("cidr_ip", _IP, [_CIDR], lambda c: IPMessage(value=c.value.split("/")[0]), True),
-    ]),
-    cel.FunctionDecl("isIP", [_overload("is_ip", _B, [_S], lambda s: _valid(_address, s))]),
-    cel.FunctionDecl("ip.isCanonical", [_overload("ip_is_canonical", _B, [_S], _is_canonical)]),
-    cel.FunctionDecl("family", [
-        _overload("ip_family", _I, [_IP], lambda a: ipaddress.ip_address(a.value).version, True)
-    ]),
-    cel.FunctionDecl("isUnspecified", [
-        _overload("ip_is_unspecified", _B, [_IP], lambda a: ipaddress.ip_address(a.value).is_unspecified, True)
-    ]),
-    cel.FunctionDecl("isLoopback", [
-        _overload("ip_is_loopback", _B, [_IP], lambda a: ipaddress.ip_address(a.value).is_loopback, True)
-    ]),
-    cel.FunctionDecl("isLinkLocalMulticast", [
-        _overload("ip_is_link_local_multicast", _B, [_IP], _link_local_multicast, True)
-    ]),
-    cel.FunctionDecl("isLinkLocalUnicast", [
-        _overload(
-            "ip_is_link_local_unicast", _B, [_IP],
-            lambda a: ipaddress.ip_address(a.value).is_link_local and not ipaddress.ip_address(a.value).is_multicast,
-            True,
-        )
-    ]),
-    cel.FunctionDecl("isGlobalUnicast", [_overload("ip_is_global_unicast", _B, [_IP], _global_unicast, True)]),
-    cel.FunctionDecl("cidr", [_overload("string_to_cidr", _CIDR, [_S], _cidr)]),
-    cel.FunctionDecl("isCIDR", [_overload("is_cidr", _B, [_S], lambda s: _valid(_prefix, s))]),
-    # A string or a message argument: one implementation serves both overloads.
-    cel.FunctionDecl("containsIP", [
-        _overload("cidr_contains_ip_string", _B, [_CIDR, _S], _contains_ip, True),
-        _overload("cidr_contains_ip_ip", _B, [_CIDR, _IP], _contains_ip, True),
-    ]),
-    cel.FunctionDecl("containsCIDR", [
-        _overload("cidr_contains_cidr_string", _B, [_CIDR, _S], _contains_cidr, True),
-        _overload("cidr_contains_cidr", _B, [_CIDR, _CIDR], _contains_cidr, True),
-    ]),
-    cel.FunctionDecl("masked", [
-        _overload("cidr_masked", _CIDR, [_CIDR], lambda c: CIDRMessage(value=str(_network(c))), True)
-    ]),
-    cel.FunctionDecl("prefixLength", [
-        _overload("cidr_prefix_length", _I, [_CIDR], lambda c: _network(c).prefixlen, True)
-    ]),
-    cel.FunctionDecl("__dra_attributes", [
-        _overload("dra_attributes_domain", _INNER_ATTRIBUTES, [_ATTRIBUTES, _S], _domain)
-    ]),
-    cel.FunctionDecl("__dra_capacity", [
-        _overload("dra_capacity_domain", _INNER_CAPACITY, [_CAPACITY, _S], _domain)
-    ]),
-]  # fmt: skip
-
+# Built once per process: every selector of every claim compiles in this one environment.
 _ENV = cel.NewEnv(
-    descriptor_pool=_POOL,
+    descriptor_pool=DESCRIPTOR_POOL,
     variables={
         "device.driver": cel.Type.STRING,
         "device.attributes": _ATTRIBUTES,
         "device.capacity": _CAPACITY,
     },
     extensions=[ext_strings.ExtStrings(version=2), ext_bindings.ExtBindings(), ext_optional.ExtOptional()],
-    functions=_FUNCTIONS,
+    functions=FUNCTIONS,
 )
 
 # Functions of the Kubernetes CEL environment that this model does not evaluate (base.go: URLs, Regex,
@@ -446,40 +92,53 @@ class CompiledSelector:
     output: str
     unsupported: str | None = None
 
+    outcomes: dict[int, tuple[Device, bool | str]] = field(default_factory=dict, compare=False, repr=False)
+    """Per device (by identity, the device held so the identity stays its own): the result, or the
+    message of the error it raised. CEL has no side effects and a device is frozen, so a selector
+    evaluates once per device per process (the claims of a policy run share their selectors)."""
+
     def matches(self, device: Device) -> bool:
         """Evaluate against ``device``; :class:`SelectorError` on a runtime error or non-bool result."""
+        hit = self.outcomes.get(id(device))
+        if hit is None or hit[0] is not device:
+            if len(self.outcomes) >= _OUTCOMES_LIMIT:
+                self.outcomes.clear()
+            hit = self.outcomes[id(device)] = (device, self._evaluate(device))
+        if isinstance(hit[1], str):
+            raise SelectorError(hit[1], self.expression, str(device.id))
+        return hit[1]
+
+    def _evaluate(self, device: Device) -> bool | str:
+        """The result on ``device``, or the message of the :class:`SelectorError` it raises."""
         if self.unsupported is not None:
-            raise SelectorError(
-                f"selector {self.expression!r} uses {self.unsupported}, which this model does not evaluate",
-                self.expression,
-                str(device.id),
-            )
-        where = f"device {device.id} ({device.display})"
+            return f"selector {self.expression!r} uses {self.unsupported}, which this model does not evaluate"
         try:
             value = self.program.eval(data=device_variable(device))
         except Exception as exc:  # cel-expr-python raises RuntimeError; library functions CelValueError
-            raise SelectorError(
-                f"CEL runtime error in selector {self.expression!r} on {where}: {exc}; the allocation aborts",
-                self.expression,
-                str(device.id),
-            ) from None
+            return (
+                f"CEL runtime error in selector {self.expression!r} on {_where(device)}: {exc}; "
+                "the allocation aborts"
+            )
         kind = value.type()
         if kind == cel.Type.ERROR:
-            raise SelectorError(
-                f"CEL runtime error in selector {self.expression!r} on {where}: {value.value()}; "
-                "the allocation aborts (guard optional attributes with has())",
-                self.expression,
-                str(device.id),
+            return (
+                f"CEL runtime error in selector {self.expression!r} on {_where(device)}: {value.value()}; "
+                "the allocation aborts (guard optional attributes with has())"
             )
         result = value.value()
         if kind != cel.Type.BOOL or not isinstance(result, bool):
-            raise SelectorError(
+            return (
                 f"CEL result of type {kind.name()} could not be converted to bool in selector "
-                f"{self.expression!r} on {where}; the allocation aborts",
-                self.expression,
-                str(device.id),
+                f"{self.expression!r} on {_where(device)}; the allocation aborts"
             )
         return result
+
+
+def _where(device: Device) -> str:
+    return f"device {device.id} ({device.display})"
+
+
+_OUTCOMES_LIMIT = 1024
 
 
 _CACHE: dict[str, CompiledSelector | SelectorError] = {}
@@ -503,6 +162,19 @@ def compile_selector(expression: str) -> CompiledSelector:
 def _compile(expression: str) -> CompiledSelector | SelectorError:
     if _TWO_VAR.search(expression):
         return CompiledSelector(expression, None, "DYN", "two-variable comprehensions")
+    rewritten = _rewrite_domain_lookups(expression)
+    if rewritten != expression:
+        # An optional index with the empty map as its default has the type of the plain index, so the
+        # rewritten selector type-checks exactly when the original does, to the same type: one compile
+        # (the costly step of a selector seen for the first time) serves both. One that fails is compiled
+        # as written below, for the message and position the API server would report.
+        try:
+            program = _ENV.compile(rewritten)
+        except Exception:
+            program = None
+        output = program.return_type().name() if program is not None else None
+        if output in ("BOOL", "DYN"):
+            return CompiledSelector(expression, program, output)
     try:
         checked = _ENV.compile(expression)
     except Exception as exc:
@@ -522,7 +194,6 @@ def _compile(expression: str) -> CompiledSelector | SelectorError:
             f"not {output.lower()}",
             expression,
         )
-    rewritten = _rewrite_domain_lookups(expression)
     program = checked if rewritten == expression else _ENV.compile(rewritten)
     return CompiledSelector(expression, program, output)
 
@@ -537,10 +208,14 @@ _TOKEN = re.compile(
 
 
 def _rewrite_domain_lookups(expression: str) -> str:
-    """``device.attributes[X]`` -> ``__dra_attributes(device.attributes, X)`` (likewise capacity).
+    """``device.attributes[X]`` -> ``device.attributes[?X].orValue({})`` (likewise capacity).
 
-    compile.go wraps both maps so that looking up a missing domain returns an empty map, while ``in``
-    and ``size()`` see only the domains the device has; a lookup function does the same.
+    compile.go wraps both maps (``mapper``) so that looking up a missing domain returns an empty map, while
+    ``in`` and ``size()`` see only the domains the device has; CEL's optional index (the optional types
+    library, cel-spec ``optional_type``) does the same inside the CEL runtime. A lookup function written in
+    Python did it before, but cel-expr-python 0.1.3 keeps a reference to the arguments of every Python
+    function call (measured: a device's attribute maps per call, never freed), so each evaluation grew the
+    heap that the cyclic GC walks.
     """
     tokens = [(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(expression)]
     code = [i for i, (kind, _) in enumerate(tokens) if kind not in ("space", "comment")]
@@ -568,11 +243,8 @@ def _rewrite_domain_lookups(expression: str) -> str:
                         break
             if close is None or (n + 4 < len(code) and tokens[code[n + 4]][1] == "?"):
                 continue  # unbalanced (cannot compile anyway) or an optional index: left as written
-            func = "__dra_attributes" if tokens[k][1] == "attributes" else "__dra_capacity"
-            out[i] = f"{func}(device.{tokens[k][1]}, "
-            for m in range(i + 1, b + 1):
-                out[m] = ""
-            out[close] = ")"
+            out[b] = "[?"
+            out[close] = "].orValue({})"
             changed = True
     return "".join(out) if changed else expression
 
@@ -589,7 +261,7 @@ def _value(value: Any) -> Any:
 def device_variable(device: Device) -> dict[str, Any]:
     """The activation: ``device.driver``, attributes by domain (versions as Semver) and capacity by
     domain (as Quantity), as ``DeviceMatches`` in compile.go builds them."""
-    cached = _VARIABLES.get(device)
+    cached = _VARIABLES.get(id(device))  # by identity: hashing a Device builds its DeviceID
     if cached is not None and cached[0] is device:
         return cached[1]
     attributes: dict[str, dict[str, Any]] = {}
@@ -603,11 +275,11 @@ def device_variable(device: Device) -> dict[str, Any]:
     data = {"device.driver": device.driver, "device.attributes": attributes, "device.capacity": capacity}
     if len(_VARIABLES) > 1024:
         _VARIABLES.clear()
-    _VARIABLES[device] = (device, data)
+    _VARIABLES[id(device)] = (device, data)
     return data
 
 
-_VARIABLES: dict[Device, tuple[Device, dict[str, Any]]] = {}
+_VARIABLES: dict[int, tuple[Device, dict[str, Any]]] = {}
 
 
 def _split(name: str, driver: str) -> tuple[str, str]:

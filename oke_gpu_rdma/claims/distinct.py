@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey, value_key
 from oke_gpu_rdma.claims.matching import Matcher, Witness
-from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM, MatchAttribute
+from oke_gpu_rdma.claims.spec import MAX_DEVICES_PER_CLAIM
+from oke_gpu_rdma.claims.spec_types import MatchAttribute
 
 DEFAULT_BUDGET = 50_000
 

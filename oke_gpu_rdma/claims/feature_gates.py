@@ -14,6 +14,8 @@ ResourceClaimTemplate strategies on create: the field is dropped, silently) are 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from functools import lru_cache
 from typing import Final
 
 from oke_gpu_rdma.claims.feature_gate_table import VERSIONED_SPECS
@@ -47,12 +49,21 @@ class KubernetesVersionError(ValueError):
 
 def release(version: str) -> tuple[int, int]:
     """(major, minor) of `v1.36.4`, `1.36`, `v1.36.0-rc.1`; KubernetesVersionError otherwise."""
-    found = _VERSION.match(version.strip()) if isinstance(version, str) else None
+    found = _parse_release(version) if isinstance(version, str) else None
     if found is None:
         raise KubernetesVersionError(f"Kubernetes version {version!r} is not of the form v1.36.4")
-    return int(found.group(1)), int(found.group(2))
+    return found
 
 
+# A judged claim asks for a release and the state of each gated field per request: thousands of calls per
+# policy run for a handful of version strings, so the parse and the table lookups are cached by string.
+@lru_cache(maxsize=64)
+def _parse_release(version: str) -> tuple[int, int] | None:
+    found = _VERSION.match(version.strip())
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+@lru_cache(maxsize=256)
 def _spec(gate: str, version: str) -> tuple[int, int, bool, str, bool] | None:
     at = release(version)
     found = None
@@ -66,6 +77,13 @@ def enabled(gate: str, version: str) -> bool:
     """Whether ``gate`` is on by default at the release of ``version``."""
     spec = _spec(gate, version)
     return spec is not None and spec[2]
+
+
+@lru_cache(maxsize=64)
+def disabled_claim_fields(version: str) -> Mapping[str, str]:
+    """Claim field -> its gate, for the fields of :data:`CLAIM_FIELD_GATES` whose gate is off at the release
+    of ``version`` (what the API server of that release drops); empty where it serves them all."""
+    return {field: gate for field, gate in CLAIM_FIELD_GATES.items() if not enabled(gate, version)}
 
 
 def state(gate: str, version: str) -> str:

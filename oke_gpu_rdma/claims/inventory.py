@@ -2,8 +2,8 @@
 
 Each driver's facts module (:mod:`oke_gpu_rdma.releases`: DRANET v1.5.0 in dranet.py, the NVIDIA DRA driver
 0.5.1 in nvidia_gpu.py) builds the slice it publishes, with the attribute names and types the driver publishes;
-a node's inventory is the slices of every driver in the registry (:mod:`oke_gpu_rdma.releases.registry`), in
-registry order. The device types are :mod:`oke_gpu_rdma.resource_slices`, re-exported here for the judge.
+a node's inventory is the slices of every driver in the registry (:mod:`oke_gpu_rdma.common.release_registry`), in
+registry order. The device types are :mod:`oke_gpu_rdma.drivers.resource_slices`, re-exported here for the judge.
 
 The order of devices matters only for which devices a first-fit allocation picks; slices, pools and the
 devices inside a slice can be reordered with :meth:`NodeInventory.reordered`.
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from oke_gpu_rdma.releases import dranet, registry
-from oke_gpu_rdma.releases.facts import NodeSlices
-from oke_gpu_rdma.resource_slices import (
+from oke_gpu_rdma.common import release_registry as registry
+from oke_gpu_rdma.common.release_facts import NodeSlices
+from oke_gpu_rdma.drivers import dranet
+from oke_gpu_rdma.drivers.resource_slices import (
     AttributeValue,
     Device,
     DeviceID,
@@ -25,7 +26,7 @@ from oke_gpu_rdma.resource_slices import (
     ResourceSlice,
     Version,
 )
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.nodes.topology import Topology
 
 __all__ = [
     "AttributeValue",

@@ -22,14 +22,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from oke_gpu_rdma.attributes import PCIE_ROOT
 from oke_gpu_rdma.claims import messages
 from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey
 from oke_gpu_rdma.claims.device_cel import compile_selector
 from oke_gpu_rdma.claims.distinct import DistinctMatcher, SearchBudgetExceeded
 from oke_gpu_rdma.claims.inventory import Device, NodeInventory, shape_inventory
 from oke_gpu_rdma.claims.matching import Matcher, Witness
-from oke_gpu_rdma.claims.spec import ClaimSpec, parse_claim, unwrap_claim
+from oke_gpu_rdma.claims.spec import parse_claim, unwrap_claim
+from oke_gpu_rdma.claims.spec_types import ClaimSpec
 from oke_gpu_rdma.claims.verdicts import (
     DeviceRef,
     GroupNeed,
@@ -38,9 +38,10 @@ from oke_gpu_rdma.claims.verdicts import (
     VerdictKind,
     misplaced_devices,
 )
-from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
-from oke_gpu_rdma.releases import registry
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.common import release_registry as registry
+from oke_gpu_rdma.common.errors import AllocationAbortedError, ClaimValidationError, SelectorError
+from oke_gpu_rdma.drivers.attributes import PCIE_ROOT
+from oke_gpu_rdma.nodes.topology import Topology
 
 
 class _Verdicts:

@@ -12,8 +12,8 @@ driver publishes ResourceSlices only on the nodes where its kubelet plugin runs,
 DaemonSet, so it runs where the DaemonSet controller places it: nodes its nodeSelector and required
 node affinity select and whose NoSchedule/NoExecute taints it tolerates (kubernetes
 `pkg/controller/daemon/daemon_controller.go` `NodeShouldRunDaemonPod`; the rules in
-:mod:`oke_gpu_rdma.scheduling`). :func:`drivers_on_pools` reads that from the releases' placement
-(:mod:`oke_gpu_rdma.chart_workloads`), and :func:`claim_lands` says whether a claim's drivers are all
+:mod:`oke_gpu_rdma.scheduling.pod_admission`). :func:`drivers_on_pools` reads that from the releases' placement
+(:mod:`oke_gpu_rdma.common.chart_workloads`), and :func:`claim_lands` says whether a claim's drivers are all
 there. A driver the stack does not deploy (a cluster that already runs it) may be anywhere.
 """
 
@@ -28,10 +28,10 @@ from typing import Any, Final
 from oke_gpu_rdma.claims.candidates import ClaimToAllocate
 from oke_gpu_rdma.claims.inventory import Device, shape_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
-from oke_gpu_rdma.errors import AllocationAbortedError, ClaimValidationError, SelectorError
-from oke_gpu_rdma.releases import dranet
-from oke_gpu_rdma.scheduling import NodeTaint, PodPlacement, PoolNodes, rejections
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.common.errors import AllocationAbortedError, ClaimValidationError, SelectorError
+from oke_gpu_rdma.drivers import dranet
+from oke_gpu_rdma.nodes.topology import Topology
+from oke_gpu_rdma.scheduling.pod_admission import NodeTaint, PodPlacement, PoolNodes, rejections
 
 # `device.driver == "dra.net"` in a DeviceClass selector: the class only takes that driver's devices.
 _DRIVER_IS: Final = re.compile(r"""device\.driver\s*==\s*(["'])([^"']+)\1""")

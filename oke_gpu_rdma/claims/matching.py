@@ -16,7 +16,8 @@ not depend on that order, so this module decides existence another way:
    a few dozen nodes. For the yes/no question (every search node) requests with the same candidates are
    one group needing the sum of their counts, and up to four groups Hall's condition is checked directly
    (every set of groups needs at most the devices their candidates hold); the per-request flow runs only
-   for the allocation that is returned, so the devices a verdict names do not depend on the grouping.
+   for the allocation that is returned, so the devices a verdict names do not depend on the grouping
+   (the flow and the Hall check: :mod:`~oke_gpu_rdma.claims.bipartite_flow`).
 
 Steps 1 and 2 are a search, but every node is pruned by the same max-flow with the undecided constraints
 relaxed (devices only need the attribute), and values that are interchangeable are tried once: two values
@@ -41,6 +42,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from oke_gpu_rdma.claims.bipartite_flow import (
+    Flow,
+    bit_positions,
+    bitmask,
+    device_types,
+    groups_fit,
+    lowest_bit,
+    union_of,
+)
 from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey, value_key
 
 
@@ -50,85 +60,6 @@ class Witness:
 
     picks: tuple[tuple[CandidateList, int], ...]
     values: Mapping[int, ValueKey]
-
-
-class _Flow:
-    """Max-flow from requests (capacity = need) through device types to the sink (capacity = size)."""
-
-    def __init__(self, needs: Sequence[int], edges: Sequence[Sequence[int]], sizes: Sequence[int]) -> None:
-        self.needs = needs
-        self.edges = edges  # request -> types it accepts
-        self.sizes = sizes
-        self.flow = [dict.fromkeys(types, 0) for types in edges]  # request -> type -> units
-        self.used = [0] * len(sizes)
-
-    def run(self) -> bool:
-        """True when every request gets its need."""
-        missing = [0] * len(self.needs)
-        # Greedy start, then augmenting paths for what is left.
-        for request, need in enumerate(self.needs):
-            left = need
-            for device_type in self.edges[request]:
-                if not left:
-                    break
-                take = min(left, self.sizes[device_type] - self.used[device_type])
-                if take > 0:
-                    self.flow[request][device_type] += take
-                    self.used[device_type] += take
-                    left -= take
-            missing[request] = left
-        users: list[list[int]] = [[] for _ in self.sizes]
-        for request, types in enumerate(self.edges):
-            for device_type in types:
-                users[device_type].append(request)
-        for request in range(len(self.needs)):
-            while missing[request]:
-                pushed = self._augment(request, missing[request], users)
-                if not pushed:
-                    return False
-                missing[request] -= pushed
-        return True
-
-    def _augment(self, start: int, amount: int, users: list[list[int]]) -> int:
-        # BFS over requests: from a request to a type it accepts (always), from the type to the sink if it
-        # has room, or back to another request that sends flow into the type (that request gives up a unit
-        # of the type and takes another).
-        reached_from: dict[int, int] = {}  # type -> request that reached it
-        entered_by: dict[int, int] = {start: -1}  # request -> type it was reached through
-        queue = [start]
-        for request in queue:
-            for device_type in self.edges[request]:
-                if device_type in reached_from:
-                    continue
-                reached_from[device_type] = request
-                room = self.sizes[device_type] - self.used[device_type]
-                if room > 0:
-                    return self._apply(device_type, min(amount, room), reached_from, entered_by)
-                for other in users[device_type]:
-                    if other not in entered_by and self.flow[other][device_type] > 0:
-                        entered_by[other] = device_type
-                        queue.append(other)
-        return 0
-
-    def _apply(self, last: int, amount: int, reached_from: dict[int, int], entered_by: dict[int, int]) -> int:
-        # Bottleneck along the path: the units each displaced request holds in the type it gives up.
-        path: list[tuple[int, int]] = []
-        device_type = last
-        while True:
-            request = reached_from[device_type]
-            path.append((request, device_type))
-            back = entered_by[request]
-            if back == -1:
-                break
-            amount = min(amount, self.flow[request][back])
-            device_type = back
-        self.used[last] += amount
-        for request, device_type in path:
-            self.flow[request][device_type] += amount
-            back = entered_by[request]
-            if back != -1:
-                self.flow[request][back] -= amount
-        return amount
 
 
 class Matcher:
@@ -150,18 +81,18 @@ class Matcher:
                     if value is not None:
                         masks[value] = masks.get(value, 0) | (1 << pos)
                 # Values in order of their first device (the order values are tried in).
-                order = sorted(masks.items(), key=lambda item: _lowest(item[1]))
-                per_attribute[attribute] = (masks, _union(masks.values()), order)
+                order = sorted(masks.items(), key=lambda item: lowest_bit(item[1]))
+                per_attribute[attribute] = (masks, union_of(masks.values()), order)
         self.value_masks = [per_attribute[attribute][0] for attribute in self.attributes]
         self.has_mask = [per_attribute[attribute][1] for attribute in self.attributes]
         self.value_order = [per_attribute[attribute][2] for attribute in self.attributes]
         self.base_mask: dict[int, int] = {}
         for alt in self._all_alts:
-            mask = _mask(alt.candidates)
+            mask = bitmask(alt.candidates)
             for constraint in alt.constraints:
                 mask &= self.has_mask[constraint]
             self.base_mask[id(alt)] = mask
-        self.full_mask = {id(alt): _mask(alt.candidates) for alt in self._all_alts}
+        self.full_mask = {id(alt): bitmask(alt.candidates) for alt in self._all_alts}
         # Per device: the (sub)requests whose candidates hold it, as a bitmask over ``_all_alts``.
         self._membership = [0] * len(claim.devices)
         for index, alt in enumerate(self._all_alts):
@@ -222,34 +153,6 @@ class Matcher:
         return _value_classes(self, attribute, marked, None, kinds)
 
 
-def _mask(positions: Iterable[int]) -> int:
-    mask = 0
-    for pos in positions:
-        mask |= 1 << pos
-    return mask
-
-
-def _union(masks: Iterable[int]) -> int:
-    out = 0
-    for mask in masks:
-        out |= mask
-    return out
-
-
-def _lowest(mask: int) -> int:
-    """The lowest set bit of ``mask`` (sorting masks by it orders them by their first device)."""
-    return mask & -mask
-
-
-def _bits(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
-
-
 def _prefix_checks(requests: Sequence[Sequence[CandidateList]]) -> list[bool]:
     """Per request i: whether step 1 checks the chosen prefix ``requests[:i + 1]`` before going on. Always
     at the last request; before that only when a later request still offers a choice of subrequests,
@@ -261,55 +164,6 @@ def _prefix_checks(requests: Sequence[Sequence[CandidateList]]) -> list[bool]:
         checks[index] = choice_later or index == len(requests) - 1
         choice_later = choice_later or len(requests[index]) > 1
     return checks
-
-
-def _types(masks: Iterable[int], union: int) -> list[int]:
-    """Device types: the cells of the partition of ``union`` by the masks (devices in one cell are accepted
-    by the same requests), ordered by their lowest device."""
-    types = [union]
-    for candidates in masks:
-        split = []
-        for cell in types:
-            inside, outside = cell & candidates, cell & ~candidates
-            if inside:
-                split.append(inside)
-            if outside:
-                split.append(outside)
-        types = split
-    types.sort(key=_lowest)
-    return types
-
-
-_HALL_MAX_GROUPS = 4
-
-
-def _fits(groups: Mapping[int, int], union: int) -> bool:
-    """Whether every group (candidate mask -> devices it needs) gets its devices, no device used twice.
-
-    The caller has checked each group alone and all together. By Hall's theorem (for b-matchings: every
-    set of groups needs at most as many devices as their candidates hold) that decides up to two groups;
-    up to a few groups the remaining subsets are checked directly, beyond that a max-flow decides.
-    """
-    masks = list(groups)
-    count = len(masks)
-    if count <= 2:
-        return True
-    needs = list(groups.values())
-    if count <= _HALL_MAX_GROUPS:
-        # Subsets as bitmasks over the groups, each built from a smaller one by adding its lowest group.
-        unions = [0] * (1 << count)
-        totals = [0] * (1 << count)
-        for subset in range(1, 1 << count):
-            low = subset & -subset  # its lowest group
-            group = low.bit_length() - 1
-            unions[subset] = unions[subset ^ low] | masks[group]
-            totals[subset] = totals[subset ^ low] + needs[group]
-            if totals[subset] > unions[subset].bit_count():
-                return False
-        return True
-    types = _types(masks, union)
-    edges = [[device_type for device_type, cell in enumerate(types) if cell & mask] for mask in masks]
-    return _Flow(needs, edges, [cell.bit_count() for cell in types]).run()
 
 
 def _value_classes(
@@ -364,9 +218,9 @@ class _AllocationSearch:
     ) -> None:
         self.matcher = matcher
         self.excluded = excluded
-        self.keep = ~_mask(excluded)
+        self.keep = ~bitmask(excluded)
         self.required = required
-        self.required_mask = _mask(required) if required is not None else 0
+        self.required_mask = bitmask(required) if required is not None else 0
         self.fixed = fixed
         self.active = active
         self._class_of: dict[str, dict[ValueKey, int]] = {}
@@ -561,7 +415,7 @@ class _AllocationSearch:
             return False
         if complete and self.required is not None and not union & self.required_mask:
             return False  # no chosen request can take a required device
-        return _fits(groups, union)
+        return groups_fit(groups, union)
 
     def _witness(
         self, chosen: list[CandidateList], assigned: Mapping[int, ValueKey], complete: bool
@@ -570,11 +424,11 @@ class _AllocationSearch:
         the example in a verdict names devices per request (the caller knows that it fits)."""
         active = [alt for alt in chosen if alt.need > 0]
         cands = [self._candidates(alt, assigned) for alt in active]
-        union = _union(cands)
+        union = union_of(cands)
         needs = [alt.need for alt in active]
-        types = _types(cands, union)
+        types = device_types(cands, union)
         edges = [[device_type for device_type, cell in enumerate(types) if cell & mask] for mask in cands]
-        flow = _Flow(needs, edges, [cell.bit_count() for cell in types])
+        flow = Flow(needs, edges, [cell.bit_count() for cell in types])
         fitted = flow.run()
         assert fitted, "the grouped max-flow said it fits"
         required = self.required_mask if complete and self.required is not None else None
@@ -594,7 +448,7 @@ class _AllocationSearch:
                 flow.flow[request][device_type] += 1
                 flow.used[device_type] += 1
         picks: list[tuple[CandidateList, int]] = []
-        free = [_bits(cell) for cell in types]
+        free = [bit_positions(cell) for cell in types]
         if required is not None:
             for positions in free:  # required devices first inside a type, so one is picked
                 positions.sort(key=lambda pos: (not (required >> pos) & 1, pos))

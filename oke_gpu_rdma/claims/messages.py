@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from oke_gpu_rdma.attributes import PCI_BUS_ID, PCIE_ROOT
 from oke_gpu_rdma.claims.candidates import ClaimToAllocate
 from oke_gpu_rdma.claims.inventory import Device
 from oke_gpu_rdma.claims.pairing import suggest_pairs
-from oke_gpu_rdma.claims.spec import MatchAttribute
+from oke_gpu_rdma.claims.spec_types import MatchAttribute
 from oke_gpu_rdma.claims.verdicts import DeviceRef, GroupNeed
-from oke_gpu_rdma.releases.dranet import PCI_ADDRESS
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.drivers.attributes import PCI_BUS_ID, PCIE_ROOT
+from oke_gpu_rdma.drivers.dranet import PCI_ADDRESS
+from oke_gpu_rdma.nodes.topology import Topology
 
 
 def describe(devices: Sequence[DeviceRef]) -> str:

@@ -25,10 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from oke_gpu_rdma.attributes import PCI_BUS_ID, PCIE_ROOT
-from oke_gpu_rdma.errors import PairingError
-from oke_gpu_rdma.releases import dranet, nvidia_gpu
-from oke_gpu_rdma.topology import AlignmentGroup, AlignmentLevel, Topology
+from oke_gpu_rdma.common.errors import PairingError
+from oke_gpu_rdma.drivers import dranet, nvidia_gpu
+from oke_gpu_rdma.drivers.attributes import PCI_BUS_ID, PCIE_ROOT
+from oke_gpu_rdma.nodes.topology import AlignmentGroup, AlignmentLevel, Topology
 
 
 @dataclass(frozen=True)

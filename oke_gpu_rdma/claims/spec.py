@@ -2,11 +2,10 @@
 
 Input is the Kubernetes JSON form (camelCase) as written: a ResourceClaimSpec ``{"devices": {...}}``, a
 ResourceClaim (``spec``) or a ResourceClaimTemplate (``spec.spec``), in ``resource.k8s.io/v1``,
-``v1beta2`` or ``v1beta1`` (the ``api_version`` argument, else the object's ``apiVersion``, else v1).
-v1 and v1beta2 put a request's device fields under ``exactly``; v1beta1 puts them on the request itself
-and has no ``exactly`` field, so a v1beta1 claim written with ``exactly`` is rejected at admission.
-:func:`claim_spec_to_v1` converts a spec to the v1 form (what the conversion in
-``pkg/apis/resource/v1beta1/conversion.go`` does via the internal type).
+``v1beta2`` or ``v1beta1`` (the ``api_version`` argument, else the object's ``apiVersion``, else v1;
+the versions and the conversion to the v1 form are :mod:`~oke_gpu_rdma.claims.api_versions`, re-exported
+here, the seam code outside the judge reads them through). The fields the release's feature gates drop
+are :mod:`~oke_gpu_rdma.claims.gated_fields`; the parsed spec's types :mod:`~oke_gpu_rdma.claims.spec_types`.
 
 Defaulting (``pkg/apis/resource/v1/defaults.go``, ``v1beta2/defaults.go``, ``v1beta1/defaults.go``):
 ``allocationMode`` defaults to ExactCount and an ExactCount request with ``count`` 0 or unset gets 1
@@ -25,12 +24,40 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from oke_gpu_rdma.claims import feature_gates
+from oke_gpu_rdma.claims.api_versions import (
+    API_V1,
+    API_V1BETA1,
+    API_V1BETA2,
+    API_VERSIONS,
+    claim_spec_to_v1,
+    resolve_api_version,
+    v1beta1_spec,
+)
 from oke_gpu_rdma.claims.device_cel import compile_selector
-from oke_gpu_rdma.errors import ClaimValidationError, SelectorError
+from oke_gpu_rdma.claims.gated_fields import drop_disabled_fields
+from oke_gpu_rdma.claims.spec_types import ClaimSpec, DeviceRequest, DeviceSelection, MatchAttribute
+from oke_gpu_rdma.common.errors import ClaimValidationError, SelectorError
+
+# This module and the entry are the only parts of the judge that code outside it may import
+# (tests/oke_gpu_rdma/claims/test_entry.py): the pack and the preview read the versions, the conversion and
+# the per-request reads through it, so the names it had before api_versions.py held them stay here.
+__all__ = [
+    "API_V1",
+    "API_V1BETA1",
+    "API_V1BETA2",
+    "API_VERSIONS",
+    "MAX_DEVICES_PER_CLAIM",
+    "admin_access_requests",
+    "claim_spec_to_v1",
+    "parse_claim",
+    "request_classes",
+    "resolve_api_version",
+    "toleration_problems",
+    "unwrap_claim",
+]
 
 MAX_REQUESTS = 32
 MAX_CONSTRAINTS = 32
@@ -40,89 +67,9 @@ MAX_SUBREQUESTS = 8
 MAX_CEL_LENGTH = 10 * 1024
 MAX_DEVICES_PER_CLAIM = 32  # AllocationResultsMaxSize, enforced by the allocator
 
-API_V1 = "resource.k8s.io/v1"
-API_V1BETA2 = "resource.k8s.io/v1beta2"
-API_V1BETA1 = "resource.k8s.io/v1beta1"
-API_VERSIONS = (API_V1, API_V1BETA2, API_V1BETA1)
-# v1beta1 DeviceRequest fields that v1beta2 and v1 moved under `exactly` (ExactDeviceRequest).
-V1BETA1_EXACT_FIELDS = (
-    "deviceClassName",
-    "selectors",
-    "allocationMode",
-    "count",
-    "adminAccess",
-    "tolerations",
-)
-
-AllocationMode = Literal["ExactCount", "All"]
-
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True)
-class DeviceSelection:
-    """What one request (``exactly``) or one subrequest asks for. ``name`` is ``req`` or ``req/sub``."""
-
-    name: str
-    device_class: str
-    selectors: tuple[str, ...]
-    mode: AllocationMode
-    count: int  # 0 for All
-
-    @property
-    def request(self) -> str:
-        return self.name.split("/")[0]
-
-    @property
-    def subrequest(self) -> str | None:
-        return self.name.split("/")[1] if "/" in self.name else None
-
-
-@dataclass(frozen=True)
-class DeviceRequest:
-    """A request: one selection for ``exactly``, the alternatives in order for ``firstAvailable``."""
-
-    name: str
-    alternatives: tuple[DeviceSelection, ...]
-    first_available: bool = False
-
-
-@dataclass(frozen=True)
-class MatchAttribute:
-    """A matchAttribute constraint; empty ``requests`` means all requests of the claim."""
-
-    index: int
-    requests: tuple[str, ...]
-    attribute: str
-
-    def applies_to(self, selection: DeviceSelection) -> bool:
-        return not self.requests or selection.request in self.requests or selection.name in self.requests
-
-    @property
-    def label(self) -> str:
-        target = "[" + ", ".join(self.requests) + "]" if self.requests else "all requests"
-        return f"constraint #{self.index} ({target}, matchAttribute {self.attribute})"
-
-
-@dataclass(frozen=True)
-class ClaimSpec:
-    """A validated claim spec. ``unevaluated`` names selectors that are valid but use a Kubernetes CEL
-    function this model does not evaluate (see :mod:`oke_gpu_rdma.claims.device_cel`)."""
-
-    name: str
-    requests: tuple[DeviceRequest, ...]
-    constraints: tuple[MatchAttribute, ...]
-    api_version: str = API_V1
-    unevaluated: tuple[str, ...] = ()
-    distinct: tuple[MatchAttribute, ...] = ()
-    """distinctAttribute constraints (served where DRAConsumableCapacity is on): the devices of their
-    requests must all have the attribute, each with a value no other of them has."""
-
-    @property
-    def request_names(self) -> tuple[str, ...]:
-        return tuple(r.name for r in self.requests)
 
 
 def unwrap_claim(obj: Mapping[str, Any], name: str | None = None) -> tuple[str, Mapping[str, Any]]:
@@ -142,19 +89,6 @@ def unwrap_claim(obj: Mapping[str, Any], name: str | None = None) -> tuple[str, 
     return claim_name, spec
 
 
-def resolve_api_version(obj: Mapping[str, Any], api_version: str | None = None) -> str:
-    """The API version to validate with: the argument, else the object's ``apiVersion``, else v1."""
-    found = obj.get("apiVersion") if isinstance(obj, Mapping) else None
-    version = api_version or (found if isinstance(found, str) else None) or API_V1
-    if "/" not in version:
-        version = f"resource.k8s.io/{version}"
-    if version not in API_VERSIONS:
-        raise ClaimValidationError(
-            [f"apiVersion {version!r} is not served for claims; use one of {', '.join(API_VERSIONS)}"]
-        )
-    return version
-
-
 def parse_claim(
     obj: Mapping[str, Any],
     name: str | None = None,
@@ -169,46 +103,19 @@ def parse_claim(
     problems: list[str] = []
     unevaluated: list[str] = []
     if version == API_V1BETA1:
-        spec = _v1beta1_spec(claim_name, spec, problems)
+        spec = v1beta1_spec(claim_name, spec, problems)
     release = kubernetes_version or feature_gates.DEFAULT_KUBERNETES_VERSION
     try:
         feature_gates.release(release)
     except feature_gates.KubernetesVersionError as err:
         raise ClaimValidationError([str(err)]) from None
-    spec = _drop_disabled_fields(claim_name, spec, release, problems)
+    spec = drop_disabled_fields(claim_name, spec, release, problems)
     parsed = _parse_spec(claim_name, spec, problems, unevaluated, release)
     if problems:
         raise ClaimValidationError(problems)
     return ClaimSpec(
         parsed.name, parsed.requests, parsed.constraints, version, tuple(unevaluated), parsed.distinct
     )
-
-
-def claim_spec_to_v1(spec: Mapping[str, Any], api_version: str) -> dict[str, Any]:
-    """A ResourceClaimSpec of ``api_version`` in the v1 form (v1beta2 has the v1 form already).
-
-    v1beta1 -> v1 as ``pkg/apis/resource/v1beta1/conversion.go`` does: a request with a
-    ``deviceClassName`` gets its device fields under ``exactly``; ``firstAvailable`` stays. A v1beta1
-    request that already has ``exactly`` (invalid in v1beta1) is left as is; :func:`parse_claim` with
-    ``api_version`` reports it.
-    """
-    version = resolve_api_version({}, api_version)
-    if version != API_V1BETA1:
-        return dict(spec)
-    devices = spec.get("devices")
-    if not isinstance(devices, Mapping) or not isinstance(devices.get("requests"), list):
-        return dict(spec)
-    requests = []
-    for request in devices["requests"]:
-        if isinstance(request, Mapping) and "exactly" not in request and request.get("deviceClassName"):
-            exactly = {k: request[k] for k in V1BETA1_EXACT_FIELDS if k in request}
-            rest = {k: v for k, v in request.items() if k not in V1BETA1_EXACT_FIELDS}
-            requests.append({**rest, "exactly": exactly})
-        elif isinstance(request, Mapping) and "exactly" not in request:
-            requests.append({k: v for k, v in request.items() if k not in V1BETA1_EXACT_FIELDS})
-        else:
-            requests.append(request)
-    return {**spec, "devices": {**devices, "requests": requests}}
 
 
 def request_classes(spec: Any, unknown: object = None) -> dict[str, set[Any]]:
@@ -329,98 +236,6 @@ def toleration_problems(raw: Any, where: str, release: str) -> list[str]:
     if seconds is not None and not _is_int(seconds):
         found.append(f"{where}: tolerationSeconds must be an integer (got {seconds!r})")
     return found
-
-
-def _drop_disabled_fields(
-    claim: str, spec: Mapping[str, Any], release: str, problems: list[str]
-) -> Mapping[str, Any]:
-    """The spec as the API server of ``release`` stores it: a field whose feature gate is off there is
-    dropped on create (kubernetes pkg/api/resourceclaimspec/util.go ``DropDisabledFields``: firstAvailable
-    for DRAPrioritizedList, tolerations for DRADeviceTaints, exactly.adminAccess for DRAAdminAccess,
-    distinctAttribute and capacity for DRAConsumableCapacity). Upstream drops them silently; the claim
-    would then not do what it says, so each drop is a problem naming the field and the gate (a request
-    left with neither `exactly` nor `firstAvailable`, a constraint without `matchAttribute`, then fails
-    validation as upstream's does)."""
-    devices = spec.get("devices")
-    if not isinstance(devices, Mapping):
-        return spec
-
-    def off(field_name: str) -> str | None:
-        gate = feature_gates.CLAIM_FIELD_GATES[field_name]
-        return None if feature_gates.enabled(gate, release) else gate
-
-    def dropped(where: str, field_name: str, gate: str, then: str) -> None:
-        problems.append(
-            f"claim {claim}: {where}: {field_name} is dropped by the API server: "
-            f"{feature_gates.gate_note(gate, release)}{then}"
-        )
-
-    requests = devices.get("requests")
-    new_requests: list[Any] = []
-    for i, raw in enumerate(requests if isinstance(requests, list) else []):
-        if not isinstance(raw, Mapping):
-            new_requests.append(raw)
-            continue
-        request = dict(raw)
-        label = f"request {request.get('name') if isinstance(request.get('name'), str) else f'#{i}'}"
-        gate = off("firstAvailable")
-        if gate and request.get("firstAvailable"):
-            dropped(label, "firstAvailable", gate, "; the request is left without devices to ask for")
-            request.pop("firstAvailable")
-        exactly = request.get("exactly")
-        if isinstance(exactly, Mapping):
-            exactly = dict(exactly)
-            for field_name in ("tolerations", "adminAccess", "capacity"):
-                gate = off(field_name)
-                if gate and exactly.get(field_name) is not None:
-                    dropped(label, field_name, gate, "")
-                    exactly.pop(field_name)
-            request["exactly"] = exactly
-        subs = request.get("firstAvailable")
-        if isinstance(subs, list):
-            new_subs: list[Any] = []
-            for j, sub in enumerate(subs):
-                if isinstance(sub, Mapping):
-                    sub = dict(sub)
-                    sname = sub.get("name") if isinstance(sub.get("name"), str) else f"#{j}"
-                    for field_name in ("tolerations", "capacity"):
-                        gate = off(field_name)
-                        if gate and sub.get(field_name) is not None:
-                            dropped(f"{label}/{sname}", field_name, gate, "")
-                            sub.pop(field_name)
-                new_subs.append(sub)
-            request["firstAvailable"] = new_subs
-        new_requests.append(request)
-    constraints = devices.get("constraints")
-    new_constraints: list[Any] = []
-    for i, raw in enumerate(constraints if isinstance(constraints, list) else []):
-        gate = off("distinctAttribute")
-        if gate and isinstance(raw, Mapping) and raw.get("distinctAttribute") is not None:
-            then = "" if raw.get("matchAttribute") else "; the constraint is left without an attribute"
-            dropped(f"constraint #{i}", "distinctAttribute", gate, then)
-            raw = {k: v for k, v in raw.items() if k != "distinctAttribute"}
-        new_constraints.append(raw)
-    new_devices = dict(devices)
-    if isinstance(requests, list):
-        new_devices["requests"] = new_requests
-    if isinstance(constraints, list):
-        new_devices["constraints"] = new_constraints
-    return {**spec, "devices": new_devices}
-
-
-def _v1beta1_spec(claim: str, spec: Mapping[str, Any], problems: list[str]) -> Mapping[str, Any]:
-    devices = spec.get("devices")
-    if isinstance(devices, Mapping) and isinstance(devices.get("requests"), list):
-        for i, request in enumerate(devices["requests"]):
-            if isinstance(request, Mapping) and "exactly" in request:
-                label = request.get("name") if isinstance(request.get("name"), str) else f"#{i}"
-                problems.append(
-                    f"claim {claim}: request {label}: unknown field `exactly` in resource.k8s.io/v1beta1 "
-                    "(v1beta1 puts deviceClassName, selectors, allocationMode and count on the request; "
-                    "`exactly` exists in v1beta2 and v1): set apiVersion resource.k8s.io/v1 or move the "
-                    "fields up"
-                )
-    return claim_spec_to_v1(spec, API_V1BETA1) if not problems else {"devices": {}}
 
 
 def _is_int(v: Any) -> bool:
@@ -562,7 +377,7 @@ def _parse_selection(
     for k, toleration in enumerate(_list(raw.get("tolerations"), f"{where}: tolerations", problems)):
         problems.extend(toleration_problems(toleration, f"{where}: tolerations[{k}]", release))
     if raw.get("capacity") is not None:
-        # Kept only where DRAConsumableCapacity is on (_drop_disabled_fields); the published devices of this
+        # Kept only where DRAConsumableCapacity is on (gated_fields.py); the published devices of this
         # model declare no consumable capacity, so how such a request allocates is not modelled.
         unevaluated.append(
             f"{where}: capacity requests (DRAConsumableCapacity) are not allocated by this model"
@@ -643,8 +458,9 @@ def _parse_constraint(
     distinct: list[MatchAttribute] | None = None,
 ) -> MatchAttribute | None:
     """A `matchAttribute` constraint, validated as validation.go ``validateDeviceConstraint`` does. A
-    `distinctAttribute` one (kept only where DRAConsumableCapacity is on: :func:`_drop_disabled_fields`) is
-    validated the same way and added to ``distinct``."""
+    `distinctAttribute` one (kept only where DRAConsumableCapacity is on:
+    :func:`~oke_gpu_rdma.claims.gated_fields.drop_disabled_fields`) is validated the same way and added to
+    ``distinct``."""
     where = f"claim {claim}: constraint #{i}"
     if not isinstance(raw, Mapping):
         problems.append(f"{where} must be a mapping")

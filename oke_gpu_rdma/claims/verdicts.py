@@ -20,7 +20,7 @@ this order:
   GPUs and rails does not apply; ``allocatable`` says whether it fits an empty node;
 * ``unaligned``: some allocation the scheduler could pick puts a claimed GPU on a PCIe root with none
   of the claim's rails, or a claimed rail on a root with none of the claim's GPUs (on a shape aligned at
-  the NUMA node, :attr:`oke_gpu_rdma.topology.Topology.alignment`: in a NUMA node);
+  the NUMA node, :attr:`oke_gpu_rdma.nodes.topology.Topology.alignment`: in a NUMA node);
 * ``aligned``: no such allocation exists.
 """
 

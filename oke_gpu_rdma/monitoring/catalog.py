@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
-from oke_gpu_rdma.remediation import controller as remediation_controller
+from oke_gpu_rdma.health.remediation import controller as remediation_controller
 
 CATALOG_FILE: Final = Path(__file__).resolve().parent / "metric_catalog.json"
 

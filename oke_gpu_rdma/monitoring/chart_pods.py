@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from oke_gpu_rdma import pod_security
-from oke_gpu_rdma.releases import kube_prometheus_stack as kps
+from oke_gpu_rdma.common import pod_security
+from oke_gpu_rdma.monitoring import kube_prometheus_stack as kps
 
 # The node exporter in a namespace of its own: the subchart's namespaceOverride (kube-prometheus-stack values.yaml
 # l. 2728; prometheus-node-exporter templates/_helpers.tpl l. 98-104 puts the DaemonSet, Service, ServiceAccount

@@ -6,7 +6,7 @@ Per node: the GPUs (utilisation, memory, temperature, power, last XID, remapped 
 Hostname label, and the rails (transmit and receive Gb/s, port state, link-down count) by the node exporter's
 instance label, which the stack sets to the node's name. Per job: the GPUs and rails of the nodes the chosen
 pods run on (kube_pod_info's node). Not the pods' own GPUs: the DCGM exporter maps no DRA-allocated GPU to its
-pod on this stack (stack_config/gpu_operator_plan.py service_monitor_values says why), so a job is followed
+pod on this stack (stack_config/drivers/gpu_operator_plan.py service_monitor_values says why), so a job is followed
 through its nodes; exact for jobs that hold whole nodes, and on a node two jobs share the panels show both.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from oke_gpu_rdma.remediation import controller as remediation_controller
+from oke_gpu_rdma.health.remediation import controller as remediation_controller
 
 from .rules import BITS_PER_BYTE, FABRIC_CHECK_CONDITION
 
@@ -174,7 +174,7 @@ PANELS: Final[tuple[tuple[str, tuple[tuple[str, str, tuple[tuple[str, str], ...]
         ),
     ),
     (
-        # The remediation controller's own series (oke_gpu_rdma/remediation/controller.py; docs/remediation.md):
+        # The remediation controller's own series (oke_gpu_rdma/health/remediation/controller.py; docs/remediation.md):
         # empty where the stack remediates no pool.
         "Remediation",
         (

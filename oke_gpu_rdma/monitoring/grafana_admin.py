@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from oke_gpu_rdma import admission_cel as cel
-from oke_gpu_rdma import images
+from oke_gpu_rdma.common import admission_cel as cel
+from oke_gpu_rdma.common import images
 
 from . import chart_pods
 

@@ -30,11 +30,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from oke_gpu_rdma import compute_domains
-from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL, POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY, RAILS_UNMARKED_LABEL
-from oke_gpu_rdma.remediation import controller as remediation_controller
+from oke_gpu_rdma.drivers import compute_domains
+from oke_gpu_rdma.health.remediation import controller as remediation_controller
+from oke_gpu_rdma.nodes.labels import (
+    FABRIC_CHECK_LABEL,
+    POOL_LABEL,
+    RAIL_UNHEALTHY_TAINT_KEY,
+    RAILS_UNMARKED_LABEL,
+)
 
-# The node condition a failed scheduled NCCL check sets (components/scripts/fabric-check.sh).
+# The node condition a failed scheduled NCCL check sets (components/health/scripts/fabric-check.sh).
 FABRIC_CHECK_CONDITION: Final = "FabricCheckFailed"
 # The value of the rail taint the scheduled check writes, so that it lifts only its own.
 FABRIC_CHECK_TAINT_VALUE: Final = "fabric-check"
@@ -241,7 +246,7 @@ def health_rules(settings: RuleSettings) -> list[AlertRule]:
 
 def remediation_rules(settings: RuleSettings) -> list[AlertRule]:
     """A node the remediation controller gave up on (held: cordoned, for a person), and a controller that stopped
-    its rounds (oke_gpu_rdma/remediation/controller.py serves both series)."""
+    its rounds (oke_gpu_rdma/health/remediation/controller.py serves both series)."""
     if not settings.remediation_pools:
         return []
     stalled = 10 * settings.remediation_interval_seconds

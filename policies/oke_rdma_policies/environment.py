@@ -5,7 +5,7 @@ sources in order, a ConfigMap's `data` or a Secret's `data`/`stringData` keys ea
 named `prefix + key` (the source's `prefix`), and then `env`, which overrides them; each `env` value has
 its `$(VAR)` references expanded with the variables before it. `command` and `args` are expanded with
 the whole environment (`pkg/kubelet/container/helpers.go` `ExpandContainerCommandAndArgs`;
-:mod:`oke_gpu_rdma.kube_expansion`) before the container starts, so what a script does is read from the
+:mod:`oke_gpu_rdma.common.kube_expansion`) before the container starts, so what a script does is read from the
 expanded text (:func:`command_texts`). A source that is not in the stack is not known here, nor is a
 `valueFrom` value: references to those stay as written.
 """
@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.kube_expansion import expand, mapping_for
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.common.kube_expansion import expand, mapping_for
 
 from .kube import PlainResource
 from .stack import StackView

@@ -12,12 +12,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
 from oke_gpu_rdma.claims import spec as claim_spec
 from oke_gpu_rdma.claims.spec import API_VERSIONS, claim_spec_to_v1
-from oke_gpu_rdma.pod_specs import find_pod_specs
-from oke_gpu_rdma.releases import registry
+from oke_gpu_rdma.common import release_registry as registry
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.common.pod_specs import find_pod_specs
+from oke_gpu_rdma.drivers.attributes import NVIDIA_GPU_RESOURCE
 
 from .values import UNKNOWN, PropertyTypeError, as_list, as_map, dig, plain
 
@@ -278,7 +278,7 @@ def _role(path: str, props: Mapping[str, Any]) -> str | None:
 
 
 def pod_specs(res: PlainResource) -> Iterator[PodSpec]:
-    """Every pod spec of a workload, found by structure (:func:`oke_gpu_rdma.pod_specs.find_pod_specs`: a
+    """Every pod spec of a workload, found by structure (:func:`oke_gpu_rdma.common.pod_specs.find_pod_specs`: a
     `...spec` object with `containers` anywhere in the object, a core/v1 PodTemplate's top-level `template`
     included), so a kind the pack has never heard of (LeaderWorkerSet, a new training operator) is read like
     a Deployment."""

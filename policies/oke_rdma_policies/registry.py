@@ -1,14 +1,14 @@
 """How the pack's policies register: each module of `rules/` declares one :class:`Rule`, the pack collects them.
 
 A policy module builds its rule with :func:`stack_rule` or :func:`resource_rule`: its name, its
-default enforcement level, its settings model (a :class:`~oke_gpu_rdma.pack_settings.PolicySettings`,
+default enforcement level, its settings model (a :class:`~oke_gpu_rdma.common.pack_settings.PolicySettings`,
 or none) and the function that validates, and binds it to ``RULE``. :func:`collect` imports every
-module of the package (`pkgutil`, in name order) and returns their rules; adding a policy is one
-module there and its test, with no list to edit.
+module of the package's capability folders (`rules/<capability>/`, `pkgutil`, in module name order)
+and returns their rules; adding a policy is one module there and its test, with no list to edit.
 
 The sections the program writes (child range, claims, VF pool) keep their models in the domain
-library (:mod:`oke_gpu_rdma.pack_settings`), where the writer imports them too; their rules name the
-policy by the model's :attr:`~oke_gpu_rdma.pack_settings.PolicySettings.policy`.
+library (:mod:`oke_gpu_rdma.common.pack_settings`), where the writer imports them too; their rules name the
+policy by the model's :attr:`~oke_gpu_rdma.common.pack_settings.PolicySettings.policy`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from oke_gpu_rdma.pack_settings import Level, PolicySettings
+from oke_gpu_rdma.common.pack_settings import Level, PolicySettings
 
 from .report import Reporter
 from .sdk_adapter import NOT_A_FAILURE
@@ -129,11 +129,12 @@ def resource_rule(
 
 
 def collect(package: ModuleType) -> list[Rule]:
-    """The rule of every module of ``package``, in module name order; RegistryError if one has none."""
+    """The rule of every module in ``package``'s capability folders, in module name order (the folder
+    is where a policy lives, not its place in the pack); RegistryError if one has none."""
     rules: list[Rule] = []
     seen: dict[str, str] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+    for name in sorted(_policy_modules(package), key=lambda dotted: dotted.rsplit(".", 1)[-1]):
+        module = importlib.import_module(name)
         rule = getattr(module, RULE_ATTRIBUTE, None)
         if not isinstance(rule, Rule):
             raise RegistryError(
@@ -145,3 +146,18 @@ def collect(package: ModuleType) -> list[Rule]:
         seen[rule.name] = module.__name__
         rules.append(replace(rule, module=module.__name__))
     return rules
+
+
+def _policy_modules(package: ModuleType) -> list[str]:
+    """Dotted names of the modules of ``package`` and of its subpackages (one level: the capabilities)."""
+    names: list[str] = []
+    for info in pkgutil.iter_modules(package.__path__):
+        dotted = f"{package.__name__}.{info.name}"
+        if info.ispkg:
+            sub = importlib.import_module(dotted)
+            names += [
+                f"{dotted}.{inner.name}" for inner in pkgutil.iter_modules(sub.__path__) if not inner.ispkg
+            ]
+        else:
+            names.append(dotted)
+    return names

@@ -1,7 +1,7 @@
 """The pack config as the policies read it: parsed sections, the shape catalog a section supplies, the whole file checked.
 
 The contract itself (the file format, the models of the sections the program writes) is
-:mod:`oke_gpu_rdma.pack_settings`, which the program uses to write the file; which policies exist and
+:mod:`oke_gpu_rdma.common.pack_settings`, which the program uses to write the file; which policies exist and
 what each section holds, the pack's rules declare (:mod:`oke_rdma_policies.registry`). A section that
 does not fit its model becomes a violation naming the key, never a traceback.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from oke_gpu_rdma.pack_settings import (
+from oke_gpu_rdma.common.pack_settings import (
     ALL_KEY,
     LEVEL_KEY,
     LEVELS,
@@ -19,7 +19,7 @@ from oke_gpu_rdma.pack_settings import (
     SettingsError,
     ShapeTopologiesSettings,
 )
-from oke_gpu_rdma.shape_catalog import ShapeCatalog
+from oke_gpu_rdma.nodes.shape_catalog import ShapeCatalog
 
 from .registry import Rule
 

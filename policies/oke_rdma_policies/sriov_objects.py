@@ -1,6 +1,6 @@
 """SR-IOV objects as the engine sends them: node policies, networks and their CNI chains, IPPools, node selection.
 
-The rules themselves (limits, names, the rdmaQoS check) are :mod:`oke_gpu_rdma.sriov`, shared with the
+The rules themselves (limits, names, the rdmaQoS check) are :mod:`oke_gpu_rdma.sriov.operator_objects`, shared with the
 program. Here: reading the objects through the value guards, and matching node selectors and node
 affinity against the labels a node pool's nodes start with.
 """
@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from oke_gpu_rdma import resource_types, sriov
-from oke_gpu_rdma.labels import INSTANCE_TYPE_LABEL
-from oke_gpu_rdma.node_selection import SelectionError, affinity_matches, selector_matches
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.nodes.labels import INSTANCE_TYPE_LABEL
+from oke_gpu_rdma.scheduling.node_selection import SelectionError, affinity_matches, selector_matches
+from oke_gpu_rdma.sriov import operator_objects as sriov
 
 from .kube import PlainResource
 from .stack import StackView, node_cloud_init, node_pool_labels
@@ -133,7 +134,7 @@ def shape_of(spec: Mapping[str, Any]) -> Any:
 def selects(selector: Any, affinity: Any, labels: Mapping[str, Any]) -> bool:
     """Whether a nodeSelector map and a node affinity (required terms) both admit a node with ``labels``.
 
-    Either may be None (no constraint); the rules are the scheduler's (oke_gpu_rdma.node_selection).
+    Either may be None (no constraint); the rules are the scheduler's (oke_gpu_rdma.scheduling.node_selection).
     A malformed affinity, or one that decides by node fields, may select the node: it is counted in.
     """
     if isinstance(selector, Mapping) and not selector_matches(selector, labels):

@@ -11,12 +11,17 @@ from typing import Any
 
 from pulumi_policy import PolicyResource, ReportViolation, ResourceValidationArgs, StackValidationArgs
 
-from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.cloud_init import registered_taints
-from oke_gpu_rdma.labels import GPU_PRESENT, GPU_PRESENT_LABEL, INSTANCE_TYPE_LABEL, NFD_NVIDIA_PCI_LABEL
-from oke_gpu_rdma.releases import registry
-from oke_gpu_rdma.releases.facts import ReleaseFacts
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.common import release_registry as registry
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.common.release_facts import ReleaseFacts
+from oke_gpu_rdma.nodes.cloud_init import registered_taints
+from oke_gpu_rdma.nodes.labels import (
+    GPU_PRESENT,
+    GPU_PRESENT_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NFD_NVIDIA_PCI_LABEL,
+)
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
 
 from .kube import (
     ClaimRef,

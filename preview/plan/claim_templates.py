@@ -8,7 +8,7 @@ scheduled and stays Pending. So a change that
 deletes a template name with nothing of that name left (a config template renamed, a shape leaving
 the stack, the names' shape suffix changing) takes the template away from every workload that names
 it, while running pods keep the claims they were given. And a template that is replaced with a spec
-pinned to another shape (`oke.dra.net/shape`, stack_config/claim_plan.py) is allocated only on that
+pinned to another shape (`oke.dra.net/shape`, stack_config/claims/claim_plan.py) is allocated only on that
 shape's nodes from then on. The plan's tree shows both as deletes and replacements of resources;
 these lines say what they mean to workloads, in their names.
 """

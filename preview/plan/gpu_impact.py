@@ -22,7 +22,7 @@ apply replaces, cycles, removes or drains GPU nodes:
 - a `size` change adds or removes nodes;
 - a DRANET child-range change needs the nodes drained (seed 003);
 - a remediated pool (health.remediation) is rolled by the remediation controller one local block at a time
-  (oke_gpu_rdma/remediation/rollout.py says the order and how long);
+  (oke_gpu_rdma/health/remediation/rollout.py says the order and how long);
 - a Kubernetes upgrade to the release that serves DeviceTaintRule in v1 switches the rail marks, and leaves
   the node taints written before behind.
 """
@@ -33,13 +33,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from oke_gpu_rdma import charts, health, resource_types
-from oke_gpu_rdma.cidr_rules import DEFAULT_CHILD_RANGE
-from oke_gpu_rdma.labels import POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
-from oke_gpu_rdma.remediation import rollout
-from oke_gpu_rdma.shape_catalog import CATALOG
-from oke_gpu_rdma.stack_keys import NODE_POOL_REPLACE_ORDER
-from stack_config.model import BOOT_VOLUME_REPLACE, CREATE_FIRST, DELETE_FIRST, INSTANCE_REPLACE
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.common.stack_keys import NODE_POOL_REPLACE_ORDER
+from oke_gpu_rdma.drivers import dranet
+from oke_gpu_rdma.health import health_marks as health
+from oke_gpu_rdma.health.remediation import rollout
+from oke_gpu_rdma.nodes.cidr_rules import DEFAULT_CHILD_RANGE
+from oke_gpu_rdma.nodes.labels import POOL_LABEL, RAIL_UNHEALTHY_TAINT_KEY
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
+from stack_config.nodes.pool_settings import BOOT_VOLUME_REPLACE, CREATE_FIRST, DELETE_FIRST, INSTANCE_REPLACE
 
 from .change_plan import Plan, Step, protect_setting, root_causes
 from .replace_rules import UNKNOWN
@@ -90,7 +92,7 @@ BARE_METAL_DISAGREEMENT = (
     f"{BOOT_VOLUME_REPLACE} is documented for bare metal"
 )
 _SIZE = ("nodeConfigDetails", "size")
-# The Pulumi name of the remediation controller's ConfigMap (components/node_remediation.py: "<name>-program").
+# The Pulumi name of the remediation controller's ConfigMap (components/health/node_remediation.py: "<name>-program").
 REMEDIATION_PROGRAM = "node-remediation-program"
 # The Pulumi names of the rail health agent's objects start so (__main__.py RailHealthAgent "rail-health").
 RAIL_AGENT_PREFIX = "rail-health"
@@ -215,7 +217,7 @@ CYCLING_TURNED_ON = (
 
 
 def remediation_config(plan: Plan) -> dict[str, Any] | None:
-    """The remediation controller's config.json as this apply writes it (components/node_remediation.py), if any."""
+    """The remediation controller's config.json as this apply writes it (components/health/node_remediation.py), if any."""
     for step in plan.steps:
         record = step.record
         if (
@@ -307,10 +309,10 @@ def _child_range(release: Mapping[str, Any] | None) -> str | None:
     if release is None:
         return None
     values = release.get("values") or {}
-    configured = _get(values, *charts.DRANET_CHILD_RANGE_VALUE.split("."))
+    configured = _get(values, *dranet.CHILD_RANGE_VALUE.split("."))
     if configured is None:
         # The chart passes no option unless set: DRANET's OKE provider then uses its default.
-        # (components/dra_drivers.py sets the value only when it differs from the default.)
+        # (components/drivers/dra_drivers.py sets the value only when it differs from the default.)
         configured = str(DEFAULT_CHILD_RANGE)
     return str(configured)
 
@@ -360,7 +362,7 @@ def _minor(version: Any) -> tuple[int, int] | None:
 
 
 def upgrade_lines(plan: Plan) -> list[str]:
-    """A Kubernetes upgrade across the release that serves DeviceTaintRule in v1 (oke_gpu_rdma/health.py): what
+    """A Kubernetes upgrade across the release that serves DeviceTaintRule in v1 (oke_gpu_rdma/health/health_marks.py): what
     changes for the rail marks, in the order the apply makes it, and the mark the switch leaves behind."""
     for step in plan.steps:
         if step.record.type != resource_types.CLUSTER or step.op != "update" or step.base is None:
@@ -375,7 +377,7 @@ def upgrade_lines(plan: Plan) -> list[str]:
                 f"Kubernetes {old} => {new}: OKE upgrades the control plane first, then the pools' nodes follow"
             ]
         # The order: the cluster first (every pool depends on it); the rail agent's DaemonSets wait for the GPU
-        # pools (components/rail_health.py node_pools), so its marks switch once their specs are updated; the
+        # pools (components/health/rail_health.py node_pools), so its marks switch once their specs are updated; the
         # fabric check switches at its next run; the nodes roll afterwards (the lines above), the remediation
         # controller's over hours.
         return [
@@ -398,7 +400,7 @@ def gpu_node_lines(plan: Plan) -> list[str]:
     caveats: Caveats = {}
     remediation = remediation_config(plan)
     for step in sorted(plan.steps, key=lambda s: str(s.record.inputs.get("name", s.record.name))):
-        # GPU shapes only: the system pool's VMs come back in minutes (components/system_pool.py).
+        # GPU shapes only: the system pool's VMs come back in minutes (components/nodes/system_pool.py).
         inputs = (step.base or step.record).inputs
         if step.record.type == resource_types.NODE_POOL and inputs.get("nodeShape") in CATALOG.names:
             lines += _pool_line(step, steps_by_name, caveats, remediation)
@@ -406,7 +408,7 @@ def gpu_node_lines(plan: Plan) -> list[str]:
     for step in plan.steps:
         if (
             step.record.type == resource_types.HELM_RELEASE
-            and step.record.inputs.get("chart") == charts.DRANET_CHART
+            and step.record.inputs.get("chart") == dranet.CHART
         ):
             lines += _dranet_lines(step, plan)
     return lines + upgrade_lines(plan)

@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.common import resource_types
 from preview.rendering import is_manifest
 
 from . import oci_schema
@@ -176,15 +176,15 @@ _CONFIG_MAP_DATA = [_parse(".data"), _parse(".binaryData")]
 API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
     "resource.k8s.io/v1/ResourceClaimTemplate": (("spec",), []),
     "resource.k8s.io/v1/ResourceClaim": (("spec",), []),
-    # Kueue's CRD transition rules at v0.19.2 (oke_gpu_rdma/kueue_crd_schemas.json): Topology spec.levels
+    # Kueue's CRD transition rules at v0.19.2 (oke_gpu_rdma/scheduling/kueue_crd_schemas.json): Topology spec.levels
     # `self == oldSelf`; LocalQueue spec.clusterQueue `self == oldSelf`; a ResourceFlavor with a topologyName
     # keeps its nodeLabels, tolerations and topologyName (only nodeTaints change) - every flavor of this
     # program has one but the system flavor, whose spec changes only with the system pool's name.
     "kueue.x-k8s.io/v1beta2/Topology": (("spec", "levels"), []),
     "kueue.x-k8s.io/v1beta2/LocalQueue": (("spec", "clusterQueue"), []),
     "kueue.x-k8s.io/v1beta2/ResourceFlavor": (("spec",), [("spec", "nodeTaints")]),
-    # The GPU DRA driver's ComputeDomain CRD: spec `self == oldSelf` (oke_gpu_rdma/compute_domain_crd_schemas.json;
-    # components/job_compute_domain.py replaces on it).
+    # The GPU DRA driver's ComputeDomain CRD: spec `self == oldSelf` (oke_gpu_rdma/drivers/compute_domain_crd_schemas.json;
+    # components/drivers/job_compute_domain.py replaces on it).
     "resource.nvidia.com/v1beta1/ComputeDomain": (("spec",), []),
     "v1/Pod": (
         ("spec",),
@@ -225,7 +225,7 @@ API_IMMUTABLE: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
 #   deploy/v2beta1/mpi-operator.yaml; Mellanox/network-operator's and k8snetworkplumbingwg's CRDs), so
 #   every field updates in place.
 # - Kueue's Topology, ResourceFlavor and LocalQueue: the immutable fields of their CRDs' transition rules
-#   (API_IMMUTABLE; components/kueue.py replaces on them); ClusterQueue: no transition rule, quotas update in place.
+#   (API_IMMUTABLE; components/scheduling/kueue.py replaces on them); ClusterQueue: no transition rule, quotas update in place.
 # - ComputeDomain (resource.nvidia.com/v1beta1): its whole spec, by its CRD's transition rule (API_IMMUTABLE).
 # - ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding (admissionregistration.k8s.io/v1): updatable
 #   (pkg/apis/admissionregistration/validation/validation.go `ValidateValidatingAdmissionPolicyUpdate` and

@@ -8,7 +8,7 @@ from collections import Counter
 import yaml
 
 from benchmarks.fleet import ADS, POOLS_PER_SHAPE, SHAPES, TEMPLATE_SETS, fleet_document
-from oke_gpu_rdma.topology import shape_slug
+from oke_gpu_rdma.nodes.topology import shape_slug
 from preview.cli import preview
 
 NODE_POOL = "oci:ContainerEngine/nodePool:NodePool"

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from preview.mock_runtime import ROOT
+from tests.strict_yaml import load_file
 
 from .test_workflows import CLOUD_JOBS, oci_cli_action, pulumi_steps, workflow
 
@@ -43,7 +44,7 @@ def test_previews_and_deploys_run_on_separate_runner_pools() -> None:
     assert "vars.RUNNER " not in everything and "vars.RUNNER}" not in everything
     assert f"vars.{deploy[0]}" not in (ROOT / ".github/workflows/pull-request.yml").read_text()
     assert f"vars.{preview[0]}" not in (ROOT / ".github/workflows/deploy.yml").read_text()
-    page = (ROOT / "docs/ci.md").read_text()
+    page = (ROOT / "docs/ci-credentials-and-runners.md").read_text()
     assert "instance principal must not be reachable from the preview pool" in page
 
 
@@ -130,7 +131,7 @@ def test_the_pull_request_preview_gets_no_credential_that_decrypts() -> None:
 
 def test_the_ci_page_grants_previews_no_secret_contents() -> None:
     # `read all-resources` covers secret-family, and `read secret-bundles` returns a secret's contents.
-    page = " ".join((ROOT / "docs/ci.md").read_text().split())
+    page = " ".join((ROOT / "docs/ci-credentials-and-runners.md").read_text().split())
     statements = re.findall(r"Allow group <preview-group> to (\w+) ([\w-]+)", page)
     assert statements
     refused = {"all-resources", "secret-family", "secret-bundles", "secrets", "vaults", "keys"}
@@ -173,7 +174,7 @@ def test_the_pull_request_preview_runs_the_base_commits_pack() -> None:
     assert steps.index(base) < venv < steps.index(pulumi)
     assert pulumi["with"]["policyPacks"] == "base/policies"
     # The CLI starts the pack with the virtualenv its PulumiPolicy.yaml names, which that make target builds.
-    policy = yaml.safe_load((ROOT / "policies/PulumiPolicy.yaml").read_text())
+    policy = load_file(ROOT / "policies/PulumiPolicy.yaml")
     assert policy["runtime"]["options"]["virtualenv"] == "venv"
 
 
@@ -281,7 +282,7 @@ def _owners(path: str) -> list[str]:
 @pytest.mark.parametrize(
     "path",
     [
-        "policies/oke_rdma_policies/rules/gpu_rail_claims.py",
+        "policies/oke_rdma_policies/rules/claims/gpu_rail_claims.py",
         "policies/PulumiPolicy.yaml",
         "policies/requirements.txt",
         "policies/requirements.lock",
@@ -307,7 +308,7 @@ def test_code_owners_cover_what_guards_a_deploy(path: str) -> None:
 
 
 def test_the_ci_page_says_branch_protection_must_require_code_owners() -> None:
-    page = " ".join((ROOT / "docs/ci.md").read_text().split())
+    page = " ".join((ROOT / "docs/ci-credentials-and-runners.md").read_text().split())
     assert "`.github/CODEOWNERS`" in page and "must require *Review from Code Owners*" in page
 
 

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-# The node-pool label (oke_gpu_rdma/labels.py POOL_LABEL; the tests check they agree).
+# The node-pool label (oke_gpu_rdma/nodes/labels.py POOL_LABEL; the tests check they agree).
 POOL_LABEL = "oke-gpu-rdma/node-pool"
 TAINTS_JSONPATH = re.compile(r'jsonpath=\{\.spec\.taints\[\?\(@\.key=="([^"]+)"\)\]\.value\}')
 # Every taint of a node, a line each (key, effect, value by tabs): kubectl's JSONPath unquotes the "\t" and "\n"
@@ -79,7 +79,7 @@ def install(bin_dir: Path) -> Path:
     bin_dir.mkdir(parents=True, exist_ok=True)
     wrapper = bin_dir / "kubectl"
     # -I -S: the fake needs only the standard library, and skipping site (the venv's .pth files) takes a
-    # third off each call, which the drills (tests/components/rail_drill.py) make thousands of.
+    # third off each call, which the drills (tests/components/health/rail_drill.py) make thousands of.
     wrapper.write_text(f'#!/bin/bash\nexec "{sys.executable}" -I -S "{Path(__file__).resolve()}" "$@"\n')
     wrapper.chmod(0o755)
     return wrapper

@@ -8,6 +8,7 @@ import asyncio
 import pulumi
 import pytest
 
+from components.claims.rdma_workloads import GpuRailClaimTemplatesArgs, planned_templates
 from components.component_inputs import (
     ComponentInputError,
     PoolTaint,
@@ -16,11 +17,12 @@ from components.component_inputs import (
     taints,
     value_problems,
 )
-from components.dra_drivers import Dranet, _driver_settings
-from components.gpu_node_pool import RdmaGpuNodePoolArgs, pool_config
-from components.rdma_workloads import GpuRailClaimTemplatesArgs, planned_templates
-from oke_gpu_rdma.sriov import RdmaPath
-from stack_config.model import DranetConfig, KubernetesVersion, Taint
+from components.drivers.dra_drivers import Dranet, _driver_settings
+from components.nodes.gpu_node_pool import RdmaGpuNodePoolArgs, pool_config
+from oke_gpu_rdma.sriov.operator_objects import RdmaPath
+from stack_config.drivers.driver_settings import DranetConfig
+from stack_config.nodes.pool_settings import Taint
+from stack_config.settings_types import KubernetesVersion
 
 IMAGE = "ocid1.image.oc1.iad.aaaaaaaaexampleimage"
 
@@ -129,7 +131,7 @@ def test_claim_templates_name_a_shape_without_topology() -> None:
 
 
 def test_two_shapes_get_templates_named_and_pinned_by_shape() -> None:
-    from oke_gpu_rdma.shape_catalog import CATALOG
+    from oke_gpu_rdma.nodes.shape_catalog import CATALOG
     from tests.support import topology_to_dict
 
     args = GpuRailClaimTemplatesArgs(
@@ -165,7 +167,7 @@ def test_a_pool_refuses_in_transit_encryption_on_a_bare_metal_gpu_shape() -> Non
 
 
 def test_an_existing_cluster_refuses_a_secrets_key() -> None:
-    from components.cluster import OkeClusterArgs, new_cluster
+    from components.nodes.cluster import OkeClusterArgs, new_cluster
 
     args = OkeClusterArgs(
         compartment_id="ocid1.compartment.oc1..aaaaaaaaexample",

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from oke_gpu_rdma import labels
-from oke_gpu_rdma.releases import dranet, nvidia_gpu
-from oke_gpu_rdma.shape_catalog import CATALOG
-from oke_gpu_rdma.topology import Topology
+from oke_gpu_rdma.drivers import dranet, nvidia_gpu
+from oke_gpu_rdma.nodes import labels
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
+from oke_gpu_rdma.nodes.topology import Topology
 from tests.e2e.kube import Kube
 
 RESOURCE_API = "resource.k8s.io/v1"

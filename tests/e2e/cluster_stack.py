@@ -2,10 +2,10 @@
 Kubernetes object it writes, each by server-side apply with field validation Strict.
 
 The objects are the program's own (rendered/<stack>/manifests/ as the program declares it now) plus the MPI
-operator's release manifest passed through the component's own transform (components/acceptance_jobs.py
+operator's release manifest passed through the component's own transform (components/health/acceptance_jobs.py
 narrowed_object), which is what the ConfigFile applies. Objects of a Helm release's chart are not applied
 (out of scope), but for the GPU DRA driver's DeviceClass, which the claims name (its selector is a recorded
-fact of the chart, oke_gpu_rdma/releases/nvidia_gpu.py). Custom resources whose CRD ships only inside a chart
+fact of the chart, oke_gpu_rdma/drivers/nvidia_gpu.py). Custom resources whose CRD ships only inside a chart
 that no module registry serves (the NVIDIA Network Operator's: NicClusterPolicy, SriovNetwork...) are listed
 in ``skipped``, never dropped silently.
 """
@@ -21,17 +21,18 @@ from typing import Any
 
 import yaml
 
-from components.acceptance_jobs import narrowed_object
-from oke_gpu_rdma import compute_domains, mpi_operator, resource_types
-from oke_gpu_rdma.releases import nvidia_gpu
-from stack_config import compute_domain_plan
+from components.scheduling.mpi_operator_install import narrowed_object
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.drivers import compute_domains, nvidia_gpu
+from oke_gpu_rdma.scheduling import mpi_operator
+from stack_config.drivers import compute_domain_plan
 from tests.e2e import compute_domain_driver, upstream
 from tests.e2e.control_plane import ControlPlane, Process, free_port
 from tests.e2e.kube import ApiError, Kube, describe
 from tests.e2e.nodes import FakeNode, Placement, register, stack_nodes
 from tests.e2e.stacks import RenderedStack
 
-# Groups whose CRDs come with a chart no module registry serves here (oke_gpu_rdma/releases/network_operator.py).
+# Groups whose CRDs come with a chart no module registry serves here (oke_gpu_rdma/sriov/network_operator_chart.py).
 CHART_ONLY_GROUPS = frozenset({"mellanox.com", "sriovnetwork.openshift.io", "nv-ipam.nvidia.com"})
 # cmd/mpi-operator/app/server.go at v0.6.0: healthCheckPort = 8080, on every interface, not configurable.
 MPI_OPERATOR_HEALTH_PORT = 8080

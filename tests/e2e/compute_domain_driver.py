@@ -1,7 +1,7 @@
 """What the GPU DRA driver's ComputeDomain parts write, where the e2e control plane runs no driver: the DeviceClasses
 its chart creates, the slice its kubelet plugin publishes on a multi-node NVLink node, and the channel
 ResourceClaimTemplate its controller writes for each ComputeDomain. Each object is built as the driver builds it,
-at the commit the stack's facts come from (oke_gpu_rdma/releases/nvidia_gpu.py SOURCE_COMMIT):
+at the commit the stack's facts come from (oke_gpu_rdma/drivers/nvidia_gpu.py SOURCE_COMMIT):
 
 - DeviceClasses: templates/deviceclass-compute-domain-default-channel.yaml, deviceclass-compute-domain-daemon.yaml;
 - the slice: cmd/compute-domain-kubelet-plugin/nvlib.go enumerateComputeDomainChannels (one channel-<n> per IMEX
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oke_gpu_rdma import compute_domains
+from oke_gpu_rdma.drivers import compute_domains
 
 CHANNEL_CONFIG_KIND = "ComputeDomainChannelConfig"
 TARGET_LABEL = "resource.nvidia.com/computeDomainTarget"

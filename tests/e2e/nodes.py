@@ -1,12 +1,12 @@
 """Nodes without kubelets: the Node objects a stack's pools register, and the ResourceSlices their drivers
 publish.
 
-- Labels: what the scheduler sees on a pool's nodes (stack_config/pool_nodes.py planned_pools: initial node
+- Labels: what the scheduler sees on a pool's nodes (stack_config/scheduling/pool_nodes.py planned_pools: initial node
   labels, the kubelet's, NFD's and the GPU Operator's), the kubelet's hostname label, and the fabric labels
   the pool's own cloud-init registers: its rendered user_data is booted for real against recorded instance
   metadata (tests/fixtures/node_boot.py), one rdmaTopologyData document per node.
 - Taints: the ones that boot hands the kubelet (`--register-with-taints`).
-- Allocatable: the shape's CPUs and memory (oke_gpu_rdma/node_sizes.py), the pods a kubelet admits by
+- Allocatable: the shape's CPUs and memory (oke_gpu_rdma/nodes/node_sizes.py), the pods a kubelet admits by
   default (110), and the device plugin's GPUs where the device plugin runs.
 - ResourceSlices: the recorded slices of one node of the shape (tests/fixtures/resourceslices/), renamed to
   the node: the B4.8 dump and DRANET's published GB200-v3.4 slices.
@@ -24,16 +24,18 @@ from typing import Any
 
 import yaml
 
-from oke_gpu_rdma import compute_domains, labels, sriov
-from oke_gpu_rdma.attributes import NVIDIA_GPU_RESOURCE
-from oke_gpu_rdma.node_sizes import NodeSize
-from oke_gpu_rdma.releases import dranet, nvidia_gpu
-from oke_gpu_rdma.releases.network_operator import KUBELET_OS_LABELS
-from oke_gpu_rdma.scheduling import PoolNodes
-from oke_gpu_rdma.shape_catalog import CATALOG, multi_node_nvlink
-from stack_config import compute_domain_plan
-from stack_config.model import NodePoolConfig, StackConfig
-from stack_config.pool_nodes import planned_pools
+from oke_gpu_rdma.drivers import compute_domains, dranet, nvidia_gpu
+from oke_gpu_rdma.drivers.attributes import NVIDIA_GPU_RESOURCE
+from oke_gpu_rdma.nodes import labels
+from oke_gpu_rdma.nodes.node_sizes import NodeSize
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG, multi_node_nvlink
+from oke_gpu_rdma.scheduling.pod_admission import PoolNodes
+from oke_gpu_rdma.sriov import operator_objects as sriov
+from oke_gpu_rdma.sriov.network_operator_chart import KUBELET_OS_LABELS
+from stack_config.drivers import compute_domain_plan
+from stack_config.model import StackConfig
+from stack_config.nodes.pool_settings import NodePoolConfig
+from stack_config.scheduling.pool_nodes import planned_pools
 from tests.e2e import compute_domain_driver
 from tests.e2e.kube import Kube
 from tests.e2e.stacks import RenderedStack
@@ -151,7 +153,9 @@ def _vf_counts(stack: RenderedStack) -> dict[str, int]:
 
 def _allocatable(pool: PoolNodes, shape: str, vfs: dict[str, int], size: NodeSize | None) -> dict[str, str]:
     if size is None:
-        raise ValueError(f"pool {pool.name}: no CPUs and memory for {shape} (oke_gpu_rdma/node_sizes.py)")
+        raise ValueError(
+            f"pool {pool.name}: no CPUs and memory for {shape} (oke_gpu_rdma/nodes/node_sizes.py)"
+        )
     out = {"cpu": str(size.cpus), "memory": f"{size.memory_gib}Gi"}
     out["pods"] = str(MAX_PODS)
     if NVIDIA_GPU_RESOURCE in pool.extended_resources:
@@ -168,7 +172,7 @@ def _allocatable(pool: PoolNodes, shape: str, vfs: dict[str, int], size: NodeSiz
 
 def _drivers(config: StackConfig, pool: NodePoolConfig) -> frozenset[str]:
     """DRANET runs on the rdma: dranet pools, the GPU DRA driver there too when it is on
-    (components/dra_drivers.py)."""
+    (components/drivers/dra_drivers.py)."""
     if pool.rdma is not sriov.RdmaPath.DRANET:
         return frozenset()
     compute_domains_here = compute_domain_plan.enabled(config) and multi_node_nvlink(pool.shape)
@@ -228,7 +232,7 @@ def stack_nodes(stack: RenderedStack, placement: Placement | None = None) -> lis
                 )
             )
     if config.cluster.existing is not None:
-        # An existing cluster has pools of its own the stack does not declare (stack_config/pool_nodes.py
+        # An existing cluster has pools of its own the stack does not declare (stack_config/scheduling/pool_nodes.py
         # unseen_pools); at least one untainted CPU node runs its system pods (CoreDNS). One stands for them.
         nodes.append(
             FakeNode(

@@ -17,6 +17,7 @@ from preview.cli import stack_file
 from preview.mock_runtime import RecordedResource, pulumi_config_map, run_program
 from preview.stacks import EXAMPLES
 from stack_config.loading import Stack, load_program_stack
+from tests.strict_yaml import load_file
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_STACKS = ROOT / "tests" / "fixtures" / "stacks"
@@ -74,7 +75,7 @@ class RenderedStack:
 
 @functools.cache
 def rendered(name: str) -> RenderedStack:
-    document = yaml.safe_load(stack_file(name, [STACKS[name]]).read_text())
+    document = load_file(stack_file(name, [STACKS[name]]))
     config = pulumi_config_map(document)
     run = run_program(name, config)
     return RenderedStack(name, load_program_stack(config, name), tuple(run.resources))

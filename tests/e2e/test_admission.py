@@ -4,11 +4,11 @@ refuses the request with 422 Invalid and "ValidatingAdmissionPolicy '<policy>' w
 denied request: <message>"; RBAC refuses first, with 403 Forbidden), against the in-cluster writers acting
 with their own identities:
 
-- the rail health agent (components/scripts/rail-health.sh) with a token the API server mints for one of
+- the rail health agent (components/health/scripts/rail-health.sh) with a token the API server mints for one of
   its DaemonSet's pods, which the real scheduler bound to a node: the token carries that node in the user
   extra authentication.kubernetes.io/node-name (ServiceAccountTokenPodNodeInfo, GA in 1.32), which the
   agent's policy reads;
-- the scheduled fabric check (components/scripts/fabric-check.sh) with a token for the pod of a Job made
+- the scheduled fabric check (components/health/scripts/fabric-check.sh) with a token for the pod of a Job made
   from its CronJob, as `kubectl create job --from=cronjob/...` makes one.
 
 Each write is sent as the scripts' kubectl sends it (checked against the requests of kubectl -v=8): `kubectl taint` GETs
@@ -36,11 +36,11 @@ from typing import Any
 
 import pytest
 
-from components import fabric_checks
-from oke_gpu_rdma import fabric_check
-from oke_gpu_rdma.labels import FABRIC_CHECK_LABEL
-from tests.components.test_fabric_checks import OWN as CHECK_MARK
-from tests.components.test_rail_health import MARK as AGENT_MARK
+from components.health import fabric_checks
+from oke_gpu_rdma.health import fabric_check
+from oke_gpu_rdma.nodes.labels import FABRIC_CHECK_LABEL
+from tests.components.health.test_fabric_checks import OWN as CHECK_MARK
+from tests.components.health.test_rail_health import MARK as AGENT_MARK
 from tests.e2e.claim_pods import RESOURCE_API
 from tests.e2e.cluster_stack import StackCluster, wait_for
 from tests.e2e.kube import ApiError, Kube

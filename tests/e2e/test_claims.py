@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma import attributes as attr
-from oke_gpu_rdma import labels
 from oke_gpu_rdma.claims import judge_claim
 from oke_gpu_rdma.claims.verdicts import VerdictKind
-from oke_gpu_rdma.releases import dranet, nvidia_gpu
+from oke_gpu_rdma.drivers import attributes as attr
+from oke_gpu_rdma.drivers import dranet, nvidia_gpu
+from oke_gpu_rdma.nodes import labels
 from tests.e2e.claim_pods import (
     RESOURCE_API,
     alignment_groups,

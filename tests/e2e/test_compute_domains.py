@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma import compute_domains, labels
+from oke_gpu_rdma.drivers import compute_domains
+from oke_gpu_rdma.nodes import labels
 from tests.e2e.cluster_stack import StackCluster, bound_workers, one_per_node_within, wait_for
 from tests.e2e.kube import ApiError
 from tests.e2e.workloads import admitted, workload_of

@@ -37,16 +37,16 @@ from typing import Any
 
 import pytest
 
-from components import fabric_checks, rail_health
-from oke_gpu_rdma import mpi_operator
-from oke_gpu_rdma.kueue_jobs import QUEUE_LABEL
-from oke_gpu_rdma.labels import (
+from components.health import fabric_checks, rail_health
+from oke_gpu_rdma.nodes.labels import (
     HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
     RAILS_UNMARKED_LABEL,
     RDMA_NETWORK_BLOCK_LABEL,
 )
-from tests.components.test_rail_health import MARK as AGENT_MARK
+from oke_gpu_rdma.scheduling import mpi_operator
+from oke_gpu_rdma.scheduling.kueue_jobs import QUEUE_LABEL
+from tests.components.health.test_rail_health import MARK as AGENT_MARK
 from tests.e2e.claim_pods import RESOURCE_API, delete_pods, scheduled
 from tests.e2e.cluster_stack import StackCluster, wait_for
 from tests.e2e.kube import ApiError, Kube
@@ -72,7 +72,7 @@ ACCEPTANCE_JOB = "nccl-all-reduce"
 WHOLE_NODE_TEMPLATE = "aligned-8gpu-16rails"
 # The fabric check's pool (gpu-b4-a) in the network block Kueue's TAS tries first when blocks tie: its
 # BestFit order ends on the level values, ascending (sortedDomains), and the label values are SHA-256
-# digests of the blocks' OCIDs (oke_gpu_rdma/scripts/rdma-topology-labels.sh): block-1's sorts before
+# digests of the blocks' OCIDs (oke_gpu_rdma/nodes/scripts/rdma-topology-labels.sh): block-1's sorts before
 # block-2's. So a TAS that sees the check's nodes as empty takes them.
 PLACEMENT = Placement(
     blocks={"gpu-b4-a": [("block-1", "local-1")] * 2, "gpu-b4-b": [("block-2", "local-2")] * 2}
@@ -401,7 +401,7 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 def device_mode_kueue(cluster: StackCluster) -> Iterator[str]:
     """What the stack declares from 1.37 with the rail agent on (device mode), in place of the 1.36 objects: the
     B4.8 nodes labelled rails-unmarked=true (the pools' initial labels), the shape's flavor selecting that label
-    (stack_config/scheduling_plan.py shape_flavor_labels; a new flavor, as nodeLabels are immutable), and the
+    (stack_config/scheduling/scheduling_plan.py shape_flavor_labels; a new flavor, as nodeLabels are immutable), and the
     agent's node-label admission policy bound in place of the node-mode one. Yields the flavor's name; the 1.36
     objects are put back afterwards."""
     kube = cluster.kube

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from oke_gpu_rdma import labels
-from oke_gpu_rdma.kueue_jobs import QUEUE_LABEL
+from oke_gpu_rdma.nodes import labels
+from oke_gpu_rdma.scheduling.kueue_jobs import QUEUE_LABEL
 from tests.e2e.claim_pods import RESTRICTED, delete_pods
 from tests.e2e.cluster_stack import StackCluster, bound_workers, mpi_pods, one_per_node_within, wait_for
 from tests.e2e.workloads import admitted, workload_of

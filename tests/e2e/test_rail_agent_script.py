@@ -1,4 +1,4 @@
-"""The rail health agent's script (components/scripts/rail-health.sh) as it runs in its pod: the real kubectl
+"""The rail health agent's script (components/health/scripts/rail-health.sh) as it runs in its pod: the real kubectl
 (k8s.io/kubernetes/cmd/kubectl, built with the control plane) with a token the API server mints for one of the
 agent DaemonSet's pods, the DaemonSet's own environment, and the recorded /sys trees of a failing and a healthy
 BM.GPU.B4.8 (tests/fixtures/sysfs/). What the unit tests check against a fake kubectl (test_rail_health_script.py)
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from components.rdma_workloads import SCRIPTS
-from tests.components.test_rail_health import MARK as AGENT_MARK
+from components.claims.rdma_workloads import SCRIPTS
+from tests.components.health.test_rail_health import MARK as AGENT_MARK
 from tests.e2e.cluster_stack import StackCluster
 from tests.e2e.control_plane import BIN
 from tests.e2e.test_admission import (

@@ -1,4 +1,4 @@
-"""Issue 37 on the real control plane: the remediation controller (oke_gpu_rdma/remediation/controller.py,
+"""Issue 37 on the real control plane: the remediation controller (oke_gpu_rdma/health/remediation/controller.py,
 run here in-process with its own service account's token, so its RBAC and admission policies are the ones
 that judge it) against Kueue v0.19.2 and kube-scheduler with the full stack installed.
 
@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import yaml
 
-from oke_gpu_rdma import labels
-from oke_gpu_rdma.kueue_jobs import QUEUE_LABEL, REQUIRED_TOPOLOGY
-from oke_gpu_rdma.remediation import controller
-from oke_gpu_rdma.remediation.controller import Controller
+from oke_gpu_rdma.health.remediation import controller
+from oke_gpu_rdma.health.remediation.controller import Controller
+from oke_gpu_rdma.nodes import labels
+from oke_gpu_rdma.scheduling.kueue_jobs import QUEUE_LABEL, REQUIRED_TOPOLOGY
 from tests.e2e.claim_pods import RESTRICTED
 from tests.e2e.cluster_stack import StackCluster, wait_for
 from tests.e2e.kube import ApiError, Kube

@@ -19,9 +19,11 @@ from typing import Any
 
 import yaml
 
-from oke_gpu_rdma import compute_domains, crd_schemas, mpi_operator
-from oke_gpu_rdma.releases import kube_prometheus_stack as kps
-from oke_gpu_rdma.releases import kueue
+from oke_gpu_rdma.common import crd_schemas
+from oke_gpu_rdma.drivers import compute_domains
+from oke_gpu_rdma.monitoring import kube_prometheus_stack as kps
+from oke_gpu_rdma.scheduling import kueue_chart as kueue
+from oke_gpu_rdma.scheduling import mpi_operator
 from tests.e2e.control_plane import MODULE
 
 
@@ -35,7 +37,7 @@ class Module:
     """The repository commit the version's tag names (checked against the proxy's Origin)."""
 
 
-# Kueue's pin (oke_gpu_rdma/releases/kueue.py DEFAULT_VERSION); the manager is built at the same version
+# Kueue's pin (oke_gpu_rdma/scheduling/kueue_chart.py DEFAULT_VERSION); the manager is built at the same version
 # (tests/e2e/cluster/go.mod).
 KUEUE = Module(
     "sigs.k8s.io/kueue",
@@ -44,7 +46,7 @@ KUEUE = Module(
     "8eab68778fc1b52affe165fdf5af29d1e9b4f3cb",
 )
 # The MPI operator release the stack applies: its tag is the commit the stack's manifest URL names
-# (oke_gpu_rdma/mpi_operator_releases.json).
+# (oke_gpu_rdma/scheduling/mpi_operator_releases.json).
 MPI_OPERATOR = Module(
     "github.com/kubeflow/mpi-operator",
     "v0.6.0",
@@ -175,8 +177,8 @@ def prometheus_operator_crds(kinds: Mapping[str, str] | None = None) -> list[dic
 
 def compute_domain_crds() -> list[dict[str, Any]]:
     """The NVIDIA DRA driver's ComputeDomain CRD, built from the schema recorded at the pinned commit
-    (oke_gpu_rdma/compute_domain_crd_schemas.json, written by `python -m tools.crd_schemas --source
-    dra-driver-nvidia-gpu` from the chart's crds/ file at oke_gpu_rdma/compute_domains.py SOURCE_COMMIT).
+    (oke_gpu_rdma/drivers/compute_domain_crd_schemas.json, written by `python -m tools.record_crd_schemas --source
+    dra-driver-nvidia-gpu` from the chart's crds/ file at oke_gpu_rdma/drivers/compute_domains.py SOURCE_COMMIT).
 
     Unlike the other upstream objects it is not read from a Go module: neither the driver's chart nor its module
     is served here (proxy.golang.org answers "not available" for sigs.k8s.io/dra-driver-nvidia-gpu, and

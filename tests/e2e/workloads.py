@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from oke_gpu_rdma.releases import kueue
+from oke_gpu_rdma.scheduling import kueue_chart as kueue
 from tests.e2e.kube import Kube
 
 KUEUE_API = kueue.API_VERSION

@@ -7,8 +7,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from oke_gpu_rdma.cloud_init import NodeBootstrap, render_cloud_init
-from oke_gpu_rdma.labels import FABRIC_LEVEL_LABELS, INSTANCE_TYPE_LABEL, POOL_LABEL
+from oke_gpu_rdma.nodes.cloud_init import NodeBootstrap, render_cloud_init
+from oke_gpu_rdma.nodes.labels import FABRIC_LEVEL_LABELS, INSTANCE_TYPE_LABEL, POOL_LABEL
 from preview.mock_runtime import RecordedResource
 from tests.fixtures import seed000
 from tests.policies.policy_helpers import aligned_mpijob, dranet_release, k8s, resource, seed_plan

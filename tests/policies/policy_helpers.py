@@ -22,7 +22,7 @@ import yaml
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
 from preview.mock_runtime import RecordedResource
 from preview.policy_check import Finding, analyze_requests, analyze_resources, configure_request
 from tests.fixtures import seed000, seed001

@@ -78,7 +78,7 @@ def test_configure_analyze_and_analyze_stack(analyzer):
         configure_request(
             {
                 "dranet-child-range": {"workerSubnetCidrs": ["10.140.64.0/19"]},
-                # The seed's DRANET image is a known gap (oke_gpu_rdma/images.py KNOWN_GAPS).
+                # The seed's DRANET image is a known gap (oke_gpu_rdma/common/images.py KNOWN_GAPS).
                 "images-pinned-by-digest": {"allowUnpinned": ["registry.k8s.io/networking/dranet:v1.5.0"]},
             },
             info,

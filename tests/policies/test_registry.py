@@ -1,4 +1,4 @@
-"""Issue 18 item 4: a policy is one module of `oke_rdma_policies/rules/`; the pack collects it.
+"""Issue 18 item 4: a policy is one module of `oke_rdma_policies/rules/<capability>/`; the pack collects it.
 
 The test adds a policy the way a contributor would, as one new module in a copy of `policies/`, and
 starts that pack as the Pulumi CLI starts it: the new policy is listed with its level and settings
@@ -33,9 +33,9 @@ from typing import Any, ClassVar
 from pydantic import Field
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from oke_gpu_rdma.pack_settings import PolicySettings
+from oke_gpu_rdma.common.pack_settings import PolicySettings
 
-from ..registry import resource_rule
+from ...registry import resource_rule
 
 
 class MaxKeysSettings(PolicySettings):
@@ -66,7 +66,7 @@ RULE = resource_rule(
 def test_a_new_module_in_rules_is_a_new_policy_of_the_started_pack(tmp_path: Path) -> None:
     pack = tmp_path / "policies"
     shutil.copytree(ROOT / "policies", pack, ignore=shutil.ignore_patterns("venv", "__pycache__"))
-    (pack / "oke_rdma_policies" / "rules" / "configmap_max_keys.py").write_text(NEW_POLICY)
+    (pack / "oke_rdma_policies" / "rules" / "common" / "configmap_max_keys.py").write_text(NEW_POLICY)
     config_map = k8s(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"a": "1", "b": "2"}}
     )
@@ -95,7 +95,8 @@ def test_a_new_module_in_rules_is_a_new_policy_of_the_started_pack(tmp_path: Pat
 
 
 def test_every_module_of_rules_is_one_policy_in_module_order() -> None:
-    modules = sorted(p.stem for p in (ROOT / "policies" / "oke_rdma_policies" / "rules").glob("[!_]*.py"))
+    # Each policy sits in the folder of its capability (rules/<capability>/); the order is the modules' names.
+    modules = sorted(p.stem for p in (ROOT / "policies" / "oke_rdma_policies" / "rules").glob("*/[!_]*.py"))
     assert [rule.module.rsplit(".", 1)[-1] for rule in RULES] == modules
     assert [rule.policy for rule in RULES] == policy_check.oke_rdma_policies.POLICIES
 

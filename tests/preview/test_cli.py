@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from oke_gpu_rdma.pack_settings import NamedCidr, PackConfig
+from oke_gpu_rdma.common.pack_settings import NamedCidr, PackConfig
 from preview import base_rendering, cli, rendering
 from preview.mock_runtime import ROOT, RecordedResource
 from preview.plan import change_plan

@@ -1,5 +1,5 @@
 """ComputeDomains against the NVIDIA DRA driver's CRD schema at the pinned commit (preview/schema_check.py,
-oke_gpu_rdma/compute_domain_crd_schemas.json): what the API server refuses on create fails the preview, naming the
+oke_gpu_rdma/drivers/compute_domain_crd_schemas.json): what the API server refuses on create fails the preview, naming the
 field; the CRD's one CEL rule (spec immutable, `self == oldSelf`) is a transition rule, counted and never
 evaluated on a create."""
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma import compute_domains, crd_schemas
+from oke_gpu_rdma.common import crd_schemas
+from oke_gpu_rdma.drivers import compute_domains
 from preview import schema_check
 
 KUBERNETES = "v1.36.4"

@@ -1,4 +1,4 @@
-"""Custom resources against their CRD schemas at the pinned tags (preview/crd_schema.py, oke_gpu_rdma/crd_schemas.py):
+"""Custom resources against their CRD schemas at the pinned tags (preview/crd_schema.py, oke_gpu_rdma/common/crd_schemas.py):
 Kueue's objects, and the monitoring PodMonitor and PrometheusRule."""
 
 from __future__ import annotations
@@ -9,17 +9,18 @@ from typing import Any
 
 import pytest
 
-from components.monitoring import dranet_pod_monitor
-from oke_gpu_rdma import crd_schemas, mpi_operator
-from oke_gpu_rdma.crd_schemas import KUEUE as kueue_schemas
-from oke_gpu_rdma.crd_schemas import MPI_OPERATOR, PROMETHEUS_OPERATOR
+from components.monitoring.monitoring_stack import dranet_pod_monitor
+from oke_gpu_rdma.common import crd_schemas
+from oke_gpu_rdma.common.crd_schemas import KUEUE as kueue_schemas
+from oke_gpu_rdma.common.crd_schemas import MPI_OPERATOR, PROMETHEUS_OPERATOR
+from oke_gpu_rdma.monitoring import kube_prometheus_stack as kps
 from oke_gpu_rdma.monitoring.rules import rule_groups
-from oke_gpu_rdma.releases import kube_prometheus_stack as kps
-from oke_gpu_rdma.releases import kueue
+from oke_gpu_rdma.scheduling import kueue_chart as kueue
+from oke_gpu_rdma.scheduling import mpi_operator
 from preview import crd_schema, schema_check
 from stack_config.loading import load_stack
-from stack_config.monitoring_plan import rule_settings
-from stack_config.scheduling_plan import objects
+from stack_config.monitoring.monitoring_plan import rule_settings
+from stack_config.scheduling.scheduling_plan import objects
 from tests.support import EXAMPLE_REGION, Run, raw_config
 
 

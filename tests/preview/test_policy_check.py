@@ -161,12 +161,10 @@ def test_the_offline_preview_runs_the_pack_pulumi_preview_runs():
     import re
     from importlib.metadata import version
 
-    import yaml
+    from tests.strict_yaml import load_file
 
     assert policy_check.PACK_DIR == policy_check.ROOT / "policies"
-    assert pack_version() == str(
-        yaml.safe_load((policy_check.PACK_DIR / "PulumiPolicy.yaml").read_text())["version"]
-    )
+    assert pack_version() == str(load_file(policy_check.PACK_DIR / "PulumiPolicy.yaml")["version"])
     pin = re.search(r"^pulumi-policy==(\S+)$", (policy_check.PACK_DIR / "requirements.txt").read_text(), re.M)
     assert pin is not None and version("pulumi-policy") == pin.group(1)
     makefile = (policy_check.ROOT / "Makefile").read_text()

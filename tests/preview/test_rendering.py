@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 import yaml
 
-from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.common import resource_types
 from preview import rendering
 from preview.mock_runtime import pulumi_config_map, run_program
 from tests.support import Run, stack_document

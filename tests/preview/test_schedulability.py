@@ -9,15 +9,19 @@ from typing import Any
 import pytest
 import yaml
 
-from oke_gpu_rdma import resource_types
-from oke_gpu_rdma.gpu_operator import device_plugin_gaps, operand_placements, operand_problems
-from oke_gpu_rdma.resource_types import HELM_RELEASE
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.common.resource_types import HELM_RELEASE
+from oke_gpu_rdma.drivers.gpu_operator_operands import (
+    device_plugin_gaps,
+    operand_placements,
+    operand_problems,
+)
 from preview.mock_runtime import ROOT
 from preview.schedulability import PLACEMENT_FILE, check_run, pod_placements
-from stack_config.gpu_operator_plan import stack_operator_values
+from stack_config.drivers.gpu_operator_plan import stack_operator_values
 from stack_config.loading import load_stack
-from stack_config.placement_plan import controllers
-from stack_config.pool_nodes import planned_pools
+from stack_config.scheduling.placement_plan import controllers
+from stack_config.scheduling.pool_nodes import planned_pools
 from tests.preview.test_cli import run_cli
 from tests.support import EXAMPLE_REGION, Run, as_stack_file, raw_config, without_remediation
 
@@ -106,7 +110,7 @@ def test_every_pod_of_the_full_stack_finds_a_pool(run_stack: Callable[..., Run])
             "Deployment kube-system/coredns (OKE cluster add-on)",
             *(f"{name} {KPS}" for name in KPS_CONTROLLERS),
             f"DaemonSet kube-prometheus-stack-prometheus-node-exporter {KPS}",
-            # The one-off Job that makes Grafana's admin Secret, on the system pool (components/monitoring.py).
+            # The one-off Job that makes Grafana's admin Secret, on the system pool (components/monitoring/monitoring_stack.py).
             "Job monitoring/grafana-admin-secret",
         ]
     )
@@ -159,7 +163,7 @@ def test_the_committed_full_rendering_shows_a_pool_for_every_pod() -> None:
 
 
 def test_the_programs_controllers_are_placed_as_the_run_declares_them(run_stack: Callable[..., Run]) -> None:
-    """The program's early check (stack_config/placement_plan.py) reads chart defaults; the preview reads the
+    """The program's early check (stack_config/scheduling/placement_plan.py) reads chart defaults; the preview reads the
     values the run declared. Both must see the same placement for every controller."""
     for stack, changes in (("full", {"acceptanceJobs": {"enabled": True}}), ("sriov", {})):
         raw = without_remediation(raw_config(stack))
@@ -247,7 +251,7 @@ def test_a_policy_that_does_not_tolerate_the_pools_taint_is_reported(run_stack: 
 def test_in_a_mixed_stack_the_policys_daemonsets_need_only_the_sriov_pools_taints(
     run_stack: Callable[..., Run],
 ) -> None:
-    from tests.components.test_network_operator import mixed
+    from tests.components.sriov.test_network_operator import mixed
 
     raw = mixed(raw_config("sriov"))
     # A DRANET pool with a taint the NicClusterPolicy does not tolerate: its DaemonSets stay off that pool by
@@ -285,7 +289,7 @@ def test_the_charts_nfd_worker_tolerates_the_sriov_pools_taints(run_stack: Calla
 def test_first_available_subrequests_are_read_as_the_pack_reads_them() -> None:
     """A request with `firstAvailable` needs one of its subrequests' classes on the node: the preview reads
     the subrequests with the pack's reader (oke_gpu_rdma.claims.spec.request_classes), v1beta1 included."""
-    from oke_gpu_rdma.scheduling import PoolNodes, rejections
+    from oke_gpu_rdma.scheduling.pod_admission import PoolNodes, rejections
     from tests.policies.policy_helpers import k8s
 
     template = {

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from components.gpu_node_pool import typed_provider_settings
+from components.nodes.gpu_node_pool import typed_provider_settings
 from preview.stack_file import (
     MAX_BYTES,
     MAX_DEPTH,

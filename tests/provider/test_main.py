@@ -9,23 +9,27 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import empty_pb2
 from pulumi.runtime.proto import provider_pb2
 
+from components.claims.rdma_workloads import COMPONENT_KEYS
 from components.component_inputs import from_wire
-from components.package import PACKAGE_COMPONENTS, PACKAGE_NAME
-from components.rdma_workloads import COMPONENT_KEYS
-from oke_gpu_rdma import resource_types
+from components.package import PACKAGE_COMPONENTS, PACKAGE_NAME, PACKAGE_VERSION, package_version
 from oke_gpu_rdma.claims import aligned_claim_spec, judge_claim, rails_only_claim_spec
-from oke_gpu_rdma.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, POOL_LABEL
-from oke_gpu_rdma.releases import dranet, nvidia_gpu
-from oke_gpu_rdma.shape_catalog import CATALOG
-from stack_config.claim_plan import TemplateRequest, judged_templates
+from oke_gpu_rdma.common import resource_types
+from oke_gpu_rdma.drivers import dranet, nvidia_gpu
+from oke_gpu_rdma.nodes.labels import DEVICE_PLUGIN_LABEL, DEVICE_PLUGIN_OFF, POOL_LABEL
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
+from stack_config.claims.claim_plan import judged_templates
+from stack_config.claims.template_requests import TemplateRequest
 from tests.provider.provider_support import (
     K8S_PROVIDER,
     PLUGIN_DIR,
@@ -38,6 +42,7 @@ from tests.provider.provider_support import (
     started_provider,
     values,
 )
+from tools.package_schema import schema_text
 
 SHAPE = "BM.GPU.B4.8"
 COMPARTMENT = "ocid1.compartment.oc1..aaaaaaaaexamplecompartment"
@@ -101,6 +106,57 @@ def test_plugin_installs_the_programs_pins() -> None:
 
     assert pins(PLUGIN_DIR / "requirements.txt") == pins(ROOT / "requirements.txt")
     assert "-e .." in (PLUGIN_DIR / "requirements.txt").read_text().splitlines()
+
+
+# --- the version -----------------------------------------------------------------------------------
+
+
+def test_the_plugin_serves_pyprojects_version(plugin: tuple[Any, str], schema: dict[str, Any]) -> None:
+    # One home: pyproject.toml's [project].version, in the schema (the generated SDKs' version: the SDK's
+    # schema sets language.<lang>.respectSchemaVersion) and in GetPluginInfo; not the host's default 0.0.0.
+    stub, _ = plugin
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert PACKAGE_VERSION == version != "0.0.0"
+    assert schema["version"] == version
+    assert all(schema["language"][lang]["respectSchemaVersion"] for lang in ("nodejs", "python"))
+    assert stub.GetPluginInfo(empty_pb2.Empty(), timeout=60).version == version
+
+
+def test_make_consumers_generates_the_sdks_from_the_schema_the_plugin_serves(schema: dict[str, Any]) -> None:
+    assert json.loads(schema_text()) == schema
+
+
+def test_a_version_that_is_no_release_is_refused(tmp_path: Path) -> None:
+    # The CLI checks a git source out at the tag v<semver> (sdk/go/common/workspace/plugins.go gitSource).
+    pyproject = tmp_path / "pyproject.toml"
+    for bad in ("0.1", "1.0.0rc1", "01.2.3"):
+        pyproject.write_text(f'[project]\nversion = "{bad}"\n')
+        with pytest.raises(ValueError, match=r"needs a release version X\.Y\.Z \(its git tag is vX\.Y\.Z\)"):
+            package_version(pyproject)
+
+
+def test_a_release_tag_on_head_is_the_packages_version() -> None:
+    # A tagged commit (the one `pulumi package add ...@X.Y.Z` checks out) serves X.Y.Z.
+    described = subprocess.run(
+        ["git", "describe", "--tags", "--exact-match", "--match", "v[0-9]*", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if described.returncode != 0:
+        pytest.skip("HEAD carries no release tag")
+    assert described.stdout.strip() == f"v{PACKAGE_VERSION}"
+
+
+def test_the_docs_add_the_package_at_its_version_without_placeholders() -> None:
+    page = (ROOT / "docs" / "component-package.md").read_text()
+    commands = re.findall(r"pulumi package add (\S+?)`", page)
+    assert commands, "docs/component-package.md gives no `pulumi package add` command"
+    assert not [c for c in commands if "<" in c or ">" in c], commands
+    # The git form (tools/package_source.py, `make package-source`), at this version.
+    assert f"example.com/team/oke-gpu-rdma.git/provider@{PACKAGE_VERSION}" in commands
+    assert "make package-source" in page
 
 
 # --- GetSchema -------------------------------------------------------------------------------------

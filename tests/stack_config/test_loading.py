@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma import cidr_rules as cidr
+from oke_gpu_rdma.nodes import cidr_rules as cidr
 from preview.mock_runtime import pulumi_config_map
 from stack_config.loading import ConfigError, load_program_stack, load_stack, parse_stack_config
-from stack_config.model import GPU_TAINT, StackConfig
+from stack_config.model import StackConfig
+from stack_config.nodes.pool_settings import GPU_TAINT
 from tests.support import EXAMPLE_REGION, raw_config, stack_document, without_remediation
 
 SOURCE = "stacks/Pulumi.dev.yaml"
@@ -228,7 +229,7 @@ def test_unverified_shape_needs_a_topology_for_claim_templates() -> None:
     line = only_problem(raw)
     assert line.startswith(f"{SOURCE}: nodePools[0].shape = 'BM.GPU.H100.8': BM.GPU.H100.8 has no GPU/NIC")
     # The onboarding path, not a switch that takes every pool's templates away (the full message:
-    # tests/stack_config/test_claim_plan.py).
+    # tests/stack_config/claims/test_claim_plan.py).
     assert "onboard it: set nodePools[0].onboarding: true" in line and "claimTemplates" not in line
 
 
@@ -496,7 +497,7 @@ def test_a_verified_shapes_topology_cannot_be_overridden() -> None:
     raw["shapeTopologies"] = {"BM.GPU.B4.8": {"roots": []}}
     assert only_problem(raw) == (
         f"{SOURCE}: shapeTopologies.BM.GPU.B4.8: BM.GPU.B4.8 has a verified topology "
-        "(oke_gpu_rdma/shapes/BM.GPU.B4.8.yaml, measured on the shape) that a supplied one cannot override; "
+        "(oke_gpu_rdma/nodes/shapes/BM.GPU.B4.8.yaml, measured on the shape) that a supplied one cannot override; "
         "remove this entry (only shapes without a file or with an unverified one can be supplied), or change "
         "the shape file with its evidence (docs/onboarding-a-shape.md)"
     )

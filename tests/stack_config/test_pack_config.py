@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
 from stack_config.loading import parse_stack_config
 from stack_config.pack_config import policy_pack_config
 from tests.support import EXAMPLE_REGION, raw_config, topology_to_dict
@@ -31,7 +31,7 @@ def test_existing_stack_hands_its_referenced_ranges_to_the_pack() -> None:
             "managedDeviceClasses": [],
             "managedHelmReleases": [],
         },
-        # Only the known gaps among the images the stack writes may go unpinned (oke_gpu_rdma/images.py).
+        # Only the known gaps among the images the stack writes may go unpinned (oke_gpu_rdma/common/images.py).
         "images-pinned-by-digest": {"allowUnpinned": ["registry.k8s.io/networking/dranet:v1.5.0"]},
     }
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import oke_rdma_policies  # the pack's package, in policies/ (on pytest's pythonpath)
 import pytest
-import yaml
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
@@ -30,6 +29,7 @@ from tests.policies.policy_helpers import (
     started_pack,
     tripping_every_policy,
 )
+from tests.strict_yaml import load_file
 from tools import build_pack
 from tools.build_pack import BuildError, build, pack_requirements
 
@@ -142,7 +142,7 @@ def test_requirements_are_the_pack_pins_then_the_library_dependencies_at_the_pro
 
 def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: Path) -> None:
     root = source_tree(tmp_path / "src")
-    (root / "oke_gpu_rdma" / "shapes" / "BM.GPU.NEW.8.yaml").write_text("evidence: unverified\n")
+    (root / "oke_gpu_rdma" / "nodes" / "shapes" / "BM.GPU.NEW.8.yaml").write_text("evidence: unverified\n")
     (root / "policies" / "oke_rdma_policies" / "rules" / "new_policy.py").write_text("")
     for junk in ("policies/venv/bin/python", "policies/oke_rdma_policies/__pycache__/x.pyc"):
         (root / junk).parent.mkdir(parents=True, exist_ok=True)
@@ -155,8 +155,8 @@ def test_new_modules_package_data_come_along_and_venvs_caches_do_not(tmp_path: P
         "requirements.txt",
         ".gitignore",
         "oke_gpu_rdma/py.typed",
-        "oke_gpu_rdma/shapes/BM.GPU.B4.8.yaml",  # the shape catalog's files
-        "oke_gpu_rdma/shapes/BM.GPU.NEW.8.yaml",
+        "oke_gpu_rdma/nodes/shapes/BM.GPU.B4.8.yaml",  # the shape catalog's files
+        "oke_gpu_rdma/nodes/shapes/BM.GPU.NEW.8.yaml",
         "oke_rdma_policies/rules/new_policy.py",
     } <= files
     assert not any(f.startswith("venv/") or "__pycache__" in f for f in files)
@@ -244,10 +244,10 @@ def test_the_built_pack_carries_the_release_tags_version(tmp_path: Path) -> None
     root = _tagged_repository(tmp_path, "v2.4.1")
     built = build(tmp_path / "pack", root)
     assert built.version == "2.4.1"
-    manifest = yaml.safe_load((tmp_path / "pack" / "PulumiPolicy.yaml").read_text())
+    manifest = load_file(tmp_path / "pack" / "PulumiPolicy.yaml")
     assert manifest["version"] == "2.4.1" and manifest["runtime"]["name"] == "python"
     # The source keeps its working-tree version; only the built pack is versioned.
-    assert yaml.safe_load((root / "policies" / "PulumiPolicy.yaml").read_text())["version"] == "0.0.0-dev"
+    assert load_file(root / "policies" / "PulumiPolicy.yaml")["version"] == "0.0.0-dev"
 
 
 def test_an_untagged_head_or_a_bad_version_is_one_line(tmp_path: Path) -> None:

@@ -136,7 +136,7 @@ def test_the_published_gb200_slices_print_the_entry_the_shape_file_holds(capsys)
     assert printed.pop("source") == (
         "ResourceSlices of node 10.140.65.248 in gb200-v3.4-published.yaml (gpu.nvidia.com, dra.net)"
     )
-    shape_file = yaml.safe_load((ROOT / "oke_gpu_rdma" / "shapes" / f"{GB200}.yaml").read_text())
+    shape_file = yaml.safe_load((ROOT / "oke_gpu_rdma" / "nodes" / "shapes" / f"{GB200}.yaml").read_text())
     assert (shape_file.pop("evidence"), shape_file.pop("note") != "") == ("verified", True)
     assert "kubernetes-sigs/dranet@" in shape_file.pop("source")
     # Vendor figures no slice publishes: the shape file's alone, each with its source in a comment there.

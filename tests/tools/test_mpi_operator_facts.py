@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from oke_gpu_rdma import mpi_operator
+from oke_gpu_rdma.scheduling import mpi_operator
 from tools import mpi_operator_facts
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -71,7 +71,7 @@ def test_a_release_entry_is_added_beside_the_others(tmp_path: Path) -> None:
         "args": [["--lock-namespace=x"]],
         "serviceAccountName": "mpi-operator",
     }
-    # The operator's own role, which the stack narrows (oke_gpu_rdma/mpi_operator.py).
+    # The operator's own role, which the stack narrows (oke_gpu_rdma/scheduling/mpi_operator.py).
     assert entry["operatorRules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}]
 
 

@@ -1,16 +1,16 @@
-"""oke_gpu_rdma/node_fields.json is what tools/node_fields.py writes from the pinned kubernetes-validate."""
+"""oke_gpu_rdma/common/node_fields.json is what tools/node_fields.py writes from the pinned kubernetes-validate."""
 
 from __future__ import annotations
 
 import pytest
 
-from oke_gpu_rdma import admission_cel
+from oke_gpu_rdma.common import admission_cel
 from tools import node_fields
 
 
 def test_the_node_fields_are_current() -> None:
     assert admission_cel.NODE_FIELDS_FILE.read_text() == node_fields.render(), (
-        "oke_gpu_rdma/node_fields.json is stale: run venv/bin/python -m tools.node_fields"
+        "oke_gpu_rdma/common/node_fields.json is stale: run venv/bin/python -m tools.node_fields"
     )
 
 

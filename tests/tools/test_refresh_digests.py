@@ -101,7 +101,7 @@ def test_the_tags_digest_is_recorded_with_the_registry_and_the_date(registry: st
     assert second["headers"]["Authorization"] == f"Bearer {TOKEN}"
     assert second["headers"]["Accept"].startswith("application/vnd.oci.image.index.v1+json")
     # The result is what images.py reads.
-    from oke_gpu_rdma import images
+    from oke_gpu_rdma.common import images
 
     data = json.loads(file.read_text())
     assert images._DIGEST.match(data["images"][image]["digest"])

@@ -1,4 +1,5 @@
-"""The pack's policies, one module each; every module declares its ``RULE`` (:mod:`oke_rdma_policies.registry`).
+"""The pack's policies, one module each in the folder of its capability; every module declares its ``RULE``
+(:mod:`oke_rdma_policies.registry`).
 
-The pack collects whatever modules this package holds: a new policy is a new module here and its test.
+The pack collects whatever modules its capability folders hold: a new policy is a new module in one and its test.
 """

@@ -1,6 +1,6 @@
 // The control plane the e2e tests apply the rendered stack to, built from the upstream Go modules at
 // the stack's Kubernetes version (examples/*.yaml kubernetesVersion v1.36.4) and Kueue's pin
-// (oke_gpu_rdma/releases/kueue.py). k8s.io/kubernetes requires its staging modules at v0.0.0 with
+// (oke_gpu_rdma/scheduling/kueue_chart.py). k8s.io/kubernetes requires its staging modules at v0.0.0 with
 // replace directives into its own tree; a dependency's replaces do not apply here, so every staging
 // module is required at the matching v0.36.x, as sigs.k8s.io/kueue's own go.mod does.
 module oke-gpu-rdma/e2e-cluster

@@ -17,7 +17,7 @@ devices), the pools of a :class:`~oke_gpu_rdma.claims.inventory.NodeInventory`, 
 
 Semantics kept from upstream: requests in claim order; for ``firstAvailable`` the subrequests in order;
 devices in pool/slice order; DeviceClass selectors and then the request's selectors must all be true;
-a CEL error aborts (:class:`~oke_gpu_rdma.errors.SelectorError`); ``matchAttribute`` is checked as each
+a CEL error aborts (:class:`~oke_gpu_rdma.common.errors.SelectorError`); ``matchAttribute`` is checked as each
 device is added (a device without the attribute is never chosen, the first device fixes the value);
 a constraint without ``requests`` applies to all requests; constraints act within one claim only;
 ``allocationMode: All`` takes every matching device and fails if one is in use; at most 32 devices per
@@ -43,9 +43,9 @@ from dataclasses import dataclass
 
 from oke_gpu_rdma.claims.candidates import CandidateList, ClaimToAllocate, ValueKey, value_key
 from oke_gpu_rdma.claims.inventory import Device, DeviceID, NodeInventory
-from oke_gpu_rdma.claims.spec import ClaimSpec, DeviceSelection, MatchAttribute
-from oke_gpu_rdma.errors import AllocationAbortedError
-from oke_gpu_rdma.releases import registry
+from oke_gpu_rdma.claims.spec_types import ClaimSpec, DeviceSelection, MatchAttribute
+from oke_gpu_rdma.common import release_registry as registry
+from oke_gpu_rdma.common.errors import AllocationAbortedError
 
 DEFAULT_MAX_NODES = 500_000
 

@@ -9,8 +9,8 @@ from oke_gpu_rdma.claims.distinct import DistinctMatcher, SearchBudgetExceeded
 from oke_gpu_rdma.claims.inventory import shape_inventory
 from oke_gpu_rdma.claims.matching import Matcher
 from oke_gpu_rdma.claims.spec import parse_claim
-from oke_gpu_rdma.releases import registry
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.common import release_registry as registry
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
 from tests.fixtures import seed000
 
 B4 = CATALOG.topology("BM.GPU.B4.8")

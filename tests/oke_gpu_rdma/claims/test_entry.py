@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from oke_gpu_rdma.claims import judge_claim
-from oke_gpu_rdma.releases import registry
+from oke_gpu_rdma.common import release_registry as registry
 from tests.fixtures import seed000
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,9 +57,9 @@ def test_the_product_reaches_the_judge_through_its_entry() -> None:
             if (module, name) == ("oke_gpu_rdma.claims", "judge_claim"):
                 callers.append(path.relative_to(ROOT).as_posix())
     assert sorted(callers) == [
-        "policies/oke_rdma_policies/rules/gpu_rail_claims.py",
-        "policies/oke_rdma_policies/rules/kueue_flavor_shapes.py",
-        "stack_config/claim_plan.py",
+        "policies/oke_rdma_policies/claim_landing.py",
+        "policies/oke_rdma_policies/rules/scheduling/kueue_flavor_shapes.py",
+        "stack_config/claims/claim_plan.py",
     ]
 
 

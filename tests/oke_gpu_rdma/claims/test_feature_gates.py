@@ -41,3 +41,21 @@ def test_states_and_notes() -> None:
 def test_the_table_cites_its_source_and_covers_every_claim_field_gate() -> None:
     assert "kube_features.go" in SOURCE
     assert set(feature_gates.CLAIM_FIELD_GATES.values()) <= set(VERSIONED_SPECS)
+
+
+def test_the_claim_fields_a_release_drops() -> None:
+    """Each gated claim field whose gate is off at the release, with that gate; none from v1.36."""
+    assert feature_gates.disabled_claim_fields("v1.36.4") == {}
+    assert feature_gates.disabled_claim_fields("v1.35.0") == {
+        "tolerations": "DRADeviceTaints",
+        "distinctAttribute": "DRAConsumableCapacity",
+        "capacity": "DRAConsumableCapacity",
+    }
+    assert set(feature_gates.disabled_claim_fields("v1.33")) == set(feature_gates.CLAIM_FIELD_GATES)
+
+
+def test_a_version_that_is_not_a_string_is_refused_as_malformed() -> None:
+    """The release parse is cached by string; anything else still gets the one-line refusal."""
+    for version in (["v1.36"], 136, None):
+        with pytest.raises(feature_gates.KubernetesVersionError, match=r"is not of the form v1\.36\.4"):
+            feature_gates.release(version)  # type: ignore[arg-type]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims.inventory import Version, node_inventory
-from oke_gpu_rdma.releases import dranet as dranet_release
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.drivers import attributes as attr
+from oke_gpu_rdma.drivers import dranet as dranet_release
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
 
 B4 = CATALOG.topology("BM.GPU.B4.8")
 INV = node_inventory(B4)

@@ -13,9 +13,9 @@ from oke_gpu_rdma.claims import UnsatisfiableCause, aligned_claim_specs, judge_c
 from oke_gpu_rdma.claims.inventory import shape_inventory
 from oke_gpu_rdma.claims.pairing import Pair, groups_claim_spec
 from oke_gpu_rdma.claims.spec import parse_claim
-from oke_gpu_rdma.releases import dranet
-from oke_gpu_rdma.resource_slices import Version
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.drivers import dranet
+from oke_gpu_rdma.drivers.resource_slices import Version
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
 from tests.fixtures import published_inventory
 from tests.oke_gpu_rdma.claims.reference_allocator import Allocator
 
@@ -224,7 +224,7 @@ def test_first_available_per_numa_node_is_unaligned_which_is_why_each_node_gets_
 
 
 def test_the_modelled_gb200_gpus_publish_what_the_published_ones_do() -> None:
-    """The judge's model of the node (oke_gpu_rdma/releases/nvidia_gpu.py from the topology) against the
+    """The judge's model of the node (oke_gpu_rdma/drivers/nvidia_gpu.py from the topology) against the
     published slice: the attributes the fixture keeps and the ones the driver derives from the product."""
     modelled = [d for d in shape_inventory(TOPOLOGY).devices() if d.kind == "gpu"]
     published = [d for d in PUBLISHED.devices() if d.kind == "gpu"]

@@ -9,10 +9,11 @@ from oke_gpu_rdma.claims.landing import (
     parse_taint,
     pinned_elsewhere,
 )
-from oke_gpu_rdma.cloud_init import NodeBootstrap, registered_taints, render_cloud_init
-from oke_gpu_rdma.releases import dranet, nvidia_gpu, registry
-from oke_gpu_rdma.scheduling import NodeTaint, PoolNodes
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.common import release_registry as registry
+from oke_gpu_rdma.drivers import dranet, nvidia_gpu
+from oke_gpu_rdma.nodes.cloud_init import NodeBootstrap, registered_taints, render_cloud_init
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
+from oke_gpu_rdma.scheduling.pod_admission import NodeTaint, PoolNodes
 from tests.fixtures import seed000
 
 TYPE = "node.kubernetes.io/instance-type"

@@ -20,15 +20,16 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims import UnsatisfiableCause, VerdictKind, judge_claim
 from oke_gpu_rdma.claims.device_cel import selector_matches
 from oke_gpu_rdma.claims.inventory import Device, NodeInventory, node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
-from oke_gpu_rdma.errors import AllocationAbortedError
-from oke_gpu_rdma.releases import dranet, registry
-from oke_gpu_rdma.shape_catalog import CATALOG
-from oke_gpu_rdma.topology import topology_from_dict
+from oke_gpu_rdma.common import release_registry as registry
+from oke_gpu_rdma.common.errors import AllocationAbortedError
+from oke_gpu_rdma.drivers import attributes as attr
+from oke_gpu_rdma.drivers import dranet
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
+from oke_gpu_rdma.nodes.topology import topology_from_dict
 from tests.fixtures import seed000
 from tests.oke_gpu_rdma.claims.reference_allocator import Allocator
 
@@ -364,50 +365,6 @@ def test_the_old_search_cap_is_gone() -> None:
 def test_seed_claims_agree_with_brute_force_on_the_tiny_node(name: str) -> None:
     claim = seed000(name)
     assert judge_claim(claim, TINY, inventory=node_inventory(TINY)).kind == brute_kind(claim)
-
-
-# -- the grouped feasibility check -----------------------------------------------------------------
-
-
-def _hall_by_subsets(masks: Sequence[int], needs: Sequence[int]) -> bool:
-    """Every set of requests needs at most as many devices as their candidates hold (Hall)."""
-    for size in range(1, len(masks) + 1):
-        for subset in itertools.combinations(range(len(masks)), size):
-            union = 0
-            for k in subset:
-                union |= masks[k]
-            if sum(needs[k] for k in subset) > union.bit_count():
-                return False
-    return True
-
-
-def test_grouped_fit_agrees_with_hall_and_the_per_request_flow() -> None:
-    """matching._fits merges requests with equal candidates and answers small cases by Hall's condition,
-    larger ones by a max-flow over groups; both must agree with Hall checked on every set of the
-    ungrouped requests and with the per-request max-flow that builds witnesses."""
-    from oke_gpu_rdma.claims.matching import _fits, _Flow, _types
-
-    rng = random.Random(7)
-    for _ in range(3000):
-        devices = rng.randint(1, 10)
-        requests = rng.randint(1, 7)
-        masks = [rng.randrange(1, 1 << devices) for _ in range(requests)]
-        if rng.random() < 0.5:  # repeated candidate sets, as requests under one constraint value have
-            masks = [rng.choice(masks[:2]) for _ in masks]
-        needs = [rng.randint(1, 3) for _ in masks]
-        expected = _hall_by_subsets(masks, needs)
-        union = 0
-        for m in masks:
-            union |= m
-        types = _types(masks, union)
-        edges = [[t for t, tm in enumerate(types) if tm & c] for c in masks]
-        assert _Flow(needs, edges, [t.bit_count() for t in types]).run() == expected, (masks, needs)
-        groups: dict[int, int] = {}
-        for m, n in zip(masks, needs, strict=True):
-            groups[m] = groups.get(m, 0) + n
-        # _fits expects what its caller checked: each group alone and all together.
-        precheck = all(m.bit_count() >= n for m, n in groups.items()) and sum(needs) <= union.bit_count()
-        assert (precheck and _fits(groups, union)) == expected, (masks, needs)
 
 
 def test_prefix_checks_only_where_a_later_request_offers_a_choice() -> None:

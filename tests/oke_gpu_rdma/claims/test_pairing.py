@@ -13,9 +13,9 @@ from oke_gpu_rdma.claims import (
 )
 from oke_gpu_rdma.claims.pairing import Pair, suggest_pairs, valid_gpu_counts
 from oke_gpu_rdma.claims.spec import unwrap_claim
-from oke_gpu_rdma.errors import PairingError
-from oke_gpu_rdma.releases import dranet
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.common.errors import PairingError
+from oke_gpu_rdma.drivers import dranet
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
 from tests.fixtures import seed000
 
 B4 = CATALOG.topology("BM.GPU.B4.8")

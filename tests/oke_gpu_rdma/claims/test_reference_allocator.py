@@ -9,11 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims.inventory import node_inventory
-from oke_gpu_rdma.claims.spec import MatchAttribute, parse_claim
-from oke_gpu_rdma.errors import AllocationAbortedError
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.claims.spec import parse_claim
+from oke_gpu_rdma.claims.spec_types import MatchAttribute
+from oke_gpu_rdma.common.errors import AllocationAbortedError
+from oke_gpu_rdma.drivers import attributes as attr
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
 from tests.fixtures import seed000
 from tests.oke_gpu_rdma.claims.claim_strategies import claims, gpus, rails
 from tests.oke_gpu_rdma.claims.reference_allocator import Allocator, MatchAttributeConstraint

@@ -6,29 +6,10 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma.claims.spec import claim_spec_to_v1, parse_claim, unwrap_claim
-from oke_gpu_rdma.errors import ClaimValidationError
+from oke_gpu_rdma.claims.spec import parse_claim, unwrap_claim
+from oke_gpu_rdma.common.errors import ClaimValidationError
 from tests.fixtures import seed000
-
-
-def req(name: str, cls: str = "dra.net", **exactly: Any) -> dict[str, Any]:
-    return {"name": name, "exactly": {"deviceClassName": cls, **exactly}}
-
-
-def spec(*requests: dict[str, Any], constraints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    devices: dict[str, Any] = {"requests": list(requests)}
-    if constraints is not None:
-        devices["constraints"] = constraints
-    return {"devices": devices}
-
-
-def claim_problems(claim: dict[str, Any], api_version: str | None = None) -> list[str]:
-    """Every problem the API server would report (empty when the claim is valid)."""
-    try:
-        parse_claim(claim, api_version=api_version)
-    except ClaimValidationError as exc:
-        return list(exc.problems)
-    return []
+from tests.oke_gpu_rdma.claims.claim_strategies import claim_problems, problems_at, req, spec
 
 
 def one_problem(claim: dict[str, Any]) -> str:
@@ -170,50 +151,6 @@ def test_all_problems_are_reported_and_the_exception_is_one_line() -> None:
     assert isinstance(info.value, ValueError)
 
 
-# -- issue 11 item 4: the API server decides "invalid", per API version ----------------------------
-
-V1BETA1_FLAT = {
-    "apiVersion": "resource.k8s.io/v1beta1",
-    "kind": "ResourceClaim",
-    "metadata": {"name": "flat"},
-    "spec": {"devices": {"requests": [{"name": "gpus", "deviceClassName": "gpu.nvidia.com", "count": 2}]}},
-}
-
-
-def test_v1beta1_flat_request_is_valid_and_converted() -> None:
-    """k8s.io/api/resource/v1beta1 DeviceRequest carries deviceClassName/count itself."""
-    parsed = parse_claim(V1BETA1_FLAT)
-    assert parsed.api_version == "resource.k8s.io/v1beta1"
-    assert parsed.requests[0].alternatives[0].count == 2
-    converted = claim_spec_to_v1(V1BETA1_FLAT["spec"], "resource.k8s.io/v1beta1")
-    assert converted["devices"]["requests"][0] == {
-        "name": "gpus",
-        "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2},
-    }
-
-
-def test_v1beta1_claim_written_with_exactly_is_rejected() -> None:
-    """v1beta1 has no `exactly` (it came with v1beta2 and v1): the API server rejects the field."""
-    claim = {**seed000("pair-check"), "apiVersion": "resource.k8s.io/v1beta1"}
-    problems = claim_problems(claim)
-    assert problems and all("unknown field `exactly` in resource.k8s.io/v1beta1" in p for p in problems)
-    assert claim_problems(seed000("pair-check")) == []  # the same claim as v1 is valid
-    assert claim_problems(seed000("pair-check"), api_version="resource.k8s.io/v1beta2") == []
-
-
-def test_v1_claim_with_v1beta1_fields_is_rejected() -> None:
-    as_v1 = {**V1BETA1_FLAT, "apiVersion": "resource.k8s.io/v1"}
-    problems = claim_problems(as_v1)
-    assert any("belong under 'exactly' in resource.k8s.io/v1 and v1beta2" in p for p in problems)
-    assert any("exactly one of `exactly` or `firstAvailable` is required" in p for p in problems)
-
-
-def test_v1beta1_defaulting_of_count() -> None:
-    """pkg/apis/resource/v1beta1/defaults.go SetDefaults_DeviceRequest: count 0 -> 1 when a class is set."""
-    claim = {"devices": {"requests": [{"name": "g", "deviceClassName": "gpu.nvidia.com", "count": 0}]}}
-    assert parse_claim(claim, api_version="resource.k8s.io/v1beta1").requests[0].alternatives[0].count == 1
-
-
 def test_all_mode_with_count_zero_is_valid() -> None:
     """validation.go validateDeviceAllocationMode: All forbids a count other than 0 (the unset value)."""
     assert claim_problems(spec(req("rails", allocationMode="All", count=0))) == []
@@ -226,10 +163,6 @@ def test_selector_type_errors_are_invalid_at_admission() -> None:
     )
     cap = 'device.capacity["gpu.nvidia.com"].memory > 1'
     assert "no matching overload" in one_problem(spec(req("rails", selectors=[{"cel": {"expression": cap}}])))
-
-
-def test_unserved_api_version() -> None:
-    assert "is not served" in one_problem({"apiVersion": "resource.k8s.io/v2", "devices": {"requests": []}})
 
 
 def test_match_attribute_domain_is_lower_cased_before_it_is_checked() -> None:
@@ -247,72 +180,7 @@ def test_match_attribute_domain_is_lower_cased_before_it_is_checked() -> None:
     )
 
 
-# -- issue 22 item 3: fields judged at the cluster's release (feature gates), tolerations as upstream ---------
-
-
-def problems_at(claim: dict[str, Any], version: str) -> list[str]:
-    try:
-        parse_claim(claim, kubernetes_version=version)
-    except ClaimValidationError as exc:
-        return list(exc.problems)
-    return []
-
-
-DISTINCT = spec(
-    req("rails", count=2),
-    constraints=[{"requests": ["rails"], "distinctAttribute": "resource.kubernetes.io/pcieRoot"}],
-)
-
-
-def test_distinct_attribute_is_served_from_v1_36_and_dropped_before() -> None:
-    """DRAConsumableCapacity: alpha (off) in v1.34 and v1.35, beta and on in v1.36 (kube_features.go);
-    pkg/api/resourceclaimspec/util.go drops distinctAttribute where the gate is off."""
-    assert problems_at(DISTINCT, "v1.36.4") == []
-    parsed = parse_claim(DISTINCT, kubernetes_version="v1.36.4")
-    assert parsed.constraints == () and parsed.unevaluated == ()
-    assert [(c.requests, c.attribute) for c in parsed.distinct] == [
-        (("rails",), "resource.kubernetes.io/pcieRoot")
-    ]
-    assert problems_at(DISTINCT, "v1.35.2") == [
-        "claim claim: constraint #0: distinctAttribute is dropped by the API server: feature gate "
-        "DRAConsumableCapacity is alpha and off at v1.35; on from v1.36; the constraint is left without an "
-        "attribute",
-        "claim claim: constraint #0: matchAttribute is required",
-    ]
-    bad = spec(req("rails"), constraints=[{"distinctAttribute": "pcieRoot"}])
-    assert problems_at(bad, "v1.36.0") == [
-        "claim claim: constraint #0: distinctAttribute 'pcieRoot' must be fully qualified as domain/name, "
-        "e.g. resource.kubernetes.io/pcieRoot"
-    ]
-    both = spec(req("rails"), constraints=[{"matchAttribute": "a.b/c", "distinctAttribute": "a.b/c"}])
-    assert "exactly one of matchAttribute or distinctAttribute" in problems_at(both, "v1.36.0")[0]
-
-
-def test_tolerations_are_served_from_v1_36_and_dropped_before() -> None:
-    """DRADeviceTaints: alpha (off) until v1.35, beta and on in v1.36."""
-    claim = spec(req("rails", tolerations=[{"key": "example.com/maintenance", "operator": "Exists"}]))
-    assert problems_at(claim, "v1.36.4") == []
-    (problem,) = problems_at(claim, "v1.35.2")
-    assert (
-        "request rails: tolerations is dropped by the API server: feature gate DRADeviceTaints is alpha"
-        in problem
-    )
-
-
-def test_first_available_and_admin_access_at_their_gates() -> None:
-    """DRAPrioritizedList and DRAAdminAccess are beta and on from v1.34 (alpha and off in v1.33)."""
-    first = spec({"name": "gpu", "firstAvailable": [{"name": "one", "deviceClassName": "gpu.nvidia.com"}]})
-    assert problems_at(first, "v1.34.0") == []
-    problems = problems_at(first, "v1.33.5")
-    assert (
-        "firstAvailable is dropped by the API server: feature gate DRAPrioritizedList is alpha and off"
-        in problems[0]
-    )
-    assert "exactly one of `exactly` or `firstAvailable` is required" in problems[1]
-    admin = spec(req("rails", adminAccess=True))
-    assert problems_at(admin, "v1.34.0") == []
-    assert "adminAccess is dropped" in problems_at(admin, "v1.33.0")[0]
-    assert problems_at(admin, "1.x") == ["Kubernetes version '1.x' is not of the form v1.36.4"]
+# -- issue 22 item 3: device tolerations as upstream validates them ---------------------------------------
 
 
 @pytest.mark.parametrize(

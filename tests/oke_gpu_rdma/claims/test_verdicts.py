@@ -7,12 +7,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oke_gpu_rdma import attributes as attr
 from oke_gpu_rdma.claims import UnsatisfiableCause, VerdictKind, judge_claim
 from oke_gpu_rdma.claims.inventory import node_inventory
 from oke_gpu_rdma.claims.spec import parse_claim
-from oke_gpu_rdma.releases import dranet
-from oke_gpu_rdma.shape_catalog import CATALOG
+from oke_gpu_rdma.drivers import attributes as attr
+from oke_gpu_rdma.drivers import dranet
+from oke_gpu_rdma.nodes.shape_catalog import CATALOG
 from tests.fixtures import seed000
 from tests.oke_gpu_rdma.claims.claim_strategies import claims
 from tests.oke_gpu_rdma.claims.reference_allocator import Allocator
@@ -144,7 +144,7 @@ def test_careless_nic_request_is_unaligned_and_a_root_constraint_keeps_non_rails
 def test_unverified_shape_needs_a_topology() -> None:
     import pytest
 
-    from oke_gpu_rdma.errors import UnverifiedTopologyError
+    from oke_gpu_rdma.common.errors import UnverifiedTopologyError
 
     with pytest.raises(UnverifiedTopologyError):
         judge_claim(seed000("pair-check"), "BM.GPU.H100.8")

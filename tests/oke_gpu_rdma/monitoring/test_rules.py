@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from oke_gpu_rdma.acceptance import SEED_RAIL_GBPS
+from oke_gpu_rdma.health.acceptance import SEED_RAIL_GBPS
 from oke_gpu_rdma.monitoring import catalog
 from oke_gpu_rdma.monitoring.rules import RuleSettings, expressions, rule_groups
 from stack_config.loading import load_stack
-from stack_config.monitoring_plan import rule_settings
+from stack_config.monitoring.monitoring_plan import rule_settings
 from tests.support import EXAMPLE_REGION, raw_config
 
 from .promql import parse
@@ -168,7 +168,7 @@ def test_rules_are_what_prometheus_rulefmt_accepts() -> None:
 
 def test_a_held_node_and_a_stalled_controller_alert_where_remediation_runs() -> None:
     """Issue 37: a node that failed remediation twice stays cordoned with an alert; the series are the
-    controller's own (oke_gpu_rdma/remediation/controller.py), which the catalog lists as this project's."""
+    controller's own (oke_gpu_rdma/health/remediation/controller.py), which the catalog lists as this project's."""
     rules = rules_by_alert()
     [held] = rules["NodeRemediationHeld"]
     assert held["expr"] == 'max by (pool) (oke_gpu_rdma_remediation_nodes{state="held"}) > 0'

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-import components.gpu_node_pool
-from oke_gpu_rdma import mpi_operator
+import components.nodes.gpu_node_pool
+from oke_gpu_rdma.scheduling import mpi_operator
 from preview import rendering
 from preview.mock_runtime import pulumi_config_map, run_program
-from preview.plan import change_plan, gpu_impact
+from preview.plan import change_plan, gpu_impact, plan_lines
 from stack_config.loading import parse_stack_config, stack_source
 from stack_config.loading import raw_config as config_of
 from stack_config.pack_config import policy_pack_config
@@ -62,8 +62,8 @@ BARE_METAL = (
 def test_no_change_is_no_change() -> None:
     plan = plan_for("dev", lambda raw: None)
     assert lines(plan) == [] and gpu_impact.gpu_node_lines(plan) == []
-    assert change_plan.plan_lines(plan) == ["Plan against the example:", "  no changes"]
-    assert change_plan.summary_lines(plan) == ["Resources:", "    24 unchanged"]
+    assert plan_lines.plan_lines(plan) == ["Plan against the example:", "  no changes"]
+    assert plan_lines.summary_lines(plan) == ["Resources:", "    24 unchanged"]
 
 
 def test_no_base_makes_everything_a_create() -> None:
@@ -71,8 +71,8 @@ def test_no_base_makes_everything_a_create() -> None:
         None, base_rendering("dev"), "no base: git is not installed; everything is a create"
     )
     assert {s.op for s in plan.steps} == {"create"}
-    assert change_plan.summary_lines(plan) == ["Resources:", "    + 24 to create"]
-    assert change_plan.plan_lines(plan) == ["Plan: no base: git is not installed; everything is a create."]
+    assert plan_lines.summary_lines(plan) == ["Resources:", "    + 24 to create"]
+    assert plan_lines.plan_lines(plan) == ["Plan: no base: git is not installed; everything is a create."]
 
 
 @pytest.mark.parametrize(("count", "impact"), [(3, "1 added"), (1, "1 removed")])
@@ -82,7 +82,7 @@ def test_node_count_updates_the_pool(count: int, impact: str) -> None:
         "~ oci:ContainerEngine/nodePool:NodePool gpu-b4-nodes update [diff: ~nodeConfigDetails.size]"
     ]
     assert gpu_impact.gpu_node_lines(plan) == [f"gpu-b4: 2 => {count} BM.GPU.B4.8 nodes: {impact}"]
-    assert change_plan.summary_lines(plan) == [
+    assert plan_lines.summary_lines(plan) == [
         "Resources:",
         "    ~ 1 to update",
         "    1 change. 23 unchanged",
@@ -90,11 +90,11 @@ def test_node_count_updates_the_pool(count: int, impact: str) -> None:
 
 
 def test_cloud_init_change_cycles_every_node(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A commit that changes the node cloud-init (what oke_gpu_rdma/cloud_init.py renders).
+    # A commit that changes the node cloud-init (what oke_gpu_rdma/nodes/cloud_init.py renders).
     base_rendering("dev")  # the base is the unpatched program's (cached: render it before patching)
-    original = components.gpu_node_pool.render_cloud_init
+    original = components.nodes.gpu_node_pool.render_cloud_init
     monkeypatch.setattr(
-        components.gpu_node_pool,
+        components.nodes.gpu_node_pool,
         "render_cloud_init",
         lambda bootstrap: original(bootstrap).replace("#cloud-config\n", "#cloud-config\n# changed\n", 1),
     )
@@ -108,15 +108,15 @@ def test_cloud_init_change_cycles_every_node(monkeypatch: pytest.MonkeyPatch) ->
         f"gpu-b4: {BARE_METAL}",
     ]
     # The detail shows the decoded text's diff, not base64.
-    detail = change_plan.step_lines(plan.step("gpu-b4-nodes"))
+    detail = plan_lines.step_lines(plan.step("gpu-b4-nodes"))
     assert "          +# changed" in detail
 
 
 def test_cloud_init_change_without_cycling_leaves_the_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     base_rendering("dev")  # the base is the unpatched program's (cached: render it before patching)
-    original = components.gpu_node_pool.render_cloud_init
+    original = components.nodes.gpu_node_pool.render_cloud_init
     monkeypatch.setattr(
-        components.gpu_node_pool,
+        components.nodes.gpu_node_pool,
         "render_cloud_init",
         lambda bootstrap: original(bootstrap) + "# changed\n",
     )
@@ -190,7 +190,7 @@ def test_compute_cluster_availability_domain_replaces_the_cluster_and_the_pool()
         "oci_core_compute_cluster (terraform-provider-oci v8.28.0): availabilityDomain is ForceNew"
     )
     assert plan.refused() == []
-    assert change_plan.summary_lines(plan) == [
+    assert plan_lines.summary_lines(plan) == [
         "Resources:",
         "    +-2 to replace",
         "    2 changes. 22 unchanged",
@@ -201,7 +201,7 @@ def test_a_protected_replacement_is_the_engines_error_not_a_replacement() -> Non
     plan = plan_for("dev", lambda raw: pool(raw).update(availabilityDomain="Uocm:US-ASHBURN-AD-2"))
     cluster = plan.step("gpu-b4-compute-cluster")
     urn = cluster.base.urn if cluster.base else ""
-    assert change_plan.step_lines(cluster)[-2:] == [
+    assert plan_lines.step_lines(cluster)[-2:] == [
         f'      error: unable to replace resource "{urn}"',
         "      error: as it is currently marked for protection. To replace it, set "
         "`oke-gpu-rdma:protect: {gpuPools: false}` in the stack file: the same `pulumi up` unprotects and "
@@ -213,7 +213,7 @@ def test_a_protected_replacement_is_the_engines_error_not_a_replacement() -> Non
         "replaced (availabilityDomain)), but the apply stops here: its compute cluster "
         "gpu-b4-compute-cluster and the node pool are protected (`oke-gpu-rdma:protect: {gpuPools: false}` lifts it)"
     ]
-    assert change_plan.summary_lines(plan) == [
+    assert plan_lines.summary_lines(plan) == [
         "Resources:",
         "    ! 2 refused: protected (`pulumi preview` fails; `pulumi up` stops at the first one)",
         "    22 unchanged",
@@ -248,7 +248,7 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
         "node of the pool runs from the delete until the 2 new ones join"
         for name in ("gpu-b4-a", "gpu-b4-b")
     ]
-    assert change_plan.summary_lines(plan) == [
+    assert plan_lines.summary_lines(plan) == [
         "Resources:",
         # The full example's Kueue (release, two Topologies, two flavors, ClusterQueue, LocalQueue) and NCCL job
         # (MPIJob, the MPI operator's manifest), the rail health agent and monitoring's NetworkPolicies and
@@ -261,7 +261,7 @@ def test_pods_cidr_of_a_created_cluster_replaces_everything_on_it() -> None:
 def test_pods_cidr_of_an_existing_cluster_changes_only_the_pack_config() -> None:
     plan = plan_for("dev", lambda raw: raw["cluster"]["existing"].update(podsCidr="10.244.0.0/16"))
     assert lines(plan) == []
-    assert change_plan.plan_lines(plan)[1:] == [
+    assert plan_lines.plan_lines(plan)[1:] == [
         "  ~ policy-pack-config.json (not a resource: the policy pack's config)",
         '      ~ dranet-child-range.existingCidrs[2].cidr: "10.240.0.0/12" => "10.244.0.0/16"',
     ]
@@ -337,7 +337,7 @@ def test_a_removed_pool_deletes_its_nodes() -> None:
     assert queue.line().startswith(
         "~ kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue kueue-clusterqueue-rdma-gpus update"
     )
-    assert change_plan.summary_lines(plan) == [
+    assert plan_lines.summary_lines(plan) == [
         "Resources:",
         "    ~ 5 to update",
         "    - 1 to delete",
@@ -486,18 +486,18 @@ def test_every_replacement_says_its_order_and_why() -> None:
         raw["protect"] = False
 
     plan = plan_for("dev", move)
-    assert change_plan.step_lines(plan.step("gpu-b4-compute-cluster"))[:2] == [
+    assert plan_lines.step_lines(plan.step("gpu-b4-compute-cluster"))[:2] == [
         "  +- oci:Core/computeCluster:ComputeCluster gpu-b4-compute-cluster replace [diff: ~availabilityDomain]",
         "      order: created first (the engine's default): the new one exists before the old one is deleted; "
         "a compute cluster holds no hosts, so this needs none, but its node pool is replaced with it "
         "(nodeConfigDetails.computeClusterId is ForceNew): see the GPU line",
     ]
-    assert change_plan.step_lines(plan.step("gpu-b4-nodes"))[1] == (
+    assert plan_lines.step_lines(plan.step("gpu-b4-nodes"))[1] == (
         "      order: deleted first (its deleteBeforeReplace option): the old one is gone before the new one "
         "exists"
     )
     for step in plan.changed():
-        assert step.op != "replace" or change_plan.step_lines(step)[1].startswith("      order: ")
+        assert step.op != "replace" or plan_lines.step_lines(step)[1].startswith("      order: ")
 
 
 def test_a_kubernetes_replacement_deleting_first_says_the_provider_asks_for_it() -> None:
@@ -512,7 +512,7 @@ def test_a_kubernetes_replacement_deleting_first_says_the_provider_asks_for_it()
     )
     step = change_plan.build(base, new, "x").step("workloads-nccl")
     assert step.line().startswith("-+ kubernetes:core/v1:ConfigMap workloads-nccl replace")
-    assert change_plan.step_lines(step)[1] == (
+    assert plan_lines.step_lines(step)[1] == (
         "      order: deleted first (the provider's rule: the replacement keeps the object's name, which two "
         "objects cannot share): the old one is gone before the new one exists"
     )
@@ -520,7 +520,7 @@ def test_a_kubernetes_replacement_deleting_first_says_the_provider_asks_for_it()
 
 def test_an_update_says_no_order() -> None:
     plan = plan_for("dev", lambda raw: pool(raw).update(count=3))
-    assert not any("order:" in line for line in change_plan.step_lines(plan.step("gpu-b4-nodes")))
+    assert not any("order:" in line for line in plan_lines.step_lines(plan.step("gpu-b4-nodes")))
 
 
 # --- issue 17 item 5: node cycling as OKE and the provider do it -------------------------------------
@@ -528,9 +528,11 @@ def test_an_update_says_no_order() -> None:
 
 def _cloud_init_changed(monkeypatch: pytest.MonkeyPatch) -> None:
     base_rendering("dev")  # the base is the unpatched program's (cached: render it before patching)
-    original = components.gpu_node_pool.render_cloud_init
+    original = components.nodes.gpu_node_pool.render_cloud_init
     monkeypatch.setattr(
-        components.gpu_node_pool, "render_cloud_init", lambda bootstrap: original(bootstrap) + "# changed\n"
+        components.nodes.gpu_node_pool,
+        "render_cloud_init",
+        lambda bootstrap: original(bootstrap) + "# changed\n",
     )
 
 
@@ -644,8 +646,8 @@ def test_the_two_renderings_load_a_shared_file_once_and_plan_the_same() -> None:
     assert new.records[pool_urn].inputs is not base.records[pool_urn].inputs
     shared = change_plan.build(base, new, "x")
     alone = change_plan.build(change_plan.parse(base_files), change_plan.parse(new_files), "x")
-    assert change_plan.plan_lines(shared) == change_plan.plan_lines(alone)
-    assert change_plan.step_lines(shared.step("gpu-b4-nodes"))[1:] == [
+    assert plan_lines.plan_lines(shared) == plan_lines.plan_lines(alone)
+    assert plan_lines.step_lines(shared.step("gpu-b4-nodes"))[1:] == [
         "      ~ nodeConfigDetails.size: 2 => 3"
     ]
 
@@ -681,7 +683,7 @@ def test_the_mpi_operators_objects_move_under_its_manifest_instead_of_being_dele
     new = change_plan.parse(render("sriov", raw_config("sriov")))
     plan = change_plan.build(_declared_one_by_one(new), new, "the example")
     assert lines(plan) == ["+ kubernetes:yaml/v2:ConfigFile vf-acceptance-mpi-operator-manifest create"]
-    text = change_plan.plan_lines(plan)
+    text = plan_lines.plan_lines(plan)
     assert (
         "  vf-acceptance-mpi-operator-customresourcedefinition-mpijobs.kubeflow.org: moves under "
         "ConfigFile vf-acceptance-mpi-operator-manifest as vf-acceptance-mpi-operator-manifest:"
@@ -715,7 +717,7 @@ def test_protection_is_per_kind_and_its_change_is_a_line_of_its_own() -> None:
     assert plan.refused() == []
     assert plan.step("network-vcn").record.protect and plan.step("oke-cluster").record.protect
     assert plan.step("system-nodes").record.protect
-    assert change_plan.plan_lines(plan)[-1:] == [
+    assert plan_lines.plan_lines(plan)[-1:] == [
         "  gpu-b4-b-compute-cluster, gpu-b4-b-nodes: protect: true => false",
     ]
     # The remediation controller's config names the pool's OKE node pool, whose new OCID is known after the apply.

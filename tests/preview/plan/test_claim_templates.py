@@ -9,7 +9,7 @@ from typing import Any
 from preview import cli
 from preview.plan import change_plan, claim_templates
 from tests.preview.plan.test_change_plan import render
-from tests.stack_config.test_claim_plan import A100, two_shapes
+from tests.stack_config.claims.test_claim_plan import A100, two_shapes
 from tests.support import raw_config
 
 Raw = dict[str, Any]

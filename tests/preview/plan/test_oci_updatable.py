@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from oke_gpu_rdma import resource_types
+from oke_gpu_rdma.common import resource_types
 from preview.mock_runtime import pulumi_config_map, run_program
 from preview.plan import oci_updatable
 from tests.support import stack_document

@@ -1,0 +1,1 @@
+"""Metrics, dashboards and alerts."""

@@ -1,0 +1,1 @@
+"""Day-2 health: device taints, rail and fabric checks, acceptance jobs, remediation."""

@@ -1,0 +1,1 @@
+"""Scheduling: where pods may run, Kueue's topology-aware scheduling, the MPI operator."""

@@ -1,0 +1,1 @@
+"""The SR-IOV path: VFs per rail from the NVIDIA Network Operator."""

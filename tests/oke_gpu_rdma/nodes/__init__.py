@@ -1,0 +1,1 @@
+"""Tests of oke_gpu_rdma/nodes."""

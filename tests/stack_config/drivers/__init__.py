@@ -1,0 +1,1 @@
+"""Tests of stack_config/drivers."""
