@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from .config_namespaces import closest
 from .model import StackConfig, config_keys
 from .problems import ConfigError, ConfigProblem
 from .settings_types import PROJECT
+from .type_messages import bound_message, field_at, model_in, wrong_type_message
 
 
 @dataclass(frozen=True)
@@ -89,38 +89,40 @@ def problems_from_pydantic(err: pydantic.ValidationError) -> list[ConfigProblem]
                 )
             )
             continue
-        if item["type"] in ("bool_type", "bool_parsing"):
-            problems.append(ConfigProblem(_path(loc), item.get("input"), "takes true or false"))
-            continue
         # A model-level check (no single field) is reported on the object it belongs to, without
         # echoing the whole object back.
         value = item.get("input")
         shown = None if isinstance(value, dict) or not loc else value
+        wrong_type = wrong_type_message(item["type"], loc, value)
+        if wrong_type is not None:
+            problems.append(ConfigProblem(_path(loc), shown, wrong_type))
+            continue
+        bound = bound_message(item["type"], item.get("ctx"))
+        if bound is not None:
+            problems.append(ConfigProblem(_path(loc), shown, bound))
+            continue
+        if item["type"] in ("literal_error", "enum"):
+            # One of a fixed set: named as the file writes them (pydantic quotes them as Python does).
+            expected = str(item.get("ctx", {}).get("expected", ""))
+            allowed = [
+                v.strip().strip("'\"") for v in expected.replace(" or ", ", ").split(", ") if v.strip()
+            ]
+            guess = closest(str(item.get("input")), allowed)
+            hint = f"; did you mean {guess}?" if guess else ""
+            problems.append(
+                ConfigProblem(_path(loc), item.get("input"), f"takes one of: {', '.join(allowed)}{hint}")
+            )
+            continue
         problems.append(ConfigProblem(_path(loc) or "(stack)", shown, message))
     return problems
 
 
-def _model_in(annotation: Any) -> type[pydantic.BaseModel] | None:
-    """The model class a field holds (through Optional, list and dict), None for plain values."""
-    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
-        return annotation
-    for arg in typing.get_args(annotation):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
-
-
 def known_keys(loc: Sequence[int | str]) -> list[str]:
     """The keys the model takes at ``loc`` (a pydantic location: keys and list indexes), [] if unknown."""
-    model: type[pydantic.BaseModel] | None = StackConfig
-    for part in loc:
-        if isinstance(part, int) or model is None:
-            continue
-        field = next((f for name, f in model.model_fields.items() if (f.alias or name) == part), None)
-        if field is None:
-            return []
-        model = _model_in(field.annotation)
+    if not any(isinstance(part, str) for part in loc):
+        return [f.alias or name for name, f in StackConfig.model_fields.items()]
+    field = field_at(loc)
+    model = model_in(field.annotation) if field is not None else None
     return [f.alias or name for name, f in model.model_fields.items()] if model is not None else []
 
 

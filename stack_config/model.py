@@ -15,6 +15,7 @@ from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
+    StrictBool,
     TypeAdapter,
     model_validator,
 )
@@ -35,6 +36,7 @@ from stack_config.settings_types import (
     MAX_NODE_POOLS,
     CompartmentOcid,
     ConfigModel,
+    ConfigSwitch,
     DnsLabel,
     KmsKeyOcid,
     Region,
@@ -108,7 +110,7 @@ def _protect_all(value: Any) -> Any:
     if isinstance(value, Mapping):
         return value
     try:
-        every = TypeAdapter(bool).validate_python(value)
+        every = TypeAdapter(ConfigSwitch).validate_python(value)
     except ValueError:
         raise ValueError(
             "takes true, false, or a mapping of {network, cluster, gpuPools, systemPool} to true or false"
@@ -123,12 +125,12 @@ class ProtectConfig(ConfigModel):
     another availability domain) does not unprotect the others (the VCN, the cluster).
     """
 
-    network: bool = Field(True, description="The created VCN, its subnets, gateways and route tables.")
-    cluster: bool = Field(True, description="The created OKE cluster.")
-    gpu_pools: bool = Field(
+    network: StrictBool = Field(True, description="The created VCN, its subnets, gateways and route tables.")
+    cluster: StrictBool = Field(True, description="The created OKE cluster.")
+    gpu_pools: StrictBool = Field(
         True, alias="gpuPools", description="The GPU node pools and their compute clusters."
     )
-    system_pool: bool = Field(True, alias="systemPool", description="The system (CPU) node pool.")
+    system_pool: StrictBool = Field(True, alias="systemPool", description="The system (CPU) node pool.")
 
 
 # Which key of `protect` each component of the program takes its flag from (__main__.py passes them):
@@ -207,7 +209,7 @@ class StackConfig(ConfigModel):
         default_factory=lambda: MonitoringConfig(),
         description="Metrics, the GPU and rail dashboard and alert rules (docs/monitoring.md).",
     )
-    create_compute_cluster_policy: bool = Field(
+    create_compute_cluster_policy: ConfigSwitch = Field(
         True,
         alias="createComputeClusterPolicy",
         description="Create the IAM policy that lets node pools launch into compute clusters "

@@ -13,6 +13,7 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    StrictBool,
 )
 
 from oke_gpu_rdma.nodes import cidr_rules as cidr
@@ -183,6 +184,21 @@ ChildRange = Annotated[IPv4Network, BeforeValidator(_cidr), AfterValidator(_chil
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 ShapeName = Annotated[str, AfterValidator(_shape)]
 Region = Annotated[str, AfterValidator(_region)]
+
+
+def _config_text_bool(value: Any) -> Any:
+    """A top-level switch as the Pulumi CLI stores it (`pulumi config set key false` writes the text
+    "false"): read as the SDK's Config.get_bool reads it ("true"/"True", "false"/"False"; pulumi/config.py
+    _get_bool), anything else left for StrictBool to refuse."""
+    if value in ("true", "True"):
+        return True
+    if value in ("false", "False"):
+        return False
+    return value
+
+
+# A switch at the top of the stack config (a plain `oke-gpu-rdma:<key>`, text when the CLI set it).
+ConfigSwitch = Annotated[StrictBool, BeforeValidator(_config_text_bool)]
 CniType = Literal["FLANNEL_OVERLAY", "OCI_VCN_IP_NATIVE"]
 
 

@@ -306,6 +306,7 @@ LAYER_ROOT_MODULES = {
         "model.py",
         "settings_types.py",
         "loading.py",
+        "type_messages.py",
         "problems.py",
         "config_namespaces.py",
         "pack_config.py",

@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import (
     AfterValidator,
     Field,
+    StrictBool,
     StrictInt,
     model_validator,
 )
@@ -45,9 +46,9 @@ def _cron_schedule(value: str) -> str:
 class AcceptanceJobsConfig(ConfigModel):
     """Jobs that measure what the setup delivers (off by default: they hold whole nodes)."""
 
-    enabled: bool = Field(False, description="Deploy the acceptance jobs chosen below.")
-    nccl: bool = Field(True, description="The MPI operator and the NCCL all_reduce MPIJob.")
-    rail_bandwidth: bool = Field(
+    enabled: StrictBool = Field(False, description="Deploy the acceptance jobs chosen below.")
+    nccl: StrictBool = Field(True, description="The MPI operator and the NCCL all_reduce MPIJob.")
+    rail_bandwidth: StrictBool = Field(
         False,
         alias="railBandwidth",
         description="The rail test MPIJob (ib_write_bw on every rail); not together with nccl (both take every rail).",

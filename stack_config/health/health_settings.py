@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import (
     AfterValidator,
     Field,
+    StrictBool,
     StrictInt,
 )
 
@@ -33,7 +34,7 @@ class RailHealthConfig(ConfigModel):
     """The rail health agent: a DaemonSet on every DRANET pool that checks each rail and marks a bad one
     (docs/health.md)."""
 
-    enabled: bool = Field(False, description="Run the rail health agent on the DRANET pools.")
+    enabled: StrictBool = Field(False, description="Run the rail health agent on the DRANET pools.")
     image: str = Field(
         health.RAIL_AGENT_IMAGE,
         description="Image with bash and kubectl the agent runs in (Kubernetes' own).",
@@ -147,7 +148,7 @@ class RemediationConfig(ConfigModel):
 class HealthConfig(ConfigModel):
     """Day-2 health: bad GPUs and rails taken out of scheduling (docs/health.md)."""
 
-    gpu: bool = Field(
+    gpu: StrictBool = Field(
         False,
         description="The NVIDIA DRA driver's NVML health checks (feature gate NVMLDeviceHealthCheck): a GPU "
         "with a fatal XID or lost is tainted NoSchedule in its ResourceSlice. Needs driver v0.4.0+ and "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import (
     Field,
+    StrictBool,
     StrictInt,
     field_validator,
     model_validator,
@@ -48,7 +49,7 @@ class ExistingPrometheusConfig(ConfigModel):
 class MonitoringConfig(ConfigModel):
     """Metrics, dashboards and alerts of the GPUs and rails (components/monitoring/monitoring_stack.py, docs/monitoring.md)."""
 
-    enabled: bool = Field(
+    enabled: StrictBool = Field(
         False,
         description="Scrape the GPU Operator's DCGM exporter (its ServiceMonitor) and DRANET's metrics, and "
         "ship the GPU and rail dashboard and alert rules.",

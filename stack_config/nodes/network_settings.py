@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import (
     Field,
+    StrictBool,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -63,7 +64,7 @@ class NewNetwork(ConfigModel):
         alias="podSubnetCidr",
         description="Pod subnet; created only when the cluster's CNI is OCI_VCN_IP_NATIVE.",
     )
-    api_endpoint_public: bool = Field(
+    api_endpoint_public: StrictBool = Field(
         False,
         alias="apiEndpointPublic",
         description="Give the API endpoint a public IP (in a public subnet; adds an internet gateway).",

@@ -7,6 +7,7 @@ from typing import Final, Literal
 
 from pydantic import (
     Field,
+    StrictBool,
     StrictInt,
     model_validator,
 )
@@ -110,7 +111,7 @@ INSTANCE_REPLACE: CycleMode = "INSTANCE_REPLACE"
 class NodeCycling(ConfigModel):
     """How OKE replaces nodes when the pool's image, version or cloud-init changes."""
 
-    enabled: bool = Field(True, description="Replace nodes automatically after a pool change.")
+    enabled: StrictBool = Field(True, description="Replace nodes automatically after a pool change.")
     maximum_surge: StrictInt = Field(
         0,
         ge=0,
@@ -181,7 +182,7 @@ class NodePoolConfig(ConfigModel):
     boot_volume_size_gbs: StrictInt = Field(
         500, ge=50, le=32768, alias="bootVolumeSizeGbs", description="Boot volume in GB, 50 to 32768."
     )
-    in_transit_encryption: bool = Field(False, alias="inTransitEncryption", description=_IN_TRANSIT)
+    in_transit_encryption: StrictBool = Field(False, alias="inTransitEncryption", description=_IN_TRANSIT)
     labels: dict[str, str] = Field(default_factory=dict, description="Extra initial node labels.")
     taints: list[Taint] = Field(
         default_factory=lambda: [GPU_TAINT],
@@ -207,7 +208,7 @@ class NodePoolConfig(ConfigModel):
         None,
         description="SR-IOV settings of a pool with rdma: sriov (defaults: 2 VFs per PF, a resource per rail).",
     )
-    onboarding: bool = Field(
+    onboarding: StrictBool = Field(
         False,
         description="Onboard the pool's shape (rdma: dranet only): DRANET and the GPU DRA driver run on its nodes, "
         "but its shape gets no claim templates, so it needs no topology; the other pools keep theirs. Once the "
@@ -340,7 +341,7 @@ class SystemPoolConfig(ConfigModel):
     operator and launcher): GPU pools carry `nvidia.com/gpu=present:NoSchedule`, which those pods do not
     tolerate. OKE's own image and cloud-init: no compute cluster, no RDMA."""
 
-    enabled: bool | None = Field(
+    enabled: StrictBool | None = Field(
         None,
         description="Create the pool; default: on when the stack creates the cluster (an existing cluster "
         "already has somewhere to run them).",
@@ -379,7 +380,7 @@ class SystemPoolConfig(ConfigModel):
     boot_volume_size_gbs: StrictInt = Field(
         50, ge=50, le=32768, alias="bootVolumeSizeGbs", description="Boot volume in GB, 50 to 32768."
     )
-    in_transit_encryption: bool = Field(False, alias="inTransitEncryption", description=_IN_TRANSIT)
+    in_transit_encryption: StrictBool = Field(False, alias="inTransitEncryption", description=_IN_TRANSIT)
 
     @property
     def flexible(self) -> bool:

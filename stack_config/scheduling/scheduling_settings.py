@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import (
     AfterValidator,
     Field,
+    StrictBool,
     StrictInt,
 )
 
@@ -42,7 +43,7 @@ class SchedulingConfig(ConfigModel):
     the fabric levels, a ResourceFlavor per RDMA shape, a ClusterQueue with the pools' GPUs, rails, CPUs and memory,
     and a LocalQueue in each workload namespace."""
 
-    enabled: bool = Field(
+    enabled: StrictBool = Field(
         False, description="Install Kueue and the queue; the acceptance jobs then run through it."
     )
     chart_version: str = Field(

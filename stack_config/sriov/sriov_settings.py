@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import (
     AfterValidator,
     Field,
+    StrictBool,
     StrictInt,
     model_validator,
 )
@@ -28,7 +29,7 @@ class SriovPoolConfig(ConfigModel):
         alias="vfsPerPf",
         description="VFs per rail PF (numVfs): 1 for one RDMA pod per node, 2 for two (Oracle Cloud allows at most 2).",
     )
-    resource_per_rail: bool = Field(
+    resource_per_rail: StrictBool = Field(
         True,
         alias="resourcePerRail",
         description="One node policy, network and resource per rail (rdma-vf-0 ... rdma-vf-15); false: one "
@@ -102,7 +103,7 @@ class NetworkOperatorConfig(ConfigModel):
         description="network-operator chart version; the NicClusterPolicy images use network-operator-v<version>.",
     )
     namespace: DnsLabel = Field(network_operator.NAMESPACE, description="Namespace of the operator.")
-    deploy_nfd: bool = Field(
+    deploy_nfd: StrictBool = Field(
         False,
         alias="deployNfd",
         description="Deploy the chart's Node Feature Discovery (off: the cluster already runs NFD, e.g. the GPU "

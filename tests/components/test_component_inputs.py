@@ -69,11 +69,11 @@ def test_every_bad_input_is_one_line_with_its_value() -> None:
         pool_config("gpu-b4", pool(count=0, kubernetes_version="1.34", cni_type="CALICO"))
     lines = str(raised.value).splitlines()
     assert lines[0] == "RdmaGpuNodePool 'gpu-b4': invalid inputs:"
-    assert "  input count = 0: Input should be greater than or equal to 1" in lines
+    assert "  input count = 0: must be at least 1" in lines
     assert any(
         line.startswith("  input kubernetesVersion = '1.34': is not a Kubernetes version") for line in lines
     )
-    assert "  input cniType = 'CALICO': Input should be 'FLANNEL_OVERLAY' or 'OCI_VCN_IP_NATIVE'" in lines
+    assert "  input cniType = 'CALICO': takes one of: FLANNEL_OVERLAY, OCI_VCN_IP_NATIVE" in lines
     # RunError: the program ends with the message, no traceback.
     assert isinstance(raised.value, pulumi.RunError)
 

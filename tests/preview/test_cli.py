@@ -81,7 +81,7 @@ def test_bad_config_exits_1_with_the_message_and_no_traceback(tmp_path: Path) ->
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
         "error: invalid stack config:",
-        "  stacks/Pulumi.bad.yaml: nodePools[0].count = 0: Input should be greater than or equal to 1",
+        "  stacks/Pulumi.bad.yaml: nodePools[0].count = 0: must be at least 1",
         "  stacks/Pulumi.bad.yaml: dranet.childRange = '10.208.0.0/31': has prefix /31; DRANET accepts "
         "child ranges from /8 to /30",
     ]
@@ -170,7 +170,7 @@ BAD_CONFIGS = {
     "count below 1": (
         ("nodePools", 0, "count"),
         0,
-        "nodePools[0].count = 0: Input should be greater than or equal to 1",
+        "nodePools[0].count = 0: must be at least 1",
     ),
     "malformed CIDR": (
         ("network", "existing", "workerSubnet", "cidr"),

@@ -67,9 +67,7 @@ def test_unknown_node_shape() -> None:
 def test_node_count_below_one() -> None:
     raw = raw_config("dev")
     raw["nodePools"][0]["count"] = 0
-    assert (
-        only_problem(raw) == f"{SOURCE}: nodePools[0].count = 0: Input should be greater than or equal to 1"
-    )
+    assert only_problem(raw) == f"{SOURCE}: nodePools[0].count = 0: must be at least 1"
 
 
 @pytest.mark.parametrize(
@@ -290,7 +288,9 @@ def test_a_template_is_refused_on_the_shape_it_cannot_align_on() -> None:
 def test_a_boolean_is_not_a_node_count() -> None:
     raw = raw_config("dev")
     raw["nodePools"][0]["count"] = True
-    assert only_problem(raw) == f"{SOURCE}: nodePools[0].count = true: Input should be a valid integer"
+    assert (
+        only_problem(raw) == f"{SOURCE}: nodePools[0].count = true: takes a whole number, not true (a switch)"
+    )
 
 
 def test_unknown_top_level_key_is_reported_once() -> None:
@@ -436,7 +436,7 @@ def test_a_shape_in_the_wrong_case_gets_the_closest_name() -> None:
     [
         (
             lambda raw: raw["nodePools"][0].update(count=10**30),
-            "nodePools[0].count = 1000000000000000000000000000000: Input should be less than or equal to 1000",
+            "nodePools[0].count = 1000000000000000000000000000000: must be at most 1000",
         ),
         (
             lambda raw: raw["nodePools"][0].update(
@@ -457,20 +457,19 @@ def test_a_shape_in_the_wrong_case_gets_the_closest_name() -> None:
         ),
         (
             lambda raw: raw.update(workloads={"acceptanceJobs": {"enabled": True, "railGbps": float("inf")}}),
-            "workloads.acceptanceJobs.railGbps = Infinity: Input should be a finite number",
+            "workloads.acceptanceJobs.railGbps = Infinity: must be a finite number",
         ),
         (
             lambda raw: raw.update(workloads={"acceptanceJobs": {"ncclBusbwGBs": float("nan")}}),
-            "workloads.acceptanceJobs.ncclBusbwGBs = NaN: Input should be a finite number",
+            "workloads.acceptanceJobs.ncclBusbwGBs = NaN: must be a finite number",
         ),
         (
             lambda raw: raw.update(workloads={"acceptanceJobs": {"railGbps": -5}}),
-            "workloads.acceptanceJobs.railGbps = -5: Input should be greater than 0",
+            "workloads.acceptanceJobs.railGbps = -5: must be more than 0",
         ),
         (
             lambda raw: raw.update(workloads={"acceptanceJobs": {"timeoutMinutes": 10**30}}),
-            "workloads.acceptanceJobs.timeoutMinutes = 1000000000000000000000000000000: Input should be less than "
-            "or equal to 153722867",
+            "workloads.acceptanceJobs.timeoutMinutes = 1000000000000000000000000000000: must be at most 153722867",
         ),
     ],
 )
@@ -485,9 +484,7 @@ def test_five_thousand_pools_are_refused_by_the_limit_alone() -> None:
     raw = raw_config("dev")
     raw["nodePools"] = [dict(raw["nodePools"][0], name=f"p{i}") for i in range(5000)]
     line = only_problem(raw)
-    assert line.startswith(f"{SOURCE}: nodePools = [") and line.endswith(
-        ": List should have at most 2000 items after validation, not 5000"
-    )
+    assert line.startswith(f"{SOURCE}: nodePools = [") and line.endswith(": must hold at most 2000 items")
 
 
 def test_a_verified_shapes_topology_cannot_be_overridden() -> None:
@@ -531,4 +528,55 @@ def test_sriov_pods_do_not_run_in_a_namespace_the_stack_does_not_own(namespace: 
         f"{SOURCE}: networkOperator.networkNamespace = '{namespace}': {namespace} is a namespace every cluster "
         "has, whose Pod Security level the stack does not set; the SR-IOV pods need one the stack creates and "
         "labels baseline: use rdma-sriov (the default) or another name"
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "line"),
+    [
+        # YAML reads an unquoted 1.33 as a float; quoting it alone would not do, and the message says so.
+        (
+            lambda raw: raw["cluster"].update(
+                existing={**raw["cluster"]["existing"], "kubernetesVersion": 1.33}
+            ),
+            "cluster.existing.kubernetesVersion = 1.33: takes text, not the number 1.33; YAML reads an unquoted "
+            '1.33 as a number: write it in quotes, and even as "1.33" it is refused: is not a Kubernetes version '
+            "of the form v1.X.Y (for example v1.34.1)",
+        ),
+        (
+            lambda raw: raw["nodePools"][0].update(count="2"),
+            "nodePools[0].count = '2': takes a whole number, not the text '2'; write the number without quotes",
+        ),
+        # pydantic's lax mode would take "yes" as true; a switch takes true or false only.
+        (
+            lambda raw: raw["nodePools"][0].update(inTransitEncryption="yes"),
+            "nodePools[0].inTransitEncryption = 'yes': takes true or false, not the text 'yes'; write true or "
+            "false without quotes",
+        ),
+        (
+            lambda raw: raw["nodePools"][0].update(rdma="sriovv"),
+            "nodePools[0].rdma = 'sriovv': takes one of: dranet, sriov, none; did you mean sriov?",
+        ),
+        (
+            lambda raw: raw["nodePools"][0].update(count=[2]),
+            "nodePools[0].count = [2]: takes a whole number, not a list",
+        ),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_told_in_yamls_words(edit: Any, line: str) -> None:
+    raw = raw_config("dev")
+    edit(raw)
+    assert only_problem(raw) == f"{SOURCE}: {line}"
+
+
+@pytest.mark.parametrize(("text", "value"), [("false", False), ("True", True)])
+def test_a_top_level_switch_set_by_the_cli_is_read_as_get_bool_reads_it(text: str, value: bool) -> None:
+    # `pulumi config set createComputeClusterPolicy false` stores the text "false".
+    raw = raw_config("dev")
+    raw["createComputeClusterPolicy"] = text
+    assert parse_stack_config(raw, SOURCE, EXAMPLE_REGION).create_compute_cluster_policy is value
+    raw["createComputeClusterPolicy"] = "no"
+    assert only_problem(raw) == (
+        f"{SOURCE}: createComputeClusterPolicy = 'no': takes true or false, not the text 'no'; write true or "
+        "false without quotes"
     )

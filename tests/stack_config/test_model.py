@@ -176,4 +176,4 @@ def test_a_block_given_a_single_value_names_its_keys_not_a_class() -> None:
 def test_a_switch_given_a_number_takes_true_or_false() -> None:
     raw = raw_config("full")
     raw["gpuDriver"] = {"computeDomains": {"enabled": 3}}
-    assert _problems(raw) == ["gpuDriver.computeDomains.enabled = 3: takes true or false"]
+    assert _problems(raw) == ["gpuDriver.computeDomains.enabled = 3: takes true or false, not the number 3"]

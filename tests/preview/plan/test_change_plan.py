@@ -602,8 +602,8 @@ def test_a_cycle_mode_that_oke_does_not_know_is_one_clear_message() -> None:
     with pytest.raises(Exception) as raised:
         parse_stack_config(config_of(config), stack_source("dev"), config.get("oci:region"))
     assert str(raised.value).splitlines()[1:] == [
-        "  stacks/Pulumi.dev.yaml: nodePools[0].cycling.cycleModes[0] = 'REBOOT': Input should be "
-        "'BOOT_VOLUME_REPLACE' or 'INSTANCE_REPLACE'"
+        "  stacks/Pulumi.dev.yaml: nodePools[0].cycling.cycleModes[0] = 'REBOOT': takes one of: "
+        "BOOT_VOLUME_REPLACE, INSTANCE_REPLACE"
     ]
 
 

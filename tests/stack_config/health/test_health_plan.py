@@ -96,9 +96,7 @@ def test_the_agents_settings_are_checked() -> None:
         "counters/symbol_error"
     ]
     raw["health"] = {"rails": {"enabled": True, "intervalSeconds": 1}}
-    assert problems_of(raw) == [
-        f"{SOURCE}: health.rails.intervalSeconds = 1: Input should be greater than or equal to 5"
-    ]
+    assert problems_of(raw) == [f"{SOURCE}: health.rails.intervalSeconds = 1: must be at least 5"]
 
 
 def test_the_stacks_claim_templates_tolerate_no_health_taint() -> None:

@@ -50,7 +50,7 @@ def test_more_than_two_vfs_is_refused() -> None:
     raw = raw_config("sriov")
     raw["nodePools"][0]["sriov"] = {"vfsPerPf": 3}
     (line,) = problems_of(raw)
-    assert line == f"{SOURCE}: nodePools[0].sriov.vfsPerPf = 3: Input should be less than or equal to 2"
+    assert line == f"{SOURCE}: nodePools[0].sriov.vfsPerPf = 3: must be at most 2"
 
 
 @pytest.mark.parametrize(
@@ -116,7 +116,7 @@ def test_network_operator_without_sriov_pools_and_unknown_keys() -> None:
     raw["networkOperator"]["rdmaMode"] = "exclusiv"
     (line,) = problems_of(raw)
     assert line.startswith(
-        f"{SOURCE}: networkOperator.rdmaMode = 'exclusiv': Input should be 'shared' or 'exclusive'"
+        f"{SOURCE}: networkOperator.rdmaMode = 'exclusiv': takes one of: shared, exclusive; did you mean exclusive?"
     )
 
 
