@@ -66,7 +66,7 @@ PROMQL_STAMP := tools/promql/node_modules/.installed
 PACK_OUT ?= build/policy-pack
 # Its version: the release tag vX.Y.Z on HEAD unless given.
 PACK_VERSION ?=
-# pytest-xdist workers, by measurement on this machine: `make bench-test` times the suite serial, with
+# pytest-xdist workers, by measurement on this machine: `make bench-test SWEEP=1` times the suite serial, with
 # one worker per core and with two, and writes the fastest count to $(JOBS_FILE), which `make test` then
 # uses. Unmeasured, one per core: on 2 shared cores it measured serial 121 s, 2 workers 67 s, 4 workers
 # 76 s (the suite waits on subprocesses and started policy packs, so workers pay even there). Each test
@@ -92,7 +92,7 @@ help:
 	@echo "make e2e                  the rendered stacks applied to a control plane built from the Go modules (kube-apiserver, scheduler, controller-manager, Kueue)"
 	@echo "make drill [ROUNDS=1000]  the rail agent's seeded fault drill in both mark modes (issue 35's acceptance; make test runs 60 rounds)"
 	@echo "make bench                benchmarks under benchmarks/ (print their figures)"
-	@echo "make bench-test           time make test's pytest serial and with workers; make test then uses the fastest"
+	@echo "make bench-test [SWEEP=1] make test on a fresh clone of HEAD, by phase, with the tests over 5 s (SWEEP=1: also the worker count make test then uses)"
 	@echo "make venvs                the program's and the policy pack's virtualenvs only (what pulumi up runs with)"
 	@echo "make lock                 every virtualenv's lock (and the OCI CLI's) from its requirements, with hashes"
 	@echo "make pack [PACK_OUT=dir] [PACK_VERSION=X.Y.Z]  the policy pack with the domain library vendored, ready to publish (version: the release tag on HEAD)"
@@ -231,8 +231,10 @@ drill: $(DEV_STAMP)
 bench: $(RUNTIME_STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
+# `make test` on a fresh clone of HEAD, by phase, and the tests over 5 s with their reasons; SWEEP=1 also
+# times the suite by worker count here and keeps the fastest for `make test`.
 bench-test: $(DEV_STAMP) $(PACK_STAMP) $(PROVIDER_STAMP) $(PROMQL_STAMP)
-	$(PY) benchmarks/bench_make_test.py --write $(JOBS_FILE)
+	$(PY) benchmarks/bench_make_test.py $(if $(SWEEP),--sweep --write $(JOBS_FILE))
 
 clean:
 	rm -rf $(VENV) $(PACK_VENV) $(PROVIDER_VENV) tools/promql/node_modules $(CONSUMER_TS)/node_modules build .pytest_cache .mypy_cache .ruff_cache

@@ -130,7 +130,7 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
     if placement.problems:
         raise PreviewError(
             f"{_shown(stack_file(stack, dirs))}: pods that no node pool admits (they would stay Pending and "
-            "`pulumi up` would time out waiting for them):\n  " + "\n  ".join(placement.problems)
+            "`pulumi up` would time out waiting for them):\n" + _indented(placement.problems)
         )
     pack_config = policy_pack_config(checked.config).to_dict()
     try:
@@ -142,6 +142,11 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
         raise PreviewError(f"{_shown(stack_file(stack, dirs))}: {err}") from None
     templates = tuple(claim_plan.shape_lines(checked.config, checked.claims))
     return Preview(run, pack_config, analyze_run(run, pack_config), placement, schemas, templates)
+
+
+def _indented(lines: Sequence[str], by: str = "  ") -> str:
+    """Report lines under their heading; a line of several (a reason and the pods it applies to) indented whole."""
+    return "\n".join(by + row for line in lines for row in line.splitlines())
 
 
 def _shown(path: Path) -> str:
@@ -381,20 +386,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.summary is not None:
         append_summary(args.summary, args.stack, plan)
     where = args.rendered / args.stack
-    rendering.write_files(files, where)
     shown = _shown(where) if where.is_relative_to(ROOT) else str(where)
-    objects = sum(1 for f in files if f.startswith(rendering.MANIFESTS + "/"))
-    records = sum(1 for f in files if f.startswith(rendering.RESOURCES + "/"))
-    print(
-        f"\nRendered {records} resource record(s), {objects} Kubernetes manifest(s) and {PACK_CONFIG_FILE} "
-        f"to {shown}/\n"
-    )
+    refusal = _refusal(result, plan)
+    if refusal is None:
+        rendering.write_files(files, where)
+        objects = sum(1 for f in files if f.startswith(rendering.MANIFESTS + "/"))
+        records = sum(1 for f in files if f.startswith(rendering.RESOURCES + "/"))
+        print(
+            f"\nRendered {records} resource record(s), {objects} Kubernetes manifest(s) and {PACK_CONFIG_FILE} "
+            f"to {shown}/\n"
+        )
+    else:
+        # As `pulumi preview`: a refused preview changes nothing, so the rendering a review diffs stays as it was.
+        print(f"\nNot rendered: {shown}/ is left as it was, because the preview failed (below)\n")
     if result.templates:
         print("Claim templates by shape:")
         print("\n".join(f"  {line}" for line in result.templates) + "\n")
     if result.placement.notes:
         print("Schedulability: not checked for pods that may run on pools outside this stack:")
-        print("\n".join(f"  {note}" for note in result.placement.notes) + "\n")
+        print(_indented(result.placement.notes) + "\n")
     if result.placement.settings:
         print(
             "GPU Operator: this cluster's own operator must have these settings (docs/gpu-operator-and-scheduling.md):"
@@ -403,25 +413,26 @@ def main(argv: list[str] | None = None) -> int:
     if result.schemas is not None:
         print("\n".join(result.schemas.lines()) + "\n")
     print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")
+    if refusal is not None:
+        print(f"error: preview failed: {refusal}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _refusal(result: Preview, plan: change_plan.Plan) -> str | None:
+    """Why the preview fails after the run (as `pulumi preview` fails it), None when it passes."""
     if has_mandatory(result.findings):
-        print("error: preview failed: mandatory policy violations (above)", file=sys.stderr)
-        return 1
+        return "mandatory policy violations (above)"
     if result.schemas is not None and result.schemas.errors:
-        print(
-            "error: preview failed: manifests the Kubernetes API would refuse (Schemas, above)",
-            file=sys.stderr,
-        )
-        return 1
+        return "manifests the Kubernetes API would refuse (Schemas, above)"
     if plan.refused():
         # As `pulumi preview` does: the engine reports a protected replacement or delete as an error.
         names = ", ".join(s.record.name for s in plan.refused())
-        print(
-            f"error: preview failed: protected resources would be replaced or deleted: {names} "
-            f"(set {change_plan.protect_setting(*plan.refused())} in the stack file to allow it)",
-            file=sys.stderr,
+        return (
+            f"protected resources would be replaced or deleted: {names} "
+            f"(set {change_plan.protect_setting(*plan.refused())} in the stack file to allow it)"
         )
-        return 1
-    return 0
+    return None
 
 
 if __name__ == "__main__":

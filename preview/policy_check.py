@@ -272,13 +272,28 @@ def format_findings(findings: Sequence[Finding]) -> str:
     if not findings:
         return ""
     order = {"mandatory": 0, "remediate": 1, "advisory": 2}
-    lines = ["Policy Violations:"]
+    # One finding that many resources share (the same policy, level and message) is said once, naming them all.
+    about: dict[tuple[str, str, str, str, str, str], list[str]] = {}
     for f in sorted(findings, key=lambda f: order.get(f.level, 3)):
-        about = f" ({f.resource})" if f.resource else ""
-        lines.append(f"    [{f.level}]  {f.pack} v{f.version}  {f.policy}{about}")
-        if f.description:
-            lines.append(f"    {f.description}")
-        lines += [f"    {line}" for line in f.message.splitlines()]
+        about.setdefault((f.level, f.pack, f.version, f.policy, f.description, f.message), []).append(
+            f.resource
+        )
+    lines = ["Policy Violations:"]
+    for (level, pack, version, policy, description, message), resources in about.items():
+        named = [r for r in resources if r]
+        if len(named) == 1:
+            lines.append(f"    [{level}]  {pack} v{version}  {policy} ({named[0]})")
+        else:
+            lines.append(
+                f"    [{level}]  {pack} v{version}  {policy}"
+                + (f" ({len(named)} resources)" if named else "")
+            )
+        if description:
+            lines.append(f"    {description}")
+        lines += [f"    {line}" for line in message.splitlines()]
+        if len(named) > 1:
+            lines.append("    on each of:")
+            lines += [f"      {r}" for r in named]
     return "\n".join(lines)
 
 

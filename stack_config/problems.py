@@ -40,5 +40,6 @@ class ConfigError(Exception):
     def __init__(self, source: str, problems: Sequence[ConfigProblem]) -> None:
         self.source = source
         self.problems = list(problems)
-        lines = [f"{source}: {p.render()}" for p in self.problems]
+        # A problem of several lines (a reason and the pods it applies to) keeps them under its first.
+        lines = [f"{source}: {p.render()}".replace("\n", "\n    ") for p in self.problems]
         super().__init__("invalid stack config:\n  " + "\n  ".join(lines))

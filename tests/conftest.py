@@ -49,3 +49,42 @@ def declare() -> Callable[[Callable[[], object]], Run]:
         return Run(record("test", {}, body))
 
     return run
+
+
+# --- tests that cost more than 5 s -------------------------------------------------------------------------------
+
+SLOW_SECONDS = 5.0
+"""A test whose setup and call take longer than this says why, with @pytest.mark.slow(reason=...)."""
+_seconds: dict[str, float] = {}
+_reasons: dict[str, str] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow(reason): the test costs more than 5 s, and this is why")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Carried in the test's reports (user_properties), so the pytest-xdist controller sees it too.
+    marker = item.get_closest_marker("slow")
+    if marker is not None:
+        item.user_properties.append(("slow", str(marker.kwargs.get("reason") or (marker.args or ("",))[0])))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when in ("setup", "call"):
+        _seconds[report.nodeid] = _seconds.get(report.nodeid, 0.0) + report.duration
+        for key, value in report.user_properties:
+            if key == "slow":
+                _reasons[report.nodeid] = str(value)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The tests over 5 s, each with why; one without a reason is named, so that it gets one or gets faster. A
+    report, not a failure: wall time depends on the machine (the benchmarks print it, tests assert behaviour)."""
+    slow = sorted(((s, n) for n, s in _seconds.items() if s > SLOW_SECONDS), reverse=True)
+    if not slow:
+        return
+    terminalreporter.write_sep("-", f"tests over {SLOW_SECONDS:.0f} s")
+    for seconds, nodeid in slow:
+        why = _reasons.get(nodeid) or "NO REASON: mark it @pytest.mark.slow(reason=...) or make it faster"
+        terminalreporter.write_line(f"{seconds:5.1f} s  {nodeid}: {why}")

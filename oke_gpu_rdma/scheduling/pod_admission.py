@@ -235,6 +235,7 @@ def check(
     pools: Sequence[PoolNodes],
     unseen: str | None = None,
     priority_classes: frozenset[str] = SYSTEM_PRIORITY_CLASSES,
+    fix: str | None = None,
 ) -> Verdict:
     """Every pod template against every pool of the stack.
 
@@ -242,7 +243,8 @@ def check(
     pools of an existing cluster outside the stack) a pod that is not pinned to the stack's pools may run
     there: that is a note naming what the check could not see. A DaemonSet that selects a pool but does
     not tolerate its taints gets no pod there (the DaemonSet controller skips the node): a problem too, as is
-    a pod naming a PriorityClass outside ``priority_classes`` (the API server refuses it).
+    a pod naming a PriorityClass outside ``priority_classes`` (the API server refuses it). Pods that share
+    the reason no pool admits them are one problem (or note): the reason, ``fix`` if given, then each pod.
     """
     served: dict[str, set[str]] = {p.name: set() for p in pools}
     for pod in pods:
@@ -262,8 +264,10 @@ def check(
         for p in pools
     ]
     problems: list[str] = []
-    notes: list[str] = []
     placements: list[tuple[str, tuple[str, ...]]] = []
+    # Pods no pool admits, by why: a reason many pods share is said once, with the pods it applies to.
+    unplaced: dict[str, list[str]] = {}
+    unseen_only: dict[str, list[str]] = {}
     for pod in pods:
         if pod.priority_class is not None and pod.priority_class not in priority_classes:
             problems.append(
@@ -298,12 +302,26 @@ def check(
                 continue
         elif admitting:
             continue
-        if not pools:
-            line = f"{pod.name}: the stack has no node pool"
-        else:
-            line = f"{pod.name} fits no node pool of the stack: {_reasons_text(reasons)}"
+        why = _reasons_text(reasons) if pools else ""
         if unseen is not None and not pinned_to_stack_pools(pod):
-            notes.append(f"{line}; it may run on {unseen}, which the check cannot see")
+            unseen_only.setdefault(why, []).append(pod.name)
         else:
-            problems.append(line)
+            unplaced.setdefault(why, []).append(pod.name)
+    problems += [_unplaced_line(pods, why, fix=fix) for why, pods in unplaced.items()]
+    notes = [_unplaced_line(pods, why, unseen) for why, pods in unseen_only.items()]
     return Verdict(tuple(problems), tuple(notes), tuple(placements))
+
+
+def _unplaced_line(pods: Sequence[str], why: str, unseen: str | None = None, fix: str | None = None) -> str:
+    """A pod no pool admits and why; several that share the reason get it once, then a line per pod."""
+    one = len(pods) == 1
+    who = pods[0] if one else f"{len(pods)} pods"
+    if not why:
+        line = f"{who}: the stack has no node pool"
+    else:
+        line = f"{who} {'fits' if one else 'fit'} no node pool of the stack: {why}"
+    if unseen is not None:
+        line += f"; {'it' if one else 'they'} may run on {unseen}, which the check cannot see"
+    if fix is not None:
+        line += f"; {fix}"
+    return line if one else line + ":" + "".join(f"\n- {pod}" for pod in pods)

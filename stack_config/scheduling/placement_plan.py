@@ -49,11 +49,12 @@ def controllers(config: StackConfig) -> list[PodPlacement]:
 
 
 def problems(config: StackConfig) -> list[ConfigProblem]:
-    """One problem per controller that no pool of the stack admits (an existing cluster's other pools may)."""
-    verdict = check(controllers(config), planned_pools(config), unseen_pools(config))
+    """The controllers that no pool of the stack admits (an existing cluster's other pools may), one problem per
+    reason, naming the controllers it applies to."""
     fix = (
         "turn the system pool on (systemPool.enabled: true, with its imageId)"
         if not config.creates_system_pool
         else "give the system pool no taints it does not need"
     )
-    return [ConfigProblem("systemPool", None, f"{line}; {fix}") for line in verdict.problems]
+    verdict = check(controllers(config), planned_pools(config), unseen_pools(config), fix=fix)
+    return [ConfigProblem("systemPool", None, line) for line in verdict.problems]

@@ -245,7 +245,7 @@ def test_a_misspelt_name_in_no_deploy_fails_the_list_naming_it(tmp_path: Path) -
 def test_make_test_takes_its_workers_from_the_measurement() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert "JOBS ?= $(shell cat $(JOBS_FILE) 2>/dev/null || nproc)" in makefile
-    assert "$(PY) benchmarks/bench_make_test.py --write $(JOBS_FILE)" in makefile
+    assert "$(PY) benchmarks/bench_make_test.py $(if $(SWEEP),--sweep --write $(JOBS_FILE))" in makefile
     assert "-n $(JOBS) --dist loadfile" in makefile
 
 

@@ -139,25 +139,44 @@ def test_preview_runs_the_policy_pack_and_writes_its_config(tmp_path: Path) -> N
     ]["existingCidrs"]
 
 
+def _with_peered_network(config: StackConfig) -> PackConfig:
+    """The pack config plus a range the stack config has no key for (a peered network) that the default child
+    range overlaps."""
+    pack = policy_pack_config(config)
+    peered = NamedCidr(name="peered VCN", cidr="10.208.0.0/16")  # type: ignore[arg-type]
+    child = pack.child_range.model_copy(update={"existing_cidrs": (*pack.child_range.existing_cidrs, peered)})
+    return pack.model_copy(update={"child_range": child})
+
+
 def test_mandatory_violation_fails_the_preview(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A range the stack config has no key for (a peered network) that the default child range overlaps.
-    def with_peered_network(config: StackConfig) -> PackConfig:
-        pack = policy_pack_config(config)
-        peered = NamedCidr(name="peered VCN", cidr="10.208.0.0/16")  # type: ignore[arg-type]
-        child = pack.child_range.model_copy(
-            update={"existing_cidrs": (*pack.child_range.existing_cidrs, peered)}
-        )
-        return pack.model_copy(update={"child_range": child})
-
-    monkeypatch.setattr(cli, "policy_pack_config", with_peered_network)
+    monkeypatch.setattr(cli, "policy_pack_config", _with_peered_network)
     assert cli.main(["--stack", "dev", "--stacks-dir", str(EXAMPLES), "--rendered", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert "Policy Violations:" in out
     assert "[mandatory]" in out and "dranet-child-range" in out
     assert "10.208.0.0/12" in out and "peered VCN" in out
     assert "error: preview failed: mandatory policy violations (above)" in err
+
+
+def test_a_refused_preview_leaves_the_rendering_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rendered/<stack>/ a review diffs stays the last one that passed, file for file, when a preview fails
+    after the run (here a mandatory violation; a protected replacement and a schema refusal go the same way)."""
+    args = ["--stack", "dev", "--stacks-dir", str(EXAMPLES), "--rendered", str(tmp_path)]
+    assert cli.main(args) == 0
+    before = {p: p.read_bytes() for p in (tmp_path / "dev").rglob("*") if p.is_file()}
+    (tmp_path / "dev" / "placement.yaml").write_text("# the last one that passed\n")
+    before[tmp_path / "dev" / "placement.yaml"] = b"# the last one that passed\n"
+    capsys.readouterr()
+    monkeypatch.setattr(cli, "policy_pack_config", _with_peered_network)
+    assert cli.main(args) == 1
+    out, err = capsys.readouterr()
+    assert f"Not rendered: {tmp_path / 'dev'}/ is left as it was, because the preview failed (below)" in out
+    assert err.splitlines()[-1] == "error: preview failed: mandatory policy violations (above)"
+    assert {p: p.read_bytes() for p in (tmp_path / "dev").rglob("*") if p.is_file()} == before
 
 
 # Issue 2's list of bad inputs: each gives its message through `make preview`, exit 1, no traceback.
@@ -363,6 +382,7 @@ def test_a_protected_replacement_fails_the_preview_as_pulumi_preview_does(tmp_pa
         "gpu-b4-compute-cluster, gpu-b4-nodes (set `oke-gpu-rdma:protect: {gpuPools: false}` in the stack "
         "file to allow it)"
     )
+    assert "Not rendered: " in result.stdout and not (tmp_path / "out").exists()
     # Unprotecting the GPU pools in the same change makes it a replacement the apply carries out.
     raw["protect"] = {"gpuPools": False}
     (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
@@ -475,6 +495,9 @@ def test_giving_dranet_a_pool_of_a_shape_without_topology_is_refused_with_how_to
     ]
 
 
+@pytest.mark.slow(
+    reason="two whole previews in fresh interpreters: the fleet without the H100 pool, then with it"
+)
 def test_an_onboarding_h100_pool_next_to_b4_pools_previews_with_the_b4_templates_alone(
     tmp_path: Path,
 ) -> None:

@@ -94,6 +94,23 @@ def test_format_orders_mandatory_first_and_keeps_messages():
     assert has_mandatory(findings) and not has_mandatory(findings[:1])
 
 
+def test_a_finding_many_resources_share_is_said_once_naming_them() -> None:
+    def about(name: str) -> Finding:
+        urn = f"urn:pulumi:s::p::kubernetes:batch/v1:Job::{name}"
+        return Finding("a", "advisory", urn, "not judged: x", "desc a", version="0.1.0")
+
+    assert format_findings([about("j1"), about("j2"), about("j3")]).splitlines() == [
+        "Policy Violations:",
+        "    [advisory]  oke-gpu-rdma v0.1.0  a (3 resources)",
+        "    desc a",
+        "    not judged: x",
+        "    on each of:",
+        "      j1: kubernetes:batch/v1:Job",
+        "      j2: kubernetes:batch/v1:Job",
+        "      j3: kubernetes:batch/v1:Job",
+    ]
+
+
 @pytest.mark.parametrize(
     ("config", "text"),
     [

@@ -86,6 +86,22 @@ def test_a_pod_no_pool_admits_is_one_line_naming_each_pool() -> None:
     assert check([coredns], [GPU_POOL, SYSTEM]).problems == ()
 
 
+def test_a_reason_many_pods_share_is_said_once_with_the_pods() -> None:
+    coredns = PodPlacement("Deployment kube-system/coredns")
+    metrics = PodPlacement("Deployment kube-system/metrics-server")
+    pinned = PodPlacement("Pod rdma/p", node_selector={POOL_LABEL: "gpu-b4"})
+    verdict = check([coredns, pinned, metrics], [GPU_POOL], unseen="the other pools")
+    assert verdict.notes == (
+        "2 pods fit no node pool of the stack: gpu-b4: taint nvidia.com/gpu=present:NoSchedule is not tolerated; "
+        "they may run on the other pools, which the check cannot see:\n"
+        "- Deployment kube-system/coredns\n"
+        "- Deployment kube-system/metrics-server",
+    )
+    assert check([coredns, metrics], []).problems == (
+        "2 pods: the stack has no node pool:\n- Deployment kube-system/coredns\n- Deployment kube-system/metrics-server",
+    )
+
+
 def test_an_existing_cluster_may_host_unpinned_pods_elsewhere() -> None:
     coredns = PodPlacement("Deployment kube-system/coredns")
     pinned = PodPlacement("Pod rdma/p", node_selector={POOL_LABEL: "gpu-b4"})

@@ -62,9 +62,12 @@ def test_kueues_controller_is_placed_early_when_the_stack_schedules_through_it()
     raw = raw_config("full")
     raw["workloads"]["scheduling"]["enabled"] = False
     assert name not in [p.name for p in controllers(load_stack(raw, "full", EXAMPLE_REGION).config)]
-    # With every pool tainted and no system pool, no pool admits it: one problem naming it, before anything exists.
+    # With every pool tainted and no system pool, no pool admits it: the problem names it (with the other
+    # controllers of the same reason, a line each under it), before anything exists.
     raw = raw_config("full")
     raw["systemPool"]["enabled"] = False
     with pytest.raises(ConfigError) as err:
         load_stack(raw, "full", EXAMPLE_REGION)
-    assert f"full: systemPool: {name} fits no node pool of the stack" in str(err.value)
+    message = str(err.value)
+    assert "\n  full: systemPool: 14 pods fit no node pool of the stack: " in message
+    assert f"\n    - {name}\n" in message
