@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -23,23 +25,37 @@ from tests.support import Run, as_stack_file, raw_config
 
 
 def run_cli(
-    stack: str, stacks_dir: Path | None = EXAMPLES, rendered: Path | None = None, *extra: str
+    stack: str,
+    stacks_dir: Path | None = EXAMPLES,
+    rendered: Path | None = None,
+    *extra: str,
+    fresh: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the preview exactly as `make preview` does, in a fresh interpreter.
+    """Run the preview with `make preview`'s arguments: in this interpreter (its imports already paid, a second
+    a run less), or with ``fresh`` in a new one exactly as `make preview` starts it.
 
     Stacks come from ``stacks_dir``, the examples unless told otherwise, never from stacks/: a stack
     of the user's (any name, a broken file) cannot fail a test. None: the CLI's own lookup.
     """
-    args = [sys.executable, "-m", "preview", "--stack", stack, *extra]
+    args = ["--stack", stack, *extra]
     if rendered is not None:
         args += ["--rendered", str(rendered)]
     if stacks_dir is not None:
         args += ["--stacks-dir", str(stacks_dir)]
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if fresh:
+        command = [sys.executable, "-m", "preview", *args]
+        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = cli.main(args)
+        except SystemExit as exit_:  # argparse's refusals
+            status = exit_.code if isinstance(exit_.code, int) else 2
+    return subprocess.CompletedProcess(["preview", *args], status, out.getvalue(), err.getvalue())
 
 
 def test_dev_preview_shows_the_compute_cluster_and_its_b4_pool(tmp_path: Path) -> None:
-    result = run_cli("dev", EXAMPLES, tmp_path, "--show-sames")
+    result = run_cli("dev", EXAMPLES, tmp_path, "--show-sames", fresh=True)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("Previewing update (dev) offline: Pulumi mock runtime, nothing was sent to a cloud")
@@ -56,7 +72,7 @@ def test_dev_preview_shows_the_compute_cluster_and_its_b4_pool(tmp_path: Path) -
 
 
 def test_full_stack_preview_works(tmp_path: Path) -> None:
-    result = run_cli("full", EXAMPLES, tmp_path, "--show-sames")
+    result = run_cli("full", EXAMPLES, tmp_path, "--show-sames", fresh=True)
     assert result.returncode == 0, result.stderr
     assert "oci:ContainerEngine/cluster:Cluster" in result.stdout
     # The two GPU pools and the system pool.
@@ -75,7 +91,7 @@ def test_bad_config_exits_1_with_the_message_and_no_traceback(tmp_path: Path) ->
     raw["nodePools"][0]["count"] = 0
     raw["dranet"] = {"childRange": "10.208.0.0/31"}
     (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump(as_stack_file(raw)))
-    result = run_cli("bad", stacks_dir=tmp_path, rendered=tmp_path / "rendered")
+    result = run_cli("bad", stacks_dir=tmp_path, rendered=tmp_path / "rendered", fresh=True)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr + result.stdout
     assert result.stdout == ""
@@ -100,7 +116,7 @@ def test_unknown_stack_names_the_known_ones(tmp_path: Path) -> None:
 
 
 def test_make_preview_of_an_unknown_stack_exits_1_naming_the_examples() -> None:
-    result = run_cli("nope", stacks_dir=None)
+    result = run_cli("nope", stacks_dir=None, fresh=True)
     assert result.returncode == 1 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     prefix = "error: no stack file stacks/Pulumi.nope.yaml or examples/Pulumi.nope.yaml; stacks: "
@@ -495,9 +511,6 @@ def test_giving_dranet_a_pool_of_a_shape_without_topology_is_refused_with_how_to
     ]
 
 
-@pytest.mark.slow(
-    reason="two whole previews in fresh interpreters: the fleet without the H100 pool, then with it"
-)
 def test_an_onboarding_h100_pool_next_to_b4_pools_previews_with_the_b4_templates_alone(
     tmp_path: Path,
 ) -> None:
