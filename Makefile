@@ -148,6 +148,7 @@ $(ACTIONLINT):
 	GOBIN=$(CURDIR)/$(dir $(ACTIONLINT)) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
 $(PROMQL_STAMP): tools/promql/package.json tools/promql/package-lock.json
+	@command -v npm >/dev/null || { echo "make test: needs Node and npm on PATH for the PromQL tests (tools/promql: Prometheus' own grammar from npm)" >&2; exit 2; }
 	cd tools/promql && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
