@@ -10,8 +10,9 @@ from tests import conftest
 
 
 class _Reporter:
-    def __init__(self) -> None:
+    def __init__(self, e2e: bool = False) -> None:
         self.lines: list[str] = []
+        self.config = SimpleNamespace(getoption=lambda name: e2e if name == "--e2e" else None)
 
     def write_sep(self, sep: str, title: str) -> None:
         self.lines.append(f"--- {title}")
@@ -45,6 +46,13 @@ def test_a_slow_test_is_reported_with_its_reason_and_one_without_is_named(
         "  9.0 s  t.py::unexplained: NO REASON: mark it @pytest.mark.slow(reason=...) or make it faster",
         "  6.5 s  t.py::explained: two previews",
     ]
+
+
+def test_make_e2e_reports_none_its_tests_wait_on_a_control_plane(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(conftest, "_seconds", {"tests/e2e/t.py::apply": 60.0})
+    reporter = _Reporter(e2e=True)
+    conftest.pytest_terminal_summary(reporter)
+    assert reporter.lines == []
 
 
 def test_nothing_is_reported_when_no_test_is_slow(monkeypatch: pytest.MonkeyPatch) -> None:
