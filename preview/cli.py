@@ -45,6 +45,7 @@ from .mock_runtime import (
 )
 from .plan import change_plan, claim_templates, gpu_impact, plan_lines
 from .policy_check import Finding, PackConfigError, analyze_run, format_findings, has_mandatory
+from .rendered_stack import shown_path as _shown
 from .stack_file import StackFileError, read_stack_file, undecryptable
 from .stacks import EXAMPLES, USER_STACKS, stack_names
 
@@ -147,11 +148,6 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
 def _indented(lines: Sequence[str], by: str = "  ") -> str:
     """Report lines under their heading; a line of several (a reason and the pods it applies to) indented whole."""
     return "\n".join(by + row for line in lines for row in line.splitlines())
-
-
-def _shown(path: Path) -> str:
-    """Paths relative to the repository, as users type them; stacks kept elsewhere by their base name."""
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else f"stacks/{path.name}"
 
 
 # --- the resource tree ---------------------------------------------------------------------------
@@ -386,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.summary is not None:
         append_summary(args.summary, args.stack, plan)
     where = args.rendered / args.stack
-    shown = _shown(where) if where.is_relative_to(ROOT) else str(where)
+    shown = _shown(where)
     refusal = _refusal(result, plan)
     if refusal is None:
         rendering.write_files(files, where)

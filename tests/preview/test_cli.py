@@ -97,8 +97,8 @@ def test_bad_config_exits_1_with_the_message_and_no_traceback(tmp_path: Path) ->
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
         "error: invalid stack config:",
-        "  stacks/Pulumi.bad.yaml: nodePools[0].count = 0: must be at least 1",
-        "  stacks/Pulumi.bad.yaml: dranet.childRange = '10.208.0.0/31': has prefix /31; DRANET accepts "
+        f"  {tmp_path}/Pulumi.bad.yaml: nodePools[0].count = 0: must be at least 1",
+        f"  {tmp_path}/Pulumi.bad.yaml: dranet.childRange = '10.208.0.0/31': has prefix /31; DRANET accepts "
         "child ranges from /8 to /30",
     ]
     assert not (tmp_path / "rendered").exists()
@@ -111,7 +111,7 @@ def test_unknown_stack_names_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(cli.PreviewError) as raised:
         cli.stack_file("nope", [tmp_path, EXAMPLES])
     assert str(raised.value) == (
-        "no stack file stacks/Pulumi.nope.yaml or examples/Pulumi.nope.yaml; stacks: alpha, dev, fleet, full, gb200, sriov"
+        f"no stack file {tmp_path}/Pulumi.nope.yaml or examples/Pulumi.nope.yaml; stacks: alpha, dev, fleet, full, gb200, sriov"
     )
 
 
@@ -253,7 +253,7 @@ def test_bad_config_through_make_preview(
     assert out == "" and "Traceback" not in err
     lines = err.splitlines()
     assert lines[0] == "error: invalid stack config:"
-    assert len(lines) == 2 and lines[1].startswith("  stacks/Pulumi.bad.yaml: ")
+    assert len(lines) == 2 and lines[1].startswith(f"  {tmp_path}/Pulumi.bad.yaml: ")
     assert expected in lines[1]
     assert not (tmp_path / "out").exists()
 
@@ -264,7 +264,8 @@ def test_stack_file_whose_config_is_not_a_mapping(tmp_path: Path, capsys: pytest
     out, err = capsys.readouterr()
     assert out == ""
     assert (
-        err == "error: stacks/Pulumi.odd.yaml: must be a mapping with a `config:` mapping of keys to values\n"
+        err
+        == f"error: {tmp_path}/Pulumi.odd.yaml: must be a mapping with a `config:` mapping of keys to values\n"
     )
 
 
@@ -311,7 +312,7 @@ def test_a_misspelt_region_is_one_line_naming_it(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr + result.stdout
     assert result.stderr.splitlines() == [
         "error: invalid stack config:",
-        "  stacks/Pulumi.alpha.yaml: oci:region = 'eu-frankfrut-1': is not a known OCI region identifier; did you "
+        f"  {tmp_path}/Pulumi.alpha.yaml: oci:region = 'eu-frankfrut-1': is not a known OCI region identifier; did you "
         "mean eu-frankfurt-1? (regions are named like us-ashburn-1: oci iam region list)",
     ]
     assert not (tmp_path / "rendered").exists()
@@ -501,7 +502,7 @@ def test_giving_dranet_a_pool_of_a_shape_without_topology_is_refused_with_how_to
     assert "Traceback" not in result.stderr + result.stdout
     assert result.stderr.splitlines() == [
         "error: invalid stack config:",
-        "  stacks/Pulumi.mixed.yaml: nodePools[2].shape = 'BM.GPU.H100.8': BM.GPU.H100.8 has no GPU/NIC topology "
+        f"  {tmp_path}/Pulumi.mixed.yaml: nodePools[2].shape = 'BM.GPU.H100.8': BM.GPU.H100.8 has no GPU/NIC topology "
         "to build and judge claim templates on (the catalog lists it unverified: 16 x 200 Gb/s rails (8 dual-port ConnectX-7), a GPU and a NIC per PCIe switch, 2 NUMA nodes; PCIe roots not published); onboard it: set nodePools[2].onboarding: true "
         "(DRANET and the GPU DRA driver run on the pool, its shape gets no claim templates, the other pools keep "
         "theirs) and pulumi up; then `kubectl get resourceslices -o yaml > slices.yaml`, `kubectl get nodes -o yaml "
@@ -574,7 +575,7 @@ def test_a_key_nothing_reads_fails_the_preview_in_one_line(tmp_path: Path, key: 
     result = run_cli("typo", stacks_dir=tmp_path, rendered=tmp_path / "out")
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr == f"error: invalid stack config:\n  stacks/Pulumi.typo.yaml: {line}\n"
+    assert result.stderr == f"error: invalid stack config:\n  {tmp_path}/Pulumi.typo.yaml: {line}\n"
     assert not (tmp_path / "out").exists()
 
 
@@ -595,7 +596,7 @@ def test_a_secret_of_the_program_is_named_not_judged(tmp_path: Path) -> None:
     result = run_cli("sec", stacks_dir=tmp_path, rendered=tmp_path / "out")
     assert result.returncode == 1
     assert result.stderr == (
-        "error: invalid stack config:\n  stacks/Pulumi.sec.yaml: oke-gpu-rdma:compartmentId is a secret (secure:) "
+        f"error: invalid stack config:\n  {tmp_path}/Pulumi.sec.yaml: oke-gpu-rdma:compartmentId is a secret (secure:) "
         "the offline preview cannot decrypt, so it cannot judge the value; keep this setting in plain text (a "
         "compartment or subnet OCID is no secret), or check the stack with pulumi preview\n"
     )
@@ -609,7 +610,7 @@ def test_a_duplicate_key_fails_the_preview_naming_both_lines(tmp_path: Path) -> 
     first = next(i for i, line in enumerate(text.splitlines(), 1) if "oci:region" in line)
     last = len(text.splitlines())
     assert result.stderr == (
-        f"error: stacks/Pulumi.twice.yaml: is not a valid stack file: line {last}, column 3: the key 'oci:region' "
+        f"error: {tmp_path}/Pulumi.twice.yaml: is not a valid stack file: line {last}, column 3: the key 'oci:region' "
         f"is given twice in one mapping (lines {first} and {last}); keep one\n"
     )
 

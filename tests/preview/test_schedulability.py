@@ -41,7 +41,7 @@ def test_a_pod_no_pool_admits_fails_the_preview_naming_the_pod_the_pools_and_why
     assert result.returncode == 1
     mismatch = "nodeSelector oke-gpu-rdma/node-pool=gpu-b4-b does not match its labels"
     assert result.stderr == (
-        "error: stacks/Pulumi.relabel.yaml: pods that no node pool admits (they would stay Pending and "
+        f"error: {tmp_path / 'stacks'}/Pulumi.relabel.yaml: pods that no node pool admits (they would stay Pending and "
         "`pulumi up` would time out waiting for them):\n"
         f"  MPIJob rdma-dranet/nccl-all-reduce Worker fits no node pool of the stack: gpu-b4-a: {mismatch}; "
         f"gpu-b4-b: {mismatch}; system: {mismatch}\n"
