@@ -145,9 +145,9 @@ def preview(stack: str, dirs: Sequence[Path] = STACK_DIRS) -> Preview:
     return Preview(run, pack_config, analyze_run(run, pack_config), placement, schemas, templates)
 
 
-def _indented(lines: Sequence[str], by: str = "  ") -> str:
+def _indented(lines: Sequence[str]) -> str:
     """Report lines under their heading; a line of several (a reason and the pods it applies to) indented whole."""
-    return "\n".join(by + row for line in lines for row in line.splitlines())
+    return "\n".join("  " + row for line in lines for row in line.splitlines())
 
 
 # --- the resource tree ---------------------------------------------------------------------------
@@ -397,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nNot rendered: {shown}/ is left as it was, because the preview failed (below)\n")
     if result.templates:
         print("Claim templates by shape:")
-        print("\n".join(f"  {line}" for line in result.templates) + "\n")
+        print(_indented(result.templates) + "\n")
     if result.placement.notes:
         print("Schedulability: not checked for pods that may run on pools outside this stack:")
         print(_indented(result.placement.notes) + "\n")
@@ -405,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "GPU Operator: this cluster's own operator must have these settings (docs/gpu-operator-and-scheduling.md):"
         )
-        print("\n".join(f"  {line}" for line in result.placement.settings) + "\n")
+        print(_indented(result.placement.settings) + "\n")
     if result.schemas is not None:
         print("\n".join(result.schemas.lines()) + "\n")
     print(format_findings(result.findings) or "Policies: the oke-gpu-rdma pack reported nothing.")

@@ -281,13 +281,8 @@ def format_findings(findings: Sequence[Finding]) -> str:
     lines = ["Policy Violations:"]
     for (level, pack, version, policy, description, message), resources in about.items():
         named = [r for r in resources if r]
-        if len(named) == 1:
-            lines.append(f"    [{level}]  {pack} v{version}  {policy} ({named[0]})")
-        else:
-            lines.append(
-                f"    [{level}]  {pack} v{version}  {policy}"
-                + (f" ({len(named)} resources)" if named else "")
-            )
+        about_text = f" ({named[0]})" if len(named) == 1 else f" ({len(named)} resources)" if named else ""
+        lines.append(f"    [{level}]  {pack} v{version}  {policy}{about_text}")
         if description:
             lines.append(f"    {description}")
         lines += [f"    {line}" for line in message.splitlines()]
