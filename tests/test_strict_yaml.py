@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def pulumi_yaml_files() -> list[Path]:
-    """The tracked and new Pulumi.yaml, Pulumi.<stack>.yaml, PulumiPlugin.yaml and PulumiPolicy.yaml files."""
+    """The tracked and new Pulumi.yaml, Pulumi.<stack>.yaml, PulumiPlugin.yaml and PulumiPolicy.yaml files, the
+    user's own stacks/ left out: a stack file of theirs never fails make test (make preview checks it, duplicate
+    keys included)."""
     listed = subprocess.run(
         [
             "git",
@@ -32,7 +34,9 @@ def pulumi_yaml_files() -> list[Path]:
         text=True,
         check=True,
     ).stdout.split()
-    return sorted({ROOT / name for name in listed if (ROOT / name).is_file()})
+    return sorted(
+        {ROOT / name for name in listed if (ROOT / name).is_file() and not name.startswith("stacks/")}
+    )
 
 
 def test_a_key_given_twice_is_refused_with_both_lines() -> None:
